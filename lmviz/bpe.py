@@ -38,6 +38,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 __all__ = ["PRE_SPLIT", "Candidate", "MergeStep", "Token", "BPETokenizer", "train_bpe",
+           "VocabPoint", "split_heldout", "vocab_tradeoff",
            "pre_split", "byte_label", "UNK"]
 
 # chunks: a run of word characters, a run of punctuation/symbols, or a run of whitespace
@@ -362,3 +363,44 @@ def train_bpe(text: str, num_merges: int, *, level: str = "char", split_words: b
                 words=snapshot()))
     return BPETokenizer(level, split_words, vocab, merge_ids, n_base, history, initial,
                         num_merges, stop, sum(freqs))
+
+
+# -- vocabulary size trade-off -----------------------------------------------------------------
+@dataclass(frozen=True)
+class VocabPoint:
+    merges: int             # merges used (the first k learned)
+    vocab_size: int         # V = base tokens + merges
+    n_tokens: int           # tokens the held-out text becomes
+    n_chars: int            # characters in the held-out text
+    tokens_per_char: float  # n_tokens / n_chars: lower means shorter sequences
+    table_params: int       # V * d: parameters in an embedding table of width d
+
+
+def split_heldout(text: str, frac: float = 0.2) -> tuple[str, str]:
+    """Cut text into (train, held-out) with about frac of it held out, at a whitespace if any.
+
+    >>> split_heldout("aa bb cc dd ee", 0.2)
+    ('aa bb cc dd', ' ee')
+    """
+    cut = int(len(text) * (1 - frac))
+    ws = text.rfind(" ", 0, cut + 1)
+    if ws > 0:
+        cut = ws
+    return text[:cut], text[cut:]
+
+
+def vocab_tradeoff(tok: BPETokenizer, heldout: str, merge_counts: list[int],
+                   d: int) -> list[VocabPoint]:
+    """Measure tokens/char on heldout for the tokenizer truncated to each merge count.
+
+    >>> tok = train_bpe("low low lower low", 2)
+    >>> [(p.vocab_size, p.n_tokens) for p in vocab_tradeoff(tok, "low", [0, 2], d=4)]
+    [(7, 3), (9, 1)]
+    """
+    out = []
+    n_chars = max(1, len(heldout))
+    for k in sorted(set(min(max(0, k), len(tok.merge_ids)) for k in merge_counts)):
+        t = tok.truncated(k)
+        n = len(t.encode(heldout))
+        out.append(VocabPoint(k, t.vocab_size, n, len(heldout), n / n_chars, t.vocab_size * d))
+    return out
