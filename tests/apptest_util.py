@@ -1,0 +1,56 @@
+"""Helpers for AppTest-based page tests."""
+from __future__ import annotations
+
+import base64
+import json
+
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+TIMEOUT = 90  # seconds: the first page that imports torch pays 3-7 s here, more under load
+
+
+def open_page(file: str | None, lang: str = "en", timeout: float = TIMEOUT, **params) -> AppTest:
+    """Run app.py in ``lang``, then switch to the page ``file`` (None: the home page)."""
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    at.query_params["lang"] = lang
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    if file is not None:
+        at.switch_page(file).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def figures(at: AppTest) -> list[dict]:
+    """The Plotly figures on the page, as JSON dicts."""
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def decode(arr) -> np.ndarray:
+    """A Plotly array from a figure spec: a list, or {"dtype", "bdata"} (plotly >= 6)."""
+    if isinstance(arr, dict) and "bdata" in arr:
+        out = np.frombuffer(base64.b64decode(arr["bdata"]), dtype=np.dtype(arr["dtype"]))
+        if "shape" in arr:
+            shape = arr["shape"]
+            if isinstance(shape, str):
+                shape = [int(s) for s in shape.split(",")]
+            out = out.reshape(shape)
+        return out
+    return np.asarray(arr)
+
+
+def all_text(at: AppTest) -> str:
+    """All markdown, captions, titles and headers of the page joined (to check language)."""
+    parts = []
+    for kind in ("title", "header", "subheader", "markdown", "caption", "info", "warning", "error",
+                 "success", "latex", "text"):
+        try:
+            parts += [str(e.value) for e in at.get(kind)]
+        except Exception:  # noqa: BLE001 - an element kind absent in this version
+            pass
+    return "\n".join(parts)

@@ -1,0 +1,114 @@
+"""Start the app with ``streamlit run`` on a free port and drive it with Debian Chromium."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = Path(os.environ.get("LMVIZ_SCREENSHOTS", ROOT / "screenshots"))
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run"]
+
+
+def require_browser():
+    """Skip (or fail under LMVIZ_REQUIRE_BROWSER=1) when Chromium or Playwright is missing."""
+    required = os.environ.get("LMVIZ_REQUIRE_BROWSER") == "1"
+    problem = None
+    if not Path(CHROMIUM).exists():
+        problem = f"Chromium not found at {CHROMIUM} (apt-get install chromium fonts-noto-cjk)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            problem = "playwright is not installed (pip install -r requirements-dev.txt)"
+    if problem:
+        if required:
+            pytest.fail(f"browser tests are required here but: {problem}")
+        pytest.skip(problem)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``streamlit run app.py`` on a free port; ``url(path, **query)`` builds page URLs."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        env = dict(os.environ, LMVIZ_THREADS=os.environ.get("LMVIZ_THREADS", "1"))
+        self.log = open(ROOT / ".pytest_cache" / f"streamlit-{self.port}.log", "w") \
+            if (ROOT / ".pytest_cache").exists() else subprocess.DEVNULL
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+             f"--server.port={self.port}", "--server.address=127.0.0.1",
+             "--browser.gatherUsageStats=false"],
+            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.wait_healthy()
+
+    def wait_healthy(self, timeout: float = 60) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("streamlit exited early")
+            try:
+                with urllib.request.urlopen(self.url("_stcore/health"), timeout=2) as r:
+                    if r.read().decode().strip() == "ok":
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise TimeoutError("streamlit did not report healthy")
+
+    def url(self, path: str = "", **query) -> str:
+        q = "&".join(f"{k}={v}" for k, v in query.items())
+        return f"http://127.0.0.1:{self.port}/{path}" + (f"?{q}" if q else "")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def wait_idle(page, timeout_ms: int = 90_000) -> None:
+    """Wait until the script has finished running (twice, to ride over a quick rerun)."""
+    for _ in range(2):
+        page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]",
+                               timeout=timeout_ms, state="attached")
+        page.wait_for_timeout(400)
+
+
+def wait_charts(page, timeout_ms: int = 60_000) -> int:
+    """Wait for the Plotly charts the page declares to render; returns how many there are."""
+    n = page.locator("[data-testid=stPlotlyChart]").count()
+    if n:
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=timeout_ms)
+    return n
+
+
+def exceptions(page) -> list[str]:
+    return [e.inner_text() for e in page.locator("[data-testid=stException]").all()]
+
+
+def shot(page, name: str) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def has_chromium() -> bool:
+    return Path(CHROMIUM).exists() and shutil.which(CHROMIUM) is not None

@@ -1,0 +1,44 @@
+"""The chapters of lmviz, in teaching order. ``app.py`` registers those whose page file exists."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Chapter:
+    slug: str       # URL path ("" for the home page at /)
+    file: str       # page script, relative to the repo root
+    title_key: str  # i18n key of the chapter's title
+    icon: str       # Material icon shown in the navigation
+
+    @property
+    def exists(self) -> bool:
+        return (ROOT / self.file).exists()
+
+
+CHAPTERS: tuple[Chapter, ...] = (
+    Chapter("", "pages/home.py", "home.nav", ":material/home:"),
+    Chapter("tokenization", "pages/tokenization.py", "tok.nav", ":material/text_fields:"),
+    Chapter("embedding", "pages/embedding.py", "emb.nav", ":material/grid_on:"),
+    Chapter("autoregression", "pages/autoregression.py", "ar.nav", ":material/link:"),
+    Chapter("attention", "pages/attention.py", "att.nav", ":material/visibility:"),
+    Chapter("transformer-block", "pages/transformer_block.py", "blk.nav", ":material/view_agenda:"),
+    Chapter("loss-and-gradients", "pages/loss_and_gradients.py", "loss.nav", ":material/trending_down:"),
+    Chapter("training", "pages/training.py", "train.nav", ":material/model_training:"),
+    Chapter("generation", "pages/generation.py", "gen.nav", ":material/auto_awesome:"),
+    Chapter("kv-cache", "pages/kv_cache.py", "kv.nav", ":material/memory:"),
+    Chapter("cost", "pages/cost.py", "cost.nav", ":material/speed:"),
+    Chapter("beyond", "pages/beyond.py", "bey.nav", ":material/explore:"),
+)
+
+
+def registered() -> list[Chapter]:
+    """Chapters that have a page file (a chapter is registered once it has real content)."""
+    return [c for c in CHAPTERS if c.exists]
+
+
+def by_slug(slug: str) -> Chapter:
+    return next(c for c in CHAPTERS if c.slug == slug)

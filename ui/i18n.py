@@ -1,0 +1,43 @@
+"""English/Chinese strings for the app.
+
+Catalogues are flat JSON files, one per language, in ``assets/i18n/``. ``t(key, **fmt)`` returns
+the string for the language chosen in the sidebar (kept in ``st.session_state["lang"]`` and in the
+URL as ``?lang=zh``). A key missing from the current language falls back to English and then to
+the key itself, so a page never crashes on a missing string; ``tests/test_i18n.py`` makes sure
+none is missing.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+LANGS = ("en", "zh")
+LANG_NAMES = {"en": "English", "zh": "中文"}
+CATALOGUE_DIR = Path(__file__).resolve().parent.parent / "assets" / "i18n"
+
+
+@lru_cache(maxsize=None)
+def catalogue(lang: str) -> dict[str, str]:
+    """The flat key -> string catalogue of one language."""
+    with open(CATALOGUE_DIR / f"{lang}.json", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def lang() -> str:
+    """The current language code ("en" or "zh")."""
+    import streamlit as st
+
+    code = st.session_state.get("lang", "en")
+    return code if code in LANGS else "en"
+
+
+def translate(key: str, code: str, **fmt) -> str:
+    """Look ``key`` up in language ``code``; format with ``fmt`` when given."""
+    text = catalogue(code).get(key) or catalogue("en").get(key) or key
+    return text.format(**fmt) if fmt else text
+
+
+def t(key: str, **fmt) -> str:
+    """The string for ``key`` in the current language."""
+    return translate(key, lang(), **fmt)

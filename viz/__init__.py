@@ -1,0 +1,1 @@
+"""Pure Plotly figure builders: numpy/tensors/records in, ``go.Figure`` out. No streamlit."""

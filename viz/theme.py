@@ -1,0 +1,45 @@
+"""One colour per concept, used by every figure builder (Okabe-Ito palette: colour-blind safe).
+
+A query is always blue, a key orange, a value green, the chosen token vermillion and masked
+cells grey, on every page, so a student who learned the colours once can read every figure.
+"""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+COLORS: dict[str, str] = {
+    "query": "#0072B2",     # blue
+    "key": "#E69F00",       # orange
+    "value": "#009E73",     # bluish green
+    "chosen": "#D55E00",    # vermillion: the picked token / the winner
+    "masked": "#BBBBBB",    # grey: masked or discarded
+    "token": "#56B4E9",     # sky blue: tokens, inputs
+    "positive": "#009E73",  # good / kept
+    "negative": "#CC79A7",  # reddish purple: bad / removed
+    "neutral": "#999999",   # grey
+    "accent": "#CC79A7",    # highlights that are not a winner
+    "train": "#0072B2",     # training curve
+    "val": "#D55E00",       # validation curve
+}
+
+# Alternating colours for token chips (tokens next to each other must differ).
+TOKEN_CYCLE: tuple[str, ...] = ("#CFE8F7", "#FBE3C0", "#CDEBDD", "#F4D6E7", "#E6E6E6", "#F7F0B6")
+
+HEATMAP = "Viridis"   # sequential, perceptually uniform, colour-blind safe
+DIVERGING = "RdBu"    # for signed values (reverse so that positive is blue)
+FONT = "Noto Sans, Noto Sans CJK SC, Source Han Sans SC, sans-serif"
+
+
+def apply(fig: go.Figure, *, height: int | None = 360, title: str | None = None) -> go.Figure:
+    """Give ``fig`` the common lmviz look (in place) and return it."""
+    fig.update_layout(
+        template="plotly_white",
+        font=dict(family=FONT, size=14),
+        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+    )
+    if height is not None:
+        fig.update_layout(height=height)
+    if title:
+        fig.update_layout(title=dict(text=title, x=0, xanchor="left"))
+    return fig
