@@ -234,9 +234,45 @@ def _merge(ids: list[int], pair: tuple[int, int], new: int) -> list[int]:
     return out
 
 
+def _merge_delta(ids: list[int], pair: tuple[int, int], new: int, f: int, delta: dict,
+                 where: dict, w: int) -> list[int]:
+    """_merge, also adding to delta the change in each pair's count (times f), and w to where[p]
+    for each pair that appears. Stale where entries are harmless (a later merge finds nothing).
+
+    >>> d = {}; _merge_delta([1, 2, 1, 2], (1, 2), 9, 1, d, {}, 0)
+    [9, 9]
+    >>> sorted((p, c) for p, c in d.items() if c)
+    [((1, 2), -2), ((2, 1), -1), ((9, 9), 1)]
+    """
+    a, b = pair
+    out: list[int] = []
+    i, n = 0, len(ids)
+    while i < n:
+        if i < n - 1 and ids[i] == a and ids[i + 1] == b:
+            delta[pair] = delta.get(pair, 0) - f
+            if out:  # the left neighbour (already merged if the previous site was adjacent)
+                prev = out[-1]
+                delta[(prev, a)] = delta.get((prev, a), 0) - f
+                p = (prev, new)
+                delta[p] = delta.get(p, 0) + f
+                where.setdefault(p, set()).add(w)
+            if i + 2 < n:  # the right neighbour, still unmerged
+                nxt = ids[i + 2]
+                delta[(b, nxt)] = delta.get((b, nxt), 0) - f
+                p = (new, nxt)
+                delta[p] = delta.get(p, 0) + f
+                where.setdefault(p, set()).add(w)
+            out.append(new)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
 def train_bpe(text: str, num_merges: int, *, level: str = "char", split_words: bool = True,
               min_count: int = 2, record: bool = True, history_top: int = 40,
-              history_words: int = 60) -> BPETokenizer:
+              history_words: int = 60, history_tokens: int = 80) -> BPETokenizer:
     """Learn up to num_merges merges on text; see the module docstring for the rules.
 
     record=True keeps a MergeStep per merge with the top history_top candidate pairs (plus every
@@ -287,7 +323,9 @@ def train_bpe(text: str, num_merges: int, *, level: str = "char", split_words: b
     rec_words = sorted(range(len(chunks)), key=lambda w: -freqs[w])[:history_words] if record else []
 
     def snapshot():
-        return tuple((chunks[w], freqs[w], tuple(lab(i) for i in words[w])) for w in rec_words)
+        # (a long chunk -- split_words=False -- is recorded by its first history_tokens tokens)
+        return tuple((chunks[w], freqs[w], tuple(lab(i) for i in words[w][:history_tokens]))
+                     for w in rec_words)
 
     initial = snapshot()
     merge_ids: list[tuple[int, int]] = []
@@ -321,26 +359,11 @@ def train_bpe(text: str, num_merges: int, *, level: str = "char", split_words: b
         vocab.append(vocab[a] + vocab[b])
         merge_ids.append(best)
 
-        # update only the chunks that contain the pair
+        # update only the chunks that contain the pair, and only around each merge site
         delta: dict[tuple[int, int], int] = {}
-        for w in list(where.get(best, ())):
-            old, f = words[w], freqs[w]
-            nw = _merge(old, best, new)
+        for w in where.pop(best, ()):
+            nw = _merge_delta(words[w], best, new, freqs[w], delta, where, w)
             words[w] = nw
-            old_pairs = list(zip(old, old[1:]))
-            new_pairs = list(zip(nw, nw[1:]))
-            for p in old_pairs:
-                delta[p] = delta.get(p, 0) - f
-            for p in new_pairs:
-                delta[p] = delta.get(p, 0) + f
-            for p in set(old_pairs).difference(new_pairs):
-                where[p].discard(w)
-            for p in new_pairs:
-                s = where.get(p)
-                if s is None:
-                    where[p] = {w}
-                else:
-                    s.add(w)
         for p, d in delta.items():
             if d == 0:
                 continue
@@ -350,7 +373,6 @@ def train_bpe(text: str, num_merges: int, *, level: str = "char", split_words: b
                 heapq.heappush(heap, (-c, p[0], p[1]))
             else:
                 counts.pop(p, None)
-                where.pop(p, None)
 
         if record:
             history.append(MergeStep(

@@ -132,11 +132,12 @@ def test_byte_level_equals_char_level_on_ascii():
 
 
 # -- the incremental trainer vs a reference that recounts everything -----------------------------
-def naive_bpe(text: str, num_merges: int, min_count: int = 2) -> list[tuple[str, str]]:
+def naive_bpe(text: str, num_merges: int, min_count: int = 2,
+              split_words: bool = True) -> list[tuple[str, str]]:
     """Recount every pair each step (slow, obviously correct). Same tie rule: smaller IDs."""
     alphabet = sorted(set(text))
     vocab = alphabet[:]
-    words = [[alphabet.index(c) for c in w] for w in pre_split(text)]
+    words = [[alphabet.index(c) for c in w] for w in pre_split(text, split_words)]
     merges = []
     for _ in range(num_merges):
         counts: dict = {}
@@ -155,9 +156,11 @@ def naive_bpe(text: str, num_merges: int, min_count: int = 2) -> list[tuple[str,
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.text(alphabet="abcab ,.\n", max_size=120), st.integers(0, 25), st.integers(1, 3))
-def test_incremental_equals_recount(text, n, min_count):
-    assert train_bpe(text, n, min_count=min_count).merges == naive_bpe(text, n, min_count)
+@given(st.text(alphabet="abcab ,.\n", max_size=120), st.integers(0, 25), st.integers(1, 3),
+       st.booleans())
+def test_incremental_equals_recount(text, n, min_count, split):
+    ours = train_bpe(text, n, min_count=min_count, split_words=split)
+    assert ours.merges == naive_bpe(text, n, min_count, split)
 
 
 # -- the HF tokenizers oracle --------------------------------------------------------------------

@@ -1,0 +1,91 @@
+"""Figures for the Tokenization chapter: pair counts per merge step, token chips, and the
+vocabulary-size trade-off. Pure builders: records in, Plotly figures (or escaped HTML) out."""
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+
+from viz import theme
+from viz.theme import COLORS, TOKEN_CYCLE
+
+_VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
+
+
+def visible(s: str) -> str:
+    """Make whitespace visible in a token label.
+
+    >>> visible("a b\\n")
+    'a␣b↵'
+    """
+    return "".join(_VISIBLE.get(c, c) for c in s)
+
+
+def segmentation(pieces) -> str:
+    """Tokens of one word joined with a visible boundary mark (the · of the notes).
+
+    >>> segmentation(["lo", "w"])
+    'lo·w'
+    """
+    return "·".join(visible(p) for p in pieces)
+
+
+def pair_counts_figure(pairs: list[str], counts: list[int], winner: str | None,
+                       tied: set[str] | frozenset = frozenset(), *, x_title: str = "",
+                       y_title: str = "", names: tuple[str, str, str] = ("winner", "tie", "other"),
+                       title: str | None = None) -> go.Figure:
+    """Bar chart of candidate pair counts, best first; the winner and tied pairs highlighted.
+
+    pairs are already-formatted labels such as "l + o"; names label the three colours.
+    """
+    kind = ["w" if p == winner else ("t" if p in tied else "o") for p in pairs]
+    fig = go.Figure()
+    for k, name, colour in (("w", names[0], COLORS["chosen"]), ("t", names[1], COLORS["key"]),
+                            ("o", names[2], COLORS["token"])):
+        idx = [i for i, x in enumerate(kind) if x == k]
+        fig.add_trace(go.Bar(
+            x=[pairs[i] for i in idx], y=[counts[i] for i in idx], name=name,
+            marker_color=colour, text=[counts[i] for i in idx], textposition="outside",
+            hovertemplate="%{x}: %{y}<extra></extra>", showlegend=bool(idx)))
+    fig.update_layout(barmode="overlay", bargap=0.25)
+    fig.update_xaxes(title=x_title, categoryorder="array", categoryarray=pairs, type="category")
+    fig.update_yaxes(title=y_title, rangemode="tozero")
+    return theme.apply(fig, height=340, title=title)
+
+
+def tradeoff_figure(table_params: list[int], tokens_per_char: list[float], vocab_sizes: list[int],
+                    *, x_title: str, y_title: str, hover: str = "V = %{customdata}",
+                    title: str | None = None) -> go.Figure:
+    """Tokens per character of held-out text against embedding-table size V x d (measured)."""
+    fig = go.Figure(go.Scatter(
+        x=table_params, y=tokens_per_char, customdata=vocab_sizes, mode="lines+markers+text",
+        text=[f"V={v}" for v in vocab_sizes], textposition="top right",
+        marker=dict(size=9, color=COLORS["query"]), line=dict(color=COLORS["query"]),
+        hovertemplate=hover + "<br>%{x:,}<br>%{y:.3f}<extra></extra>"))
+    fig.update_xaxes(title=x_title, tickformat="~s")
+    fig.update_yaxes(title=y_title, rangemode="tozero")
+    return theme.apply(fig, height=360, title=title)
+
+
+def token_chips_html(tokens, *, id_word: str = "ID", bytes_word: str = "bytes",
+                     unk_color: str = COLORS["negative"]) -> str:
+    """Coloured chips, one per token, ID below; hover (title) shows the ID and the bytes.
+
+    tokens: records with .id, .text, .raw, .unk (lmviz.bpe.Token). All text is escaped.
+
+    >>> from types import SimpleNamespace as T
+    >>> "&lt;b&gt;" in token_chips_html([T(id=3, text="<b>", raw=b"<b>", unk=False)])
+    True
+    """
+    parts = []
+    for k, tok in enumerate(tokens):
+        bg = unk_color if tok.unk else TOKEN_CYCLE[k % len(TOKEN_CYCLE)]
+        hexes = " ".join(f"{b:02X}" for b in tok.raw)
+        tip = html.escape(f"{id_word} {tok.id} · {bytes_word}: {hexes}", quote=True)
+        label = html.escape(visible(tok.text))
+        parts.append(
+            f'<span title="{tip}" style="display:inline-block;margin:2px 1px;padding:1px 4px;'
+            f'border-radius:4px;background:{bg};color:#111;font-family:monospace;'
+            f'white-space:pre;text-align:center;line-height:1.2">{label}'
+            f'<br><span style="font-size:0.7em;color:#444">{tok.id}</span></span>')
+    return '<div style="line-height:2.4;overflow-wrap:anywhere">' + "".join(parts) + "</div>"
