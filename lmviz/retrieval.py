@@ -1,0 +1,127 @@
+"""A small BM25 retriever, for the page that shows retrieval feeding a language model.
+
+BM25 scores a document d for a query q as
+
+    score(q, d) = sum over terms t in q of  idf(t) * tf(t, d) * (k1 + 1)
+                                            / (tf(t, d) + k1 * (1 - b + b * |d| / avgdl))
+    idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+
+English is split into lower-case words, Chinese into single characters (no word segmenter
+needed, and a character-level model reads Chinese the same way). Pure Python + numpy.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["BM25Config", "BM25", "Hit", "Document", "tokenize", "load_documents"]
+
+DOCS_DIR = Path(__file__).resolve().parents[1] / "assets" / "docs"
+
+# a few very common English words that would otherwise add noise to short queries
+STOPWORDS = frozenset(
+    "a an and are as at be by for from has have in is it its of on or that the this to was "
+    "were what which who will with".split()
+)
+# CJK unified ideographs -> one token each; runs of Latin letters/digits -> one word each
+_TOKEN = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]|[a-z0-9]+")
+# very common Chinese function characters, dropped like English stop words
+ZH_STOPCHARS = frozenset("的了是在和也有就都而及与着或一个")
+
+
+def tokenize(text: str, drop_stopwords: bool = True) -> list[str]:
+    """Lower-case English words and single Chinese characters, in order.
+
+    >>> tokenize("The capital of France is Paris.")
+    ['capital', 'france', 'paris']
+    >>> tokenize("巴黎是法国的首都", drop_stopwords=False)
+    ['巴', '黎', '是', '法', '国', '的', '首', '都']
+    """
+    toks = _TOKEN.findall(text.lower())
+    if drop_stopwords:
+        toks = [t for t in toks if t not in STOPWORDS and t not in ZH_STOPCHARS]
+    return toks
+
+
+@dataclass(frozen=True)
+class BM25Config:
+    k1: float = 1.5  # term-frequency saturation: higher lets repeated terms count for more
+    b: float = 0.75  # length normalisation: 0 ignores document length, 1 divides by it fully
+
+
+@dataclass(frozen=True)
+class Hit:
+    doc_id: int  # index of the document in the list given to BM25
+    score: float  # BM25 score (higher is more relevant); 0.0 when no query term occurs
+    text: str  # the document's text
+
+
+@dataclass(frozen=True)
+class Document:
+    name: str  # file stem, e.g. "en-paris"
+    lang: str  # "en" or "zh", from the file-name prefix
+    title: str  # the first "# " heading
+    text: str  # the whole passage, heading included
+
+
+class BM25:
+    """An index over a fixed list of texts.
+
+    >>> bm = BM25(["Paris is in France.", "Tokyo is in Japan.", "东京在日本。"])
+    >>> [h.doc_id for h in bm.search("Where is Tokyo?", k=1)]
+    [1]
+    >>> bm.search("日本", k=1)[0].doc_id
+    2
+    """
+
+    def __init__(self, docs: list[str], config: BM25Config = BM25Config()):
+        if not docs:
+            raise ValueError("BM25 needs at least one document")
+        self.docs = list(docs)
+        self.config = config
+        self.doc_tokens = [tokenize(d) for d in self.docs]
+        self.tf = [Counter(toks) for toks in self.doc_tokens]
+        self.doc_len = np.array([len(t) for t in self.doc_tokens], dtype=np.float64)  # (N,)
+        self.avgdl = float(self.doc_len.mean()) or 1.0
+        df = Counter(t for c in self.tf for t in c)
+        n = len(self.docs)
+        self.idf = {t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every document for a query, shape (N,)."""
+        k1, b = self.config.k1, self.config.b
+        norm = k1 * (1.0 - b + b * self.doc_len / self.avgdl)  # (N,)
+        out = np.zeros(len(self.docs))  # (N,)
+        for term in tokenize(query):  # a repeated query term counts once per occurrence
+            if term not in self.idf:
+                continue
+            tf = np.array([c.get(term, 0) for c in self.tf], dtype=np.float64)  # (N,)
+            out += self.idf[term] * tf * (k1 + 1.0) / (tf + norm)
+        return out
+
+    def search(self, query: str, k: int = 3) -> list[Hit]:
+        """The k best documents, best first (ties broken by lower doc_id); documents that share
+        no term with the query are left out, so the list may be shorter than k."""
+        s = self.scores(query)
+        order = sorted(range(len(s)), key=lambda i: (-s[i], i))
+        return [Hit(i, float(s[i]), self.docs[i]) for i in order[:max(k, 0)] if s[i] > 0]
+
+
+def load_documents(directory: Path = DOCS_DIR) -> list[Document]:
+    """The bundled passages in assets/docs, sorted by file name.
+
+    >>> docs = load_documents(); docs[0].name, docs[0].lang
+    ('en-attention', 'en')
+    """
+    out = []
+    for path in sorted(Path(directory).glob("*.md")):
+        text = path.read_text(encoding="utf-8").strip()
+        first = text.splitlines()[0] if text else ""
+        title = first[2:].strip() if first.startswith("# ") else path.stem
+        out.append(Document(path.stem, path.stem.split("-", 1)[0], title, text))
+    return out
