@@ -38,3 +38,18 @@ def page_header(title_key: str, intro_key: str | None = None) -> None:
 def escape(text: str) -> str:
     """Escape user text before it goes into HTML."""
     return html.escape(text, quote=True)
+
+
+def run_sections(sections) -> None:
+    """Render a chapter made of ``[(title_key, function), ...]`` sections, in order.
+
+    Every chapter is a sequence of sections so that presenter mode can step through them; each
+    function draws one section's body (its header is drawn here).
+    """
+    from ui.urlstate import url_notes
+
+    for note in url_notes():
+        st.info(note)
+    for key, body in sections:
+        section(key)
+        body()
