@@ -67,7 +67,8 @@ class GPTConfig:
         if self.d_model % self.n_head:
             p.append(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
         if self.n_head % self.n_kv_head:
-            p.append(f"n_kv_head ({self.n_kv_head}) must divide n_head ({self.n_head})")
+            p.append(f"n_kv_head ({self.n_kv_head}) must divide n_head ({self.n_head}); "
+                     f"n_kv_head = n_head is plain multi-head attention")
         if self.pos not in POS_KINDS:
             p.append(f"pos must be one of {', '.join(POS_KINDS)}, got {self.pos!r}")
         if self.norm not in NORM_KINDS:

@@ -1,0 +1,50 @@
+"""Corpora and batches: text files in assets/corpora/, split, and random training windows."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+CORPUS_DIR = Path(__file__).resolve().parent.parent / "assets" / "corpora"
+
+
+def available_corpora() -> list[str]:
+    """Names (file stems) of the .txt corpora that exist now, sorted."""
+    if not CORPUS_DIR.is_dir():
+        return []
+    return sorted(p.stem for p in CORPUS_DIR.glob("*.txt") if p.is_file())
+
+
+def load_corpus(name: str) -> str:
+    """The text of assets/corpora/<name>.txt (UTF-8). Only listed names are accepted."""
+    names = available_corpora()
+    if name not in names:
+        raise ValueError(f"unknown corpus {name!r}; available: {', '.join(names) or 'none'}")
+    return (CORPUS_DIR / f"{name}.txt").read_text(encoding="utf-8")
+
+
+def split(ids, val_frac: float = 0.1):
+    """(train, val): the first (1 - val_frac) of the sequence, then the rest (no shuffling, so
+    validation text is text the model never saw).
+
+    >>> split(list(range(10)), 0.2)
+    ([0, 1, 2, 3, 4, 5, 6, 7], [8, 9])
+    """
+    if not 0.0 <= val_frac < 1.0:
+        raise ValueError(f"val_frac must be in [0, 1), got {val_frac}")
+    n = int(round(len(ids) * (1.0 - val_frac)))
+    return ids[:n], ids[n:]
+
+
+def get_batch(data: torch.Tensor, batch_size: int, block_size: int, generator: torch.Generator | None = None):
+    """Random windows of data [N] long: x [B,T] and y [B,T] = x shifted one to the left,
+    so y[b, t] is the token that follows x[b, t] (teacher forcing)."""
+    if data.dim() != 1:
+        raise ValueError("data must be a 1-D tensor of token ids")
+    if len(data) < block_size + 1:
+        raise ValueError(f"need at least block_size + 1 = {block_size + 1} tokens, got {len(data)}")
+    ix = torch.randint(len(data) - block_size, (batch_size,), generator=generator)   # [B]
+    offs = torch.arange(block_size)                                                   # [T]
+    x = data[ix[:, None] + offs]                                                      # [B,T]
+    y = data[ix[:, None] + offs + 1]                                                  # [B,T]
+    return x, y
