@@ -111,7 +111,7 @@ def docstrings(source: str) -> list[str]:
 _CODEY = re.compile(
     r"(>>>|\.\.\.\s|::|==|!=|->|=>|\{|\}|\[|\]|`|\$|@|\\|#|~|\|"  # code / markup symbols
     r"|\w\(|\w_\w|\w\.\w+\(|<\w|\w>"  # calls, snake_case, attribute calls, tags
-    r"|https?:|www\.|\.py\b|XXX|TODO)"
+    r"|https?:|www\.|\.py\b|XXX|TODO|%|(?<!\w)/\w)"  # links, format strings, paths
 )
 
 
