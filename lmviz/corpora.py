@@ -18,6 +18,7 @@ Pure Python (no torch, no numpy): every function returns records.
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 from dataclasses import dataclass, field
@@ -26,7 +27,8 @@ from pathlib import Path
 
 __all__ = [
     "Pair", "Template", "CapitalCorpus", "Positions", "TEMPLATES", "load_pairs",
-    "capital_corpus", "render", "template_positions", "load_corpus_text",
+    "capital_corpus", "render", "template_positions", "load_corpus_text", "CountryFloor",
+    "country_floor",
 ]
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -211,6 +213,58 @@ def template_positions(sentence: str, templates: tuple[Template, ...] | None = N
                 word = len(s[:c0].split())
             return Positions(m["city"], m["country"], m.span("city"), (c0, c1), word, t)
     raise ValueError(f"sentence matches no template: {sentence!r}")
+
+
+@dataclass(frozen=True)
+class CountryFloor:
+    n: int  # sentences counted
+    n_countries: int  # distinct countries among them
+    bigram_nats: float  # lowest mean loss (nats) at the country for a model that sees only the
+    # previous word (English) or character (Chinese): the entropy of country given that token
+    city_nats: float  # the same for a model that also sees the city: 0 when city fixes country
+
+
+def _entropy(counts: dict) -> float:
+    """Conditional entropy (nats) of target given context, from {(context, target): count}."""
+    by_ctx: dict = {}
+    for (ctx, _), c in counts.items():
+        by_ctx[ctx] = by_ctx.get(ctx, 0) + c
+    total = sum(counts.values())
+    return -sum(c / total * math.log(c / by_ctx[ctx]) for (ctx, _), c in counts.items())
+
+
+def country_floor(sentences) -> CountryFloor:
+    """W9 in numbers: the best loss any model can reach on the country's first word (English)
+    or character (Chinese) if it sees only the token just before it, against one that also
+    sees the city. These are the floors the page's trained bigram and transformer approach.
+
+    The notes' three sentences: after "of", France, Japan and Canada are equally likely.
+
+    >>> f = country_floor(["Paris is the capital of France.", "Tokyo is the capital of Japan.",
+    ...                    "Ottawa is the capital of Canada."])
+    >>> round(f.bigram_nats, 4), f.city_nats  # ln 3
+    (1.0986, 0.0)
+    """
+    big: dict = {}
+    city: dict = {}
+    countries = set()
+    n = 0
+    for s in sentences:
+        pos = template_positions(s)
+        s = s.strip()
+        c0 = pos.country_span[0]
+        if pos.country_word == c0 and re.search(r"[\u4e00-\u9fff]", s):  # Chinese: characters
+            prev, target = s[c0 - 1], s[c0]
+        else:  # English: words
+            words = s.split()
+            prev, target = words[pos.country_word - 1], words[pos.country_word].rstrip(".")
+        big[(prev, target)] = big.get((prev, target), 0) + 1
+        city[((prev, pos.city), target)] = city.get(((prev, pos.city), target), 0) + 1
+        countries.add(pos.country)
+        n += 1
+    if n == 0:
+        raise ValueError("no sentences")
+    return CountryFloor(n, len(countries), _entropy(big), abs(_entropy(city)))
 
 
 def load_corpus_text(name: str) -> str:

@@ -162,3 +162,23 @@ def test_make_corpora_filters():
     assert mc.is_prose("Return a new list of the words in the string, split at whitespace.")
     assert not mc.is_prose("Return f(x) for every x in the given list of values, please.")
     assert not mc.is_prose("short.")
+
+
+# ---- W9 in numbers: the loss floor at the country ---------------------------------------
+
+def test_w9_notes_example_bigram_floor_is_ln3():
+    from lmviz.corpora import country_floor
+    notes = ["Paris is the capital of France.", "Tokyo is the capital of Japan.",
+             "Ottawa is the capital of Canada."]
+    f = country_floor(notes)
+    assert f.n == 3 and f.n_countries == 3
+    assert f.bigram_nats == pytest.approx(__import__("math").log(3))  # "of" -> 3 equal choices
+    assert f.city_nats == 0.0  # reading the city settles it
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_w9_generated_corpus_bigram_cannot_name_the_country(lang):
+    from lmviz.corpora import country_floor
+    f = country_floor(capital_corpus(lang, n_sentences=1000, seed=0).sentences)
+    assert f.city_nats == 0.0
+    assert f.bigram_nats > 2.0  # dozens of countries follow the same previous token
