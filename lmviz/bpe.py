@@ -38,7 +38,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 __all__ = ["PRE_SPLIT", "Candidate", "MergeStep", "Token", "BPETokenizer", "train_bpe",
-           "VocabPoint", "split_heldout", "vocab_tradeoff",
+           "VocabPoint", "split_heldout", "vocab_tradeoff", "text_from_bytes",
            "pre_split", "byte_label", "UNK"]
 
 # chunks: a run of word characters, a run of punctuation/symbols, or a run of whitespace
@@ -426,3 +426,20 @@ def vocab_tradeoff(tok: BPETokenizer, heldout: str, merge_counts: list[int],
         n = len(t.encode(heldout))
         out.append(VocabPoint(k, t.vocab_size, n, len(heldout), n / n_chars, t.vocab_size * d))
     return out
+
+
+def text_from_bytes(data: bytes, max_bytes: int) -> tuple[str | None, str]:
+    """Check an uploaded file: (text, "ok") or (None, why) with why in
+    "too_big", "binary", "utf8".
+
+    >>> text_from_bytes("低".encode(), 10), text_from_bytes(b"\\xff", 10)[1]
+    (('低', 'ok'), 'utf8')
+    """
+    if len(data) > max_bytes:
+        return None, "too_big"
+    if b"\x00" in data:
+        return None, "binary"
+    try:
+        return data.decode("utf-8"), "ok"
+    except UnicodeDecodeError:
+        return None, "utf8"

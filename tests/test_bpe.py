@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from lmviz.bpe import (UNK, byte_label, pre_split, split_heldout, train_bpe, vocab_tradeoff,
+from lmviz.bpe import (UNK, byte_label, pre_split, split_heldout, text_from_bytes, train_bpe,
+                       vocab_tradeoff,
                        _merge)
 
 MIXED = ("The quick brown fox jumps over the lazy dog. 我喜欢学习，我喜欢数学。"
@@ -239,3 +240,10 @@ def test_vocab_tradeoff_is_measured():
     assert pts[-1].tokens_per_char < pts[0].tokens_per_char
     assert all(p.table_params == p.vocab_size * 8 for p in pts)
     assert all(p.n_tokens == len(tok.truncated(p.merges).encode(held)) for p in pts)
+
+
+def test_upload_checks():
+    assert text_from_bytes("low 低".encode(), 100) == ("low 低", "ok")
+    assert text_from_bytes(b"x" * 101, 100) == (None, "too_big")
+    assert text_from_bytes(b"PK\x03\x04\x00\x00", 100) == (None, "binary")
+    assert text_from_bytes("café".encode("latin-1"), 100) == (None, "utf8")

@@ -1,0 +1,226 @@
+"""Chapter 1 · Tokens and BPE: learn merges on a corpus step by step, encode new text, and
+measure the vocabulary-size trade-off (W11, W12)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import streamlit as st
+
+from lmviz.bpe import split_heldout, text_from_bytes, train_bpe, vocab_tradeoff
+from ui import render
+from ui.i18n import t
+from viz.tokenization import (pair_counts_figure, segmentation, token_chips_html,
+                              tradeoff_figure, visible)
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
+MAX_CHARS = 10_000         # corpus cap: training stays well under half a second
+MAX_UPLOAD = 64 * 1024     # bytes
+MAX_ENCODE = 2_000         # chars in the encoder box
+SOURCES = ("toy", "english", "chinese", "code", "own", "upload")
+ENCODE_DEFAULT = {"toy": "lowest lower slow low", "english": "The slowest readers learned.",
+                  "chinese": "我在图书馆学习数学。", "code": "def merge(words, pair):"}
+
+render.page_header("tok.title", "tok.intro")
+
+
+# ---------------------------------------------------------------- cached pure work --------
+@st.cache_data(max_entries=32, show_spinner=False)
+def _train(text: str, n: int, level: str, split: bool):
+    return train_bpe(text, n, level=level, split_words=split)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _tradeoff(text: str, level: str, split: bool, d: int):
+    train, held = split_heldout(text, 0.2)
+    tok = train_bpe(train, 400, level=level, split_words=split, record=False)
+    n = len(tok.merges)
+    ks = sorted({0, *(round(n * f) for f in (0.05, 0.1, 0.2, 0.35, 0.5, 0.75)), n})
+    return vocab_tradeoff(tok, held, ks, d), len(train), len(held)
+
+
+# ---------------------------------------------------------------- corpus ------------------
+render.section("tok.corpus")
+c1, c2 = st.columns([2, 1])
+with c2:
+    source = st.radio(t("tok.source"), SOURCES, format_func=lambda s: t(f"tok.src.{s}"),
+                      key="tok_source")
+text: str | None = None
+with c1:
+    if source == "toy":
+        text = "low low lower"
+        st.caption(t("tok.toy_note"))
+    elif source in ("english", "chinese", "code"):
+        text = (EXAMPLES / f"{source}.txt").read_text(encoding="utf-8")
+    elif source == "own":
+        text = st.text_area(t("tok.own_label"), value="low low lower newer newest",
+                            max_chars=MAX_CHARS, height=120, key="tok_own")
+    else:
+        up = st.file_uploader(t("tok.upload_label", kb=MAX_UPLOAD // 1024), type=["txt"],
+                              key="tok_upload")
+        if up is None:
+            st.info(t("tok.upload_wait"))
+        elif up.size > MAX_UPLOAD:
+            st.error(t("tok.err_too_big", kb=MAX_UPLOAD // 1024))
+        else:
+            text, why = text_from_bytes(up.getvalue(), MAX_UPLOAD)
+            if text is None:
+                st.error(t(f"tok.err_{why}", kb=MAX_UPLOAD // 1024))
+    if text is not None and source not in ("toy", "own"):
+        with st.expander(t("tok.show_corpus", n=len(text))):
+            st.text(text[:3000] + ("…" if len(text) > 3000 else ""))
+
+if text is not None and len(text) > MAX_CHARS:
+    st.warning(t("tok.err_long", n=MAX_CHARS))
+    text = text[:MAX_CHARS]
+if text is not None and not text.strip():
+    st.warning(t("tok.err_empty"))
+    text = None
+if text is None:
+    st.stop()
+
+s1, s2, s3 = st.columns(3)
+with s1:
+    level = st.radio(t("tok.level"), ("char", "byte"), format_func=lambda s: t(f"tok.level.{s}"),
+                     horizontal=True, key="tok_level")
+with s2:
+    split = st.checkbox(t("tok.split"), value=True, key="tok_split", help=t("tok.split_help"))
+with s3:
+    n_req = st.number_input(t("tok.num_merges"), 1, 500, 2 if source == "toy" else 60,
+                            key=f"tok_n_{source}")
+
+tok = _train(text, int(n_req), level, split)
+n = len(tok.merges)
+if tok.stopped_early:
+    st.info(t(f"tok.stop.{tok.stop_reason}", done=n, asked=int(n_req)))
+st.caption(t("tok.tie_rule"))
+
+
+# ---------------------------------------------------------------- merge stepper -----------
+render.section("tok.stepper")
+
+
+def _md(s: str) -> str:
+    """A token label safe inside Markdown: whitespace made visible, punctuation backslashed."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", visible(s))
+
+
+def _pair(p) -> str:
+    return f"{visible(p[0])} + {visible(p[1])}"
+
+
+def _show_step(k: int) -> None:
+    h = tok.history[k - 1]
+    before = tok.initial_words if k == 1 else tok.history[k - 2].words
+    st.markdown(t("tok.step_msg", k=k, a=_md(h.pair[0]), b=_md(h.pair[1]), tok=_md(h.token),
+                  id=h.new_id, c=h.count))
+    if h.tied:
+        names = ", ".join(f"({_md(a)} + {_md(b)})" for a, b in h.tied)
+        st.markdown(t("tok.tie_msg", pairs=names, c=h.count, a=_md(h.pair[0]), ida=h.ids[0],
+                      b=_md(h.pair[1]), idb=h.ids[1]))
+    left, right = st.columns([3, 2])
+    with left:
+        cands = h.candidates
+        fig = pair_counts_figure(
+            [_pair(c.pair) for c in cands], [c.count for c in cands], _pair(h.pair),
+            {_pair(p) for p in h.tied} - {_pair(h.pair)},
+            x_title=t("tok.fig.pair"), y_title=t("tok.fig.count"),
+            names=(t("tok.fig.winner"), t("tok.fig.tie"), t("tok.fig.other")),
+            title=t("tok.fig.counts_title", k=k, shown=len(cands), total=h.n_candidates))
+        render.plot(fig, key="tok_counts", filename="bpe-pair-counts")
+    with right:
+        rows = [{t("tok.col.word"): visible(w), t("tok.col.count"): c,
+                 t("tok.col.before"): segmentation(b), t("tok.col.after"): segmentation(a)}
+                for (w, c, b), (_, _, a) in zip(before, h.words)]
+        st.dataframe(rows, hide_index=True, width="stretch", height=260)
+        st.caption(t("tok.table_note"))
+    merges = [{"#": i + 1, t("tok.col.pair"): _pair(m.pair), t("tok.col.new"): visible(m.token),
+               "ID": m.new_id, t("tok.col.count"): m.count} for i, m in enumerate(tok.history[:k])]
+    with st.expander(t("tok.merge_list", k=k), expanded=n <= 12):
+        st.dataframe(merges, hide_index=True, width="stretch", height=min(300, 38 + 35 * k))
+
+
+if n == 0:
+    st.warning(t("tok.no_merges"))
+else:
+    st.session_state.setdefault("tok_playing", False)
+    key = f"tok_step_{source}_{level}_{split}_{n}"
+    if st.session_state.get(key, 1) > n:
+        st.session_state[key] = n
+
+    @st.fragment(run_every=1.0 if st.session_state["tok_playing"] else None)
+    def _stepper() -> None:
+        if st.session_state["tok_playing"]:
+            cur = st.session_state.get(key, 1)
+            if cur >= n:
+                st.session_state["tok_playing"] = False
+                st.rerun()
+            st.session_state[key] = cur + 1
+        b1, b2, b3, _ = st.columns([1, 1, 1, 5])
+        cur = st.session_state.get(key, 1)
+        if b1.button(t("tok.prev"), disabled=cur <= 1, key="tok_prev"):
+            st.session_state[key] = cur - 1
+        if b2.button(t("tok.next"), disabled=cur >= n, key="tok_next"):
+            st.session_state[key] = cur + 1
+        playing = st.session_state["tok_playing"]
+        if b3.button(t("tok.pause") if playing else t("tok.play"), key="tok_play"):
+            st.session_state["tok_playing"] = not playing
+            if not playing and st.session_state.get(key, 1) >= n:
+                st.session_state[key] = 1
+            st.rerun()
+        if n >= 2:
+            k = st.slider(t("tok.step"), 1, n, key=key)
+        else:
+            k = 1
+        _show_step(k)
+
+    _stepper()
+
+
+# ---------------------------------------------------------------- encoder -----------------
+render.section("tok.encode")
+new_text = st.text_area(t("tok.encode_label"), value=ENCODE_DEFAULT.get(source, "low lower"),
+                        max_chars=MAX_ENCODE, height=80, key=f"tok_enc_{source}")
+if not new_text:
+    st.info(t("tok.encode_empty"))
+else:
+    toks = tok.tokens(new_text)
+    st.html(token_chips_html(toks, id_word="ID", bytes_word=t("tok.bytes")))
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric(t("tok.m.tokens"), len(toks))
+    m2.metric(t("tok.m.chars"), len(new_text))
+    m3.metric(t("tok.m.bytes"), len(new_text.encode("utf-8")))
+    m4.metric(t("tok.m.ratio"), f"{len(toks) / len(new_text):.2f}")
+    n_unk = sum(x.unk for x in toks)
+    if n_unk:
+        st.warning(t("tok.unk_warn", n=n_unk))
+    ids = [x.id for x in toks]
+    st.code(str(ids[:300]) + (" …" if len(ids) > 300 else ""), language=None)
+    st.markdown(t("tok.ids_note", v=tok.vocab_size, a=ids[0], row=ids[0]))
+
+
+# ---------------------------------------------------------------- vocabulary trade-off ----
+render.section("tok.tradeoff")
+st.markdown(t("tok.tradeoff_intro"))
+d = st.select_slider(t("tok.d"), options=[64, 128, 256, 512, 768, 1024, 4096], value=768,
+                     key="tok_d")
+if len(text) < 200:
+    st.info(t("tok.tradeoff_small"))
+else:
+    pts, n_train, n_held = _tradeoff(text, level, split, int(d))
+    fig = tradeoff_figure([p.table_params for p in pts], [p.tokens_per_char for p in pts],
+                          [p.vocab_size for p in pts], x_title=t("tok.fig.params", d=d),
+                          y_title=t("tok.fig.tpc"), title=t("tok.fig.tradeoff_title"))
+    render.plot(fig, key="tok_tradeoff", filename="bpe-vocab-tradeoff")
+    st.caption(t("tok.tradeoff_note", train=n_train, held=n_held))
+
+
+# ---------------------------------------------------------------- characters vs bytes -----
+render.section("tok.bytes_title")
+st.markdown(t("tok.bytes_intro"))
+sample = st.text_input(t("tok.bytes_label"), value="学习 ok 😀", max_chars=40, key="tok_bytes")
+if sample:
+    st.dataframe([{t("tok.col.char"): visible(ch), "U+": f"{ord(ch):04X}",
+                   "UTF-8": " ".join(f"{b:02X}" for b in ch.encode("utf-8")),
+                   t("tok.col.nbytes"): len(ch.encode("utf-8"))} for ch in sample],
+                 hide_index=True, width="stretch")
