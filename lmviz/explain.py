@@ -1,0 +1,290 @@
+"""Small pure helpers behind the embedding, attention and Transformer-block chapters.
+
+Each returns a record (a dataclass of tensors/floats) that a figure builder draws; nothing here
+prints or knows about the app. The worked examples of the lecture notes:
+
+- W1  the toy table E [6, 3] and lookup by ID          -> :func:`toy_embedding`, :func:`lookup`
+- W2  robot + P3 = [0.85, 0.00, -0.20]                 -> :func:`add_position`
+- W3  "robot love" vs "love robot" without positions   -> :func:`order_check`
+- W6  the causal mask on the toy sentence              -> :func:`causal_demo`
+- W17 [0.2, 0.3, 0.5] x V = [1.2, 1.6]                 -> :func:`weighted_sum_terms`
+- W19 LayerNorm vs RMSNorm on one vector, step by step -> :func:`norm_steps`
+- W29 the same token, two sentences, cosine per layer  -> :func:`contextual_cosine`
+- RoPE: q.k after rotation depends only on the offset -> :func:`rope_offset_demo`
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .attention import weighted_sum
+from .model import NORM_EPS, causal_mask
+from .tokenizer import TOY_EN
+
+# -----------------------------------------------------------------------------
+# W1-W3: the toy embedding table of the notes (000 §2)
+
+# Rows 0-4 are the notes' numbers. The notes lost the sixth token and its row; <EOS> fits
+# §3-4 (the sequence ends with it), and its row is filled in by lmviz (FILLED_ROWS says so).
+_TOY_E = [
+    [0.10, -0.20, 0.00],    # <BOS>
+    [0.40, 0.10, -0.30],    # I
+    [-0.20, 0.70, 0.50],    # love
+    [0.80, 0.10, -0.40],    # robot
+    [0.05, 0.60, 0.20],     # s
+    [-0.30, -0.10, 0.60],   # <EOS>  (filled in: not in the notes)
+]
+FILLED_ROWS = (5,)                       # rows of the toy table that lmviz made up
+TOY_P3 = [0.05, -0.10, 0.20]             # the notes' position vector for position 3
+
+
+@dataclass(frozen=True)
+class ToyEmbedding:
+    tokens: list[str]        # the six toy tokens, index = ID
+    E: torch.Tensor          # [V=6, d=3] float64 embedding table
+    filled: tuple[int, ...]  # rows not given by the notes (filled in by lmviz)
+
+
+def toy_embedding() -> ToyEmbedding:
+    """The notes' 6 x 3 table with the sixth row (<EOS>) filled in.
+
+    >>> e = toy_embedding(); tuple(e.E.shape), e.tokens[3], e.E[3].tolist()
+    ((6, 3), 'robot', [0.8, 0.1, -0.4])
+    """
+    return ToyEmbedding(list(TOY_EN), torch.tensor(_TOY_E, dtype=torch.float64), FILLED_ROWS)
+
+
+def lookup(E: torch.Tensor, ids) -> torch.Tensor:
+    """Embedding lookup is row indexing: ids [n] -> E[ids] [n, d]. Bad IDs raise ValueError.
+
+    >>> lookup(toy_embedding().E, [3, 2]).tolist()  # robot, love
+    [[0.8, 0.1, -0.4], [-0.2, 0.7, 0.5]]
+    """
+    ids = torch.as_tensor(ids, dtype=torch.long).reshape(-1)
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= E.shape[0]):
+        raise ValueError(f"IDs must lie in 0..{E.shape[0] - 1}, got {ids.tolist()}")
+    return E[ids]
+
+
+def add_position(token_vec, pos_vec) -> torch.Tensor:
+    """Additive positions: the input vector is token row + position vector (W2), rounded to 1e-12.
+
+    >>> add_position(toy_embedding().E[3], TOY_P3).tolist()  # robot at position 3
+    [0.85, 0.0, -0.2]
+    """
+    a = torch.as_tensor(token_vec, dtype=torch.float64)
+    b = torch.as_tensor(pos_vec, dtype=torch.float64)
+    return (a + b).round(decimals=12)
+
+
+@dataclass(frozen=True)
+class OrderCheck:
+    rows_a: torch.Tensor      # [n, d] rows of sequence a, no positions
+    rows_b: torch.Tensor      # [n, d] rows of sequence b, no positions
+    same_multiset: bool       # the two sequences give the same rows, reordered
+    same_sequence: bool       # ... and in the same order (false when the order differs)
+    pos_a: torch.Tensor       # [n, d] rows of a plus position vectors
+    pos_b: torch.Tensor       # [n, d] rows of b plus position vectors
+    same_multiset_with_pos: bool  # with positions added the multisets are no longer equal
+
+
+def _rows_key(rows: torch.Tensor) -> list[tuple[float, ...]]:
+    return sorted(tuple(round(float(x), 9) for x in r) for r in rows)
+
+
+def order_check(E: torch.Tensor, ids_a, ids_b, P: torch.Tensor) -> OrderCheck:
+    """W3: without positions two orderings of the same tokens give the same rows, reordered;
+    adding position vectors P [n, d] tells them apart.
+
+    >>> e = toy_embedding().E; P = torch.tensor([[0.0, 0, 0], [0.05, -0.1, 0.2]], dtype=torch.float64)
+    >>> c = order_check(e, [3, 2], [2, 3], P); c.same_multiset, c.same_sequence, c.same_multiset_with_pos
+    (True, False, False)
+    """
+    a, b = lookup(E, ids_a), lookup(E, ids_b)
+    n = a.shape[0]
+    pa, pb = a + P[:n], b + P[: b.shape[0]]
+    return OrderCheck(
+        rows_a=a, rows_b=b, same_multiset=_rows_key(a) == _rows_key(b),
+        same_sequence=a.shape == b.shape and bool(torch.equal(a, b)), pos_a=pa, pos_b=pb,
+        same_multiset_with_pos=_rows_key(pa) == _rows_key(pb))
+
+
+# -----------------------------------------------------------------------------
+# W6: the causal mask on the toy sentence
+
+@dataclass(frozen=True)
+class CausalDemo:
+    scores: torch.Tensor     # [n, n] scaled scores, query rows, key columns
+    masked: torch.Tensor     # [n, n] the same with the future set to -inf
+    weights: torch.Tensor    # [n, n] softmax rows: lower-triangular, each row sums to 1
+
+
+def causal_demo(X: torch.Tensor) -> CausalDemo:
+    """Scores X X^T / sqrt(d) (identity Q and K projections), masked, softmaxed.
+
+    >>> w = causal_demo(toy_embedding().E[:5]).weights
+    >>> bool((w.triu(1) == 0).all()), torch.allclose(w.sum(-1), torch.ones(5, dtype=w.dtype))
+    (True, True)
+    """
+    n, d = X.shape
+    s = X @ X.T / math.sqrt(d)                                   # [n, n]
+    m = s.masked_fill(~causal_mask(n), float("-inf"))            # [n, n]
+    return CausalDemo(s, m, torch.softmax(m, dim=-1))
+
+
+# -----------------------------------------------------------------------------
+# W17: the weighted sum of values
+
+@dataclass(frozen=True)
+class WeightedSum:
+    weights: torch.Tensor    # [n] attention weights of one query
+    values: torch.Tensor     # [n, d_v] value vectors
+    terms: torch.Tensor      # [n, d_v] w_i * v_i
+    output: torch.Tensor     # [d_v] the sum of the terms
+
+
+def weighted_sum_terms(weights, values) -> WeightedSum:
+    """Attention's last step with each term kept (W17).
+
+    >>> weighted_sum_terms([0.2, 0.3, 0.5], [[1, 0], [0, 2], [2, 2]]).output.tolist()
+    [1.2, 1.6]
+    """
+    w = torch.as_tensor(weights, dtype=torch.float64)
+    v = torch.as_tensor(values, dtype=torch.float64)
+    if w.dim() != 1 or v.dim() != 2 or v.shape[0] != w.shape[0]:
+        raise ValueError(f"need weights [n] and values [n, d], got {tuple(w.shape)} and {tuple(v.shape)}")
+    return WeightedSum(w, v, (w[:, None] * v).round(decimals=12), weighted_sum(w, v))
+
+
+# -----------------------------------------------------------------------------
+# W19: LayerNorm and RMSNorm on one vector, step by step
+
+@dataclass(frozen=True)
+class NormSteps:
+    h: torch.Tensor          # [d] the input vector
+    mean: float              # LayerNorm: mean(h)
+    centered: torch.Tensor   # [d] LayerNorm: h - mean
+    var: float               # LayerNorm: mean((h - mean)^2) (biased, as in torch)
+    ln_den: float            # LayerNorm: sqrt(var + eps)
+    layernorm: torch.Tensor  # [d] gamma * (h - mean) / sqrt(var + eps) + beta
+    mean_sq: float           # RMSNorm: mean(h^2), no mean removed
+    rms_den: float           # RMSNorm: sqrt(mean(h^2) + eps)
+    rmsnorm: torch.Tensor    # [d] gamma * h / sqrt(mean(h^2) + eps)
+    eps: float               # numerical safety term
+
+
+def norm_steps(h, gamma=None, beta=None, eps: float = NORM_EPS) -> NormSteps:
+    """Both norms of one vector, every intermediate kept (gamma = 1, beta = 0 by default).
+
+    >>> s = norm_steps([3.0, 4.0], eps=0.0)  # mean 3.5, var 0.25; mean square 12.5
+    >>> s.layernorm.tolist(), [round(x, 4) for x in s.rmsnorm.tolist()]
+    ([-1.0, 1.0], [0.8485, 1.1314])
+    """
+    h = torch.as_tensor(h, dtype=torch.float64).reshape(-1)
+    if h.numel() < 1:
+        raise ValueError("need a vector with at least one number")
+    g = torch.ones_like(h) if gamma is None else torch.as_tensor(gamma, dtype=torch.float64)
+    b = torch.zeros_like(h) if beta is None else torch.as_tensor(beta, dtype=torch.float64)
+    mu = float(h.mean())
+    c = h - mu
+    var = float((c * c).mean())
+    ln_den = math.sqrt(var + eps)
+    ms = float((h * h).mean())
+    rms_den = math.sqrt(ms + eps)
+    return NormSteps(h=h, mean=mu, centered=c, var=var, ln_den=ln_den, layernorm=g * c / ln_den + b,
+                     mean_sq=ms, rms_den=rms_den, rmsnorm=g * h / rms_den, eps=eps)
+
+
+# -----------------------------------------------------------------------------
+# RoPE: rotate q and k by position; the score depends only on the offset
+
+@dataclass(frozen=True)
+class RopeDemo:
+    positions: torch.Tensor  # [P] positions 0..P-1
+    q_rot: torch.Tensor      # [P, dh] q rotated to each position
+    k_rot: torch.Tensor      # [P, dh] k rotated to each position
+    scores: torch.Tensor     # [P, P] q at position m (rows) . k at position n (columns)
+    by_offset: torch.Tensor  # [P] score for offset m - n = 0..P-1 (read from column 0)
+    max_spread: float        # largest spread of the scores along any diagonal (~0: offset only)
+
+
+def rope_offset_demo(q, k, n_pos: int = 12, base: float = 10000.0) -> RopeDemo:
+    """Rotate fixed q, k [dh] to positions 0..n_pos-1 and score every pair (m, n).
+
+    >>> d = rope_offset_demo([1.0, 0.0, 0.5, 0.2], [0.3, 1.0, -0.2, 0.4], n_pos=6)
+    >>> d.max_spread < 1e-9
+    True
+    """
+    q = torch.as_tensor(q, dtype=torch.float64).reshape(1, -1)
+    k = torch.as_tensor(k, dtype=torch.float64).reshape(1, -1)
+    if q.shape != k.shape or q.shape[-1] % 2:
+        raise ValueError("q and k need the same even length")
+    pos = torch.arange(n_pos)
+    qr = _rope64(q.expand(n_pos, -1), pos, base)          # [P, dh]
+    kr = _rope64(k.expand(n_pos, -1), pos, base)          # [P, dh]
+    s = qr @ kr.T                                         # [P, P]
+    spread = 0.0
+    for off in range(-(n_pos - 1), n_pos):
+        dg = torch.diagonal(s, offset=-off)
+        spread = max(spread, float(dg.max() - dg.min()))
+    return RopeDemo(pos, qr, kr, s, s[:, 0].clone(), spread)
+
+
+def _rope64(x: torch.Tensor, positions: torch.Tensor, base: float) -> torch.Tensor:
+    """The model's rope_rotate pairing (x[i], x[i+dh/2]), with angles in float64 for exactness."""
+    dh = x.shape[-1]
+    inv = 1.0 / (base ** (torch.arange(0, dh, 2, dtype=torch.float64) / dh))  # [dh/2]
+    ang = positions.to(torch.float64)[:, None] * inv                          # [P, dh/2]
+    x1, x2 = x[..., : dh // 2], x[..., dh // 2:]
+    return torch.cat([x1 * ang.cos() - x2 * ang.sin(), x1 * ang.sin() + x2 * ang.cos()], dim=-1)
+
+
+# -----------------------------------------------------------------------------
+# W29: the same token in two sentences, layer by layer
+
+@dataclass(frozen=True)
+class ContextCosine:
+    stages: list[str]        # "token", "input", "block 1".., "final": where the vectors were read
+    cosine: list[float]      # cosine similarity of the two vectors at each stage
+    pos_a: int               # token position read in sentence a
+    pos_b: int               # token position read in sentence b
+
+
+def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Cosine similarity of two vectors.
+
+    >>> cosine(torch.tensor([1.0, 0.0]), torch.tensor([1.0, 1.0]))  # 45 degrees
+    0.7071067690849304
+    """
+    return float(torch.nn.functional.cosine_similarity(a.reshape(1, -1), b.reshape(1, -1))[0])
+
+
+def find_word(ids: list[int], word_ids: list[int]) -> int | None:
+    """Position of the last token of the first occurrence of ``word_ids`` in ``ids`` (None if absent).
+
+    The last token of a word is where the model has read the whole word.
+
+    >>> find_word([5, 1, 2, 3, 1, 2], [1, 2])
+    2
+    """
+    n = len(word_ids)
+    if n == 0:
+        return None
+    for i in range(len(ids) - n + 1):
+        if ids[i:i + n] == word_ids:
+            return i + n - 1
+    return None
+
+
+def contextual_cosine(trace_a, trace_b, pos_a: int, pos_b: int) -> ContextCosine:
+    """Cosine between the vectors of one token in two traces (ModelTrace), stage by stage:
+    the token row, the block input (token + position), each block's output, the final hidden.
+    """
+    la, lb = trace_a.layers, trace_b.layers
+    stages = ["token", "input"] + [f"block {i + 1}" for i in range(len(la))] + ["final"]
+    pairs = [(trace_a.tok_emb, trace_b.tok_emb), (trace_a.x0, trace_b.x0)]
+    pairs += [(a.resid_out, b.resid_out) for a, b in zip(la, lb)]
+    pairs += [(trace_a.hidden, trace_b.hidden)]
+    return ContextCosine(stages, [cosine(a[pos_a], b[pos_b]) for a, b in pairs], pos_a, pos_b)
