@@ -64,6 +64,12 @@ def _ranked(probs: torch.Tensor) -> torch.Tensor:
     return torch.sort(probs, descending=True, stable=True).indices
 
 
+def _support(probs: torch.Tensor) -> torch.Tensor:
+    """Ids with positive probability [m], ranked as in _ranked (zero mass is never "kept")."""
+    r = _ranked(probs)
+    return r[probs[r] > 0]
+
+
 @dataclass(frozen=True)
 class Filtered:
     probs: torch.Tensor  # [V] float64, renormalised; zero outside `kept`
@@ -128,7 +134,7 @@ def temperature_curves(logits, taus: Sequence[float]) -> torch.Tensor:
     return torch.stack([softmax_t(logits, t) for t in taus])
 
 
-def top_k_filter(probs, k: int | None) -> Filtered:
+def top_k_filter(probs, k: int | None, _order: torch.Tensor | None = None) -> Filtered:
     """Keep the k most probable tokens and renormalise. k None/0 = off; k >= V keeps all.
 
     >>> f = top_k_filter([0.50, 0.30, 0.15, 0.05], 2)
@@ -138,12 +144,11 @@ def top_k_filter(probs, k: int | None) -> Filtered:
     p = _as_f64(probs)
     if k is not None and (int(k) != k or k < 0):
         raise ValueError(f"top_k must be None or an integer >= 0, got {k!r}")
-    order = [i for i in _ranked(p).tolist() if p[i] > 0]  # zero-probability ids are never kept
-    kept = order if not k else order[: int(k)]
-    return _keep(p, kept)
+    order = _support(p) if _order is None else _order
+    return _keep(p, order if not k else order[: int(k)])
 
 
-def top_p_filter(probs, p: float | None) -> Filtered:
+def top_p_filter(probs, p: float | None, _order: torch.Tensor | None = None) -> Filtered:
     """Keep the smallest most-probable set whose mass reaches p, renormalised. p None/>=1 = off.
 
     >>> top_p_filter([0.50, 0.30, 0.15, 0.05], 0.9).kept  # 0.5 + 0.3 = 0.8 < 0.9: needs three
@@ -154,7 +159,7 @@ def top_p_filter(probs, p: float | None) -> Filtered:
     q = _as_f64(probs)
     if p is not None and not (0.0 <= float(p) <= 1.0 and math.isfinite(float(p))):
         raise ValueError(f"top_p must be None or in [0, 1], got {p!r}")
-    order = [i for i in _ranked(q).tolist() if q[i] > 0]
+    order = _support(q) if _order is None else _order
     if p is None or float(p) >= 1.0:
         return _keep(q, order)
     mass = q[order] / q[order].sum()                      # [m] sorted, sums to 1
@@ -163,11 +168,12 @@ def top_p_filter(probs, p: float | None) -> Filtered:
     return _keep(q, order[:n_keep])
 
 
-def _keep(p: torch.Tensor, kept: list[int]) -> Filtered:
-    """Zero everything outside `kept` and renormalise."""
+def _keep(p: torch.Tensor, kept: torch.Tensor) -> Filtered:
+    """Zero everything outside `kept` (ids [m]) and renormalise."""
     out = torch.zeros_like(p)
     out[kept] = p[kept]
-    return Filtered(probs=out / out.sum(), kept=list(kept))
+    return Filtered(probs=out / out.sum(), kept=kept.tolist())
+
 
 
 def distributions(logits, temperature: float = 1.0, top_k: int | None = None,
@@ -182,8 +188,10 @@ def distributions(logits, temperature: float = 1.0, top_k: int | None = None,
     """
     z = _as_f64(logits)
     p_temp = softmax_t(z, temperature)
-    fk = top_k_filter(p_temp, top_k)
-    fp = top_p_filter(fk.probs, top_p)
+    # sort once: each filter renormalises a subset proportionally, so the ranking carries over
+    order = _support(p_temp)                                   # [m] ids, most probable first
+    fk = top_k_filter(p_temp, top_k, _order=order)
+    fp = top_p_filter(fk.probs, top_p, _order=order[: len(fk.kept)])
     return Distributions(
         logits=z, p_temp=p_temp, p_top_k=fk.probs, p_final=fp.probs, kept_k=fk.kept,
         kept=fp.kept, temperature=float(temperature),
@@ -201,7 +209,7 @@ def sample_next_token(logits, rng: torch.Generator, temperature: float = 1.0,
     """
     d = distributions(logits, temperature, top_k, top_p)
     u = float(torch.rand((), generator=rng, dtype=torch.float64))
-    cum = torch.cumsum(d.p_final[d.kept], 0)  # [m] the cumulative bar, most probable first
+    cum = torch.cumsum(d.p_final[torch.as_tensor(d.kept, dtype=torch.long)], 0)  # [m] the cumulative bar, most probable first
     j = min(int((cum <= u).sum()), len(d.kept) - 1)  # first slice whose right edge exceeds u
     tok = d.kept[j]
     return SampleStep(dist=d, u=u, token=tok, prob=float(d.p_final[tok]),

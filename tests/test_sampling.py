@@ -208,3 +208,18 @@ def test_best_sequence_on_a_model_like_prob_fn():
     fn = lambda prefix: softmax_t(_toy_model(list(prefix))).tolist()
     r = best_sequence(fn, start=(1,), depth=3, vocab=list(range(5)), eos=None, branch=2)
     assert len(r.best) == 3 and r.best_joint >= r.greedy_joint - 1e-12
+
+
+def test_chain_matches_the_public_filters_with_ties():
+    g = torch.Generator().manual_seed(1)
+    for _ in range(20):
+        z = torch.randint(-3, 4, (30,), generator=g).double()   # many exact ties
+        d = distributions(z, temperature=0.8, top_k=7, top_p=0.7)
+        fk = top_k_filter(softmax_t(z, 0.8), 7)
+        fp = top_p_filter(fk.probs, 0.7)
+        assert d.kept_k == fk.kept and d.kept == fp.kept
+        assert torch.equal(d.p_final, fp.probs)
+        # ties inside the ranking are broken by the lower id
+        ranked = d.kept_k
+        for a, b in zip(ranked, ranked[1:]):
+            assert z[a] > z[b] or (z[a] == z[b] and a < b)
