@@ -43,7 +43,10 @@ def _tradeoff(text: str, level: str, split: bool, d: int):
 render.section("tok.corpus")
 c1, c2 = st.columns([2, 1])
 with c2:
-    source = st.radio(t("tok.source"), SOURCES, format_func=lambda s: t(f"tok.src.{s}"),
+    # format_func: a dict of labels made now (not a lambda calling t() later), so the labels
+    # stay in this run's language wherever they are formatted
+    src_labels = {s: t(f"tok.src.{s}") for s in SOURCES}
+    source = st.radio(t("tok.source"), SOURCES, format_func=src_labels.__getitem__,
                       key="tok_source")
 text: str | None = None
 with c1:
@@ -81,7 +84,8 @@ if text is None:
 
 s1, s2, s3 = st.columns(3)
 with s1:
-    level = st.radio(t("tok.level"), ("char", "byte"), format_func=lambda s: t(f"tok.level.{s}"),
+    level_labels = {s: t(f"tok.level.{s}") for s in ("char", "byte")}
+    level = st.radio(t("tok.level"), ("char", "byte"), format_func=level_labels.__getitem__,
                      horizontal=True, key="tok_level")
 with s2:
     split = st.checkbox(t("tok.split"), value=True, key="tok_split", help=t("tok.split_help"))

@@ -1,0 +1,107 @@
+"""The Tokenization page through AppTest: the stepper (W11), the encoder, bad input, both languages."""
+from __future__ import annotations
+
+import pytest
+
+from tests.apptest_util import all_text, decode, figures, open_page
+from ui.i18n import translate
+from viz.theme import COLORS
+
+PAGE = "pages/tokenization.py"
+pytestmark = pytest.mark.apptest
+
+
+def bars(at) -> dict[str, dict[str, int]]:
+    """The pair-count chart: trace name -> {pair: count}."""
+    fig = next(f for f in figures(at) if f["data"] and f["data"][0]["type"] == "bar")
+    return {tr["name"]: dict(zip(tr["x"], decode(tr["y"]).tolist())) for tr in fig["data"]}
+
+
+def chips(at) -> str:
+    return "".join(h.value for h in at.get("html"))
+
+
+def no_errors(at):
+    assert not at.exception, [e.value for e in at.exception]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_stepper_w11(lang):
+    at = open_page(PAGE, lang)
+    (slider,) = at.slider
+    assert slider.label == translate("tok.step", lang) and (slider.min, slider.max) == (1, 2)
+    b = bars(at)
+    winner, tie = translate("tok.fig.winner", lang), translate("tok.fig.tie", lang)
+    assert b[winner] == {"l + o": 3} and b[tie] == {"o + w": 3}
+    fig = next(f for f in figures(at) if f["data"][0]["type"] == "bar")
+    assert fig["data"][0]["marker"]["color"] == COLORS["chosen"]
+    text = all_text(at)
+    assert "3, 4" in text  # the tie message names the winning IDs
+    if lang == "zh":
+        assert "并列" in text and "第 1 步" in text
+    # step forward with the button: (lo, w) -> low
+    at.button(key="tok_next").click().run()
+    no_errors(at)
+    assert at.slider[0].value == 2
+    assert bars(at)[winner] == {"lo + w": 3}
+    table = at.dataframe[0].value
+    after = translate("tok.col.after", lang)
+    assert list(table[after]) == ["low", "␣", "low·e·r"]
+    # and back with the slider
+    at.slider[0].set_value(1).run()
+    no_errors(at)
+    assert list(at.dataframe[0].value[after]) == ["lo·w", "␣", "lo·w·e·r"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_encoder_ids_and_escaping(lang):
+    at = open_page(PAGE, lang)
+    box = next(x for x in at.text_area if x.key.startswith("tok_enc_"))
+    text = "<script>alert(1)</script> lower"
+    box.set_value(text).run()
+    no_errors(at)
+    html = chips(at)
+    assert "<script>" not in html and "&lt;" in html
+    assert "low" in html  # the learned merge applies to new text
+    n_unk = sum(c not in set("low low lower") for c in text)  # characters the toy corpus lacks
+    assert translate("tok.unk_warn", lang, n=n_unk) in [w.value for w in at.warning]
+    ids = at.code[0].value
+    assert ids.startswith("[") and ids.endswith("]")
+
+
+def test_too_many_merges_stops_early_and_says_so():
+    at = open_page(PAGE)
+    at.number_input(key="tok_n_toy").set_value(50).run()
+    no_errors(at)
+    assert translate("tok.stop.min_count", "en", done=2, asked=50) in [i.value for i in at.info]
+
+
+def test_bad_corpora_get_a_message_or_correct_output():
+    at = open_page(PAGE)
+    at.radio(key="tok_source").set_value("own").run()
+    for text, key in [("", "tok.err_empty"), ("   \n\t  ", "tok.err_empty"), ("a", "tok.no_merges")]:
+        at.text_area(key="tok_own").set_value(text).run()
+        no_errors(at)
+        assert translate(key, "en") in [w.value for w in at.warning], repr(text)
+    # mixed scripts, emoji and a script tag train fine at both levels
+    at.text_area(key="tok_own").set_value("<script>x</script> 我喜欢 😀😀 lower lower").run()
+    no_errors(at)
+    assert at.slider, "the stepper is there"
+    at.radio(key="tok_level").set_value("byte").run()
+    no_errors(at)
+    assert "&lt;script&gt;" in chips(at) or "<script>" not in chips(at)
+
+
+def test_chinese_byte_level_shows_partial_characters():
+    at = open_page(PAGE, "zh")
+    at.radio(key="tok_source").set_value("chinese").run()
+    at.radio(key="tok_level").set_value("byte").run()
+    no_errors(at)
+    box = at.text_area(key="tok_enc_chinese")
+    box.set_value("鑫").run()  # a character the Chinese example never uses: three byte tokens
+    assert "&lt;E9&gt;" in chips(at)
+    assert "\ufffd" not in chips(at)
+    # the trade-off chart is measured on held-out text
+    fig = next(f for f in figures(at) if f["data"][0]["type"] == "scatter")
+    y = decode(fig["data"][0]["y"])
+    assert y[0] > y[-1] > 0
