@@ -1,0 +1,160 @@
+"""Figures of the attention chapter: score/weight heatmaps with token labels, all heads of a
+layer, the weighted sum of values (W17) and the sqrt(d_k) experiment (W18).
+
+Token labels repeat (a char model sees "l" twice in "hello"), so heatmaps use numeric axes with
+tick text: categorical axes would merge equal labels.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz import theme
+from viz.theme import COLORS
+
+
+def _np(x) -> np.ndarray:
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+
+
+def _ticks(labels, axis_len: int, max_ticks: int = 48) -> dict:
+    step = max(1, -(-axis_len // max_ticks))
+    idx = list(range(0, axis_len, step))
+    return dict(tickmode="array", tickvals=idx, ticktext=[labels[i] for i in idx] if labels else idx)
+
+
+def heatmap(M, *, x_labels=None, y_labels=None, title: str = "", x_title: str = "",
+            y_title: str = "", diverging: bool = False, text: bool | None = None, fmt: str = ".2f",
+            masked_text: str = "−∞", zmin=None, zmax=None, height: int | None = None,
+            colorbar_title: str = "") -> go.Figure:
+    """A matrix as a heatmap, rows top to bottom; -inf cells are drawn grey with ``masked_text``.
+
+    ``text`` prints the values in the cells (default: when the matrix is at most 16 x 16).
+    """
+    M = _np(M).astype(float)
+    n_r, n_c = M.shape
+    masked = np.isneginf(M)
+    Z = np.where(masked, np.nan, M)
+    show = (n_r <= 16 and n_c <= 16) if text is None else text
+    cells = None
+    if show:
+        cells = [[masked_text if masked[i, j] else format(M[i, j], fmt) for j in range(n_c)]
+                 for i in range(n_r)]
+    finite = Z[np.isfinite(Z)]
+    if diverging and finite.size:
+        lim = float(np.abs(finite).max()) or 1.0
+        zmin, zmax = (-lim, lim) if zmin is None else (zmin, zmax)
+    fig = go.Figure(go.Heatmap(
+        z=Z, x=list(range(n_c)), y=list(range(n_r)), text=cells,
+        texttemplate="%{text}" if show else None, textfont=dict(size=11),
+        colorscale=theme.DIVERGING if diverging else theme.HEATMAP, reversescale=diverging,
+        zmin=zmin, zmax=zmax, hoverongaps=False, colorbar=dict(title=colorbar_title, thickness=12),
+        hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>"))
+    fig.update_xaxes(title=x_title, side="top", showgrid=False, **_ticks(x_labels, n_c))
+    fig.update_yaxes(title=y_title, autorange="reversed", showgrid=False, **_ticks(y_labels, n_r))
+    fig.update_layout(plot_bgcolor=COLORS["masked"])
+    h = height or int(min(620, max(260, 90 + 26 * n_r)))
+    theme.apply(fig, height=h, title=title)
+    fig.update_layout(margin=dict(t=90 if title else 60))
+    return fig
+
+
+def heads_figure(weights, labels, head_titles: list[str], *, x_title: str = "", y_title: str = "",
+                 highlight: int | None = None) -> go.Figure:
+    """All heads of a layer side by side: weights [H, T, T], one heatmap per head (shared 0..1)."""
+    W = _np(weights).astype(float)
+    H, T, _ = W.shape
+    fig = make_subplots(rows=1, cols=H, subplot_titles=head_titles, horizontal_spacing=0.03)
+    for h in range(H):
+        fig.add_trace(go.Heatmap(z=W[h], x=list(range(T)), y=list(range(T)), zmin=0, zmax=1,
+                                 colorscale=theme.HEATMAP, showscale=h == H - 1,
+                                 colorbar=dict(thickness=12),
+                                 hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"), 1, h + 1)
+        fig.update_xaxes(showticklabels=T <= 24, **_ticks(labels, T, 24), row=1, col=h + 1)
+        fig.update_yaxes(autorange="reversed", scaleanchor=f"x{h + 1 if h else ''}",
+                         showticklabels=h == 0, **_ticks(labels, T, 24), row=1, col=h + 1)
+    if highlight is not None and 0 <= highlight < H and fig.layout.annotations:
+        fig.layout.annotations[highlight].font = dict(color=COLORS["chosen"], size=15)
+    fig.update_xaxes(title=x_title, row=1, col=1)
+    fig.update_yaxes(title=y_title, row=1, col=1)
+    theme.apply(fig, height=340)
+    fig.update_layout(margin=dict(t=40))
+    return fig
+
+
+def weighted_sum_figure(ws, value_names: list[str], output_name: str, *, title: str = "") -> go.Figure:
+    """W17 in the plane: the value vectors, each scaled by its weight, added head to tail."""
+    V, terms, out = _np(ws.values), _np(ws.terms), _np(ws.output)
+    w = _np(ws.weights)
+    fig = go.Figure()
+    for i, v in enumerate(V):
+        fig.add_trace(go.Scatter(x=[0, v[0]], y=[0, v[1]], mode="lines+markers+text",
+                                 name=f"{value_names[i]} = {v.tolist()}",
+                                 text=["", value_names[i]], textposition="top center",
+                                 line=dict(color=COLORS["value"], width=2, dash="dot"),
+                                 marker=dict(size=[0, 9], color=COLORS["value"])))
+    start = np.zeros(2)
+    for i, tv in enumerate(terms):  # head-to-tail: w1 v1, then + w2 v2, then + w3 v3
+        end = start + tv
+        fig.add_trace(go.Scatter(x=[start[0], end[0]], y=[start[1], end[1]], mode="lines+markers",
+                                 name=f"{w[i]:g} × {value_names[i]}", showlegend=True,
+                                 line=dict(color=COLORS["query"], width=4),
+                                 marker=dict(size=[0, 7], color=COLORS["query"])))
+        start = end
+    fig.add_trace(go.Scatter(x=[0, out[0]], y=[0, out[1]], mode="lines+markers+text",
+                             name=f"{output_name} = [{out[0]:g}, {out[1]:g}]",
+                             text=["", output_name], textposition="middle right",
+                             line=dict(color=COLORS["chosen"], width=3),
+                             marker=dict(size=[0, 12], color=COLORS["chosen"], symbol="star")))
+    fig.update_xaxes(range=[-0.3, 2.6], zeroline=True, dtick=0.5)
+    fig.update_yaxes(range=[-0.3, 2.4], zeroline=True, dtick=0.5, scaleanchor="x")
+    theme.apply(fig, height=420, title=title)
+    fig.update_layout(legend=dict(orientation="v", x=1.02, y=1, xanchor="left", yanchor="top"),
+                      margin=dict(t=60 if title else 20))
+    return fig
+
+
+def variance_figure(rows, *, x_title: str, y_title: str, names: tuple[str, str, str],
+                    title: str = "") -> go.Figure:
+    """W18: measured Var(q·k) against d_k, raw and divided by sqrt(d_k), with the line y = d_k."""
+    d = [r.d_k for r in rows]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=d, y=d, mode="lines", name=names[2],
+                             line=dict(color=COLORS["neutral"], dash="dash")))
+    fig.add_trace(go.Scatter(x=d, y=[r.var_raw for r in rows], mode="lines+markers", name=names[0],
+                             line=dict(color=COLORS["negative"], width=3)))
+    fig.add_trace(go.Scatter(x=d, y=[r.var_scaled for r in rows], mode="lines+markers", name=names[1],
+                             line=dict(color=COLORS["positive"], width=3)))
+    fig.update_xaxes(type="log", title=x_title, tickvals=d)
+    fig.update_yaxes(type="log", title=y_title)
+    return theme.apply(fig, height=360, title=title)
+
+
+def saturation_figure(rows, *, x_title: str, y_title: str, names: tuple[str, str],
+                      title: str = "") -> go.Figure:
+    """W18: the mean largest softmax weight over n keys, with and without the scaling."""
+    d = [str(r.d_k) for r in rows]
+    fig = go.Figure([
+        go.Bar(x=d, y=[r.max_weight_raw for r in rows], name=names[0], marker_color=COLORS["negative"]),
+        go.Bar(x=d, y=[r.max_weight_scaled for r in rows], name=names[1], marker_color=COLORS["positive"]),
+    ])
+    fig.update_xaxes(title=x_title, type="category")
+    fig.update_yaxes(title=y_title, range=[0, 1])
+    fig.update_layout(barmode="group")
+    return theme.apply(fig, height=360, title=title)
+
+
+def softmax_pair_figure(raw, scaled, *, x_title: str, y_title: str, names: tuple[str, str],
+                        title: str = "") -> go.Figure:
+    """One query's softmax over its keys, from raw and from scaled scores."""
+    raw, scaled = _np(raw), _np(scaled)
+    x = [str(i + 1) for i in range(len(raw))]
+    fig = go.Figure([
+        go.Bar(x=x, y=raw, name=names[0], marker_color=COLORS["negative"]),
+        go.Bar(x=x, y=scaled, name=names[1], marker_color=COLORS["positive"]),
+    ])
+    fig.update_xaxes(title=x_title, type="category")
+    fig.update_yaxes(title=y_title, range=[0, 1])
+    fig.update_layout(barmode="group")
+    return theme.apply(fig, height=320, title=title)
