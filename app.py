@@ -1,7 +1,7 @@
 """lmviz: see how a language model is trained and how it generates.
 
 The entry point builds the navigation from ``ui/chapters.py`` and holds the shared sidebar
-(language, device, chapter list). Widgets here keep their state across pages.
+(language, presenter mode, device, chapter list). Widgets here keep their state across pages.
 """
 from __future__ import annotations
 
@@ -11,33 +11,47 @@ from ui import glue
 from ui.chapters import registered
 from ui.i18n import LANG_NAMES, LANGS, t
 
-st.set_page_config(page_title="lmviz", page_icon=":material/school:", layout="wide")
-
-# Language: from the URL on first load, then from the sidebar widget; always written back to
-# the URL so a shared link opens in the same language.
+# Language and presenter mode: from the URL on a session's first run, then from the sidebar;
+# always written back to the URL so a shared link opens the same way. They are plain session
+# state (not the widgets' own keys): widget state can be dropped by a rerun started from a
+# fragment, these must never be.
 if "lang" not in st.session_state:
     wanted = st.query_params.get("lang", "en")
     st.session_state["lang"] = wanted if wanted in LANGS else "en"
+if "present" not in st.session_state:
+    st.session_state["present"] = st.query_params.get("present") == "1"
+
+st.set_page_config(page_title="lmviz", page_icon=":material/school:", layout="wide",
+                   initial_sidebar_state="collapsed" if st.session_state["present"] else "auto")
 
 
+def _copy(widget_key: str, state_key: str):
+    return lambda: st.session_state.__setitem__(state_key, st.session_state[widget_key])
 
-def _set_lang() -> None:
-    st.session_state["lang"] = st.session_state["lang_choice"]
 
-
-# "lang" is plain session state (not the widget's own key): widget state can be dropped by a
-# rerun started from a fragment, the chosen language must never be.
 with st.sidebar:
     st.radio("Language / 语言", LANGS, index=LANGS.index(st.session_state["lang"]), key="lang_choice",
-             format_func=LANG_NAMES.get, horizontal=True, on_change=_set_lang)
+             format_func=LANG_NAMES.get, horizontal=True, on_change=_copy("lang_choice", "lang"))
+    st.toggle(t("common.present"), value=st.session_state["present"], key="present_choice",
+              on_change=_copy("present_choice", "present"), help=t("common.present_help"))
 st.query_params["lang"] = st.session_state["lang"]
+if st.session_state["present"]:
+    st.query_params["present"] = "1"
+    # Larger type for the back of a room; Plotly fonts are scaled in ui.render.plot.
+    st.markdown("<style>html{font-size:21px} [data-testid=stMainBlockContainer]{padding-top:2rem}"
+                "</style>", unsafe_allow_html=True)
+elif "present" in st.query_params:
+    del st.query_params["present"]
 
+chapters = registered()
 pages = [
     st.Page(c.file, title=t(c.title_key), icon=c.icon, default=(c.slug == ""),
             **({"url_path": c.slug} if c.slug else {}))
-    for c in registered()
+    for c in chapters
 ]
 nav = st.navigation(pages)
+st.session_state["lmviz_page_file"] = next(
+    (c.file for c, p in zip(chapters, pages) if p.url_path == nav.url_path), chapters[0].file)
 
 with st.sidebar:
     # The badge polls once a second only while torch is still loading in the background, then

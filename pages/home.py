@@ -1,4 +1,5 @@
-"""Home: the whole computation order on one picture, each stage linking to its chapter."""
+"""Home: the whole computation order on one picture, each stage linking to its chapter; a
+guided 45-minute tour; the chapter list."""
 from __future__ import annotations
 
 import streamlit as st
@@ -7,11 +8,11 @@ from ui import render
 from ui.chapters import by_slug, registered
 from ui.i18n import t
 from viz.pipeline import Stage, pipeline_figure
-from viz.theme import COLORS, TOKEN_CYCLE
+from viz.theme import TOKEN_CYCLE
 
 render.page_header("home.title", "home.intro")
 
-STAGES = [  # (label key, shape, chapter slug, colour)
+STAGES = [  # (label key, what flows out of the stage, chapter slug, colour)
     ("home.stage.text", t("home.ex_text"), "tokenization", TOKEN_CYCLE[4]),
     ("home.stage.tokens", t("home.ex_tokens"), "tokenization", TOKEN_CYCLE[0]),
     ("home.stage.ids", "[n]", "tokenization", TOKEN_CYCLE[0]),
@@ -22,21 +23,48 @@ STAGES = [  # (label key, shape, chapter slug, colour)
     ("home.stage.softmax", "[n, |V|], Σ=1", "generation", TOKEN_CYCLE[3]),
     ("home.stage.loss", t("home.ex_out"), "training", TOKEN_CYCLE[5]),
 ]
-fig = pipeline_figure([Stage(t(k), shape, slug, color) for k, shape, slug, color in STAGES],
-                      t("home.loop"))
-render.plot(fig, key="pipeline", filename="pipeline")
 
-# Each stage links to the chapter that explains it.
-registered_slugs = {c.slug for c in registered()}
-cols = st.columns(len(STAGES) // 2 + 1)
-for i, (key, _, slug, _) in enumerate(STAGES):
-    with cols[i % len(cols)]:
-        if slug in registered_slugs:
-            st.page_link(by_slug(slug).file, label=f"{i + 1}. {t(key)}", icon=":material/arrow_forward:")
-        else:
-            st.caption(f"{i + 1}. {t(key)} — {t('home.coming')}")
+# The suggested talk: (chapter slug, minutes). The minutes add up to the tour's length.
+TOUR = [("", 3), ("tokenization", 5), ("embedding", 4), ("autoregression", 4), ("attention", 7),
+        ("transformer-block", 3), ("loss-and-gradients", 4), ("training", 5), ("generation", 5),
+        ("kv-cache", 3), ("cost", 1), ("beyond", 1)]
 
-render.section("home.chapters")
-for c in registered()[1:]:
-    st.page_link(c.file, label=t(c.title_key), icon=c.icon)
-    st.caption(t(c.title_key.replace(".nav", ".summary")))
+
+def _link(slug: str, label: str, icon: str = ":material/arrow_forward:") -> None:
+    if slug in {c.slug for c in registered()}:
+        st.page_link(by_slug(slug).file, label=label, icon=icon)
+    else:
+        st.caption(f"{label} — {t('home.coming')}")
+
+
+def sec_pipeline() -> None:
+    fig = pipeline_figure([Stage(t(k), shape, slug, color) for k, shape, slug, color in STAGES],
+                          t("home.loop"))
+    render.plot(fig, key="pipeline", filename="pipeline")
+    render.md(t("home.links"))
+    cols = st.columns(5)
+    for i, (key, _, slug, _) in enumerate(STAGES):
+        with cols[i % len(cols)]:
+            _link(slug, f"{i + 1}. {t(key)}")
+
+
+def sec_tour() -> None:
+    total = sum(m for _, m in TOUR)
+    render.md(t("home.tour_intro", minutes=total))
+    start = 0
+    for slug, minutes in TOUR:
+        c1, c2 = st.columns([1, 3])
+        with c1:
+            _link(slug, f"{start}–{start + minutes}′ · {t(by_slug(slug).title_key)}")
+        c2.markdown(t(f"home.tour.{slug or 'home'}"))
+        start += minutes
+
+
+def sec_chapters() -> None:
+    for c in registered()[1:]:
+        st.page_link(c.file, label=t(c.title_key), icon=c.icon)
+        st.caption(t(c.title_key.replace(".nav", ".summary")))
+
+
+render.run_sections([("home.sec_pipeline", sec_pipeline), ("home.sec_tour", sec_tour),
+                     ("home.chapters", sec_chapters)])

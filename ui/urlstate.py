@@ -4,7 +4,7 @@ On a session's first run the value comes from the URL when it is valid; a hand-e
 bad value falls back to the default and leaves a note (``url_notes()``) for the page to show,
 never an error. After each run the current value is written back to the URL.
 
-    temperature = urlstate.slider(t("gen.tau"), 0.0, 5.0, 1.0, 0.05, param="tau", key="gen_tau")
+    temperature = urlstate.slider(label, 0.0, 5.0, 1.0, 0.05, param="tau", key="gen_tau")
 """
 from __future__ import annotations
 

@@ -1,0 +1,92 @@
+"""Lecture mode in the real browser: presenter stepper, shareable state, HTML hand-outs."""
+from __future__ import annotations
+
+import pytest
+
+from tests.browser_util import (CHROMIUM, LAUNCH_ARGS, SHOTS, Server, exceptions, require_browser,
+                                shot, wait_charts, wait_idle)
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def server():
+    require_browser()
+    srv = Server()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+def _page(browser, width=1280, height=720):
+    ctx = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
+    pg = ctx.new_page()
+    pg.set_default_timeout(90_000)
+    return ctx, pg
+
+
+def _progress_text(pg) -> str:
+    return pg.locator("[data-testid=stProgress]").first.inner_text()
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_presenter_mode_steps_through_sections(server, browser, lang):
+    ctx, pg = _page(browser)
+    pg.goto(server.url("", present=1, lang=lang), wait_until="domcontentloaded")
+    wait_idle(pg)
+    wait_charts(pg)
+    assert exceptions(pg) == []
+    first = _progress_text(pg)
+    assert "1" in first
+    shot(pg, f"present-home-{lang}")
+    pg.get_by_role("button", name="下一节" if lang == "zh" else "Next").click()
+    wait_idle(pg)
+    assert _progress_text(pg) != first
+    assert "sec=2" in pg.url and "present=1" in pg.url and f"lang={lang}" in pg.url
+    pg.keyboard.press("PageUp")  # the keyboard shortcut goes back
+    pg.wait_for_timeout(500)
+    wait_idle(pg)
+    assert _progress_text(pg) == first
+    ctx.close()
+
+
+def test_garbage_section_in_url_falls_back_with_a_note(server, browser):
+    ctx, pg = _page(browser)
+    pg.goto(server.url("", present=1, sec="banana", lang="en"), wait_until="domcontentloaded")
+    wait_idle(pg)
+    assert exceptions(pg) == []
+    assert "banana" in pg.locator("[data-testid=stAlert]").first.inner_text()
+    assert "1" in _progress_text(pg)
+    ctx.close()
+
+
+def test_html_handout_opens_offline_with_figures(server, browser, tmp_path):
+    ctx, pg = _page(browser, 1400, 900)
+    pg.goto(server.url("", lang="zh"), wait_until="domcontentloaded")
+    wait_idle(pg)
+    wait_charts(pg)
+    button = pg.locator("[data-testid=stDownloadButton] button").last
+    button.scroll_into_view_if_needed()
+    with pg.expect_download() as dl:
+        button.click()
+    path = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(path)
+    assert path.name.endswith("-zh.html")
+    ctx.close()
+    # open it with the network off: plotly.js must be embedded
+    ctx2 = browser.new_context(offline=True)
+    pg2 = ctx2.new_page()
+    pg2.goto(path.as_uri())
+    pg2.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+    assert "学习" in pg2.content() or "计算" in pg2.content()
+    pg2.screenshot(path=str(SHOTS / "handout-home-zh.png"), full_page=False)
+    ctx2.close()
