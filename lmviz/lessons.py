@@ -1,0 +1,492 @@
+"""The small computations behind the autoregression and loss-and-gradients chapters.
+
+Every worked example (W4-W7, W13-W16 of the lecture notes) is a pure function here that returns
+a record; the pages only draw these records, and ``tests/test_lessons.py`` pins each number.
+
+- W4  ``toy_chain_rule``: P(sequence) as five conditional probabilities, and log P as a sum.
+- W4' ``sequence_log_probs``: the same chain rule on a real model for any text.
+- W5  ``teacher_forcing``: inputs and labels shifted by one (5 and 4 pairs for the toy sentences).
+- W6  ``causal_mask_demo``: future scores set to -inf become weight 0 after softmax.
+- W6' ``parallel_vs_sequential``: one masked pass gives the same next-token logits as T passes
+      over growing prefixes (why training is parallel), and changing the future changes nothing.
+- W7  ``sgd_step``: 0.80 - 0.10 x 0.30 = 0.77, by hand and with torch.optim.SGD.
+- W13/W14 ``cross_entropy``: softmax [2, 1, -1] -> [0.705, 0.259, 0.035]; -ln 0.259 = 1.35.
+- W15 ``perplexity``: exp(mean natural-log loss) of a model on a text.
+- W16 ``one_param_step`` / ``one_param_autograd``: y_hat = w x stepped by hand and by autograd.
+- ``gradient_noise``: mini-batch gradients of one weight matrix against a large-batch one.
+
+The torch functions never write into a model (no .grad, no parameter change): gradients come from
+``torch.autograd.grad``, so a model shared by many sessions can be used as is.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from .model import causal_mask
+from .sampling import TOY_GREEDY_TABLE, softmax_t
+from .tokenizer import TOY_EN, toy_tokenizer
+
+# the two toy sentences of the notes (W5), as text the toy tokenizers split
+TOY_SENTENCE = {"en": "<BOS> I love robot s <EOS>", "zh": "<开始> 我 喜欢 学习 <结束>"}
+
+
+# -----------------------------------------------------------------------------
+# W4: the chain rule on the toy sequence
+
+@dataclass(frozen=True)
+class Factor:
+    prefix: tuple[str, ...]  # x_<t, the tokens already there
+    token: str               # x_t, the token whose probability is asked
+    prob: float              # P(x_t | x_<t)
+    log_prob: float          # ln P(x_t | x_<t), <= 0
+
+
+@dataclass(frozen=True)
+class ChainRule:
+    factors: list[Factor]    # one per predicted token, in order
+    joint: float             # product of the factors' probabilities
+    log_joint: float         # sum of the factors' log-probabilities = ln(joint)
+
+
+def chain_rule(tokens: Sequence[str], table=TOY_GREEDY_TABLE, vocab: Sequence[str] = TOY_EN) -> ChainRule:
+    """P(x_2..x_n | x_1) as a product of next-token probabilities read from a prefix table.
+
+    The default table is MADE UP FOR TEACHING (``lmviz.sampling.TOY_GREEDY_TABLE``, the same
+    numbers the generation chapter decodes greedily): the notes' own numbers were lost.
+
+    >>> r = chain_rule(TOY_SENTENCE["en"].split())
+    >>> len(r.factors), round(r.joint, 4), round(math.exp(r.log_joint), 4)
+    (5, 0.1201, 0.1201)
+    """
+    tokens = list(tokens)
+    if len(tokens) < 2:
+        raise ValueError("need at least two tokens (a start and one token to predict)")
+    factors = []
+    for t in range(1, len(tokens)):
+        prefix = tuple(tokens[:t])
+        if prefix not in table:
+            raise ValueError(f"the table has no row for the prefix {' '.join(prefix)!r}")
+        if tokens[t] not in vocab:
+            raise ValueError(f"{tokens[t]!r} is not in the vocabulary")
+        p = float(table[prefix][list(vocab).index(tokens[t])])
+        factors.append(Factor(prefix, tokens[t], p, math.log(p) if p > 0 else float("-inf")))
+    joint = math.prod(f.prob for f in factors)
+    return ChainRule(factors, joint, sum(f.log_prob for f in factors))
+
+
+def toy_chain_rule() -> ChainRule:
+    """W4: the toy sequence <BOS> I love robot s <EOS> as five conditional probabilities."""
+    return chain_rule(TOY_SENTENCE["en"].split())
+
+
+# -----------------------------------------------------------------------------
+# W4 on a real model: P(x_t | x_<t) at every position of a text
+
+@dataclass(frozen=True)
+class SequenceLogProbs:
+    tokens: list[str]         # the tokens of the text (after dropping unknown characters), [T]
+    probs: list[float]        # P(x_t | x_<t) for t = 1..T-1 (the first token is given), [T-1]
+    log_probs: list[float]    # ln of the above, [T-1]
+    best: list[str]           # the model's most probable next token at each position, [T-1]
+    best_probs: list[float]   # its probability, [T-1]
+    total_log_prob: float     # sum of log_probs = ln P(x_2..x_T | x_1)
+    mean_loss: float          # -total_log_prob / (T-1): the cross-entropy of this text
+    unknown: list[str]        # characters the tokenizer does not know (dropped)
+    truncated: bool           # the text was cut to the model's block size
+
+
+@torch.no_grad()
+def sequence_log_probs(model, tokenizer, text: str) -> SequenceLogProbs:
+    """The chain rule on a model: one forward pass scores every next token of ``text``.
+
+    Text longer than the model's block size is cut (the page says so). ValueError when fewer
+    than two known tokens remain.
+    """
+    ids, unknown = tokenizer.encode_lossy(text)
+    block = model.cfg.block_size
+    truncated = len(ids) > block
+    ids = ids[:block]
+    if len(ids) < 2:
+        raise ValueError("need at least two known tokens")
+    idx = torch.tensor(ids, dtype=torch.long, device=model.device)[None]      # [1,T]
+    logits, _ = model(idx)                                                   # [1,T,V]
+    logp = F.log_softmax(logits[0, :-1].float(), dim=-1).cpu()              # [T-1,V]
+    tgt = idx[0, 1:].cpu()                                                   # [T-1]
+    lp = logp.gather(1, tgt[:, None])[:, 0]                                  # [T-1]
+    top = logp.max(dim=-1)                                                   # [T-1]
+    return SequenceLogProbs(
+        tokens=[tokenizer.token(i) for i in ids], probs=lp.exp().tolist(), log_probs=lp.tolist(),
+        best=[tokenizer.token(int(i)) for i in top.indices], best_probs=top.values.exp().tolist(),
+        total_log_prob=float(lp.sum()), mean_loss=float(-lp.mean()), unknown=unknown,
+        truncated=truncated)
+
+
+# -----------------------------------------------------------------------------
+# W5: teacher forcing
+
+@dataclass(frozen=True)
+class TrainingPair:
+    context: tuple[str, ...]  # the true prefix the model reads (never its own guesses)
+    target: str               # the label: the token that follows in the data
+
+
+@dataclass(frozen=True)
+class TeacherForcing:
+    tokens: list[str]         # the whole sequence, [T]
+    inputs: list[str]         # tokens[:-1], [T-1]
+    labels: list[str]         # tokens[1:], [T-1]: labels are the inputs shifted by one
+    pairs: list[TrainingPair]  # one next-token question per position
+
+
+def teacher_forcing(tokens: Sequence[str]) -> TeacherForcing:
+    """Inputs and labels shifted by one: a sequence of T tokens is T-1 training questions.
+
+    >>> tf = teacher_forcing(["<BOS>", "I", "love"])
+    >>> tf.inputs, tf.labels, tf.pairs[1]
+    (['<BOS>', 'I'], ['I', 'love'], TrainingPair(context=('<BOS>', 'I'), target='love'))
+    """
+    tokens = list(tokens)
+    if len(tokens) < 2:
+        raise ValueError("need at least two tokens")
+    pairs = [TrainingPair(tuple(tokens[:t]), tokens[t]) for t in range(1, len(tokens))]
+    return TeacherForcing(tokens, tokens[:-1], tokens[1:], pairs)
+
+
+def toy_teacher_forcing(lang: str = "en") -> TeacherForcing:
+    """W5 on the notes' sentences: 5 pairs in English, 4 in Chinese (tokens via the toy vocab)."""
+    tok = toy_tokenizer(lang)
+    ids = tok.encode(TOY_SENTENCE[lang])
+    return teacher_forcing([tok.token(i) for i in ids])
+
+
+# -----------------------------------------------------------------------------
+# W6: the causal mask
+
+@dataclass(frozen=True)
+class MaskDemo:
+    scores: torch.Tensor   # [T,T] raw scores, query rows, key columns
+    masked: torch.Tensor   # [T,T] the same with the future (column > row) set to -inf
+    weights: torch.Tensor  # [T,T] row softmax of masked: exactly 0 above the diagonal
+
+
+def toy_scores(T: int = 5, seed: int = 0) -> torch.Tensor:
+    """MADE-UP scores for the mask picture: a seeded [T,T] draw rounded to one decimal."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.round(torch.randn(T, T, generator=g, dtype=torch.float64) * 10) / 10
+
+
+def causal_mask_demo(scores: torch.Tensor) -> MaskDemo:
+    """W6: mask the future of a score matrix and softmax each row.
+
+    >>> d = causal_mask_demo(torch.zeros(3, 3))
+    >>> d.weights.tolist()[1]  # row 1 sees keys 0 and 1 only, equally
+    [0.5, 0.5, 0.0]
+    """
+    s = torch.as_tensor(scores, dtype=torch.float64)
+    if s.dim() != 2 or s.shape[0] != s.shape[1]:
+        raise ValueError(f"scores must be square [T,T], got {tuple(s.shape)}")
+    masked = s.masked_fill(~causal_mask(s.shape[0]), float("-inf"))
+    return MaskDemo(s, masked, torch.softmax(masked, dim=-1))
+
+
+@dataclass(frozen=True)
+class ParallelCheck:
+    n: int                 # tokens in the sequence
+    max_diff: float        # max |logits(one pass)[t] - logits(pass over prefix 0..t)[t]|
+    future_diff: float     # max change of logits at positions < T-1 when the last token changes
+    last_diff: float       # change of logits at the last position itself (it may change)
+
+
+@torch.no_grad()
+def parallel_vs_sequential(model, ids: Sequence[int]) -> ParallelCheck:
+    """Why training can be parallel: with the causal mask, one pass over T tokens gives, at every
+    position t, exactly the logits of a separate pass over the prefix 0..t; and replacing the last
+    token leaves every earlier position's logits unchanged (no position reads its future)."""
+    ids = list(ids)[: model.cfg.block_size]
+    if len(ids) < 2:
+        raise ValueError("need at least two tokens")
+    idx = torch.tensor(ids, dtype=torch.long, device=model.device)[None]     # [1,T]
+    full = model(idx)[0][0].float()                                         # [T,V]
+    prefix = torch.stack([model(idx[:, : t + 1])[0][0, -1].float() for t in range(len(ids))])  # [T,V]
+    other = idx.clone()
+    other[0, -1] = (other[0, -1] + 1) % model.cfg.vocab_size               # a different last token
+    changed = model(other)[0][0].float()                                    # [T,V]
+    return ParallelCheck(
+        n=len(ids), max_diff=float((full - prefix).abs().max()),
+        future_diff=float((full[:-1] - changed[:-1]).abs().max()) if len(ids) > 1 else 0.0,
+        last_diff=float((full[-1] - changed[-1]).abs().max()))
+
+
+# -----------------------------------------------------------------------------
+# W7: one SGD step on one embedding entry
+
+@dataclass(frozen=True)
+class SGDStep:
+    param: float      # value before the step
+    grad: float       # dL/dparam
+    lr: float         # learning rate eta
+    new: float        # param - lr * grad, by hand
+    new_torch: float  # the same step taken by torch.optim.SGD on a tensor
+
+
+def sgd_step(param: float = 0.80, grad: float = 0.30, lr: float = 0.10) -> SGDStep:
+    """W7: theta <- theta - eta * gradient, by hand and by torch.optim.SGD.
+
+    >>> s = sgd_step()
+    >>> round(s.new, 2), round(s.new_torch, 2)
+    (0.77, 0.77)
+    """
+    p = torch.nn.Parameter(torch.tensor([param], dtype=torch.float64))
+    p.grad = torch.tensor([grad], dtype=torch.float64)
+    torch.optim.SGD([p], lr=lr).step()
+    return SGDStep(param, grad, lr, param - lr * grad, float(p.detach()[0]))
+
+
+# -----------------------------------------------------------------------------
+# W13/W14: softmax and cross-entropy
+
+@dataclass(frozen=True)
+class CrossEntropy:
+    logits: list[float]   # z, [V]
+    probs: list[float]    # softmax(z), [V], sums to 1
+    target: int           # index of the right answer
+    loss: float           # -ln probs[target]
+    grad: list[float]     # dL/dz = probs - onehot(target), [V]: push the answer up, the rest down
+    torch_loss: float     # F.cross_entropy on the same logits (the same number)
+
+
+def cross_entropy(logits: Sequence[float], target: int) -> CrossEntropy:
+    """W13/W14: softmax of the logits, the loss of the right answer and its gradient.
+
+    >>> ce = cross_entropy([2.0, 1.0, -1.0], 1)
+    >>> [round(p, 3) for p in ce.probs], round(ce.loss, 2)
+    ([0.705, 0.259, 0.035], 1.35)
+    """
+    z = torch.tensor(list(logits), dtype=torch.float64)
+    if not 0 <= int(target) < len(z):
+        raise ValueError(f"target must be in [0, {len(z)}), got {target}")
+    p = softmax_t(z)                                                         # [V]
+    onehot = F.one_hot(torch.tensor(int(target)), len(z)).double()
+    zz = z.clone().requires_grad_(True)
+    tl = F.cross_entropy(zz[None], torch.tensor([int(target)]))
+    (g,) = torch.autograd.grad(tl, zz)
+    tl = tl.detach()
+    assert torch.allclose(g, p - onehot), "autograd agrees with p - onehot"
+    return CrossEntropy(z.tolist(), p.tolist(), int(target), float(-torch.log(p[int(target)])),
+                        (p - onehot).tolist(), float(tl))
+
+
+# -----------------------------------------------------------------------------
+# W15: perplexity
+
+@dataclass(frozen=True)
+class Perplexity:
+    n_tokens: int           # tokens predicted (every token but the first)
+    n_chars: int            # characters of the text those tokens cover
+    n_words: int            # whitespace-separated words of the text
+    total_nll: float        # -sum ln P(x_t | x_<t), nats
+    mean_loss: float        # total_nll / n_tokens
+    ppl: float              # exp(mean_loss): "as unsure as a uniform choice among ppl tokens"
+    ppl_per_word: float     # exp(total_nll / n_words): the same probability, counted per word
+    bits_per_char: float    # total_nll / n_chars / ln 2
+    vocab_size: int         # V: a uniform model would have ppl = V
+    unknown: list[str]      # dropped characters
+
+
+def perplexity_from_losses(losses: Sequence[float]) -> float:
+    """PPL = exp(mean natural-log loss).
+
+    >>> round(perplexity_from_losses([math.log(4), math.log(4)]), 6)
+    4.0
+    """
+    losses = list(losses)
+    if not losses:
+        raise ValueError("no losses")
+    return math.exp(sum(losses) / len(losses))
+
+
+@torch.no_grad()
+def perplexity(model, tokenizer, text: str, max_tokens: int = 4096) -> Perplexity:
+    """W15: the model's perplexity on ``text`` (natural log, averaged per token).
+
+    The text is scored in windows of block_size + 1 tokens that overlap by one, so every token
+    but the first is predicted once; the context restarts at each window (a page caveat).
+    """
+    ids, unknown = tokenizer.encode_lossy(text)
+    ids = ids[:max_tokens]
+    if len(ids) < 2:
+        raise ValueError("need at least two known tokens")
+    data = torch.tensor(ids, dtype=torch.long)
+    T = model.cfg.block_size
+    total, n = 0.0, 0
+    for s in range(0, len(ids) - 1, T):
+        chunk = data[s: s + T + 1].to(model.device)[None]                   # [1,<=T+1]
+        logits, _ = model(chunk[:, :-1])
+        nll = F.cross_entropy(logits[0].float(), chunk[0, 1:], reduction="sum")
+        total += float(nll)
+        n += chunk.shape[1] - 1
+    covered = tokenizer.decode(ids)
+    n_words = max(1, len(covered.split()))
+    return Perplexity(
+        n_tokens=n, n_chars=len(covered), n_words=n_words, total_nll=total, mean_loss=total / n,
+        ppl=math.exp(total / n), ppl_per_word=math.exp(min(700.0, total / n_words)),
+        bits_per_char=total / len(covered) / math.log(2), vocab_size=model.cfg.vocab_size,
+        unknown=unknown)
+
+
+# -----------------------------------------------------------------------------
+# W16: the one-parameter model y_hat = w x
+
+@dataclass(frozen=True)
+class OneParamStep:
+    w: float         # weight before the step
+    y_hat: float     # w x
+    loss: float      # (w x - y)^2 / 2
+    grad: float      # dL/dw = (w x - y) x
+    w_new: float     # w - lr grad
+    y_hat_new: float  # w_new x
+    loss_new: float  # loss at w_new
+
+
+def _one_param_loss(w: float, x: float, y: float) -> float:
+    return (w * x - y) ** 2 / 2
+
+
+def one_param_step(w: float = 1.0, x: float = 2.0, y: float = 6.0, lr: float = 0.1) -> OneParamStep:
+    """W16 by hand: L = (w x - y)^2 / 2, dL/dw = (w x - y) x, w <- w - lr dL/dw.
+
+    >>> s = one_param_step()
+    >>> s.loss, s.grad, round(s.w_new, 6), round(s.y_hat_new, 6), round(s.loss_new, 6)
+    (8.0, -8.0, 1.8, 3.6, 2.88)
+    """
+    grad = (w * x - y) * x
+    w_new = w - lr * grad
+    return OneParamStep(w, w * x, _one_param_loss(w, x, y), grad, w_new, w_new * x,
+                        _one_param_loss(w_new, x, y))
+
+
+def one_param_autograd(w: float = 1.0, x: float = 2.0, y: float = 6.0, lr: float = 0.1) -> OneParamStep:
+    """W16 by torch.autograd: the same record, with the derivative computed by backward().
+
+    >>> one_param_autograd().grad
+    -8.0
+    """
+    wt = torch.tensor(float(w), dtype=torch.float64, requires_grad=True)
+    loss = (wt * x - y) ** 2 / 2
+    loss.backward()
+    grad = float(wt.grad)
+    with torch.no_grad():
+        w_new = float(wt - lr * wt.grad)
+    return OneParamStep(float(w), float(wt.detach() * x), float(loss), grad, w_new, w_new * x,
+                        _one_param_loss(w_new, x, y))
+
+
+def one_param_descent(w: float = 1.0, x: float = 2.0, y: float = 6.0, lr: float = 0.1,
+                      steps: int = 10) -> list[OneParamStep]:
+    """``steps`` gradient steps in a row; each record starts where the previous one ended.
+
+    With x = 2 each step multiplies the error (w - 3) by (1 - 4 lr): it shrinks for lr < 0.5
+    and grows (diverges) for lr > 0.5.
+    """
+    out = []
+    for _ in range(int(steps)):
+        s = one_param_step(w, x, y, lr)
+        out.append(s)
+        w = s.w_new
+        if not math.isfinite(w) or abs(w) > 1e12:
+            break
+    return out
+
+
+# -----------------------------------------------------------------------------
+# mini-batch gradient noise on a real model
+
+@dataclass(frozen=True)
+class NoiseRow:
+    batch_size: int           # sequences per mini-batch
+    cosines: list[float]      # cos(g_batch, g_ref) for each draw
+    rel_errors: list[float]   # |g_batch - g_ref| / |g_ref| for each draw
+    coords: list[tuple[float, float]]  # each draw projected on (g_ref direction, main noise direction)
+
+
+@dataclass(frozen=True)
+class GradientNoise:
+    param: str                # name of the weight matrix the gradients are taken for
+    shape: tuple[int, ...]    # its shape
+    ref_batch: int            # sequences in the reference ("full") batch
+    block: int                # tokens per sequence
+    ref_norm: float           # |g_ref|
+    ref_loss: float           # the model's loss on the reference batch
+    rows: list[NoiseRow]      # one per batch size
+
+
+def default_noise_param(model) -> str:
+    """The last block's query matrix: its gradient needs a backward pass through one block only."""
+    return f"blocks.{model.cfg.n_layer - 1}.attn.c_q.weight"
+
+
+def _grad(model, param: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """(dL/dparam as a flat float64 vector, the loss) for one batch, without touching .grad."""
+    with torch.enable_grad():
+        _, loss = model(x, y)
+        (g,) = torch.autograd.grad(loss, [param])
+    return g.detach().double().flatten().cpu(), float(loss.detach())
+
+
+def gradient_noise(model, data: torch.Tensor, batch_sizes: Sequence[int] = (1, 4, 16, 64),
+                   draws: int = 6, ref_batch: int = 256, block: int = 32, param: str | None = None,
+                   seed: int = 0, chunk: int = 64) -> GradientNoise:
+    """Gradients of the loss w.r.t. one weight matrix, from mini-batches of several sizes, compared
+    with the gradient of one large reference batch drawn separately (cosine and relative error).
+
+    data: token ids [N] (a training text). Windows of ``block`` tokens are drawn at random with a
+    seeded generator; the reference batch is summed in chunks of ``chunk`` sequences.
+    """
+    from .data import get_batch
+
+    model_params = dict(model.named_parameters())
+    name = param or default_noise_param(model)
+    if name not in model_params:
+        raise ValueError(f"the model has no parameter {name!r}")
+    p = model_params[name]
+    block = min(int(block), model.cfg.block_size)
+    data = torch.as_tensor(data, dtype=torch.long)
+    if len(data) < block + 1:
+        raise ValueError(f"need at least {block + 1} tokens of text, got {len(data)}")
+    g = torch.Generator().manual_seed(seed)
+    dev = model.device
+
+    ref, ref_loss, done = None, 0.0, 0
+    while done < ref_batch:
+        b = min(chunk, ref_batch - done)
+        x, y = get_batch(data, b, block, g)
+        gi, li = _grad(model, p, x.to(dev), y.to(dev))
+        ref = gi * b if ref is None else ref + gi * b
+        ref_loss += li * b
+        done += b
+    ref, ref_loss = ref / ref_batch, ref_loss / ref_batch                  # [P], mean over sequences
+    ref_norm = float(ref.norm())
+    u = ref / ref_norm                                                      # [P] unit direction
+
+    grads = {}
+    for bs in batch_sizes:
+        grads[int(bs)] = [_grad(model, p, *(t.to(dev) for t in get_batch(data, int(bs), block, g)))[0]
+                          for _ in range(int(draws))]
+    # the main direction of the noise: first principal direction of all residuals orthogonal to u
+    resid = torch.stack([gb - (gb @ u) * u for gs in grads.values() for gb in gs])  # [n,P]
+    v = torch.linalg.svd(resid, full_matrices=False).Vh[0]                  # [P]
+    v = v - (v @ u) * u
+    v = v / v.norm()
+    rows = []
+    for bs, gs in grads.items():
+        rows.append(NoiseRow(
+            batch_size=bs,
+            cosines=[float(gb @ ref / (gb.norm() * ref_norm)) for gb in gs],
+            rel_errors=[float((gb - ref).norm() / ref_norm) for gb in gs],
+            coords=[(float(gb @ u), float(gb @ v)) for gb in gs]))
+    return GradientNoise(name, tuple(p.shape), ref_batch, block, ref_norm, ref_loss, rows)
