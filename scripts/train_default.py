@@ -12,12 +12,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# threads sleep instead of spinning while they wait: on a busy shared 2-core server a spinning
+# pool of 2 threads was ~2.4x slower per step than a passive one (see STACK-NOTES.md)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
@@ -55,12 +60,12 @@ def estimate_loss(model, data, block_size, batch_size, iters, seed):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=2500)
+    ap.add_argument("--steps", type=int, default=1200)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--zh_share", type=float, default=0.25, help="share of each batch drawn from Chinese")
     ap.add_argument("--seed", type=int, default=1337)
-    ap.add_argument("--eval_every", type=int, default=250)
+    ap.add_argument("--eval_every", type=int, default=300)
     ap.add_argument("--out", default=str(ROOT / "assets" / "models" / "default"))
     args = ap.parse_args()
 
@@ -116,6 +121,8 @@ def main():
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        if step % 50 == 0:
+            print(f"step {step:5d}  loss {loss.item():.3f}  {time.time() - t0:.0f}s", flush=True)
     elapsed = time.time() - t0
 
     model.eval()
