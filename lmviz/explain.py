@@ -288,3 +288,55 @@ def contextual_cosine(trace_a, trace_b, pos_a: int, pos_b: int) -> ContextCosine
     pairs += [(a.resid_out, b.resid_out) for a, b in zip(la, lb)]
     pairs += [(trace_a.hidden, trace_b.hidden)]
     return ContextCosine(stages, [cosine(a[pos_a], b[pos_b]) for a, b in pairs], pos_a, pos_b)
+
+
+# -----------------------------------------------------------------------------
+# W18 for one query: softmax of raw vs scaled scores
+
+@dataclass(frozen=True)
+class SoftmaxPair:
+    d_k: int                 # query/key dimension
+    raw: torch.Tensor        # [n_keys] softmax(q.k) — saturates as d_k grows
+    scaled: torch.Tensor     # [n_keys] softmax(q.k / sqrt(d_k))
+
+
+def softmax_example(d_k: int, n_keys: int = 8, seed: int = 0) -> SoftmaxPair:
+    """One random query against ``n_keys`` random keys (N(0, 1) entries), both softmaxes.
+
+    >>> p = softmax_example(256); float(p.raw.max()) > float(p.scaled.max())
+    True
+    """
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(d_k, generator=g, dtype=torch.float64)             # [d_k]
+    k = torch.randn(n_keys, d_k, generator=g, dtype=torch.float64)     # [n_keys, d_k]
+    s = k @ q                                                          # [n_keys]
+    return SoftmaxPair(int(d_k), torch.softmax(s, -1), torch.softmax(s / math.sqrt(d_k), -1))
+
+
+# -----------------------------------------------------------------------------
+# user text -> ids the live model can read
+
+@dataclass(frozen=True)
+class Encoded:
+    ids: list[int]           # token ids kept (known tokens, at most max_len)
+    tokens: list[str]        # their printable labels
+    unknown: list[str]       # pieces the vocabulary lacks (dropped), first-seen order
+    truncated: bool          # True when the text had more than max_len known tokens
+
+
+def encode_for_model(tokenizer, text: str, max_len: int) -> Encoded:
+    """Encode ``text`` leniently: unknown pieces are dropped and reported; keep the first max_len.
+
+    >>> from lmviz.tokenizer import CharTokenizer
+    >>> e = encode_for_model(CharTokenizer("abc "), "a bad cab", 5); e.tokens, e.unknown, e.truncated
+    (['a', '␣', 'b', 'a', '␣'], ['d'], True)
+    """
+    ids, unknown = tokenizer.encode_lossy(text)
+    kept = ids[:max_len]
+    labels = [_label(tokenizer.token(i)) for i in kept]
+    return Encoded(kept, labels, unknown, len(ids) > max_len)
+
+
+def _label(tok: str) -> str:
+    """A visible label for a token (spaces and control characters made visible)."""
+    return tok.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥") or "∅"

@@ -109,3 +109,11 @@ def test_w29_same_token_different_contexts():
     assert math.isclose(c.cosine[0], 1.0, rel_tol=1e-6)  # same input embedding
     assert math.isclose(c.cosine[1], 1.0, rel_tol=1e-6)  # same position too
     assert c.cosine[-1] < 0.9999                         # contexts differ after attention
+
+
+def test_w18_one_query_saturates_without_scaling():
+    small, big = ex.softmax_example(4), ex.softmax_example(1024)
+    for p in (small, big):
+        assert math.isclose(float(p.raw.sum()), 1.0) and math.isclose(float(p.scaled.sum()), 1.0)
+    assert float(big.raw.max()) > 0.99                  # raw scores with spread ~32: one-hot
+    assert float(big.scaled.max()) < 0.9                # scaled: still a real mixture
