@@ -92,7 +92,12 @@ def load_checkpoint(src, device=None):
         cfg = GPTConfig.from_dict(cfg_d)
     except (TypeError, ValueError) as e:
         raise ValueError(f"checkpoint config is invalid: {e}") from None
-    tok = tokenizer_from_dict(tok_d)
+    if isinstance(tok_d, dict) and tok_d.get("type") == "bpe":  # a BPE trained by lmviz.train
+        from .train import TrainedBPE
+
+        tok = TrainedBPE.from_dict(tok_d)
+    else:
+        tok = tokenizer_from_dict(tok_d)
     if tok.vocab_size != cfg.vocab_size:
         raise ValueError(f"tokenizer has {tok.vocab_size} tokens, config says {cfg.vocab_size}")
     try:

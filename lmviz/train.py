@@ -1,0 +1,469 @@
+"""Train a small GPT in front of an audience: presets, a Trainer, and the records it returns.
+
+    >>> cfg = PRESETS["tiny"]
+    >>> cfg.validate()
+    []
+
+The Trainer is the nanoGPT loop, made observable: AdamW (weight decay on matrices only),
+linear warm-up then cosine decay to ``min_lr_frac * lr``, gradient clipping, a train/validation
+split (the last ``val_frac`` of the text, never seen in training), and every step returns a
+``StepMetrics`` record (loss, learning rate, gradient norm before clipping, tokens/s).
+``evaluate()`` estimates train/validation loss and perplexity on fixed batches, ``sample()``
+continues a fixed prompt so the audience sees the text improve.
+
+Determinism: the weights are initialised and the batches drawn from the Trainer's own
+``torch.Generator`` (never the global RNG, which other threads of the app also use), so on CPU
+the same config, text and seed give the same loss curve bit for bit (a test).
+On CUDA the forward pass runs under bf16 autocast; the weights and AdamW stay fp32.
+
+Tokenizers: characters (``CharTokenizer``) or a BPE trained on the corpus by ``lmviz.bpe``
+(wrapped by ``TrainedBPE`` so it has the same interface and can be saved in a checkpoint).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, fields, replace
+
+import torch
+import torch.nn.functional as F
+
+from .model import GPT, GPTConfig
+from .tokenizer import CharTokenizer
+
+TOKENIZERS = ("char", "bpe")
+MAX_TEXT_CHARS = 2_000_000    # user text / upload cap (characters) the trainer accepts
+
+
+# -----------------------------------------------------------------------------
+# config
+
+@dataclass(frozen=True)
+class TrainConfig:
+    # model
+    n_layer: int = 4              # transformer blocks
+    n_head: int = 4               # attention heads per block
+    d_model: int = 128            # width of the residual stream (divisible by n_head)
+    block_size: int = 64          # context length of a training window
+    # optimisation
+    batch_size: int = 12          # windows per step
+    max_steps: int = 2000         # steps of the whole run (the cosine schedule ends here)
+    lr: float = 1e-3              # peak learning rate
+    min_lr_frac: float = 0.1      # the cosine decays to lr * min_lr_frac
+    warmup_steps: int = 50        # linear warm-up from lr/warmup_steps to lr
+    weight_decay: float = 0.1     # AdamW decay on matrices (not on biases, norms)
+    grad_clip: float = 1.0        # clip the global gradient norm to this (0: no clipping)
+    beta2: float = 0.99           # AdamW's second-moment decay (0.99: small batches, nanoGPT)
+    # data
+    tokenizer: str = "char"       # char | bpe
+    bpe_merges: int = 200         # merges when tokenizer == "bpe"
+    val_frac: float = 0.1         # last fraction of the text kept for validation
+    # monitoring
+    eval_every: int = 50          # steps between validation estimates and samples
+    eval_iters: int = 4           # batches per loss estimate
+    sample_len: int = 120         # tokens generated from the fixed prompt at each evaluation
+    seed: int = 1337              # weights, batches and samples all derive from it
+
+    def validate(self) -> list[str]:
+        """Human-readable problems with this config (empty when it is fine).
+
+        >>> TrainConfig(d_model=100, n_head=3).validate()
+        ['d_model (100) must be divisible by n_head (3)']
+        """
+        p = []
+        limits = {  # name: (low, high) inclusive, for the integer fields
+            "n_layer": (1, 12), "n_head": (1, 16), "d_model": (8, 1024), "block_size": (4, 1024),
+            "batch_size": (1, 512), "max_steps": (1, 1_000_000), "warmup_steps": (0, 1_000_000),
+            "bpe_merges": (0, 5000), "eval_every": (1, 1_000_000), "eval_iters": (1, 100),
+            "sample_len": (0, 1000), "seed": (0, 2**31 - 1),
+        }
+        for name, (lo, hi) in limits.items():
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool):
+                p.append(f"{name} must be a whole number, got {v!r}")
+            elif not lo <= v <= hi:
+                p.append(f"{name} must be between {lo} and {hi}, got {v}")
+        floats = {"lr": (1e-6, 1.0), "min_lr_frac": (0.0, 1.0), "weight_decay": (0.0, 1.0),
+                  "grad_clip": (0.0, 100.0), "beta2": (0.5, 0.9999), "val_frac": (0.01, 0.5)}
+        for name, (lo, hi) in floats.items():
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+                p.append(f"{name} must be a number, got {v!r}")
+            elif not lo <= v <= hi:
+                p.append(f"{name} must be between {lo:g} and {hi:g}, got {v:g}")
+        if self.tokenizer not in TOKENIZERS:
+            p.append(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}")
+        if not p and self.d_model % self.n_head:
+            p.append(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
+        return p
+
+    def model_config(self, vocab_size: int) -> GPTConfig:
+        return GPTConfig(vocab_size=vocab_size, block_size=self.block_size, n_layer=self.n_layer,
+                         n_head=self.n_head, n_kv_head=self.n_head, d_model=self.d_model)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+PRESETS: dict[str, TrainConfig] = {
+    # ~0.1M parameters: the loss falls within seconds on 2 CPU cores, word-like text in a minute
+    "tiny": TrainConfig(n_layer=2, n_head=2, d_model=64, block_size=32, batch_size=16, max_steps=1200,
+                        lr=3e-3, warmup_steps=20, eval_every=25, eval_iters=2, sample_len=80),
+    # nanoGPT-sized: 4 layers, 128 wide, block 64, batch 12 (~0.8M parameters + embeddings)
+    "default": TrainConfig(),
+    # for a GPU: 6 layers, 256 wide, block 128, batch 32
+    "bigger": TrainConfig(n_layer=6, n_head=8, d_model=256, block_size=128, batch_size=32,
+                          max_steps=5000, lr=6e-4, warmup_steps=100, eval_every=100, eval_iters=8,
+                          sample_len=200),
+}
+
+
+def make_config(preset: str = "tiny", **overrides) -> TrainConfig:
+    """A preset with some fields replaced; ValueError listing every problem.
+
+    >>> make_config("tiny", max_steps=10).max_steps
+    10
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    known = {f.name for f in fields(TrainConfig)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ValueError(f"unknown setting(s): {', '.join(unknown)}")
+    cfg = replace(PRESETS[preset], **overrides)
+    problems = cfg.validate()
+    if problems:
+        raise ValueError("; ".join(problems))
+    return cfg
+
+
+# -----------------------------------------------------------------------------
+# tokenizers
+
+class TrainedBPE:
+    """A character-level ``lmviz.bpe`` tokenizer with the CharTokenizer interface.
+
+    >>> tok = TrainedBPE.train("low low lower", 2)
+    >>> tok.vocab_size, tok.decode(tok.encode("lower low"))
+    (9, 'lower low')
+    """
+
+    kind = "bpe"
+
+    def __init__(self, bpe):
+        self.bpe = bpe
+
+    @classmethod
+    def train(cls, text: str, merges: int) -> "TrainedBPE":
+        from .bpe import train_bpe
+
+        return cls(train_bpe(text, merges, level="char", record=False))
+
+    @property
+    def vocab_size(self) -> int:
+        return self.bpe.vocab_size
+
+    def token(self, i: int) -> str:
+        return self.bpe.label(int(i))
+
+    def encode(self, text: str) -> list[int]:
+        return self.bpe.encode(text)
+
+    def encode_lossy(self, text: str) -> tuple[list[int], list[str]]:
+        known = set(self.bpe.vocab[1:self.bpe.n_base])
+        unknown = list(dict.fromkeys(c for c in text if c not in known))
+        return self.bpe.encode("".join(c for c in text if c in known)), unknown
+
+    def decode(self, ids) -> str:
+        return self.bpe.decode([int(i) for i in ids])
+
+    def to_dict(self) -> dict:
+        b = self.bpe
+        return {"type": "bpe", "level": b.level, "split_words": b.split_words,
+                "alphabet": list(b.vocab[1:b.n_base]), "merges": [list(m) for m in b.merge_ids]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainedBPE":
+        """Rebuild from ``to_dict()``; ValueError on anything malformed."""
+        from .bpe import UNK, BPETokenizer
+
+        alphabet, merges = d.get("alphabet"), d.get("merges")
+        if d.get("level") != "char" or not isinstance(alphabet, list) or not isinstance(merges, list):
+            raise ValueError("bpe tokenizer spec needs level 'char', an 'alphabet' and 'merges'")
+        if any(not isinstance(c, str) or len(c) != 1 for c in alphabet) or len(set(alphabet)) != len(alphabet):
+            raise ValueError("bpe alphabet must be distinct single characters")
+        vocab = [UNK] + list(alphabet)
+        n_base = len(vocab)
+        pairs = []
+        for m in merges:
+            if (not isinstance(m, list) or len(m) != 2 or not all(isinstance(i, int) for i in m)
+                    or not all(0 <= i < len(vocab) for i in m)):
+                raise ValueError("bpe merges must be pairs of earlier token ids")
+            pairs.append((m[0], m[1]))
+            vocab.append(vocab[m[0]] + vocab[m[1]])
+        return cls(BPETokenizer("char", bool(d.get("split_words", True)), vocab, pairs, n_base,
+                                [], (), len(pairs), "done"))
+
+
+def build_tokenizer(text: str, cfg: TrainConfig):
+    """The tokenizer cfg asks for, trained on text."""
+    if cfg.tokenizer == "bpe":
+        return TrainedBPE.train(text, cfg.bpe_merges)
+    return CharTokenizer(text)
+
+
+# -----------------------------------------------------------------------------
+# records
+
+@dataclass(frozen=True)
+class StepMetrics:
+    step: int            # 1-based index of the optimizer step just taken
+    loss: float          # training loss of this step's batch (nats/token)
+    lr: float            # learning rate used for this step
+    grad_norm: float     # global gradient norm before clipping
+    tokens_per_s: float  # batch_size * block_size / wall time of this step
+    dt_ms: float         # wall time of this step
+
+
+@dataclass(frozen=True)
+class EvalMetrics:
+    step: int            # steps taken when measured (0: the untrained model)
+    train_loss: float    # mean loss over eval_iters fixed training batches
+    val_loss: float      # mean loss over eval_iters fixed validation batches
+    val_ppl: float       # exp(val_loss): "as unsure as a uniform choice among this many tokens"
+
+
+@dataclass(frozen=True)
+class Sample:
+    step: int            # steps taken when generated
+    prompt: str          # the fixed prompt
+    text: str            # the continuation only (prompt excluded)
+
+
+# -----------------------------------------------------------------------------
+# helpers
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Learning rate of 0-based step: linear warm-up, then cosine from lr to lr * min_lr_frac.
+
+    >>> c = TrainConfig(lr=1.0, warmup_steps=10, max_steps=110, min_lr_frac=0.1)
+    >>> lr_at(0, c), lr_at(9, c), lr_at(10, c), round(lr_at(60, c), 3), round(lr_at(110, c), 3)
+    (0.1, 1.0, 1.0, 0.55, 0.1)
+    """
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    span = max(1, cfg.max_steps - cfg.warmup_steps)
+    frac = min(1.0, (step - cfg.warmup_steps) / span)
+    lo = cfg.lr * cfg.min_lr_frac
+    return lo + 0.5 * (cfg.lr - lo) * (1.0 + math.cos(math.pi * frac))
+
+
+def init_weights(model: GPT, generator: torch.Generator) -> None:
+    """nanoGPT's init drawn from ``generator``: N(0, 0.02) matrices, residual projections scaled
+    by 1/sqrt(2 n_layer), zero biases, unit norm gains."""
+    std_proj = 0.02 / math.sqrt(2 * model.cfg.n_layer)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2:
+                std = std_proj if name.endswith("c_proj.weight") else 0.02
+                p.copy_(torch.randn(p.shape, generator=generator) * std)
+            elif name.endswith("bias"):
+                p.zero_()
+            else:
+                p.fill_(1.0)
+
+
+def copy_model(model: GPT) -> GPT:
+    """A CPU, eval-mode copy of model's weights (for the app to show while training goes on)."""
+    m = GPT(model.cfg)
+    m.load_state_dict({k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()})
+    return m.eval()
+
+
+# -----------------------------------------------------------------------------
+# the trainer
+
+class Trainer:
+    """Owns the tokenizer, data, model and optimizer of one run.
+
+    >>> tr = Trainer("hello world " * 50, make_config("tiny", max_steps=3, block_size=8))
+    >>> [m.step for m in tr.step(3)], tr.done
+    ([1, 2, 3], True)
+    """
+
+    def __init__(self, text: str, cfg: TrainConfig, device=None, tokenizer=None, prompt: str | None = None):
+        problems = cfg.validate()
+        if problems:
+            raise ValueError("; ".join(problems))
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("the training text is empty")
+        if len(text) > MAX_TEXT_CHARS:
+            raise ValueError(f"the training text has {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,}")
+        if device is None:
+            from . import device as pick
+
+            device = pick()
+        self.cfg, self.device = cfg, torch.device(device)
+        self.tokenizer = tokenizer if tokenizer is not None else build_tokenizer(text, cfg)
+        ids = torch.tensor(self.tokenizer.encode(text), dtype=torch.long)      # [N]
+        n_val = max(cfg.block_size + 1, int(len(ids) * cfg.val_frac))
+        if len(ids) - n_val < cfg.block_size + 1:
+            raise ValueError(f"the text gives {len(ids):,} tokens; with block_size {cfg.block_size} it needs "
+                             f"at least {2 * (cfg.block_size + 1):,} (more text, or a smaller block size)")
+        self.train_ids, self.val_ids = ids[:-n_val].to(self.device), ids[-n_val:].to(self.device)
+        self.gen = torch.Generator().manual_seed(cfg.seed)                    # weights and batches
+        self.model = GPT(cfg.model_config(self.tokenizer.vocab_size))
+        init_weights(self.model, self.gen)
+        self.model.to(self.device).train()
+        decay = [p for p in self.model.parameters() if p.dim() >= 2]
+        no_decay = [p for p in self.model.parameters() if p.dim() < 2]
+        self.opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                                      {"params": no_decay, "weight_decay": 0.0}],
+                                     lr=cfg.lr, betas=(0.9, cfg.beta2),
+                                     fused=self.device.type == "cuda" or None)
+        self.autocast = self.device.type == "cuda"
+        self.steps_done = 0
+        self.prompt = prompt if prompt is not None else default_prompt(text)
+        self.tokens_per_step = cfg.batch_size * cfg.block_size
+
+    # -- data ----------------------------------------------------------------------------------
+    def _batch(self, data: torch.Tensor, generator: torch.Generator):
+        """x, y [B,T] random windows of data (y = x shifted by one: teacher forcing)."""
+        B, T = self.cfg.batch_size, self.cfg.block_size
+        ix = torch.randint(len(data) - T, (B,), generator=generator).to(data.device)  # [B]
+        offs = torch.arange(T, device=data.device)                                    # [T]
+        return data[ix[:, None] + offs], data[ix[:, None] + offs + 1]
+
+    def _forward(self, x, y):
+        if self.autocast:
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+                return self.model(x, y)[1]
+        return self.model(x, y)[1]
+
+    @property
+    def done(self) -> bool:
+        return self.steps_done >= self.cfg.max_steps
+
+    # -- training ------------------------------------------------------------------------------
+    def step(self, n: int = 1) -> list[StepMetrics]:
+        """Take up to n optimizer steps (never past max_steps); one record per step."""
+        out = []
+        clip = self.cfg.grad_clip
+        for _ in range(n):
+            if self.done:
+                break
+            t0 = time.perf_counter()
+            lr = lr_at(self.steps_done, self.cfg)
+            for g in self.opt.param_groups:
+                g["lr"] = lr
+            x, y = self._batch(self.train_ids, self.gen)
+            loss = self._forward(x, y)
+            self.opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if clip > 0:
+                norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+            else:
+                norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in self.model.parameters()
+                                                             if p.grad is not None]))
+            self.opt.step()
+            loss_f, norm_f = loss.item(), norm.item()       # one device sync per step
+            dt = time.perf_counter() - t0
+            self.steps_done += 1
+            out.append(StepMetrics(self.steps_done, loss_f, lr, norm_f, self.tokens_per_step / dt, dt * 1e3))
+        return out
+
+    @torch.no_grad()
+    def evaluate(self) -> EvalMetrics:
+        """Train and validation loss on fixed batches (the same ones at every evaluation)."""
+        self.model.eval()
+        res = []
+        for k, data in enumerate((self.train_ids, self.val_ids)):
+            g = torch.Generator().manual_seed(self.cfg.seed + 1 + k)
+            res.append(sum(self._forward(*self._batch(data, g)).item()
+                           for _ in range(self.cfg.eval_iters)) / self.cfg.eval_iters)
+        self.model.train()
+        return EvalMetrics(self.steps_done, res[0], res[1], math.exp(min(res[1], 50.0)))
+
+    @torch.no_grad()
+    def sample(self, prompt: str | None = None, n: int | None = None, temperature: float = 0.8) -> Sample:
+        """Continue the prompt by n tokens (seeded, so a sample changes only because the model did)."""
+        prompt = self.prompt if prompt is None else prompt
+        n = self.cfg.sample_len if n is None else n
+        ids, _ = self.tokenizer.encode_lossy(prompt)
+        if not ids:
+            ids = [int(self.train_ids[0])]
+        g = torch.Generator().manual_seed(self.cfg.seed)
+        self.model.eval()
+        x = torch.tensor([ids], device=self.device)                                  # [1,T]
+        start = x.shape[1]
+        for _ in range(n):
+            logits, _ = self.model(x[:, -self.cfg.block_size:])
+            p = F.softmax(logits[0, -1].float() / temperature, dim=-1).cpu()        # [V]
+            nxt = torch.multinomial(p, 1, generator=g).to(self.device)
+            x = torch.cat([x, nxt[None]], dim=1)
+        self.model.train()
+        return Sample(self.steps_done, prompt, self.tokenizer.decode(x[0, start:].tolist()))
+
+    @torch.no_grad()
+    def attention(self, prompt: str | None = None):
+        """(token labels, weights [L,H,T,T]) of the model on the fixed prompt (causal softmax)."""
+        prompt = self.prompt if prompt is None else prompt
+        ids, _ = self.tokenizer.encode_lossy(prompt)
+        ids = ids[: self.cfg.block_size] or [int(self.train_ids[0])]
+        trace = self.model.forward_trace(torch.tensor(ids))
+        labels = [self.tokenizer.token(i) for i in ids]
+        return labels, torch.stack([lt.weights for lt in trace.layers])
+
+    # -- export --------------------------------------------------------------------------------
+    def meta(self, **extra) -> dict:
+        return {"trainer": self.cfg.to_dict(), "steps": self.steps_done, **extra}
+
+    def checkpoint_bytes(self, **meta) -> bytes:
+        """Weights + model config + tokenizer + meta as safetensors bytes (no pickle)."""
+        from .checkpoint import save_checkpoint
+
+        return save_checkpoint(self.model, self.tokenizer, self.meta(**meta))
+
+    def num_params(self) -> int:
+        return self.model.num_params()
+
+
+# name: (how to get the text, the fixed prompt sampled at each evaluation)
+CORPORA = {
+    "english": ("corpus:english", "The "),
+    "chinese": ("corpus:chinese", "我们"),
+    "code": ("corpus:code", "def "),
+    "toy": ("corpus:toy", "<BOS> I"),
+    "capital_en": ("capital:en", "Paris is"),
+    "capital_zh": ("capital:zh", "巴黎"),
+}
+
+
+def corpus_text(name: str) -> str:
+    """The text of a bundled corpus (see CORPORA); the capital corpora are generated (W9).
+
+    >>> corpus_text("toy").splitlines()[0]
+    '<BOS> I love robot s <EOS>'
+    """
+    if name not in CORPORA:
+        raise ValueError(f"unknown corpus {name!r}; choose one of {', '.join(CORPORA)}")
+    kind, arg = CORPORA[name][0].split(":")
+    if kind == "capital":
+        from .corpora import capital_corpus
+
+        return capital_corpus(arg, n_sentences=3000, seed=0).text
+    from .data import load_corpus
+
+    return load_corpus(arg)
+
+
+def default_prompt(text: str, corpus: str | None = None) -> str:
+    """The corpus's fixed prompt when it has one, else the text's first word (its first 8 chars).
+
+    >>> default_prompt("", "english"), default_prompt("xyz abc")
+    ('The ', 'xyz ')
+    """
+    if corpus in CORPORA:
+        return CORPORA[corpus][1]
+    words = text.strip().split()
+    return words[0][:8] + " " if words else text[:4]

@@ -1,0 +1,230 @@
+"""The trainer and the background job: learning, determinism, checkpoints, presets, control."""
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import pytest
+import torch
+
+from lmviz.checkpoint import load_checkpoint
+from lmviz.jobs import TrainingJob
+from lmviz.train import (PRESETS, TrainConfig, Trainer, TrainedBPE, corpus_text, lr_at, make_config)
+
+torch.set_num_threads(1)
+TEXT = ("the cat sat on the mat. the dog sat on the log. " * 40)
+SMALL = dict(n_layer=1, n_head=2, d_model=16, block_size=8, batch_size=4, eval_every=5, eval_iters=1,
+             sample_len=8, warmup_steps=2)
+
+
+def small(**kw) -> TrainConfig:
+    return make_config("tiny", **{**SMALL, **kw})
+
+
+def wait_for(pred, timeout=20.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+# -- learning ------------------------------------------------------------------------------------
+
+def test_overfits_one_batch():
+    tr = Trainer(TEXT, small(max_steps=150, lr=1e-2, grad_clip=0.0, warmup_steps=0, min_lr_frac=1.0),
+                 device="cpu")
+    x, y = tr._batch(tr.train_ids, torch.Generator().manual_seed(0))
+    tr._batch = lambda data, g: (x, y)            # the same batch every step
+    first = tr.step(1)[0].loss
+    last = tr.step(149)[-1].loss
+    assert first > 2.0                            # ~ln(vocab) at init
+    assert last < 0.05 * first                    # memorised
+
+
+def test_loss_falls_and_validation_follows():
+    tr = Trainer(TEXT, small(max_steps=120, lr=1e-2), device="cpu")
+    e0 = tr.evaluate()
+    assert e0.val_loss == pytest.approx(math.log(tr.tokenizer.vocab_size), abs=0.3)  # uniform at init
+    ms = tr.step(120)
+    e1 = tr.evaluate()
+    assert e1.val_loss < e0.val_loss - 1.0
+    assert e1.val_ppl == pytest.approx(math.exp(e1.val_loss))
+    assert all(m.tokens_per_s > 0 and m.grad_norm > 0 for m in ms)
+    assert [m.step for m in ms] == list(range(1, 121))
+    assert tr.done and tr.step(5) == []           # never past max_steps
+
+
+def test_same_seed_same_curve_other_seed_other_curve():
+    curve = lambda seed: [m.loss for m in Trainer(TEXT, small(max_steps=20, seed=seed), device="cpu").step(20)]
+    a, b, c = curve(3), curve(3), curve(4)
+    assert a == b
+    assert a != c
+
+
+def test_learning_rate_schedule_and_clipping():
+    cfg = small(max_steps=40, warmup_steps=10, lr=1e-2, min_lr_frac=0.1)
+    lrs = [lr_at(s, cfg) for s in range(41)]
+    assert lrs[0] == pytest.approx(1e-3) and lrs[9] == pytest.approx(1e-2)
+    assert lrs[40] == pytest.approx(1e-3)
+    assert all(a >= b - 1e-12 for a, b in zip(lrs[9:], lrs[10:]))   # non-increasing after warm-up
+    tr = Trainer(TEXT, small(max_steps=3, grad_clip=1e-3), device="cpu")
+    ms = tr.step(3)
+    assert [m.lr for m in ms] == pytest.approx([lr_at(s, tr.cfg) for s in range(3)])
+    assert ms[0].grad_norm > 1e-3                 # reported before clipping
+
+
+def test_sample_and_attention_shapes():
+    tr = Trainer(TEXT, small(max_steps=1), device="cpu", prompt="the c")
+    s = tr.sample(n=10)
+    assert s.prompt == "the c" and len(s.text) == 10
+    assert tr.sample(n=10) == s                   # seeded: changes only when the model does
+    labels, w = tr.attention()
+    assert labels == list("the c")
+    assert w.shape == (1, 2, 5, 5)
+    assert torch.allclose(w.sum(-1), torch.ones(1, 2, 5))
+    assert torch.all(w.triu(1) == 0)              # causal
+
+
+# -- tokenizers and checkpoints --------------------------------------------------------------------
+
+@pytest.mark.parametrize("tok", ["char", "bpe"])
+def test_checkpoint_round_trip_reproduces_logits(tok):
+    tr = Trainer(TEXT, small(max_steps=5, tokenizer=tok, bpe_merges=20), device="cpu")
+    tr.step(5)
+    blob = tr.checkpoint_bytes(corpus="cats")
+    model, tok2, meta = load_checkpoint(blob)
+    assert meta["steps"] == 5 and meta["corpus"] == "cats" and meta["trainer"]["tokenizer"] == tok
+    assert tok2.to_dict() == tr.tokenizer.to_dict()
+    idx = torch.tensor([tr.tokenizer.encode("the dog")])
+    tr.model.eval()
+    with torch.no_grad():
+        assert torch.equal(model(idx)[0], tr.model(idx)[0])
+    assert b"pickle" not in blob[:200]
+
+
+def test_bpe_tokenizer_compresses_and_round_trips():
+    bpe = TrainedBPE.train(TEXT, 30)
+    assert bpe.vocab_size == 1 + len(set(TEXT)) + len(bpe.bpe.merge_ids)   # <unk> + alphabet + merges
+    assert 5 <= len(bpe.bpe.merge_ids) <= 30
+    assert len(bpe.encode(TEXT)) < 0.6 * len(TEXT)
+    assert bpe.decode(bpe.encode("the dog sat")) == "the dog sat"
+    again = TrainedBPE.from_dict(bpe.to_dict())
+    assert again.encode(TEXT) == bpe.encode(TEXT)
+    assert bpe.encode_lossy("the zebra")[1] == ["z", "b", "r"]
+    with pytest.raises(ValueError):
+        TrainedBPE.from_dict({"type": "bpe", "level": "char", "alphabet": ["a"], "merges": [[0, 9]]})
+
+
+def test_bundled_corpora_give_text():
+    assert corpus_text("toy").startswith("<BOS>")
+    assert "Paris" in corpus_text("capital_en") or "Tokyo" in corpus_text("capital_en")
+    with pytest.raises(ValueError, match="unknown corpus"):
+        corpus_text("../etc/passwd")
+
+
+# -- presets and validation -----------------------------------------------------------------------
+
+def test_presets_are_valid_and_ordered_by_size():
+    for cfg in PRESETS.values():
+        assert cfg.validate() == []
+    size = lambda c: c.n_layer * c.d_model ** 2
+    assert size(PRESETS["tiny"]) < size(PRESETS["default"]) < size(PRESETS["bigger"])
+    d = PRESETS["default"]
+    assert (d.n_layer, d.d_model, d.block_size, d.batch_size) == (4, 128, 64, 12)  # nanoGPT-sized
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(d_model=100, n_head=3), "divisible by n_head"),
+    (dict(lr=5.0), "lr must be between"),
+    (dict(batch_size=0), "batch_size must be between 1"),
+    (dict(max_steps=2.5), "max_steps must be a whole number"),
+    (dict(tokenizer="word"), "tokenizer must be one of"),
+    (dict(lr=float("nan")), "lr must be a number"),
+])
+def test_bad_custom_values_get_clear_messages(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        make_config("tiny", **kw)
+
+
+def test_unknown_preset_or_field_and_short_text_are_refused():
+    with pytest.raises(ValueError, match="unknown preset"):
+        make_config("huge")
+    with pytest.raises(ValueError, match="unknown setting"):
+        make_config("tiny", layers=3)
+    with pytest.raises(ValueError, match="more text, or a smaller block size"):
+        Trainer("abc", small(), device="cpu")
+    with pytest.raises(ValueError, match="empty"):
+        Trainer("   ", small(), device="cpu")
+
+
+# -- the background job ---------------------------------------------------------------------------
+
+def test_job_runs_to_the_end_and_publishes_models():
+    job = TrainingJob(lambda: Trainer(TEXT, small(max_steps=20), device="cpu"), threading.BoundedSemaphore(1))
+    job.start()
+    assert job.join(30)
+    s = job.snapshot()
+    assert s.state == "done" and s.step == 20 and not s.active
+    assert [e.step for e in s.evals] == [0, 5, 10, 15, 20]
+    assert [x.step for x in s.samples] == [0, 5, 10, 15, 20]
+    assert s.model_version == 5 and not s.model.training
+    idx = torch.tensor([job.trainer.tokenizer.encode("the cat")])
+    job.trainer.model.eval()
+    with torch.no_grad():                         # the published copy is the final model
+        assert torch.equal(s.model(idx)[0], job.trainer.model(idx)[0])
+    assert s.model is not job.trainer.model
+    labels, w = s.attention
+    assert w.shape[0] == 1 and len(labels) == w.shape[-1]
+
+
+def test_job_pause_resume_stop():
+    gate = threading.Event()
+    job = TrainingJob(lambda: Trainer(TEXT, small(max_steps=100000, eval_every=1000), device="cpu"),
+                      chunk=1, on_eval=lambda tr: gate.set())
+    job.start()
+    assert wait_for(lambda: job.snapshot().step >= 3)
+    job.pause()
+    assert wait_for(lambda: job.state == "paused")
+    n = job.snapshot().step
+    time.sleep(0.3)
+    assert job.snapshot().step == n              # no steps while paused
+    job.resume()
+    assert wait_for(lambda: job.snapshot().step > n)
+    job.stop()
+    assert job.join(20)
+    assert job.state == "stopped"
+    with pytest.raises(RuntimeError):
+        job.start()
+
+
+def test_semaphore_queues_in_order_and_frees_slots():
+    sem = threading.BoundedSemaphore(1)
+    mk = lambda: (lambda: Trainer(TEXT, small(max_steps=100000, eval_every=1000), device="cpu"))
+    a, b, c = TrainingJob(mk(), sem), TrainingJob(mk(), sem), TrainingJob(mk(), sem)
+    a.start()
+    assert wait_for(lambda: a.state == "running")
+    b.start(); c.start()
+    assert wait_for(lambda: (b.queue_position(), c.queue_position()) == (1, 2))
+    assert b.snapshot().state == "queued" and b.snapshot().queue_position == 1
+    c.stop()                                      # leaving the queue
+    assert c.join(10) and c.state == "stopped" and c.snapshot().step == 0
+    a.stop()
+    assert a.join(20)
+    assert wait_for(lambda: b.state == "running")  # the freed slot goes to the next in line
+    assert b.queue_position() == 0
+    b.stop()
+    assert b.join(20)
+    assert sem.acquire(blocking=False)            # every slot was given back
+    sem.release()
+
+
+def test_job_reports_errors_without_raising():
+    sem = threading.BoundedSemaphore(1)
+    job = TrainingJob(lambda: Trainer("abc", small(), device="cpu"), sem).start()
+    assert job.join(10)
+    s = job.snapshot()
+    assert s.state == "error" and "block size" in s.error
+    assert sem.acquire(blocking=False)            # slot released after the error
