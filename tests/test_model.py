@@ -194,3 +194,22 @@ def test_training_step_reduces_loss():
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < losses[0] - 1.0
+
+
+def test_trace_accepts_1d_or_single_batch_and_rejects_batches():
+    m = tiny()
+    a, b = m.forward_trace(torch.tensor([1, 2, 3])), m.forward_trace(torch.tensor([[1, 2, 3]]))
+    assert torch.equal(a.logits, b.logits)
+    assert a.logits.shape == (3, V) and a.hidden.shape == (3, 32)
+    assert torch.allclose(a.probs.sum(-1), torch.ones(3))
+    one = m.forward_trace(torch.tensor([5]))
+    assert torch.equal(one.layers[0].weights, torch.ones(4, 1, 1))    # a lone token attends to itself
+    with pytest.raises(ValueError, match="one sequence"):
+        m.forward_trace(torch.zeros(2, 3, dtype=torch.long))
+
+
+def test_trace_restores_training_mode():
+    m = tiny(dropout=0.1).train()
+    tr = m.forward_trace(torch.arange(8))
+    assert m.training
+    assert torch.allclose(tr.logits, m.eval()(torch.arange(8)[None])[0][0], atol=1e-5)  # no dropout in trace
