@@ -1,0 +1,452 @@
+"""Chapter 8 · Generation: temperature (W13, W20), top-k / top-p (W21), greedy stepping on the
+toy table (W8), step-by-step sampling from the live model with a seed, and why greedy is not
+the most probable sequence (W22).
+
+Every interactive section is an ``st.fragment``: a slider reruns only its own section. The live
+section keeps the current step's logits in session state, so moving τ, k or p only re-applies
+the filters (lmviz.sampling.distributions) to cached numbers; the model runs only on Step/Play.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import streamlit as st
+
+from ui import glue, render, urlstate
+from ui.i18n import t
+from viz.generation import (candidates_figure, filter_figure, greedy_steps_figure, prob_bars,
+                            temperature_curves_figure, tree_figure)
+
+LOGITS = (2.0, 1.0, -1.0)           # the notes' three candidates (W13, W20)
+LOGIT_LABELS = ("A", "B", "C")      # the notes call them A, B, C (W14: "the answer is B")
+TABLE_TAUS = (0.5, 1.0, 2.0)        # the three temperatures of the notes' table
+PROBS = (0.50, 0.30, 0.15, 0.05)    # the notes' top-k / top-p distribution (W21)
+PROB_LABELS = ("A", "B", "C", "D")
+MAX_PROMPT = 400                    # characters in the live prompt box
+MAX_NEW = 300                       # tokens the live stepper generates at most
+N_SHOW = 12                         # candidates drawn per live step
+N_SPREAD, SPREAD_LEN = 5, 40        # "sample 5 times": continuations and their length
+PLAY_EVERY = 0.5                    # seconds between tokens while playing
+
+render.page_header("gen.title", "gen.intro")
+
+
+def _vis(s: str) -> str:
+    """Whitespace made visible in a token label (␣ for a space)."""
+    from viz.tokenization import visible
+
+    return visible(s)
+
+
+def _fmt_setting(tau: float, k: int, p: float) -> str:
+    """Short human label of the sampling settings, e.g. 'τ=0.8 · k=off · p=0.9'."""
+    return (f"τ={tau:g}" + (f" ({t('gen.greedy_word')})" if tau == 0 else "")
+            + f" · k={k if k else t('gen.off')} · p={p:g}" + (f" ({t('gen.off')})" if p >= 1 else ""))
+
+
+# ---------------------------------------------------------------- W13 / W20 temperature ----
+@st.cache_data(show_spinner=False)
+def _curves():
+    from lmviz.sampling import temperature_curves
+
+    taus = np.geomspace(0.05, 5.0, 160)
+    return taus, temperature_curves(LOGITS, taus.tolist()).numpy()
+
+
+@st.fragment
+def sec_temperature() -> None:
+    from lmviz.sampling import softmax_t
+
+    st.markdown(t("gen.temp_intro"))
+    tau = urlstate.slider(t("gen.tau"), 0.0, 5.0, 1.0, 0.05, param="tau", key="gen_tau")
+    p = softmax_t(LOGITS, tau).numpy()
+    if tau == 0:
+        st.info(t("gen.tau_zero"))
+    left, right = st.columns(2)
+    with left:
+        title = t("gen.fig.temp_bars", tau=f"{tau:g}") + (f" ({t('gen.greedy_word')})" if tau == 0 else "")
+        render.plot(prob_bars([f"{a} (z={z:g})" for a, z in zip(LOGIT_LABELS, LOGITS)], p,
+                              highlight=int(np.argmax(p)), y_title=t("gen.fig.prob"), title=title),
+                    key="gen_temp_bars", filename="temperature-bars")
+    with right:
+        taus, P = _curves()
+        mark = t("gen.fig.tau_mark", tau=f"{tau:g}") if tau > 0 else t("gen.fig.tau_mark_zero")
+        render.plot(temperature_curves_figure(taus, P, LOGIT_LABELS, tau, x_title=t("gen.fig.tau_axis"),
+                                              y_title=t("gen.fig.prob"), marker_text=mark,
+                                              title=t("gen.fig.curves")),
+                    key="gen_temp_curves", filename="temperature-curves")
+    rows = []
+    for tv in sorted({*TABLE_TAUS, tau}):
+        q = softmax_t(LOGITS, tv).tolist()
+        rows.append({"τ": f"{tv:g}" + (" ←" if tv == tau else "")
+                     + (f" ({t('gen.greedy_word')})" if tv == 0 else ""),
+                     **{f"p({a})": round(v, 3) for a, v in zip(LOGIT_LABELS, q)}})
+    st.dataframe(rows, hide_index=True, width="stretch")
+    st.markdown(t("gen.temp_limits"))
+
+
+# ---------------------------------------------------------------- W21 top-k / top-p --------
+@st.fragment
+def sec_filters() -> None:
+    from lmviz.sampling import distributions
+
+    st.markdown(t("gen.filter_intro"))
+    c1, c2 = st.columns(2)
+    with c1:
+        k = urlstate.slider(t("gen.k"), 0, len(PROBS), 0, 1, param="k", key="gen_k",
+                            help=t("gen.k_help"))
+    with c2:
+        p = urlstate.slider(t("gen.p"), 0.0, 1.0, 0.9, 0.05, param="p", key="gen_p",
+                            help=t("gen.p_help"))
+    # the toy distribution is given as probabilities: log p are logits that give it back at τ = 1
+    d = distributions(np.log(PROBS), 1.0, top_k=k, top_p=p)
+    kept = [PROB_LABELS[i] for i in d.kept]
+    fig = filter_figure(PROB_LABELS, PROBS, d.p_final.numpy(), d.kept, p if p < 1 else None,
+                        names=(t("gen.fig.original"), t("gen.fig.renorm"), t("gen.fig.cum"),
+                               t("gen.fig.threshold", p=f"{p:g}")),
+                        y_title=t("gen.fig.prob"), title=t("gen.fig.filter_title", k=k or t("gen.off"), p=f"{p:g}"))
+    render.plot(fig, key="gen_filter", filename="top-k-top-p")
+    notes = []
+    if k == 0:
+        notes.append(t("gen.k_off"))
+    if p >= 1:
+        notes.append(t("gen.p_off"))
+    elif p == 0:
+        notes.append(t("gen.p_zero"))
+    for n in notes:
+        st.caption(n)
+    mass_k = float(sum(PROBS[i] for i in d.kept_k))
+    st.markdown(t("gen.kept_msg", n=len(kept), kept=", ".join(kept), mass=f"{mass_k:.2f}",
+                  probs=", ".join(f"{PROB_LABELS[i]}={float(d.p_final[i]):.3f}" for i in d.kept)))
+    st.markdown(t("gen.filter_why"))
+
+
+# ---------------------------------------------------------------- W8 greedy stepping -------
+def sec_greedy() -> None:
+    st.markdown(t("gen.greedy_intro"))
+    st.caption(t("common.filled_gap") + " " + t("gen.greedy_made_up"))
+    _greedy_stepper()
+
+
+@st.fragment
+def _greedy_stepper() -> None:
+    from lmviz.sampling import TOY_GREEDY_TABLE, TOY_VOCAB, greedy_trace
+
+    trace = greedy_trace(TOY_GREEDY_TABLE)
+    st.session_state.setdefault("gen_greedy_k", 0)
+
+    def bump(delta: int | None) -> None:  # callbacks run before the rerun, so buttons draw current state
+        k0 = st.session_state["gen_greedy_k"]
+        st.session_state["gen_greedy_k"] = 0 if delta is None else min(k0 + delta, len(trace))
+
+    k = min(int(st.session_state["gen_greedy_k"]), len(trace))
+    b1, b2, _ = st.columns([1, 1, 4])
+    b1.button(t("gen.greedy_next"), disabled=k >= len(trace), key="gen_greedy_next",
+              on_click=bump, args=(1,))
+    b2.button(t("gen.greedy_reset"), disabled=k == 0, key="gen_greedy_reset", on_click=bump,
+              args=(None,))
+    prefix = list(trace[0].prefix) + [s.token for s in trace[:k]]
+    chips = " ".join(f"<code>{html.escape(w)}</code>" if i < len(trace[0].prefix)
+                     else f"<mark>{html.escape(w)}</mark>" for i, w in enumerate(prefix))
+    st.markdown(t("gen.greedy_prefix", n=k, total=len(trace)) + " " + chips, unsafe_allow_html=True)
+    if k == 0:
+        st.info(t("gen.greedy_start"))
+        return
+    steps = [(" ".join(s.prefix[-2:]) + " →", s.probs, TOY_VOCAB.index(s.token)) for s in trace[:k]]
+    render.plot(greedy_steps_figure(TOY_VOCAB, steps, y_title=t("gen.fig.prob"),
+                                    title=t("gen.fig.greedy_title")),
+                key="gen_greedy_fig", filename="greedy-steps")
+    if k == len(trace):
+        joint = float(np.prod([s.prob for s in trace]))
+        st.success(t("gen.greedy_done", joint=f"{joint:.4f}"))
+
+
+# ---------------------------------------------------------------- live model ---------------
+def _bundle():
+    """The live model, or None with a message when the default model is not available yet."""
+    try:
+        return glue.live_bundle()
+    except Exception as e:  # noqa: BLE001 - a missing or unreadable checkpoint must not crash
+        st.info(t("gen.no_model", err=html.escape(type(e).__name__)))
+        return None
+
+
+def _next_logits(model, ids: list[int]):
+    """Logits [V] of the token after `ids`; the model sees at most its last block_size ids."""
+    import torch
+
+    ctx = ids[-model.cfg.block_size:]
+    with torch.no_grad():
+        logits, _ = model(torch.tensor([ctx], dtype=torch.long, device=model.device))
+    return logits[0, -1].float().cpu()                        # [V]
+
+
+def _encode_prompt(b, prompt: str) -> list[int] | None:
+    """Prompt text -> ids with the messages the issue asks for; None when nothing is usable."""
+    if not prompt:
+        st.warning(t("gen.err_empty"))
+        return None
+    ids, unknown = b.tokenizer.encode_lossy(prompt)
+    shown = " ".join(repr(u) for u in unknown[:12]) + (" …" if len(unknown) > 12 else "")
+    if not ids:
+        st.error(t("gen.err_all_unknown", chars=html.escape(shown)))
+        return None
+    if unknown:
+        st.warning(t("gen.warn_unknown", n=len(unknown), chars=html.escape(shown)))
+    B = b.model.cfg.block_size
+    if len(ids) > B:
+        st.info(t("gen.warn_long", n=len(ids), b=B))
+    return ids
+
+
+def _live_state(b, ids: list[int], seed: int) -> dict:
+    """The stepper's session record; a new prompt, seed or model starts it afresh."""
+    import torch
+
+    key = (b.source, id(b.model), tuple(ids), int(seed))
+    s = st.session_state.get("gen_live")
+    if s is None or s["key"] != key:
+        s = {"key": key, "ids": list(ids), "n_prompt": len(ids), "steps": [],
+             "rng": torch.Generator().manual_seed(int(seed)).get_state(),
+             "logits": None, "logits_len": -1, "spread": None}
+        st.session_state["gen_live"] = s
+    if s["logits_len"] != len(s["ids"]):   # the model runs only when the text has grown
+        s["logits"], s["logits_len"] = _next_logits(b.model, s["ids"]), len(s["ids"])
+    return s
+
+
+def _peek_u(s: dict) -> float:
+    """The next uniform draw of the session's generator, without consuming it."""
+    import torch
+
+    g = torch.Generator()
+    g.set_state(s["rng"])
+    return float(torch.rand((), generator=g, dtype=torch.float64))
+
+
+def _take_step(b, s: dict, tau: float, k: int, p: float) -> None:
+    """Sample one token from the cached logits with the session's generator and append it."""
+    import torch
+
+    from lmviz.sampling import sample_next_token
+
+    g = torch.Generator()
+    g.set_state(s["rng"])
+    step = sample_next_token(s["logits"], g, tau, k or None, p)
+    s["rng"] = g.get_state()
+    before = torch.topk(step.dist.p_temp, 3)
+    s["steps"].append({
+        "#": len(s["steps"]) + 1,
+        "settings": _fmt_setting(tau, k, p),
+        "top3": "  ".join(f"{_vis(b.tokenizer.token(int(i)))} {float(v):.2f}"
+                          for v, i in zip(before.values, before.indices)),
+        "kept": len(step.dist.kept),
+        "u": round(step.u, 3),
+        "pick": _vis(b.tokenizer.token(step.token)),
+        "p": round(step.prob, 3),
+    })
+    s["ids"].append(step.token)
+    s["logits"], s["logits_len"] = _next_logits(b.model, s["ids"]), len(s["ids"])
+    s["spread"] = None
+
+
+def _spread(b, s: dict, seed: int, tau: float, k: int, p: float) -> list[str]:
+    """N_SPREAD continuations of SPREAD_LEN tokens from the current text at the current settings,
+    each with its own generator (seed + 1 + i), computed as one batch."""
+    import torch
+
+    from lmviz.sampling import sample_next_token
+
+    gens = [torch.Generator().manual_seed(int(seed) + 1 + i) for i in range(N_SPREAD)]
+    rows = [list(s["ids"]) for _ in range(N_SPREAD)]
+    B = b.model.cfg.block_size
+    with torch.no_grad():
+        for _ in range(SPREAD_LEN):
+            x = torch.tensor([r[-B:] for r in rows], dtype=torch.long, device=b.model.device)
+            logits = b.model(x)[0][:, -1].float().cpu()       # [N_SPREAD, V]
+            for r, g, z in zip(rows, gens, logits):
+                r.append(sample_next_token(z, g, tau, k or None, p).token)
+    return [b.tokenizer.decode(r[len(s["ids"]):]) for r in rows]
+
+
+def _running_text_html(b, s: dict) -> str:
+    """Prompt in grey, generated text highlighted; user text escaped."""
+    prompt = b.tokenizer.decode(s["ids"][: s["n_prompt"]])
+    new = b.tokenizer.decode(s["ids"][s["n_prompt"]:])
+    return ("<div style='font-family:monospace;font-size:1.1rem;white-space:pre-wrap;"
+            "border:1px solid #ddd;border-radius:6px;padding:0.6rem;line-height:1.6'>"
+            f"<span style='color:#666'>{html.escape(prompt)}</span>"
+            f"<span style='background:#FBE3C0'>{html.escape(new)}</span><span style='color:#D55E00'>▌</span></div>")
+
+
+def sec_live() -> None:
+    st.markdown(t("gen.live_intro"))
+    b = _bundle()
+    if b is None:
+        return
+    st.caption(t("gen.live_model_session") if b.source == "session" else t("gen.live_model_default"))
+    c1, c2 = st.columns([3, 1])
+    with c1:
+        prompt = urlstate.text(t("gen.prompt"), t("gen.prompt_default"), param="prompt",
+                               key="gen_prompt", max_chars=MAX_PROMPT)
+    with c2:
+        seed = st.number_input(t("gen.seed"), 0, 1_000_000, 0, 1, key="gen_seed", help=t("gen.seed_help"))
+    ids = _encode_prompt(b, prompt)
+    if ids is None:
+        st.session_state["gen_playing"] = False
+        return
+    st.session_state.setdefault("gen_playing", False)
+    _live_stepper(b, ids, int(seed))
+
+
+@st.fragment(run_every=PLAY_EVERY if st.session_state.get("gen_playing") else None)
+def _live_stepper(b, ids: list[int], seed: int) -> None:
+    s = _live_state(b, ids, seed)
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        tau = urlstate.slider(t("gen.live_tau"), 0.0, 3.0, 1.0, 0.05, param="ltau", key="gen_live_tau")
+    with c2:
+        k = urlstate.slider(t("gen.live_k"), 0, 50, 0, 1, param="lk", key="gen_live_k", help=t("gen.k_help"))
+    with c3:
+        p = urlstate.slider(t("gen.live_p"), 0.0, 1.0, 1.0, 0.01, param="lp", key="gen_live_p", help=t("gen.p_help"))
+    playing = bool(st.session_state.get("gen_playing"))
+    n_new = len(s["ids"]) - s["n_prompt"]
+    if playing:  # a timer tick: one token per tick until MAX_NEW
+        if n_new >= MAX_NEW:
+            st.session_state["gen_playing"] = False
+            st.rerun()
+        _take_step(b, s, tau, k, p)
+    b1, b2, b3, b4 = st.columns(4)
+    if b1.button(t("gen.step"), key="gen_step", disabled=playing or n_new >= MAX_NEW,
+                 icon=":material/skip_next:"):
+        _take_step(b, s, tau, k, p)
+    if b2.button(t("gen.pause") if playing else t("gen.play"), key="gen_play",
+                 icon=":material/pause:" if playing else ":material/play_arrow:"):
+        st.session_state["gen_playing"] = not playing
+        st.rerun()
+    if b3.button(t("gen.reset"), key="gen_reset", icon=":material/restart_alt:"):
+        st.session_state.pop("gen_live", None)
+        st.session_state["gen_playing"] = False
+        st.rerun()
+    spread_clicked = b4.button(t("gen.spread", n=N_SPREAD), key="gen_spread", icon=":material/casino:")
+    if n_new >= MAX_NEW:
+        st.caption(t("gen.max_new", n=MAX_NEW))
+    st.html(_running_text_html(b, s))
+
+    # the pending step: filters re-applied to the cached logits (no model call here)
+    from lmviz.sampling import distributions, softmax_t
+
+    d = distributions(s["logits"], tau, k or None, p)
+    u = _peek_u(s)
+    cum = np.cumsum(d.p_final[d.kept].numpy())
+    nxt = d.kept[min(int((cum <= u).sum()), len(d.kept) - 1)]
+    raw = softmax_t(s["logits"]).numpy()
+    show = list(np.argsort(-raw, kind="stable")[:N_SHOW])
+    show += [i for i in d.kept if i not in show][: max(0, N_SHOW + 4 - len(show))]
+    if nxt not in show:
+        show.append(nxt)
+    labels = [f"{_vis(b.tokenizer.token(int(i)))}" for i in show]
+    # two tokens can look alike once whitespace is made visible: keep labels unique
+    labels = [lab if labels.count(lab) == 1 else f"{lab}#{int(i)}" for lab, i in zip(labels, show)]
+    series = [(t("gen.fig.raw"), raw[show]), (t("gen.fig.after_tau", tau=f"{tau:g}"), d.p_temp.numpy()[show]),
+              (t("gen.fig.after_filters"), d.p_final.numpy()[show])]
+    render.plot(candidates_figure(labels, series, chosen=show.index(nxt), y_title=t("gen.fig.prob"),
+                                  title=t("gen.fig.live_title", n=len(s["steps"]) + 1)),
+                key="gen_live_fig", filename="live-step")
+    st.markdown(t("gen.next_pick", u=f"{u:.3f}", tok=html.escape(_vis(b.tokenizer.token(nxt))),
+                  p=f"{float(d.p_final[nxt]):.3f}", kept=len(d.kept), v=len(raw)))
+    if tau == 0:
+        st.caption(t("gen.tau_zero_live"))
+    if s["steps"]:
+        with st.expander(t("gen.history", n=len(s["steps"])), expanded=False):
+            cols = {"#": "#", "settings": t("gen.col.settings"), "top3": t("gen.col.top3"),
+                    "kept": t("gen.col.kept"), "u": "u", "pick": t("gen.col.pick"), "p": "p"}
+            st.dataframe([{cols[c]: r[c] for c in cols} for r in s["steps"][::-1]],
+                         hide_index=True, width="stretch", height=min(320, 38 + 35 * len(s["steps"])))
+    if spread_clicked:
+        s["spread"] = (_fmt_setting(tau, k, p), _spread(b, s, seed, tau, k, p))
+    if s.get("spread"):
+        setting, outs = s["spread"]
+        st.markdown(t("gen.spread_title", n=len(outs), setting=setting))
+        st.html("".join(
+            "<div style='font-family:monospace;white-space:pre-wrap;border-left:4px solid #56B4E9;"
+            f"padding:2px 8px;margin:4px 0'><b>{i + 1}.</b> {html.escape(o)}</div>"
+            for i, o in enumerate(outs)))
+        st.caption(t("gen.spread_note"))
+
+
+# ---------------------------------------------------------------- W22 greedy vs best -------
+@st.cache_data(show_spinner=False)
+def _toy_search():
+    from lmviz.sampling import TOY_BRANCHING_TABLE, best_sequence, table_prob_fn
+
+    return best_sequence(table_prob_fn(TOY_BRANCHING_TABLE), depth=2)
+
+
+def _live_search(b, prompt: str, depth: int, branch: int):
+    """Exhaustive search over the `branch` most probable characters per step, on the live model."""
+    from lmviz.sampling import best_sequence, softmax_t
+
+    key = ("gen_tree", b.source, id(b.model), prompt, depth, branch)
+    hit = st.session_state.get("gen_tree_cache")
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    ids, _ = b.tokenizer.encode_lossy(prompt)
+    vocab = b.tokenizer.chars
+
+    def prob_fn(path):
+        return softmax_t(_next_logits(b.model, ids + [b.tokenizer.stoi[c] for c in path])).tolist()
+
+    res = best_sequence(prob_fn, start=(), depth=depth, vocab=vocab, eos=None, branch=branch)
+    st.session_state["gen_tree_cache"] = (key, res)
+    return res
+
+
+@st.fragment
+def sec_tree() -> None:
+    st.markdown(t("gen.tree_intro"))
+    names = {s: t(f"gen.tree_src.{s}") for s in ("toy", "live")}  # resolved now, not in the lambda
+    src = st.radio(t("gen.tree_source"), ("toy", "live"), horizontal=True, key="gen_tree_src",
+                   format_func=names.get)
+    if src == "toy":
+        res = _toy_search()
+        st.caption(t("common.filled_gap") + " " + t("gen.tree_made_up"))
+        root = "<BOS>"
+    else:
+        b = _bundle()
+        if b is None:
+            return
+        prompt = st.session_state.get("gen_prompt") or t("gen.prompt_default")
+        ids, _ = b.tokenizer.encode_lossy(prompt)
+        if not ids:
+            st.warning(t("gen.err_empty"))
+            return
+        c1, c2 = st.columns(2)
+        depth = c1.radio(t("gen.tree_depth"), (2, 3), index=1, horizontal=True, key="gen_tree_depth")
+        branch = c2.radio(t("gen.tree_branch"), (2, 3), index=0, horizontal=True, key="gen_tree_branch")
+        res = _live_search(b, prompt, int(depth), int(branch))
+        root = "…" + _vis(b.tokenizer.decode(ids[-8:]))
+        st.caption(t("gen.tree_live_note", branch=branch))
+    labels = [root if not n.path else _vis(str(n.path[-1])) for n in res.nodes]
+    fig = tree_figure(res.nodes, labels, res.greedy, res.best,
+                      names=(t("gen.fig.greedy_path"), t("gen.fig.best_path"), t("gen.fig.other_path")),
+                      title=t("gen.fig.tree_title"))
+    render.plot(fig, key="gen_tree_fig", filename="greedy-vs-best")
+    g = " ".join(_vis(str(x)) for x in res.greedy)
+    bst = " ".join(_vis(str(x)) for x in res.best)
+    if res.best != res.greedy and res.best_joint > res.greedy_joint:
+        st.markdown(t("gen.tree_result", g=html.escape(g), gj=f"{res.greedy_joint:.3f}",
+                      b=html.escape(bst), bj=f"{res.best_joint:.3f}"))
+    else:
+        st.markdown(t("gen.tree_same", g=html.escape(g), gj=f"{res.greedy_joint:.3f}"))
+    st.markdown(t("gen.tree_caveat"))
+
+
+render.run_sections([
+    ("gen.sec_temp", sec_temperature),
+    ("gen.sec_filter", sec_filters),
+    ("gen.sec_greedy", sec_greedy),
+    ("gen.sec_live", sec_live),
+    ("gen.sec_tree", sec_tree),
+])

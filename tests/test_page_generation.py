@@ -1,0 +1,182 @@
+"""The /generation page (AppTest, both languages): the W20/W21 figures follow their sliders, the
+greedy stepper walks W8, the live stepper is reproducible under a seed and re-applies filters to
+cached logits, bad prompts get messages, and the W22 tree shows greedy vs best.
+
+The live model is a tiny random GPT injected as this session's model, so the tests do not depend
+on the shipped default (and stay fast).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.apptest_util import APP, TIMEOUT, all_text, decode, figures
+from ui.i18n import translate
+
+pytestmark = pytest.mark.apptest
+PAGE = "pages/generation.py"
+TEXT = "The cat sat on the mat. 我喜欢学习数学。\n"
+
+
+@pytest.fixture(scope="module")
+def bundle():
+    import torch
+
+    from lmviz.model import GPT, GPTConfig
+    from lmviz.tokenizer import CharTokenizer
+    from ui.glue import Bundle
+
+    torch.manual_seed(0)
+    tok = CharTokenizer(TEXT)
+    cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=16, n_layer=1, n_head=2, n_kv_head=2,
+                    d_model=16)
+    model = GPT(cfg).eval()
+    with torch.no_grad():  # sharpen the random logits so top-k/top-p visibly matter
+        model.lm_head.weight.mul_(20.0)
+    return Bundle(model, tok, {}, "session")
+
+
+def open_gen(bundle, lang: str = "en", **params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = lang
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.session_state["lmviz_session_bundle"] = bundle
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def fig_by_key(at: AppTest, key: str) -> dict:
+    """The figure rendered with st.plotly_chart(key=...)."""
+    for el, spec in zip(at.get("plotly_chart"), figures(at)):
+        if key in str(el.proto.id):
+            return spec
+    raise AssertionError(f"no figure with key {key}")
+
+
+def bars(spec: dict, i: int = 0) -> np.ndarray:
+    return decode(spec["data"][i]["y"]).astype(float)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_temperature_slider_is_first_and_moves_the_bars(bundle, lang):
+    at = open_gen(bundle, lang)
+    assert at.slider[0].key == "gen_tau"
+    p1 = bars(fig_by_key(at, "gen_temp_bars"))
+    assert np.round(p1, 3).tolist() == [0.705, 0.259, 0.035]  # W13 at τ = 1
+    at.slider(key="gen_tau").set_value(2.0).run()
+    p2 = bars(fig_by_key(at, "gen_temp_bars"))
+    assert p2[0] < p1[0] and p2[2] > p1[2]  # hotter: flatter
+    assert not at.exception
+    # the table shows the three temperatures of the notes, computed live (W20)
+    df = at.dataframe[0].value
+    assert [str(x).split(" ")[0] for x in df["τ"]] == ["0.5", "1", "2"]
+    assert [round(float(x), 3) for x in df["p(A)"]] == [0.879, 0.705, 0.547]
+    assert [round(float(x), 3) for x in df["p(C)"]] == [0.002, 0.035, 0.122]
+    if lang == "zh":
+        assert translate("gen.sec_temp", "zh") in all_text(at)
+
+
+def test_tau_zero_is_greedy_by_convention(bundle):
+    at = open_gen(bundle)
+    at.slider(key="gen_tau").set_value(0.0).run()
+    assert bars(fig_by_key(at, "gen_temp_bars")).tolist() == [1.0, 0.0, 0.0]
+    assert any(translate("gen.tau_zero", "en") == i.value for i in at.info)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_top_p_and_top_k_sliders_change_the_kept_set(bundle, lang):
+    at = open_gen(bundle, lang)
+    final = bars(fig_by_key(at, "gen_filter"), 1)  # p = 0.9 by default: keeps three (W21)
+    assert (final > 0).sum() == 3 and final.sum() == pytest.approx(1.0)
+    at.slider(key="gen_p").set_value(0.8).run()
+    assert (bars(fig_by_key(at, "gen_filter"), 1) > 0).sum() == 2
+    at.slider(key="gen_p").set_value(1.0)
+    at.slider(key="gen_k").set_value(2).run()
+    final = bars(fig_by_key(at, "gen_filter"), 1)  # k = 2 keeps two: 0.625, 0.375
+    assert np.round(final, 3).tolist() == [0.625, 0.375, 0.0, 0.0]
+    at.slider(key="gen_k").set_value(0)
+    at.slider(key="gen_p").set_value(0.0).run()
+    assert (bars(fig_by_key(at, "gen_filter"), 1) > 0).sum() == 1   # p = 0 keeps the top one
+    assert translate("gen.p_zero", lang) in all_text(at)
+    assert not at.exception
+
+
+def test_greedy_stepper_walks_the_toy_sentence(bundle):
+    at = open_gen(bundle)
+    for _ in range(5):
+        at.button(key="gen_greedy_next").click().run()
+    assert not at.exception
+    spec = fig_by_key(at, "gen_greedy_fig")
+    chosen = []
+    for tr in spec["data"]:  # one bar chart per step; the chosen bar has the chosen colour
+        colours = tr["marker"]["color"]
+        chosen.append(tr["x"][[i for i, c in enumerate(colours) if c == "#D55E00"][0]])
+    assert chosen == ["I", "love", "robot", "s", "<EOS>"]
+    assert at.button(key="gen_greedy_next").disabled
+
+
+def _live_text(at) -> str:
+    return at.session_state["gen_live"]["ids"]
+
+
+def test_live_steps_are_reproducible_under_a_seed(bundle):
+    at = open_gen(bundle)
+    for _ in range(6):
+        at.button(key="gen_step").click().run()
+    first = list(_live_text(at))
+    at.button(key="gen_reset").click().run()
+    for _ in range(6):
+        at.button(key="gen_step").click().run()
+    assert list(_live_text(at)) == first
+    at.number_input(key="gen_seed").set_value(7).run()
+    for _ in range(6):
+        at.button(key="gen_step").click().run()
+    assert not at.exception
+    assert len(_live_text(at)) == len(first)
+
+
+def test_live_sliders_reuse_cached_logits(bundle, monkeypatch):
+    at = open_gen(bundle)
+    before = bars(fig_by_key(at, "gen_live_fig"), 2)
+    logits = at.session_state["gen_live"]["logits"]
+    at.slider(key="gen_live_tau").set_value(0.3).run()
+    at.slider(key="gen_live_k").set_value(3).run()
+    assert at.session_state["gen_live"]["logits"] is logits  # not recomputed
+    after = bars(fig_by_key(at, "gen_live_fig"), 2)
+    assert (before > 0).sum() > 3 and 1 <= (after > 0).sum() <= 3
+    at.button(key="gen_spread").click().run()
+    assert not at.exception
+    setting, outs = at.session_state["gen_live"]["spread"]
+    assert len(outs) == 5 and "k=3" in setting
+
+
+@pytest.mark.parametrize("prompt,key", [("", "gen.err_empty"), ("§§¶", "gen.err_all_unknown")])
+def test_bad_prompts_get_a_message(bundle, prompt, key):
+    at = open_gen(bundle, "zh")
+    at.text_input(key="gen_prompt").set_value(prompt).run()
+    assert not at.exception
+    head = translate(key, "zh").split("{")[0][:8]
+    assert head in all_text(at)
+
+
+def test_long_prompt_is_truncated_visibly(bundle):
+    at = open_gen(bundle)
+    at.text_input(key="gen_prompt").set_value("the cat sat on the mat " * 3).run()
+    assert not at.exception
+    assert "16" in " ".join(i.value for i in at.info)
+    at.button(key="gen_step").click().run()
+    assert not at.exception
+
+
+def test_w22_tree_greedy_is_not_best(bundle):
+    at = open_gen(bundle)
+    spec = fig_by_key(at, "gen_tree_fig")
+    texts = " ".join(str(x) for tr in spec["data"] for x in (tr.get("text") or []))
+    assert "0.36" in texts and "0.2" in texts  # joint probabilities of best and greedy paths
+    at.radio(key="gen_tree_src").set_value("live").run()
+    assert not at.exception
+    assert fig_by_key(at, "gen_tree_fig")["data"]

@@ -1,0 +1,208 @@
+"""Figures for the Generation chapter: temperature bars and curves, the top-k / top-p filter with
+its cumulative-mass line, candidate distributions of a live decoding step, and the W22 search
+tree. Pure builders: numbers and already-translated labels in, Plotly figures out."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz import theme
+from viz.theme import COLORS
+
+_SERIES = (COLORS["token"], COLORS["query"], COLORS["chosen"])  # colours of successive bar series
+
+
+def _np(x) -> np.ndarray:
+    """Tensor / list -> float64 numpy array."""
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def prob_bars(labels: Sequence[str], probs, *, highlight: int | None = None, y_title: str = "",
+              title: str | None = None, height: int = 320, name: str = "") -> go.Figure:
+    """One bar per token with its probability printed on it; bar `highlight` in the chosen colour.
+
+    >>> prob_bars(["A", "B"], [0.75, 0.25], highlight=0).data[0].marker.color[0] == COLORS["chosen"]
+    True
+    """
+    p = _np(probs)
+    colours = [COLORS["chosen"] if i == highlight else COLORS["token"] for i in range(len(p))]
+    fig = go.Figure(go.Bar(x=list(labels), y=p, marker_color=colours, name=name,
+                           text=[f"{v:.3f}" for v in p], textposition="outside", cliponaxis=False,
+                           hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(title=y_title, range=[0, 1.12])
+    return theme.apply(fig, height=height, title=title)
+
+
+def temperature_curves_figure(taus, probs, labels: Sequence[str], tau_now: float, *,
+                              x_title: str, y_title: str, marker_text: str,
+                              title: str | None = None) -> go.Figure:
+    """p_i(τ) on a log τ axis, one line per token ([len(taus), V] probs), current τ marked.
+
+    τ = 0 (greedy by convention) cannot sit on a log axis: the marker then stands at the left
+    edge, and `marker_text` says so (the caller passes the label).
+    """
+    taus, P = _np(taus), _np(probs)
+    fig = go.Figure()
+    for i, lab in enumerate(labels):
+        fig.add_trace(go.Scatter(x=taus, y=P[:, i], mode="lines", name=lab,
+                                 line=dict(color=_SERIES[i % len(_SERIES)], width=3),
+                                 hovertemplate=f"{lab}: " + "τ=%{x:.2f}, p=%{y:.3f}<extra></extra>"))
+    x = max(float(tau_now), float(taus.min()))
+    fig.add_vline(x=x, line=dict(color=COLORS["neutral"], dash="dash", width=2))
+    fig.add_annotation(x=np.log10(x), y=1.04, text=marker_text, showarrow=False, yanchor="bottom",
+                       xanchor="left" if x < 1 else "right", font=dict(size=13))
+    fig.update_xaxes(title=x_title, type="log", range=[np.log10(taus.min()), np.log10(taus.max())])
+    fig.update_yaxes(title=y_title, range=[0, 1.12])
+    return theme.apply(fig, height=320, title=title)
+
+
+def filter_figure(labels: Sequence[str], probs, final, kept: Sequence[int], p: float | None, *,
+                  names: tuple[str, str, str, str], y_title: str, title: str | None = None
+                  ) -> go.Figure:
+    """Top-k / top-p on one distribution: original bars, renormalised bars of the kept tokens,
+    and the cumulative mass (most probable first) with the threshold p as a horizontal line.
+
+    names = (original, renormalised, cumulative mass, threshold label).
+    `labels`/`probs` are in rank order (most probable first), as the cumulative line needs.
+    """
+    q, f = _np(probs), _np(final)
+    kept = set(kept)
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=list(labels), y=q, name=names[0],
+                         marker_color=[COLORS["token"] if i in kept else COLORS["masked"]
+                                       for i in range(len(q))],
+                         text=[f"{v:.2f}" for v in q], textposition="outside", cliponaxis=False,
+                         hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    fig.add_trace(go.Bar(x=list(labels), y=f, name=names[1], marker_color=COLORS["positive"],
+                         text=[f"{v:.3f}" if v > 0 else "" for v in f], textposition="outside",
+                         cliponaxis=False, hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    cum = np.cumsum(q) / q.sum()
+    fig.add_trace(go.Scatter(x=list(labels), y=cum, name=names[2], mode="lines+markers+text",
+                             line=dict(color=COLORS["key"], width=3), text=[f"{c:.2f}" for c in cum],
+                             textposition="top left", hovertemplate="%{x}: Σ=%{y:.3f}<extra></extra>"))
+    if p is not None:
+        fig.add_hline(y=p, line=dict(color=COLORS["negative"], dash="dot", width=2),
+                      annotation_text=names[3], annotation_position="bottom right")
+    fig.update_layout(barmode="group", bargap=0.25)
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=list(labels))
+    fig.update_yaxes(title=y_title, range=[0, 1.15])
+    return theme.apply(fig, height=360, title=title)
+
+
+def candidates_figure(labels: Sequence[str], series: Sequence[tuple[str, Sequence[float]]], *,
+                      chosen: int | None = None, y_title: str = "", title: str | None = None
+                      ) -> go.Figure:
+    """Grouped bars of the top candidates of one decoding step along the filter chain.
+
+    series = [(name, probs over `labels`), ...] e.g. raw softmax, after τ, after top-k/top-p;
+    the last series' bar of `chosen` gets the chosen colour and a thick outline.
+    """
+    fig = go.Figure()
+    for j, (name, vals) in enumerate(series):
+        v = _np(vals)
+        last = j == len(series) - 1
+        colours = [COLORS["chosen"] if last and i == chosen else _SERIES[j % len(_SERIES)]
+                   for i in range(len(v))]
+        colours = colours if last else _SERIES[j % len(_SERIES)]
+        fig.add_trace(go.Bar(x=list(labels), y=v, name=name, marker_color=colours,
+                             opacity=1.0 if last else 0.55,
+                             hovertemplate="%{x}: %{y:.4f}<extra>" + name + "</extra>"))
+    fig.update_layout(barmode="group", bargap=0.2)
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=list(labels))
+    fig.update_yaxes(title=y_title, rangemode="tozero")
+    return theme.apply(fig, height=340, title=title)
+
+
+def greedy_steps_figure(vocab: Sequence[str], steps: Sequence[tuple[str, Sequence[float], int]], *,
+                        y_title: str, title: str | None = None) -> go.Figure:
+    """W8: one small bar chart per greedy step (rows), the arg-max bar highlighted in each.
+
+    steps = [(prefix text, probs over vocab, chosen index), ...].
+    """
+    n = max(1, len(steps))
+    fig = make_subplots(rows=1, cols=n, shared_yaxes=True, horizontal_spacing=0.02,
+                        subplot_titles=[s[0] for s in steps] or [""])
+    for c, (_, probs, chosen) in enumerate(steps, start=1):
+        p = _np(probs)
+        fig.add_trace(go.Bar(x=list(vocab), y=p, showlegend=False,
+                             marker_color=[COLORS["chosen"] if i == chosen else COLORS["token"]
+                                           for i in range(len(p))],
+                             text=[f"{v:.2f}" if i == chosen else "" for i, v in enumerate(p)],
+                             textposition="outside", cliponaxis=False,
+                             hovertemplate="%{x}: %{y:.2f}<extra></extra>"), row=1, col=c)
+        fig.update_xaxes(type="category", tickangle=-60, row=1, col=c)
+    fig.update_yaxes(range=[0, 1.1], title=y_title, row=1, col=1)
+    for a in fig.layout.annotations:  # subplot titles: small, they hold whole prefixes
+        a.font = dict(size=11)
+    return theme.apply(fig, height=300, title=title)
+
+
+def tree_figure(nodes, labels: Sequence[str], greedy: Sequence, best: Sequence, *,
+                names: tuple[str, str, str], title: str | None = None,
+                height: int | None = None) -> go.Figure:
+    """Node-link tree of a search (lmviz.sampling.SearchResult.nodes) left to right.
+
+    Each edge carries the conditional probability, each node its token (`labels[i]`) and the
+    joint probability of its path. Edges on the greedy path and on the best path are coloured;
+    names = (greedy path, best path, other) for the legend.
+    """
+    # leaves get consecutive y slots; a parent sits at the mean of its children
+    children: dict[int, list[int]] = {i: [] for i in range(len(nodes))}
+    for i, n in enumerate(nodes):
+        if n.parent >= 0:
+            children[n.parent].append(i)
+    y: dict[int, float] = {}
+    slot = [0]
+
+    def place(i: int) -> float:
+        if not children[i]:
+            y[i] = -slot[0]
+            slot[0] += 1
+        else:
+            y[i] = float(np.mean([place(c) for c in children[i]]))
+        return y[i]
+
+    place(0)
+    x = {i: len(n.path) for i, n in enumerate(nodes)}
+    g, b = tuple(greedy), tuple(best)
+
+    def kind(i: int) -> int:  # 0 greedy, 1 best, 2 other (a node on both paths counts as greedy)
+        p = nodes[i].path
+        return 0 if p == g[: len(p)] else 1 if p == b[: len(p)] else 2
+
+    colours = (COLORS["chosen"], COLORS["positive"], COLORS["masked"])
+    fig = go.Figure()
+    for k in (2, 1, 0):  # draw grey first, coloured paths on top
+        xs, ys = [], []
+        for i, n in enumerate(nodes):
+            if n.parent >= 0 and kind(i) == k:
+                xs += [x[n.parent], x[i], None]
+                ys += [y[n.parent], y[i], None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=names[k], hoverinfo="skip",
+                                 line=dict(color=colours[k], width=5 if k < 2 else 2)))
+        # edge labels: conditional probability at the edge's midpoint
+        mids = [(0.5 * (x[n.parent] + x[i]), 0.5 * (y[n.parent] + y[i]), n.prob)
+                for i, n in enumerate(nodes) if n.parent >= 0 and kind(i) == k]
+        if mids:
+            fig.add_trace(go.Scatter(
+                x=[m[0] for m in mids], y=[m[1] for m in mids], mode="text", showlegend=False,
+                text=[f"{m[2]:.2f}" for m in mids], textposition="top center",
+                textfont=dict(color=colours[k] if k < 2 else "#555", size=13), hoverinfo="skip"))
+    fig.add_trace(go.Scatter(
+        x=[x[i] for i in range(len(nodes))], y=[y[i] for i in range(len(nodes))],
+        mode="markers+text", showlegend=False, textposition="middle right",
+        text=[f"<b>{labels[i]}</b>" + (f"  Π={n.joint:.3f}" if n.parent >= 0 else "")
+              for i, n in enumerate(nodes)],
+        marker=dict(size=14, color=[colours[kind(i)] if i else COLORS["token"] for i in range(len(nodes))],
+                    line=dict(color="white", width=1)),
+        hovertemplate="%{text}<extra></extra>"))
+    depth = max(x.values()) if x else 1
+    fig.update_xaxes(visible=False, range=[-0.3, depth + 0.9])
+    fig.update_yaxes(visible=False, range=[-slot[0] + 0.4, 0.6])
+    return theme.apply(fig, height=height or max(260, 46 * slot[0] + 90), title=title)
