@@ -1,0 +1,352 @@
+"""The KV-cache chapter's computations: the W25 walk-through, the edit rule, sizes and speed.
+
+- ``toy_model()``        a tiny word-level GPT over the notes' vocabulary, trained in about a
+                         second with a fixed seed, so that after ``<开始> 我 喜欢`` it really
+                         predicts 学习 and then 数学 (W25).
+- ``walkthrough()``      prefill + decode with ``KVCache(record=True)``: one ``WalkStep`` per
+                         model call (the cache rows it added, the new q, its attention), and the
+                         uncached logits beside them (W26).
+- ``edit_effect()``      edit one early token and measure how every layer's K changes per row:
+                         rows before the edit are untouched, rows from it on must be recomputed.
+- ``MODEL_SHAPES``, ``attention_variants()``   the memory calculator's presets and the
+                         MHA/GQA/MQA saving (W27, W28).
+- ``measure_decode()``   per-step decode time with and without the cache, measured (W28).
+
+Everything here is torch only and returns records; the page draws them.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from lmviz.kv_cache import KVCache, CacheSnapshot, kv_cache_bytes
+from lmviz.model import GPT, GPTConfig
+from lmviz.tokenizer import TOY_ZH, WordTokenizer
+
+# -----------------------------------------------------------------------------
+# the toy model of W25
+
+# the notes' six words first (so their ids match W1/W5), then two more subjects for variety
+TOY_WORDS = TOY_ZH + ["你", "他"]
+# training sentences with how often each appears: after "<开始> 我 喜欢" the most frequent next
+# word is 学习 (4 of 5), and after "... 学习" it is 数学 (3 of 4): the notes' continuation
+TOY_SENTENCES = (
+    ("<开始> 我 喜欢 学习 数学 <结束>", 3),
+    ("<开始> 我 喜欢 学习 <结束>", 1),
+    ("<开始> 我 喜欢 数学 <结束>", 1),
+    ("<开始> 你 喜欢 学习 数学 <结束>", 1),
+    ("<开始> 他 喜欢 数学 <结束>", 1),
+    ("<开始> 我 学习 数学 <结束>", 1),
+)
+TOY_PROMPT = "<开始> 我 喜欢"
+
+
+@dataclass(frozen=True)
+class ToyTrainConfig:
+    steps: int = 300         # full-batch AdamW steps (about a second on one CPU core)
+    lr: float = 1e-2         # constant learning rate
+    seed: int = 0            # torch seed: same weights on every machine (training runs on CPU)
+    n_layer: int = 2         # two layers, so the page shows one cache per layer
+    n_head: int = 2          # two heads of head_dim 8
+    d_model: int = 16        # narrow enough that a K row is a readable strip of 16 cells
+
+
+@dataclass
+class ToyModel:
+    model: GPT                 # eval mode, CPU
+    tokenizer: WordTokenizer   # the toy words, joined without spaces
+    losses: list[float]        # training loss per step (the last one shows it has learned)
+
+
+def toy_tokenizer() -> WordTokenizer:
+    """The toy words (the notes' six plus 你, 他).
+
+    >>> toy_tokenizer().encode(TOY_PROMPT)
+    [0, 1, 2]
+    """
+    return WordTokenizer(TOY_WORDS, sep="")
+
+
+def train_toy(cfg: ToyTrainConfig = ToyTrainConfig()) -> ToyModel:
+    """Train the W25 toy model on TOY_SENTENCES (next-word cross-entropy, padding ignored)."""
+    tok = toy_tokenizer()
+    rows = [tok.encode(s) for s, n in TOY_SENTENCES for _ in range(n)]
+    T = max(len(r) for r in rows)
+    x = torch.zeros(len(rows), T - 1, dtype=torch.long)          # [N,T-1] inputs
+    y = torch.full((len(rows), T - 1), -1, dtype=torch.long)     # [N,T-1] targets, -1 = padding
+    for i, r in enumerate(rows):
+        x[i, :len(r) - 1] = torch.tensor(r[:-1])
+        y[i, :len(r) - 1] = torch.tensor(r[1:])
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=8, n_layer=cfg.n_layer,
+                              n_head=cfg.n_head, n_kv_head=cfg.n_head, d_model=cfg.d_model))
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
+    losses = []
+    model.train()
+    for _ in range(cfg.steps):
+        _, loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    model.eval()
+    return ToyModel(model, tok, losses)
+
+
+TOY_PATH = Path(__file__).resolve().parent.parent / "assets" / "models" / "kv_toy.safetensors"
+
+
+def load_toy(path: Path = TOY_PATH) -> ToyModel:
+    """The shipped toy model (written by ``python -m lmviz.kv_demo``, i.e. ``train_toy()``):
+    training takes a second on an idle core but much longer on a busy shared server, so the app
+    loads these few kilobytes instead. Runs on CPU (the model is tiny)."""
+    from lmviz.checkpoint import load_checkpoint
+
+    model, tok, meta = load_checkpoint(path, device="cpu")
+    return ToyModel(model, tok, list(meta.get("losses", [])))
+
+
+# -----------------------------------------------------------------------------
+# the walk-through: prefill then decode, one record per model call
+
+@dataclass
+class WalkStep:
+    snap: CacheSnapshot        # what this call added to the cache (rows start..end-1 of every layer)
+    inputs: list[int]          # token ids fed in (the whole prompt at prefill, one id after)
+    predicted: int             # the greedy next token read from the last position's logits
+    probs: torch.Tensor        # [V] softmax of those logits
+    uncached_max_diff: float   # max |cached - uncached logits| at this step (W26: ~1e-6)
+
+    @property
+    def is_prefill(self) -> bool:
+        return self.snap.step == 0
+
+
+@dataclass
+class Walkthrough:
+    prompt: list[int]          # prompt ids
+    steps: list[WalkStep]      # steps[0] is the prefill, then one decode step each
+
+    @property
+    def generated(self) -> list[int]:
+        return [s.predicted for s in self.steps]
+
+    def tokens_at(self, i: int) -> list[int]:
+        """Ids whose K and V are in the cache after step i."""
+        return (self.prompt + self.generated)[: self.steps[i].snap.end]
+
+
+@torch.no_grad()
+def walkthrough(model: GPT, prompt: list[int], n_new: int) -> Walkthrough:
+    """Greedy decoding of n_new tokens with a recording KV cache, checked against no cache.
+
+    Step 0 is the prefill: every prompt row goes into every layer's K and V at once and the last
+    position predicts the first new token. Step i > 0 feeds that token (the only new row).
+    """
+    if not prompt:
+        raise ValueError("the prompt must have at least one token")
+    if len(prompt) > model.cfg.block_size:
+        raise ValueError(f"the prompt ({len(prompt)} tokens) does not fit block_size {model.cfg.block_size}")
+    n_new = max(1, min(n_new, model.cfg.block_size - len(prompt) + 1))  # last input fits block_size
+    cache = KVCache.for_model(model, record=True)
+    dev = model.device
+    seq, steps = list(prompt), []
+    x = torch.tensor([prompt], dtype=torch.long, device=dev)
+    for _ in range(n_new):
+        logits = model.forward_cached(x, cache)[0, -1].float().cpu()          # [V]
+        full, _ = model(torch.tensor([seq], dtype=torch.long, device=dev))    # no cache: all rows
+        diff = float((full[0, -1].float().cpu() - logits).abs().max())
+        nxt = int(torch.argmax(logits))
+        steps.append(WalkStep(cache.snapshots[-1], x[0].tolist(), nxt, F.softmax(logits, -1), diff))
+        seq.append(nxt)
+        x = torch.tensor([[nxt]], dtype=torch.long, device=dev)
+    return Walkthrough(list(prompt), steps)
+
+
+def recompute_plan(n_rows: int, n_new: int, cached: bool) -> list[dict[str, str]]:
+    """What one step does for each position's q, k, v: "compute", "reuse" (read from the cache)
+    or "skip" (not needed). Without a cache every row's q, k, v is computed again.
+
+    >>> recompute_plan(3, 1, cached=True)[0], recompute_plan(3, 1, cached=True)[2]
+    ({'q': 'skip', 'k': 'reuse', 'v': 'reuse'}, {'q': 'compute', 'k': 'compute', 'v': 'compute'})
+    >>> recompute_plan(3, 1, cached=False)[0]
+    {'q': 'compute', 'k': 'compute', 'v': 'compute'}
+    """
+    new = {"q": "compute", "k": "compute", "v": "compute"}
+    old = {"q": "skip", "k": "reuse", "v": "reuse"} if cached else dict(new)
+    return [dict(old) for _ in range(n_rows - n_new)] + [dict(new) for _ in range(n_new)]
+
+
+# -----------------------------------------------------------------------------
+# the edit rule: change token `pos`, see which cache rows change
+
+@dataclass
+class EditEffect:
+    pos: int                   # the edited position
+    old: list[int]             # the original ids
+    new: list[int]             # the edited ids
+    k_diff: torch.Tensor       # [L,T] max |K_new - K_old| per layer and row (all heads)
+    v_diff: torch.Tensor       # [L,T] the same for V
+
+    def changed_rows(self, tol: float = 1e-6) -> list[int]:
+        """Rows whose K or V changed in some layer."""
+        d = torch.maximum(self.k_diff, self.v_diff).amax(0)
+        return [i for i, x in enumerate(d.tolist()) if x > tol]
+
+
+def invalid_rows(n_rows: int, edit_pos: int) -> range:
+    """Cache rows to recompute when token edit_pos changes: edit_pos and everything after it.
+
+    >>> list(invalid_rows(5, 2))
+    [2, 3, 4]
+    """
+    if not 0 <= edit_pos < n_rows:
+        raise ValueError(f"edit position {edit_pos} outside 0..{n_rows - 1}")
+    return range(edit_pos, n_rows)
+
+
+@torch.no_grad()
+def edit_effect(model: GPT, ids: list[int], pos: int, new_id: int) -> EditEffect:
+    """Replace ids[pos] by new_id and measure how each layer's cached K and V rows move.
+
+    In layer 0 only row pos changes (its k, v read only its own token); from layer 1 on every
+    row after pos changes too, because its input already mixed in the edited token.
+    """
+    if not 0 <= pos < len(ids):
+        raise ValueError(f"edit position {pos} outside 0..{len(ids) - 1}")
+    new = list(ids)
+    new[pos] = int(new_id)
+    ca, cb = KVCache.for_model(model), KVCache.for_model(model)
+    model.forward_cached(torch.tensor([ids], device=model.device), ca)
+    model.forward_cached(torch.tensor([new], device=model.device), cb)
+    T = len(ids)
+    kd = torch.stack([(cb.k[l][0, :, :T] - ca.k[l][0, :, :T]).abs().amax(dim=(0, 2))
+                      for l in range(model.cfg.n_layer)]).float().cpu()       # [L,T]
+    vd = torch.stack([(cb.v[l][0, :, :T] - ca.v[l][0, :, :T]).abs().amax(dim=(0, 2))
+                      for l in range(model.cfg.n_layer)]).float().cpu()       # [L,T]
+    return EditEffect(pos, list(ids), new, kd, vd)
+
+
+# -----------------------------------------------------------------------------
+# sizes (W27) and the GQA/MQA saving (W28)
+
+@dataclass(frozen=True)
+class ModelShape:
+    n_layer: int       # L, transformer blocks
+    n_head: int        # query heads
+    n_kv_head: int     # KV heads (== n_head: MHA; fewer: GQA; 1: MQA)
+    head_dim: int      # d_h
+    n_tokens: int      # a typical context length for the preset
+    dtype: str         # storage format of the cache
+
+
+# published shapes (config.json of each release); "notes" is the lecture's W27 example
+MODEL_SHAPES: dict[str, ModelShape] = {
+    "notes": ModelShape(32, 32, 8, 128, 16384, "FP16"),
+    "Llama-2-7B": ModelShape(32, 32, 32, 128, 4096, "FP16"),
+    "Llama-2-70B": ModelShape(80, 64, 8, 128, 4096, "FP16"),
+    "Llama-3-8B": ModelShape(32, 32, 8, 128, 8192, "BF16"),
+    "Mistral-7B": ModelShape(32, 32, 8, 128, 8192, "BF16"),
+}
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str          # "MHA", "GQA" or "MQA"
+    n_kv_head: int     # KV heads of this variant
+    bytes: int         # cache bytes with that many KV heads
+    saving: float      # MHA bytes / these bytes
+
+
+def attention_variants(batch: int, n_layer: int, n_tokens: int, n_head: int, n_kv_head: int,
+                       head_dim: int, bytes_per_element: float) -> list[Variant]:
+    """Cache size with one KV head per query head (MHA), the given n_kv_head (GQA) and 1 (MQA).
+
+    W28 on the notes' shape: 32 query heads sharing 8 KV heads cache 4x less than MHA.
+    >>> [(v.name, v.saving) for v in attention_variants(1, 32, 16384, 32, 8, 128, 2)]
+    [('MHA', 1.0), ('GQA', 4.0), ('MQA', 32.0)]
+    """
+    mha = kv_cache_bytes(batch, n_layer, n_tokens, n_head, head_dim, bytes_per_element)
+    out = []
+    for name, h in (("MHA", n_head), ("GQA", n_kv_head), ("MQA", 1)):
+        b = kv_cache_bytes(batch, n_layer, n_tokens, h, head_dim, bytes_per_element)
+        out.append(Variant(name, h, b, mha / b if b else float("inf")))
+    return out
+
+
+# -----------------------------------------------------------------------------
+# measured speed (W28)
+
+@dataclass
+class DecodeTiming:
+    cache_len: list[int]       # context length when each step ran (prompt + tokens so far)
+    cached_ms: list[float]     # per-step time with the cache (one token through the model)
+    uncached_ms: list[float]   # per-step time without it (the whole context rerun)
+    total_cached_s: float      # sum of cached_ms (prefill excluded), in seconds
+    total_uncached_s: float    # sum of uncached_ms, in seconds
+    device: str                # where it ran
+
+    @property
+    def speedup(self) -> float:
+        return self.total_uncached_s / max(self.total_cached_s, 1e-12)
+
+
+def _sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
+@torch.no_grad()
+def measure_decode(model: GPT, prompt: list[int], n_new: int, device_name: str = "CPU") -> DecodeTiming:
+    """Generate n_new tokens greedily twice, step by step, with and without a KV cache, timing
+    every step (the two runs alternate step by step, so both see the same machine load)."""
+    if len(prompt) + n_new > model.cfg.block_size and model.cfg.pos == "learned":
+        raise ValueError(f"prompt + new tokens ({len(prompt) + n_new}) exceed block_size {model.cfg.block_size}")
+    dev = model.device
+    cache = KVCache.for_model(model, max_len=len(prompt) + n_new)
+    logits = model.forward_cached(torch.tensor([prompt], device=dev), cache)[0, -1]  # prefill, untimed
+    seq = list(prompt) + [int(torch.argmax(logits))]
+    lens, c_ms, u_ms = [], [], []
+    for _ in range(n_new - 1):
+        x = torch.tensor([[seq[-1]]], device=dev)
+        _sync(dev); t0 = time.perf_counter()
+        logits = model.forward_cached(x, cache)[0, -1]
+        nxt = int(torch.argmax(logits)); _sync(dev); t1 = time.perf_counter()
+        full, _ = model(torch.tensor([seq], device=dev))
+        int(torch.argmax(full[0, -1])); _sync(dev); t2 = time.perf_counter()
+        lens.append(len(seq))
+        c_ms.append((t1 - t0) * 1e3)
+        u_ms.append((t2 - t1) * 1e3)
+        seq.append(nxt)
+    return DecodeTiming(lens, c_ms, u_ms, sum(c_ms) / 1e3, sum(u_ms) / 1e3, device_name)
+
+
+def slope(xs: list[float], ys: list[float]) -> float:
+    """Least-squares slope of ys against xs.
+
+    >>> slope([1, 2, 3], [2, 4, 6])
+    2.0
+    """
+    n = len(xs)
+    if n < 2:
+        return 0.0
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+
+
+if __name__ == "__main__":  # rebuild the shipped toy weights
+    from lmviz.checkpoint import save_checkpoint
+
+    tm = train_toy()
+    TOY_PATH.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"what": "W25 toy model, lmviz.kv_demo.train_toy()", "losses": tm.losses[::10] + tm.losses[-1:]}
+    TOY_PATH.write_bytes(save_checkpoint(tm.model, tm.tokenizer, meta))
+    w = walkthrough(tm.model, tm.tokenizer.encode(TOY_PROMPT), 3)
+    print(f"wrote {TOY_PATH} ({TOY_PATH.stat().st_size} bytes); final loss {tm.losses[-1]:.3f}; "
+          f"{TOY_PROMPT} -> {tm.tokenizer.decode(w.generated)}")

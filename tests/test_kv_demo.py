@@ -1,0 +1,106 @@
+"""The KV-cache chapter's computations: W25 walk-through, W26 equality, W27 bytes, W28 saving,
+the edit (invalidation) rule and the timing record."""
+from __future__ import annotations
+
+import doctest
+
+import pytest
+import torch
+
+from lmviz import kv_demo
+from lmviz.kv_cache import DTYPE_BYTES, kv_cache_bytes, max_tokens_for_budget
+from lmviz.kv_demo import (MODEL_SHAPES, TOY_PROMPT, attention_variants, edit_effect, invalid_rows,
+                           load_toy, measure_decode, recompute_plan, slope, walkthrough)
+from lmviz.model import GPT, GPTConfig
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return load_toy()
+
+
+@pytest.fixture(scope="module")
+def walk(toy):
+    return walkthrough(toy.model, toy.tokenizer.encode(TOY_PROMPT), 3)
+
+
+def test_doctests():
+    assert doctest.testmod(kv_demo).failed == 0
+
+
+def test_w25_toy_model_continues_with_xuexi_then_shuxue(toy, walk):
+    words = [toy.tokenizer.token(i) for i in walk.generated]
+    assert words[:2] == ["学习", "数学"]
+    assert words[2] == "<结束>"
+
+
+def test_w25_cache_rows_per_step(toy, walk):
+    # prefill writes the 3 prompt rows; each decode step adds exactly one row, in every layer
+    assert [(s.snap.start, s.snap.end) for s in walk.steps] == [(0, 3), (3, 4), (4, 5)]
+    assert [s.is_prefill for s in walk.steps] == [True, False, False]
+    L, H, dh = toy.model.cfg.n_layer, toy.model.cfg.n_head, toy.model.cfg.head_dim
+    s1 = walk.steps[1]
+    assert s1.inputs == [toy.tokenizer.stoi["学习"]]     # 学习 gets its K, V only when fed back in
+    assert tuple(s1.snap.k_new.shape) == (L, H, 1, dh)         # one new K row per layer (MHA: Hkv = H)
+    assert tuple(s1.snap.q.shape) == (L, H, 1, dh)      # one new q per layer and head: Q never cached
+    assert tuple(s1.snap.weights.shape) == (L, H, 1, 4)  # ...attending over all 4 cached rows
+    assert torch.allclose(s1.snap.weights.sum(-1), torch.ones(L, H, 1))
+    assert walk.tokens_at(1) == toy.tokenizer.encode("<开始> 我 喜欢 学习")
+
+
+def test_w26_cached_logits_equal_uncached(walk):
+    assert all(s.uncached_max_diff < 1e-5 for s in walk.steps)
+
+
+def test_recompute_plan_counts():
+    with_cache = recompute_plan(5, 1, cached=True)
+    without = recompute_plan(5, 1, cached=False)
+    assert sum(r["q"] == "compute" for r in with_cache) == 1       # only the new q
+    assert sum(r["k"] == "reuse" for r in with_cache) == 4         # old keys come from the cache
+    assert all(r == {"q": "compute", "k": "compute", "v": "compute"} for r in without)
+
+
+def test_edit_rule_rows_from_the_edit_on_change(toy, walk):
+    ids = walk.tokens_at(2)                              # <开始> 我 喜欢 学习 数学
+    e = edit_effect(toy.model, ids, 1, toy.tokenizer.stoi["你"])   # 我 -> 你
+    assert e.changed_rows() == list(invalid_rows(len(ids), 1)) == [1, 2, 3, 4]
+    assert float(torch.maximum(e.k_diff, e.v_diff)[:, 0].max()) == 0.0   # row before: unchanged
+    # layer 0 reads only its own token: only the edited row moves; deeper layers move after it
+    assert float(e.k_diff[0, 2:].max()) == 0.0 and float(e.k_diff[0, 1]) > 0
+    assert float(e.k_diff[1, 2:].min()) > 0
+
+
+def test_invalid_rows_rejects_out_of_range():
+    with pytest.raises(ValueError):
+        invalid_rows(3, 3)
+
+
+def test_w27_notes_preset_is_2_gib():
+    s = MODEL_SHAPES["notes"]
+    b = kv_cache_bytes(1, s.n_layer, s.n_tokens, s.n_kv_head, s.head_dim, DTYPE_BYTES[s.dtype])
+    assert b == 2_147_483_648 == 2 * 2**30
+    assert max_tokens_for_budget(b, 1, s.n_layer, s.n_kv_head, s.head_dim, 2) == 16384
+
+
+def test_w28_gqa_saving():
+    s = MODEL_SHAPES["Llama-3-8B"]
+    mha, gqa, mqa = attention_variants(1, s.n_layer, 8192, s.n_head, s.n_kv_head, s.head_dim, 2)
+    assert mha.bytes == 4 * gqa.bytes == 32 * mqa.bytes
+    assert (gqa.saving, mqa.saving) == (4.0, 32.0)
+    l2 = MODEL_SHAPES["Llama-2-7B"]                      # MHA: no saving
+    assert attention_variants(1, 32, 4096, l2.n_head, l2.n_kv_head, 128, 2)[1].saving == 1.0
+
+
+def test_measure_decode_record():
+    torch.manual_seed(0)
+    m = GPT(GPTConfig(vocab_size=11, block_size=32, n_layer=1, n_head=2, n_kv_head=1, d_model=16)).eval()
+    r = measure_decode(m, [1, 2, 3], 6)
+    assert r.cache_len == [4, 5, 6, 7, 8]                # one timed step per new token after the first
+    assert len(r.cached_ms) == len(r.uncached_ms) == 5 and min(r.cached_ms) > 0
+    assert r.total_cached_s == pytest.approx(sum(r.cached_ms) / 1e3)
+    with pytest.raises(ValueError):
+        measure_decode(m, [1] * 30, 6)
+
+
+def test_slope_of_a_line():
+    assert slope([0, 1, 2, 3], [1, 3, 5, 7]) == pytest.approx(2.0)
