@@ -1,0 +1,443 @@
+"""Chapter 10 · Cost: attention's O(n^2) measured on this machine (W23), FlashAttention's tiles
+stepped through on the live model's own q, k, v and proven exact (W24), FLOPs per component of
+the live model, and the budget calculators: 6ND, Chinchilla, training memory (W30)."""
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+import streamlit as st
+
+from lmviz.attention import tile_size, traffic_bytes_dense, traffic_bytes_tiled
+from lmviz.costs import (MEMORY_RECIPES, attention_dominates_from, attention_flops,
+                         chinchilla_optimal, chinchilla_optimal_fit, decode_step_flops,
+                         layer_flops, training_flops, training_memory_bytes)
+from ui import glue, render, urlstate
+from ui.chapters import by_slug, registered
+from ui.i18n import t
+from viz import cost as vc
+
+DEFAULT_NS = (128, 256, 512, 1024)            # measured once per server, cached (well under 1 s)
+MORE_NS = (128, 256, 512, 1024, 2048, 4096)   # on request, in a background thread
+MAX_PROMPT = 64                               # characters: the live model's context is 64
+DEFAULT_PROMPT = "the cat sat on the mat and then the dog ran to the door."
+SRAM_KB = (16, 64, 100, 192, 228)             # on-chip budgets (228 KB: an H100 SM's shared memory)
+# Hoffmann et al. 2022, Table 3 (approach 1): compute-optimal (FLOPs, parameters)
+CHINCHILLA_TABLE3 = [(1.92e19, 400e6), (1.21e20, 1e9), (1.23e22, 10e9), (5.76e23, 67e9),
+                     (3.85e24, 175e9), (1.27e26, 1e12)]
+
+render.page_header("cost.title", "cost.intro")
+
+
+def _human(x: float) -> str:
+    """12_300_000 -> '12.3 M' (K, M, B, T: the units model cards use in both languages)."""
+    for unit, v in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(x) >= v:
+            return f"{x / v:.3g} {unit}"
+    return f"{x:.3g}"
+
+
+_SUP = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _sci(x: float) -> str:
+    """5.88e23 -> '5.88 × 10²³' (Unicode superscripts: plain text, safe in Markdown).
+
+    >>> _sci(5.88e23)
+    '5.88 × 10²³'
+    """
+    if x == 0:
+        return "0"
+    e = int(math.floor(math.log10(abs(x))))
+    return f"{x / 10 ** e:.3g} × 10{str(e).translate(_SUP)}"
+
+
+def _mib(b: float) -> str:
+    return f"{b / 2 ** 20:,.2f} MiB" if b < 2 ** 30 else f"{b / 2 ** 30:,.2f} GiB"
+
+
+# ---------------------------------------------------------------- 1. measured n^2 ---------
+@st.cache_data(show_spinner=False)
+def _measure_default(device_key: str):
+    from lmviz.costs import measure_attention_time
+
+    return measure_attention_time(DEFAULT_NS, repeats=3)
+
+
+class _Bench:
+    """The longer n = 128..4096 measurement, in a worker thread that never calls Streamlit.
+    One per server (the timings describe the machine, not a session)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.result = None
+        self.error: str | None = None
+
+    def start(self) -> None:
+        with self.lock:
+            if self.thread is not None and self.thread.is_alive():
+                return
+            self.error = None
+            self.thread = threading.Thread(target=self._run, name="lmviz-cost-bench", daemon=True)
+            self.thread.start()
+
+    def _run(self) -> None:
+        from lmviz.costs import measure_attention_time
+
+        try:
+            rows = measure_attention_time(MORE_NS, repeats=3)
+            with self.lock:
+                self.result = rows
+        except Exception as e:  # noqa: BLE001 - shown to the user as a message, not a traceback
+            with self.lock:
+                self.error = f"{type(e).__name__}: {e}"
+
+    def snapshot(self):
+        with self.lock:
+            running = self.thread is not None and self.thread.is_alive()
+            return running, self.result, self.error
+
+
+@st.cache_resource(show_spinner=False)
+def _bench() -> _Bench:
+    return _Bench()
+
+
+def _device_name() -> str:
+    import lmviz
+
+    return lmviz.device_name()
+
+
+def _timing_view(rows) -> None:
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        fig = vc.timing_figure([r.n for r in rows], [r.t_scores for r in rows], [r.t_full for r in rows],
+                               names={"scores": t("cost.fig.scores"), "full": t("cost.fig.full"),
+                                      "guide": t("cost.fig.n2_guide")},
+                               x_title=t("cost.fig.n"), y_title=t("cost.fig.ms"))
+        render.plot(fig, key="cost_timing", filename="attention-time")
+    with c2:
+        table = {
+            t("cost.col.n"): [r.n for r in rows],
+            t("cost.col.scores_ms"): [round(r.t_scores * 1e3, 3) for r in rows],
+            t("cost.col.full_ms"): [round(r.t_full * 1e3, 3) for r in rows],
+            t("cost.col.ratio"): [None if r.ratio_full is None else round(r.ratio_full, 2) for r in rows],
+            t("cost.col.matrix"): [_mib(r.matrix_bytes) for r in rows],
+            t("cost.col.flops"): [_human(r.flops) for r in rows],
+        }
+        st.dataframe(table, hide_index=True, width="stretch")
+    last = rows[-1]
+    render.md(t("cost.measured_read", n=last.n, ratio=f"{last.ratio_full:.2f}",
+                mib=_mib(last.matrix_bytes), n4=4096, mib4=_mib(4096 ** 2 * 4)))
+
+
+def sec_measured() -> None:
+    render.md(t("cost.measured_intro"))
+    name = _device_name()
+    st.caption(t("common.device", name=name))
+    bench = _bench()
+    running, more, error = bench.snapshot()
+    if st.button(t("cost.measure_more", n=MORE_NS[-1]), key="cost_measure_more",
+                 disabled=running, icon=":material/timer:"):
+        bench.start()
+        running = True
+
+    def body() -> None:
+        run_now, more_now, err_now = bench.snapshot()
+        if err_now:
+            st.error(t("cost.measure_failed", err=err_now))
+        if run_now:
+            st.info(t("cost.measuring", n=MORE_NS[-1]))
+        rows = more_now if more_now is not None else _measure_default(name)
+        _timing_view(rows)
+        if running and not run_now:       # finished while we polled: stop polling
+            st.rerun()
+
+    st.fragment(run_every=1.0 if running else None)(body)()
+    st.caption(t("cost.measured_caveat"))
+
+
+# ---------------------------------------------------------------- 2. FlashAttention -------
+def _bundle():
+    """The live model, or None while the default model is not there yet."""
+    try:
+        return glue.live_bundle()
+    except Exception:  # noqa: BLE001 - missing/unreadable checkpoint: the page falls back
+        return None
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _qkv(prompt: str, layer: int, head: int, model_key: str, _model, _tok):
+    """q, k, v [T, dh] of one head of the live model for `prompt` (numpy, float64)."""
+    import torch
+
+    ids, unknown = _tok.encode_lossy(prompt)
+    if not ids:
+        return None, unknown
+    with torch.no_grad():
+        tr = _model.forward_trace(torch.tensor(ids, dtype=torch.long))
+    L = tr.layers[layer]
+    labels = [_tok.token(i) for i in ids]
+    return (L.q[head].double().numpy(), L.k[head].double().numpy(), L.v[head].double().numpy(),
+            labels), unknown
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _random_qkv(n: int, dh: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((n, dh)) for _ in range(3))
+    return q, k, v
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _tiled(q, k, v, bq: int, bk: int, causal: bool, row: int):
+    import torch
+
+    from lmviz.attention import dense_attention, tiled_attention
+
+    Q, K, V = (torch.from_numpy(x) for x in (q, k, v))
+    out, tr = tiled_attention(Q, K, V, bq, bk, causal=causal, trace=True, trace_row=row)
+    dense = dense_attention(Q, K, V, causal=causal)
+    return out.numpy(), dense.numpy(), tr
+
+
+def sec_flash() -> None:
+    render.md(t("cost.flash_intro"))
+    top = st.container()        # the tile stepper goes first (it is the page's main slider)
+    b = _bundle()
+    with render.controls():
+        c1, c2, c3, c4 = st.columns(4)
+        with c1:
+            bq = urlstate.slider(t("cost.block_q"), 2, 32, 8, param="bq", key="cost_bq")
+        with c2:
+            bk = urlstate.slider(t("cost.block_k"), 2, 32, 8, param="bk", key="cost_bk")
+        with c3:
+            causal = st.checkbox(t("cost.causal"), value=True, key="cost_causal")
+        if b is not None:
+            cfg = b.model.cfg
+            with c4:
+                layer = urlstate.selectbox(t("cost.layer"), list(range(cfg.n_layer)), param="fl",
+                                           key="cost_layer")
+                head = urlstate.selectbox(t("cost.head"), list(range(cfg.n_head)), param="fh",
+                                          key="cost_head")
+            prompt = urlstate.text(t("cost.prompt"), DEFAULT_PROMPT, param="fp", key="cost_prompt",
+                                   max_chars=MAX_PROMPT)
+    if b is None:
+        st.info(t("cost.no_model"))
+        q, k, v = _random_qkv(48, 32)
+        labels = None
+    else:
+        got, unknown = _qkv(prompt, layer, head, f"{b.source}:{id(b.model)}", b.model, b.tokenizer)
+        if unknown:
+            st.warning(t("cost.unknown_chars", chars=render.escape(" ".join(unknown[:20]))))
+        if got is None:
+            st.warning(t("cost.empty_prompt"))
+            return
+        q, k, v, labels = got
+    n = q.shape[0]
+    if n < 2:
+        st.warning(t("cost.short_prompt"))
+        return
+    row_key = "cost_row"
+    if row_key in st.session_state and st.session_state[row_key] > n - 1:
+        st.session_state[row_key] = n - 1
+    with top:
+        s1, s2 = st.columns([3, 1])
+    with s2:
+        row = st.slider(t("cost.row"), 0, n - 1, n - 1, key=row_key)
+    out, dense, tr = _tiled(q, k, v, bq, bk, causal, row)
+    visits = tr.visits
+    step_key = "cost_step"
+    if step_key in st.session_state and st.session_state[step_key] > len(visits):
+        st.session_state[step_key] = len(visits)
+    with s1:
+        step = urlstate.slider(t("cost.step", n=len(visits)), 1, len(visits), 1, param="tile",
+                               key=step_key)
+    v_now = visits[step - 1]
+    what = t("cost.visit_skipped") if v_now.skipped else (
+        t("cost.visit_partial") if v_now.partial else t("cost.visit_full"))
+    render.md(t("cost.visit", i=step, n=len(visits), qi=v_now.qi, kj=v_now.kj,
+                q0=v_now.q_range[0], q1=v_now.q_range[1] - 1, k0=v_now.k_range[0],
+                k1=v_now.k_range[1] - 1, what=what))
+
+    # the traced row's updates so far: non-skipped visits of its query tile, in order
+    done = sum(1 for vi in visits[:step] if not vi.skipped and vi.q_range[0] <= row < vi.q_range[1])
+    updates = tr.row_updates[:done]
+    states = vc.tile_states(n, n, visits, step, causal)
+    g1, g2 = st.columns([3, 2])
+    with g1:
+        fig = vc.tile_grid_figure(
+            states, bq, bk, row=row,
+            state_names=[t(f"cost.state.{s}") for s in ("pending", "done", "current", "skipped", "masked")],
+            x_title=t("cost.fig.keys"), y_title=t("cost.fig.queries"), row_text=t("cost.fig.traced"),
+            tick_labels=[lab.replace(" ", "␣") for lab in labels] if labels else None)
+        render.plot(fig, key="cost_tiles", filename="flash-tiles")
+    with g2:
+        if updates:
+            fig = vc.row_stats_figure(updates, names={"tile_max": t("cost.fig.tile_max"),
+                                                      "m": t("cost.fig.m"), "l": t("cost.fig.l")},
+                                      x_title=t("cost.fig.key_tile"))
+            render.plot(fig, key="cost_rowstats", filename="online-softmax")
+        else:
+            st.info(t("cost.row_waiting", row=row))
+    so_far = np.asarray(updates[-1].out) if updates else np.zeros_like(dense[row])
+    fig = vc.row_compare_figure(so_far, dense[row], names={"tiled": t("cost.fig.tiled_row"),
+                                                           "dense": t("cost.fig.dense_row")},
+                                x_title=t("cost.fig.dim"), height=260)
+    render.plot(fig, key="cost_rowcmp", filename="row-vs-dense")
+    row_done = done == sum(1 for vi in visits if not vi.skipped and vi.q_range[0] <= row < vi.q_range[1])
+    gap = float(np.abs(so_far - dense[row]).max())
+    render.md(t("cost.row_exact" if row_done else "cost.row_partial", row=row, gap=f"{gap:.1e}"))
+    m1, m2, m3 = st.columns(3)
+    m1.metric(t("cost.max_err"), f"{float(np.abs(out - dense).max()):.1e}")
+    m2.metric(t("cost.largest_block"), f"{tr.max_block_elems:,}", help=t("cost.largest_block_help"))
+    m3.metric(t("cost.full_matrix"), f"{n * n:,}")
+    n_skip = sum(vi.skipped for vi in visits)
+    render.md(t("cost.skipped_read", s=n_skip, n=len(visits)) if causal else t("cost.noncausal_read"))
+    if b is None:
+        st.caption(t("common.filled_gap"))
+
+
+def sec_traffic() -> None:
+    render.md(t("cost.traffic_intro"))
+    with render.controls():
+        c1, c2, c3 = st.columns(3)
+        with c1:
+            sram = urlstate.selectbox(t("cost.sram"), list(SRAM_KB), index=3, param="sram",
+                                      key="cost_sram", format_func=lambda kb: f"{kb} KB")
+        with c2:
+            d = urlstate.selectbox(t("cost.head_dim"), [32, 64, 128], index=1, param="hd",
+                                   key="cost_hd")
+        with c3:
+            prec = {"fp16/bf16": 2, "fp32": 4}
+            pname = st.radio(t("cost.precision"), list(prec), horizontal=True, key="cost_prec")
+    bytes_per = prec[pname]
+    try:
+        block = tile_size(d, sram * 1024, bytes_per)
+    except ValueError:
+        st.error(t("cost.sram_too_small"))
+        return
+    ns = [2 ** i for i in range(8, 17)]
+    dense = [traffic_bytes_dense(n, d, bytes_per) for n in ns]
+    tiled = [traffic_bytes_tiled(n, d, sram * 1024, bytes_per, causal=False) for n in ns]
+    flops = [attention_flops(n, d) for n in ns]
+    fig = vc.traffic_figure(ns, dense, tiled, flops,
+                            names={"dense": t("cost.fig.dense_bytes"), "tiled": t("cost.fig.tiled_bytes"),
+                                   "flops": t("cost.fig.flops_both")},
+                            x_title=t("cost.fig.n"), bytes_title=t("cost.fig.mib"),
+                            flops_title=t("cost.fig.flops"))
+    render.plot(fig, key="cost_traffic", filename="traffic")
+    i = ns.index(4096)
+    render.md(t("cost.traffic_read", block=block, kb=sram, n=ns[i], dense=_mib(dense[i]),
+                tiled=_mib(tiled[i]), x=f"{dense[i] / tiled[i]:.1f}", flops=_human(flops[i]),
+                f2=_human(attention_flops(2 * ns[i], d))))
+    st.caption(t("cost.traffic_caveat"))
+
+
+# ---------------------------------------------------------------- 3. where the time goes ---
+def sec_where() -> None:
+    b = _bundle()
+    if b is None:
+        from lmviz.model import GPTConfig
+
+        cfg = GPTConfig(vocab_size=96)   # the default model's shape (scripts/train_default.py)
+        st.info(t("cost.no_model_cfg"))
+    else:
+        cfg = b.model.cfg
+    d, r, kv = cfg.d_model, float(cfg.mlp_ratio), cfg.n_kv_head / cfg.n_head
+    cross = attention_dominates_from(d, r)
+    render.md(t("cost.where_intro", d=d, L=cfg.n_layer, r=cfg.mlp_ratio, H=cfg.n_head,
+                Hkv=cfg.n_kv_head, cross=f"{cross:g}", T=cfg.block_size,
+                share=f"{100 * layer_flops(cfg.block_size, d, r, kv).attention_share:.0f}"))
+    ns = [2 ** i for i in range(4, 14)]
+    recs = [layer_flops(n, d, r, kv) for n in ns]
+    names = {p: t(f"cost.part.{p}") for p in ("attention", "projections", "mlp")}
+    fig = vc.flops_share_figure(recs, names=names, x_title=t("cost.fig.n"), y_title=t("cost.fig.share"),
+                                crossover=cross, crossover_text=t("cost.fig.crossover", n=f"{cross:g}"))
+    render.plot(fig, key="cost_share", filename="flops-share")
+    n = urlstate.slider(t("cost.prefill_n"), 16, 4096, 512, 16, param="pn", key="cost_pn")
+    pre, dec = layer_flops(n, d, r, kv), decode_step_flops(n, d, r, kv)
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        fig = vc.prefill_decode_figure(pre, dec, names=names,
+                                       groups=[t("cost.fig.prefill", n=n), t("cost.fig.decode", n=n)],
+                                       y_title=t("cost.fig.flops_layer"))
+        render.plot(fig, key="cost_prefill", filename="prefill-vs-decode")
+    with c2:
+        render.md(t("cost.prefill_read", n=n, pre=_human(pre.total * cfg.n_layer),
+                    dec=_human(dec.total * cfg.n_layer), x=f"{pre.total / dec.total:.0f}",
+                    share_pre=f"{100 * pre.attention_share:.0f}",
+                    share_dec=f"{100 * dec.attention_share:.0f}",
+                    head=_human(2 * d * cfg.vocab_size)))
+    st.caption(t("cost.where_caveat"))
+
+
+# ---------------------------------------------------------------- 4. budgets ---------------
+def sec_budget() -> None:
+    render.md(t("cost.budget_intro"))
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        n_b = st.number_input(t("cost.params_b"), 0.001, 10_000.0, 7.0, key="cost_nb")
+    with c2:
+        d_t = st.number_input(t("cost.tokens_b"), 0.001, 100_000.0, 140.0, key="cost_db")
+    c = training_flops(n_b * 1e9, d_t * 1e9)
+    with c3:
+        st.metric(t("cost.c_metric"), f"{c:.3g}")
+    render.md(t("cost.sixnd_read", n=_human(n_b * 1e9), d=_human(d_t * 1e9), c=_sci(c),
+                days=f"{c / (989e12 * 0.4) / 86400:,.1f}", r=f"{d_t / n_b:.3g}"))
+    b = _bundle()
+    if b is not None:
+        meta, cfg = b.meta or {}, b.model.cfg
+        seen = meta.get("tokens_seen") or (meta.get("steps", 0) * meta.get("batch_size", 0) * cfg.block_size)
+        if seen:
+            p = b.model.num_params()
+            render.md(t("cost.live_budget", n=_human(p), d=_human(seen), c=_sci(training_flops(p, seen)),
+                        r=f"{seen / p:,.0f}"))
+
+    st.markdown(f"#### {t('cost.chinchilla_h')}")
+    logc = urlstate.slider(t("cost.log_c"), 18.0, 26.0, 23.76, 0.01, param="c", key="cost_logc")
+    cbud = 10 ** logc
+    rule, fit = chinchilla_optimal(cbud), chinchilla_optimal_fit(cbud)
+    m1, m2, m3 = st.columns(3)
+    m1.metric(t("cost.n_opt"), _human(rule.n_params))
+    m2.metric(t("cost.d_opt"), _human(rule.n_tokens))
+    m3.metric(t("cost.n_fit"), _human(fit.n_params),
+              help=t("cost.n_fit_help", r=f"{fit.tokens_per_param:.0f}"))
+    cs = np.logspace(18, 26, 33)
+    fig = vc.chinchilla_figure(cs, [chinchilla_optimal(x).n_params for x in cs],
+                               [chinchilla_optimal_fit(x).n_params for x in cs], CHINCHILLA_TABLE3, cbud,
+                               names={"rule": t("cost.fig.rule"), "fit": t("cost.fig.fit"),
+                                      "table": t("cost.fig.table3"), "now": t("cost.fig.budget")},
+                               x_title=t("cost.fig.compute"), y_title=t("cost.fig.params"))
+    render.plot(fig, key="cost_chinchilla", filename="chinchilla")
+    render.md(t("cost.chinchilla_read", c=_sci(cbud), n=_human(rule.n_params), d=_human(rule.n_tokens),
+                nf=_human(fit.n_params)))
+
+    st.markdown(f"#### {t('cost.memory_h')}")
+    n_mem = st.number_input(t("cost.params_b"), 0.001, 10_000.0, 7.0, key="cost_nmem")
+    names = list(MEMORY_RECIPES)
+    parts = {p: [getattr(MEMORY_RECIPES[r], p) for r in names] for p in ("weights", "master", "grads", "optimizer")}
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        fig = vc.memory_figure(names, parts, names={p: t(f"cost.mem.{p}") for p in parts},
+                               x_title=t("cost.fig.bytes_param"))
+        render.plot(fig, key="cost_memory", filename="training-memory")
+    with c2:
+        st.dataframe({t("cost.col.recipe"): names,
+                      t("cost.col.gib"): [round(training_memory_bytes(n_mem * 1e9, r)["total"] / 2 ** 30, 1)
+                                          for r in names]},
+                     hide_index=True, width="stretch")
+    render.md(t("cost.memory_read"))
+    kv = by_slug("kv-cache")
+    if kv in registered():
+        st.page_link(kv.file, label=t("cost.kv_link"), icon=":material/memory:")
+    else:
+        st.caption(t("cost.kv_link"))
+
+
+render.run_sections([("cost.sec_measured", sec_measured), ("cost.sec_flash", sec_flash),
+                     ("cost.sec_traffic", sec_traffic), ("cost.sec_where", sec_where),
+                     ("cost.sec_budget", sec_budget)])
