@@ -1,0 +1,199 @@
+"""Chapter 4 · Attention: QKᵀ → ÷√d_k → + mask → softmax → ×V on the live model, step by step,
+for a chosen layer and head; all heads of a layer; the notes' weighted sum (W17), the √d_k
+experiment (W18) and the causal mask (W6)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import glue, render, urlstate
+from ui.i18n import lang, t
+
+render.page_header("att.title", "att.intro")
+
+MAX_CHARS = 200            # sentence box; the model reads at most block_size tokens of it
+STAGES = ("scores", "scaled", "masked", "weights", "out")
+DEFAULT_TEXT = {"en": "The capital of France is Paris.", "zh": "我喜欢学习数学，也喜欢读书。"}
+
+
+# ---------------------------------------------------------------- cached pure work --------
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _trace(_model, model_key: str, ids: tuple[int, ...]):
+    """The live model's explicit forward pass over ``ids`` (shared, read-only)."""
+    import torch
+
+    with torch.no_grad():
+        return _model.forward_trace(torch.tensor(ids, dtype=torch.long))
+
+
+@st.cache_data(show_spinner=False)
+def _variance(d_ks: tuple[int, ...]):
+    from lmviz.attention import score_variance_experiment
+
+    return score_variance_experiment(d_ks, n_samples=2000)
+
+
+def _bundle():
+    try:
+        return glue.live_bundle()
+    except (ValueError, OSError) as e:
+        st.warning(t("att.no_model", err=str(e)[:200]))
+        return None
+
+
+def live_input():
+    """The sentence box, encoded for the live model (None when there is nothing to show)."""
+    from lmviz.explain import encode_for_model
+
+    b = _bundle()
+    if b is None:
+        return None
+    text = urlstate.text(t("att.sentence"), DEFAULT_TEXT[lang()], param="s", key="att_text",
+                         max_chars=MAX_CHARS)
+    enc = encode_for_model(b.tokenizer, text, b.model.cfg.block_size)
+    if enc.unknown:
+        shown = " ".join(enc.unknown[:12])
+        st.warning(t("att.unknown", chars=shown, n=len(enc.unknown)))
+    if enc.truncated:
+        st.info(t("att.truncated", n=b.model.cfg.block_size))
+    if not enc.ids:
+        st.warning(t("att.empty"))
+        return None
+    return b, enc
+
+
+# ---------------------------------------------------------------- sections ----------------
+def sec_live():
+    st.markdown(t("att.live_intro"))
+    got = live_input()
+    if got is None:
+        return
+    b, enc = got
+    cfg = b.model.cfg
+    _stepper(b, enc.ids, enc.tokens, cfg.n_layer, cfg.n_head, cfg.head_dim)
+
+
+@st.fragment
+def _stepper(b, ids, tokens, n_layer, n_head, dh):
+    from viz.attention import heads_figure, heatmap
+
+    c1, c2, c3 = st.columns([1, 1, 2])
+    with c1:
+        layer = urlstate.slider(t("att.layer"), 1, n_layer, 1, param="L", key="att_layer")
+    with c2:
+        head = urlstate.slider(t("att.head"), 1, n_head, 1, param="h", key="att_head")
+    with c3:
+        stage = urlstate.selectbox(t("att.stage"), STAGES, param="st", key="att_stage",
+                                   format_func=lambda s: t(f"att.stage.{s}"))
+    tr = _trace(b.model, f"{b.source}:{id(b.model)}", tuple(ids))
+    L = tr.layers[layer - 1]
+    h = head - 1
+    mat = {"scores": L.scores, "scaled": L.scaled, "masked": L.masked, "weights": L.weights,
+           "out": L.head_out}[stage][h]
+    T = len(ids)
+    st.markdown(t(f"att.explain.{stage}", dh=dh, sq=f"{dh ** 0.5:.2f}", T=T))
+    left, right = st.columns([3, 2])
+    with left:
+        is_out = stage == "out"
+        fig = heatmap(mat, x_labels=None if is_out else tokens, y_labels=tokens,
+                      title=t("att.fig.stage", stage=t(f"att.stage.{stage}"), layer=layer, head=head),
+                      x_title=t("att.fig.dim") if is_out else t("att.fig.key"), y_title=t("att.fig.query"),
+                      diverging=stage in ("scores", "scaled", "out"),
+                      zmin=0.0 if stage == "weights" else None, zmax=1.0 if stage == "weights" else None)
+        render.plot(fig, key="att_stage_fig", filename=f"attention-{stage}-L{layer}-h{head}")
+    with right:
+        rows = L.weights[h].sum(-1)
+        above = float(L.weights[h].triu(1).abs().max()) if T > 1 else 0.0
+        s_std, sc_std = float(L.scores[h].std()) if T > 1 else 0.0, float(L.scaled[h].std()) if T > 1 else 0.0
+        st.metric(t("att.m.shape"), f"[{T}, {T}]" if stage != "out" else f"[{T}, {dh}]")
+        st.metric(t("att.m.rowsum"), f"{float(rows.min()):.4f} … {float(rows.max()):.4f}")
+        st.metric(t("att.m.above"), f"{above:.1e}")
+        st.metric(t("att.m.std"), f"{s_std:.2f} → {sc_std:.2f}")
+        last = L.weights[h][-1]
+        top = last.argmax().item()
+        st.caption(t("att.last_row", tok=render.escape(tokens[-1]), top=render.escape(tokens[top]),
+                     w=f"{float(last[top]):.2f}"))
+    st.markdown("#### " + t("att.heads_title", layer=layer))
+    fig = heads_figure(L.weights, tokens, [t("att.head_n", h=i + 1) for i in range(n_head)],
+                       x_title=t("att.fig.key"), y_title=t("att.fig.query"), highlight=h)
+    render.plot(fig, key="att_heads_fig", filename=f"attention-heads-L{layer}")
+    st.caption(t("att.caveat"))
+
+
+def sec_w17():
+    from lmviz.explain import weighted_sum_terms
+    from viz.attention import weighted_sum_figure
+
+    ws = weighted_sum_terms([0.2, 0.3, 0.5], [[1, 0], [0, 2], [2, 2]])
+    terms = " + ".join(f"{float(w):g} × {v.tolist()}" for w, v in zip(ws.weights, ws.values.int()))
+    out = [round(float(x), 6) for x in ws.output]
+    c1, c2 = st.columns([2, 3])
+    with c1:
+        st.markdown(t("att.w17_text"))
+        st.code(f"output = {terms}\n       = {out}", language=None)
+        st.markdown(t("att.w17_after"))
+    with c2:
+        fig = weighted_sum_figure(ws, ["v1", "v2", "v3"], t("att.w17_out"), title=t("att.w17_fig"))
+        render.plot(fig, key="att_w17", filename="attention-weighted-sum")
+
+
+def sec_scale():
+    from lmviz.explain import softmax_example
+    from viz.attention import saturation_figure, softmax_pair_figure, variance_figure
+
+    st.markdown(t("att.scale_text"))
+    rows = _variance((4, 16, 64, 256, 1024))
+    c1, c2 = st.columns(2)
+    with c1:
+        render.plot(variance_figure(rows, x_title="d_k", y_title=t("att.var_y"),
+                                    names=(t("att.raw"), t("att.scaled_name"), "y = d_k"),
+                                    title=t("att.var_title")), key="att_var", filename="attention-variance")
+    with c2:
+        render.plot(saturation_figure(rows, x_title="d_k", y_title=t("att.sat_y"),
+                                      names=(t("att.raw"), t("att.scaled_name")),
+                                      title=t("att.sat_title")), key="att_sat", filename="attention-saturation")
+    st.dataframe([{"d_k": r.d_k, t("att.col.var_raw"): round(r.var_raw, 1),
+                   t("att.col.var_scaled"): round(r.var_scaled, 3),
+                   t("att.col.max_raw"): round(r.max_weight_raw, 3),
+                   t("att.col.max_scaled"): round(r.max_weight_scaled, 3)} for r in rows],
+                 hide_index=True, width="stretch")
+    d_k = st.select_slider(t("att.dk_pick"), options=[4, 16, 64, 256, 1024], value=256, key="att_dk")
+    p = softmax_example(d_k)
+    render.plot(softmax_pair_figure(p.raw, p.scaled, x_title=t("att.key_n"), y_title=t("att.weight"),
+                                    names=(t("att.raw"), t("att.scaled_name")),
+                                    title=t("att.one_query", dk=d_k)), key="att_one", filename="attention-one-query")
+
+
+def sec_mask():
+    from lmviz.explain import causal_demo, toy_embedding
+    from lmviz.model import causal_mask
+    from viz.attention import heatmap
+
+    st.markdown(t("att.mask_text"))
+    e = toy_embedding()
+    d = causal_demo(e.E[:5])
+    toks = e.tokens[:5]
+    c1, c2 = st.columns(2)
+    with c1:
+        render.plot(heatmap(d.masked, x_labels=toks, y_labels=toks, title=t("att.mask_scores"),
+                            x_title=t("att.fig.key"), y_title=t("att.fig.query"), diverging=True),
+                    key="att_mask_s", filename="causal-mask-scores")
+    with c2:
+        render.plot(heatmap(d.weights, x_labels=toks, y_labels=toks, title=t("att.mask_weights"),
+                            x_title=t("att.fig.key"), y_title=t("att.fig.query"), zmin=0.0, zmax=1.0),
+                    key="att_mask_w", filename="causal-mask-weights")
+    future = ~causal_mask(len(toks))
+    zeros = int((d.weights[future] == 0).sum())          # future cells whose weight is exactly 0
+    st.caption(t("att.mask_caption", n=len(toks), zeros=zeros, future=int(future.sum())))
+
+
+def sec_softmaxes():
+    st.markdown(t("att.two_softmax"))
+
+
+render.run_sections([
+    ("att.sec_live", sec_live),
+    ("att.sec_w17", sec_w17),
+    ("att.sec_scale", sec_scale),
+    ("att.sec_mask", sec_mask),
+    ("att.sec_softmax", sec_softmaxes),
+])

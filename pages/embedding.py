@@ -1,0 +1,183 @@
+"""Chapter 2 · Embeddings and positions: the notes' toy table (W1), robot + P3 (W2), two orders
+without positions (W3), the live model's table [V, d] (W12) and its position signal: learned,
+sinusoidal and RoPE."""
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import glue, render, urlstate
+from ui.i18n import lang, t
+
+render.page_header("emb.title", "emb.intro")
+
+MAX_CHARS = 200
+DEFAULT_TEXT = {"en": "I love robots", "zh": "我喜欢学习数学"}
+SCHEMES = ("learned", "sinusoidal", "rope")
+P2_FILLED = [0.02, 0.08, -0.05]   # the notes give only P3; P2 is filled in (said on the page)
+
+
+def _dims(d: int) -> list[str]:
+    return [f"d{i + 1}" for i in range(d)]
+
+
+def sec_toy():
+    from lmviz.explain import lookup, toy_embedding
+    from viz.embedding import table_figure
+
+    e = toy_embedding()
+    st.markdown(t("emb.toy_text"))
+    c1, c2 = st.columns([3, 2])
+    with c2:
+        i = urlstate.slider(t("emb.pick_id"), 0, len(e.tokens) - 1, 3, param="id", key="emb_id")
+        row = lookup(e.E, [i])[0]
+        st.markdown(t("emb.lookup_result", id=i, tok=render.escape(e.tokens[i]),
+                      row=", ".join(f"{x:.2f}" for x in row.tolist())))
+        st.code(f"E.shape = {list(e.E.shape)}\nE[{i}] = {[round(x, 2) for x in row.tolist()]}", language=None)
+        if i in e.filled:
+            st.info(t("common.filled_gap") + " " + t("emb.eos_filled"))
+        else:
+            st.caption(t("emb.eos_note"))
+    with c1:
+        labels = [f"{k} · {tok}" + (" *" if k in e.filled else "") for k, tok in enumerate(e.tokens)]
+        fig = table_figure(e.E, labels, _dims(3), highlight=[i], title=t("emb.toy_fig"),
+                           x_title=t("emb.dim"), y_title=t("emb.id_token"), height=330)
+        render.plot(fig, key="emb_toy", filename="toy-embedding")
+
+
+def sec_position():
+    import torch
+
+    from lmviz.explain import TOY_P3, add_position, order_check, toy_embedding
+    from viz.embedding import two_orders_figure, vector_sum_figure
+    from viz.theme import COLORS
+
+    e = toy_embedding()
+    robot = e.E[3]
+    s = add_position(robot, TOY_P3)
+    st.markdown(t("emb.w2_text"))
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        fig = vector_sum_figure([(t("emb.robot_row"), robot, COLORS["token"]),
+                                 (t("emb.p3"), TOY_P3, COLORS["key"]),
+                                 (t("emb.sum"), s, COLORS["chosen"])], _dims(3), title=t("emb.w2_fig"))
+        render.plot(fig, key="emb_w2", filename="robot-plus-p3")
+    with c2:
+        fmt = lambda v: "[" + ", ".join(f"{x:.2f}" for x in v) + "]"  # noqa: E731
+        st.code(f"robot = {fmt(robot.tolist())}\nP3    = {fmt(TOY_P3)}\n"
+                f"sum   = {fmt(s.tolist())}", language=None)
+    st.markdown(t("emb.w3_text"))
+    P = torch.tensor([P2_FILLED, TOY_P3], dtype=torch.float64)   # positions 2 and 3
+    c = order_check(e.E, [3, 2], [2, 3], P)
+    fig = two_orders_figure(c.rows_a, c.rows_b, ["robot", "love"], ["love", "robot"], _dims(3),
+                            ["robot love", "love robot"])
+    render.plot(fig, key="emb_w3", filename="two-orders")
+    st.markdown(t("emb.w3_result", same=t("emb.yes") if c.same_multiset else t("emb.no"),
+                  order=t("emb.yes") if c.same_sequence else t("emb.no"),
+                  withpos=t("emb.yes") if c.same_multiset_with_pos else t("emb.no")))
+    st.caption(t("common.filled_gap") + " " + t("emb.p2_filled", p2=", ".join(f"{x:.2f}" for x in P2_FILLED)))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _rows(model_key: str, _E, ids: tuple[int, ...]):
+    return _E[list(ids)].detach().cpu().float().numpy()
+
+
+def sec_live():
+    from lmviz.explain import encode_for_model
+    from viz.embedding import table_figure
+
+    try:
+        b = glue.live_bundle()
+    except (ValueError, OSError) as e:
+        st.warning(t("emb.no_model", err=str(e)[:200]))
+        return
+    V, d = b.model.cfg.vocab_size, b.model.cfg.d_model
+    st.markdown(t("emb.live_text"))
+    m1, m2, m3 = st.columns(3)
+    m1.metric(t("emb.m.shape"), f"[{V}, {d}]")
+    m2.metric(t("emb.m.numbers"), f"{V * d:,}")
+    m3.metric(t("emb.m.big"), f"{50000 * 768:,}", help=t("emb.m.big_help"))
+    text = urlstate.text(t("emb.live_input"), DEFAULT_TEXT[lang()], param="e", key="emb_text",
+                         max_chars=MAX_CHARS)
+    enc = encode_for_model(b.tokenizer, text, 32)
+    if enc.unknown:
+        st.warning(t("emb.unknown", chars=" ".join(enc.unknown[:12])))
+    if enc.truncated:
+        st.info(t("emb.truncated", n=32))
+    if not enc.ids:
+        st.warning(t("emb.empty"))
+        return
+    st.code("ids = " + str(enc.ids), language=None)
+    rows = _rows(f"{b.source}:{id(b.model)}", b.model.wte.weight, tuple(enc.ids))
+    labels = [f"{tok} · {i}" for tok, i in zip(enc.tokens, enc.ids)]
+    fig = table_figure(rows, labels, _dims(d), title=t("emb.live_fig", n=len(enc.ids), d=d),
+                       x_title=t("emb.dim"), y_title=t("emb.token_id"))
+    render.plot(fig, key="emb_live", filename="live-embedding-rows")
+    st.caption(t("emb.ids_caveat"))
+
+
+def sec_positions():
+    from lmviz.model import sinusoidal_positions
+    from viz.attention import heatmap
+
+    scheme = urlstate.selectbox(t("emb.scheme"), SCHEMES, param="pos", key="emb_scheme",
+                                format_func=lambda s: t(f"emb.scheme.{s}"))
+    st.markdown(t(f"emb.scheme_text.{scheme}"))
+    if scheme == "rope":
+        _rope()
+        return
+    try:
+        b = glue.live_bundle()
+        cfg = b.model.cfg
+    except (ValueError, OSError):
+        b, cfg = None, None
+    T, d = (cfg.block_size, cfg.d_model) if cfg else (64, 128)
+    if scheme == "learned":
+        if b is None or b.model.wpe is None:
+            st.info(t("emb.no_learned"))
+            return
+        P = b.model.wpe.weight.detach().cpu().float()
+        title = t("emb.learned_fig", T=T, d=d)
+    else:
+        P = sinusoidal_positions(T, d)
+        title = t("emb.sin_fig", T=T, d=d)
+    Pn = P / P.norm(dim=-1, keepdim=True).clamp_min(1e-9)
+    c1, c2 = st.columns(2)
+    with c1:
+        render.plot(heatmap(P, title=title, x_title=t("emb.dim"), y_title=t("emb.position"),
+                            diverging=True, text=False, height=420), key="emb_pos", filename=f"positions-{scheme}")
+    with c2:
+        render.plot(heatmap(Pn @ Pn.T, title=t("emb.pos_sim"), x_title=t("emb.position"),
+                            y_title=t("emb.position"), diverging=True, text=False, height=420,
+                            zmin=-1.0, zmax=1.0), key="emb_pos_sim", filename=f"positions-{scheme}-similarity")
+    st.caption(t("emb.pos_sim_caption"))
+
+
+def _rope():
+    import torch
+
+    from lmviz.explain import rope_offset_demo
+    from viz.attention import heatmap
+    from viz.embedding import rope_plane_figure
+
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(8, generator=g), torch.randn(8, generator=g)
+    demo = rope_offset_demo(q, k, n_pos=12, base=10.0)   # a small base: turns visible at low positions
+    c1, c2 = st.columns(2)
+    with c1:
+        render.plot(rope_plane_figure(demo, names=("q", "k"), title=t("emb.rope_plane")),
+                    key="emb_rope_plane", filename="rope-rotation")
+    with c2:
+        render.plot(heatmap(demo.scores, x_labels=[str(p) for p in range(12)],
+                            y_labels=[str(p) for p in range(12)], title=t("emb.rope_scores"),
+                            x_title=t("emb.k_pos"), y_title=t("emb.q_pos"), diverging=True, text=False,
+                            height=420), key="emb_rope_scores", filename="rope-scores")
+    st.markdown(t("emb.rope_result", spread=f"{demo.max_spread:.1e}"))
+
+
+render.run_sections([
+    ("emb.sec_toy", sec_toy),
+    ("emb.sec_position", sec_position),
+    ("emb.sec_live", sec_live),
+    ("emb.sec_positions", sec_positions),
+])

@@ -1,0 +1,183 @@
+"""Chapter 5 · The Transformer block: the residual stream's shapes ([n, d] through the blocks,
+[n, |V|] at the head), LayerNorm vs RMSNorm on one vector (W19), and contextual vectors: the same
+token in two sentences, cosine per layer on the live model (W29)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import glue, render, urlstate
+from ui.i18n import lang, t
+
+render.page_header("blk.title", "blk.intro")
+
+MAX_CHARS = 200
+DEFAULT_TEXT = {"en": "The capital of France is Paris.", "zh": "我喜欢学习数学。"}
+CONTEXTS = {  # (sentence a, sentence b, word): the same word, two meanings
+    "en": ("She sat on the river bank.", "He paid the money into the bank.", "bank"),
+    "zh": ("我吃了一个苹果", "苹果发布了新产品", "苹果"),
+}
+MAX_DIMS = 16
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _trace(_model, model_key: str, ids: tuple[int, ...]):
+    import torch
+
+    with torch.no_grad():
+        return _model.forward_trace(torch.tensor(ids, dtype=torch.long))
+
+
+def _bundle():
+    try:
+        return glue.live_bundle()
+    except (ValueError, OSError) as e:
+        st.warning(t("blk.no_model", err=str(e)[:200]))
+        return None
+
+
+def _key(b) -> str:
+    return f"{b.source}:{id(b.model)}"
+
+
+def sec_shapes():
+    from lmviz.explain import encode_for_model
+    from viz.block import stream_figure
+    from viz.pipeline import Stage, pipeline_figure
+    from viz.theme import TOKEN_CYCLE
+
+    b = _bundle()
+    if b is None:
+        return
+    cfg = b.model.cfg
+    st.markdown(t("blk.shapes_text"))
+    text = urlstate.text(t("blk.sentence"), DEFAULT_TEXT[lang()], param="bs", key="blk_text",
+                         max_chars=MAX_CHARS)
+    enc = encode_for_model(b.tokenizer, text, cfg.block_size)
+    if enc.unknown:
+        st.warning(t("blk.unknown", chars=" ".join(enc.unknown[:12])))
+    if enc.truncated:
+        st.info(t("blk.truncated", n=cfg.block_size))
+    if not enc.ids:
+        st.warning(t("blk.empty"))
+        return
+    n, d, V = len(enc.ids), cfg.d_model, cfg.vocab_size
+    tr = _trace(b.model, _key(b), tuple(enc.ids))
+    stages = [
+        Stage(t("blk.st.embed"), f"[{n}, {d}]", "", TOKEN_CYCLE[1]),
+        Stage(t("blk.st.norm1"), f"[{n}, {d}]", "", TOKEN_CYCLE[4]),
+        Stage(t("blk.st.attn"), f"[{n}, {d}]", "", TOKEN_CYCLE[2]),
+        Stage(t("blk.st.add"), f"[{n}, {d}]", "", TOKEN_CYCLE[5]),
+        Stage(t("blk.st.norm2"), f"[{n}, {d}]", "", TOKEN_CYCLE[4]),
+        Stage(t("blk.st.mlp"), f"[{n}, {d}]→[{n}, {cfg.mlp_ratio * d}]→[{n}, {d}]", "", TOKEN_CYCLE[2]),
+        Stage(t("blk.st.add"), f"[{n}, {d}] × {cfg.n_layer}", "", TOKEN_CYCLE[5]),
+        Stage(t("blk.st.final"), f"[{n}, {d}]", "", TOKEN_CYCLE[4]),
+        Stage(t("blk.st.head"), f"[{n}, {V}]", "", TOKEN_CYCLE[3]),
+    ]
+    render.plot(pipeline_figure(stages, t("blk.repeat", L=cfg.n_layer), per_row=5),
+                key="blk_pipe", filename="block-shapes")
+    shapes = [("x0", tr.x0), ("ln1", tr.layers[0].ln1), ("attn_out", tr.layers[0].attn_out),
+              ("mlp_hidden", tr.layers[0].mlp_hidden), ("resid_out", tr.layers[-1].resid_out),
+              ("hidden", tr.hidden), ("logits", tr.logits)]
+    st.code("\n".join(f"{name:<11} {list(x.shape)}" for name, x in shapes), language=None)
+    _stream(tr, enc.tokens)
+
+
+@st.fragment
+def _stream(tr, tokens):
+    from viz.block import stream_figure
+
+    pos = urlstate.slider(t("blk.position"), 1, len(tokens), len(tokens), param="bp", key="blk_pos")
+    i = pos - 1
+    labels, vals = [t("blk.st.embed")], [float(tr.x0[i].norm())]
+    for li, L in enumerate(tr.layers, start=1):
+        labels += [f"+attn {li}", f"+mlp {li}"]
+        vals += [float(L.resid_mid[i].norm()), float(L.resid_out[i].norm())]
+    labels.append(t("blk.st.final"))
+    vals.append(float(tr.hidden[i].norm()))
+    fig = stream_figure(labels, vals, y_title=t("blk.norm_y"),
+                        title=t("blk.stream_title", tok=tokens[i], pos=pos))
+    render.plot(fig, key="blk_stream", filename="residual-stream")
+    st.caption(t("blk.stream_caption"))
+
+
+def _parse_vector(raw: str) -> list[float] | None:
+    parts = [p for p in raw.replace("，", ",").replace(";", ",").replace(" ", ",").split(",") if p]
+    try:
+        vals = [float(p) for p in parts]
+    except ValueError:
+        return None
+    if not vals or len(vals) > MAX_DIMS or any(v != v or abs(v) > 1e6 for v in vals):
+        return None
+    return vals
+
+
+def sec_norms():
+    from lmviz.explain import norm_steps
+    from viz.block import norms_figure
+
+    st.markdown(t("blk.norm_text"))
+    raw = urlstate.text(t("blk.vector"), "2, -1, 0.5, 3.5", param="vec", key="blk_vec", max_chars=200)
+    h = _parse_vector(raw)
+    if h is None:
+        st.warning(t("blk.bad_vector", n=MAX_DIMS))
+        return
+    s = norm_steps(h)
+    f = lambda v: "[" + ", ".join(f"{x:.4f}" for x in v.tolist()) + "]"  # noqa: E731
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown("**LayerNorm**")
+        st.code(f"mean        = {s.mean:.4f}\nh - mean    = {f(s.centered)}\n"
+                f"var         = {s.var:.4f}\nsqrt(var+ε) = {s.ln_den:.4f}\n"
+                f"LayerNorm   = {f(s.layernorm)}", language=None)
+    with c2:
+        st.markdown("**RMSNorm**")
+        st.code(f"mean(h²)         = {s.mean_sq:.4f}\nsqrt(mean(h²)+ε) = {s.rms_den:.4f}\n"
+                f"RMSNorm          = {f(s.rmsnorm)}", language=None)
+    render.plot(norms_figure(s, names=("h", "LayerNorm", "RMSNorm"), dim_word=t("blk.dim"),
+                             title=t("blk.norm_fig")), key="blk_norms", filename="layernorm-vs-rmsnorm")
+    st.markdown(t("blk.norm_result", ln_mean=f"{float(s.layernorm.mean()):.4f}",
+                  rms_mean=f"{float(s.rmsnorm.mean()):.4f}",
+                  rms_ms=f"{float((s.rmsnorm ** 2).mean()):.4f}", eps=f"{s.eps:g}"))
+
+
+def sec_context():
+    from lmviz.explain import contextual_cosine, encode_for_model, find_word
+    from viz.block import cosine_figure
+
+    b = _bundle()
+    if b is None:
+        return
+    st.markdown(t("blk.ctx_text"))
+    da, db, dw = CONTEXTS[lang()]
+    c1, c2, c3 = st.columns([3, 3, 1])
+    with c1:
+        sa = urlstate.text(t("blk.ctx_a"), da, param="ca", key="blk_a", max_chars=MAX_CHARS)
+    with c2:
+        sb = urlstate.text(t("blk.ctx_b"), db, param="cb", key="blk_b", max_chars=MAX_CHARS)
+    with c3:
+        word = urlstate.text(t("blk.ctx_word"), dw, param="cw", key="blk_w", max_chars=20)
+    n = b.model.cfg.block_size
+    ea, eb, ew = (encode_for_model(b.tokenizer, x, n) for x in (sa, sb, word))
+    if ew.unknown or not ew.ids:
+        st.warning(t("blk.ctx_bad_word"))
+        return
+    pa, pb = find_word(ea.ids, ew.ids), find_word(eb.ids, ew.ids)
+    if pa is None or pb is None:
+        st.warning(t("blk.ctx_missing", word=render.escape(word)))
+        return
+    ta, tb = _trace(b.model, _key(b), tuple(ea.ids)), _trace(b.model, _key(b), tuple(eb.ids))
+    cc = contextual_cosine(ta, tb, pa, pb)
+    names = {"token": t("blk.ctx.token"), "input": t("blk.ctx.input"), "final": t("blk.ctx.final")}
+    labels = [names.get(s, s.replace("block", t("blk.ctx.block"))) for s in cc.stages]
+    render.plot(cosine_figure(labels, cc.cosine, y_title=t("blk.cos_y"),
+                              title=t("blk.ctx_fig", tok=ew.tokens[-1])), key="blk_ctx", filename="contextual-cosine")
+    st.markdown(t("blk.ctx_result", tok=render.escape(ew.tokens[-1]), pa=pa, pb=pb,
+                  c0=f"{cc.cosine[0]:.3f}", c1=f"{cc.cosine[1]:.3f}", cf=f"{cc.cosine[-1]:.3f}"))
+    st.caption(t("blk.ctx_caveat"))
+
+
+render.run_sections([
+    ("blk.sec_shapes", sec_shapes),
+    ("blk.sec_norms", sec_norms),
+    ("blk.sec_context", sec_context),
+])
