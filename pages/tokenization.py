@@ -18,8 +18,8 @@ MAX_CHARS = 10_000         # corpus cap: training stays well under half a second
 MAX_UPLOAD = 64 * 1024     # bytes
 MAX_ENCODE = 2_000         # chars in the encoder box
 SOURCES = ("toy", "english", "chinese", "code", "own", "upload")
-ENCODE_DEFAULT = {"toy": "lowest lower slow low", "english": "The slowest readers learned.",
-                  "chinese": "我在图书馆学习数学。", "code": "def merge(words, pair):"}
+ENCODE_DEFAULT = {"toy": "lower low owl", "english": "The slowest readers learned.",
+                  "chinese": "学生在图书馆里学习数学。", "code": "def merge(words, pair):"}
 
 render.page_header("tok.title", "tok.intro")
 
@@ -124,7 +124,7 @@ def _show_step(k: int) -> None:
                       b=_md(h.pair[1]), idb=h.ids[1]))
     left, right = st.columns([3, 2])
     with left:
-        cands = h.candidates
+        cands = h.candidates[:25]  # the winner is always first
         fig = pair_counts_figure(
             [_pair(c.pair) for c in cands], [c.count for c in cands], _pair(h.pair),
             {_pair(p) for p in h.tied} - {_pair(h.pair)},
@@ -133,10 +133,12 @@ def _show_step(k: int) -> None:
             title=t("tok.fig.counts_title", k=k, shown=len(cands), total=h.n_candidates))
         render.plot(fig, key="tok_counts", filename="bpe-pair-counts")
     with right:
+        # words this merge changed first (by frequency), then the rest
+        pairs = sorted(zip(before, h.words), key=lambda ba: ba[0][2] == ba[1][2])
         rows = [{t("tok.col.word"): visible(w), t("tok.col.count"): c,
                  t("tok.col.before"): segmentation(b), t("tok.col.after"): segmentation(a)}
-                for (w, c, b), (_, _, a) in zip(before, h.words)]
-        st.dataframe(rows, hide_index=True, width="stretch", height=260)
+                for (w, c, b), (_, _, a) in pairs]
+        st.dataframe(rows, hide_index=True, width="stretch", height=min(400, 38 + 35 * len(rows)))
         st.caption(t("tok.table_note"))
     merges = [{"#": i + 1, t("tok.col.pair"): _pair(m.pair), t("tok.col.new"): visible(m.token),
                "ID": m.new_id, t("tok.col.count"): m.count} for i, m in enumerate(tok.history[:k])]

@@ -46,11 +46,11 @@ def test_stepper_w11(lang):
     assert bars(at)[winner] == {"lo + w": 3}
     table = at.dataframe[0].value
     after = translate("tok.col.after", lang)
-    assert list(table[after]) == ["low", "␣", "low·e·r"]
+    assert list(table[after]) == ["low", "low·e·r", "␣"]  # changed words first
     # and back with the slider
     at.slider[0].set_value(1).run()
     no_errors(at)
-    assert list(at.dataframe[0].value[after]) == ["lo·w", "␣", "lo·w·e·r"]
+    assert list(at.dataframe[0].value[after]) == ["lo·w", "lo·w·e·r", "␣"]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -50,7 +50,10 @@ def pair_counts_figure(pairs: list[str], counts: list[int], winner: str | None,
     fig.update_layout(barmode="overlay", bargap=0.25)
     fig.update_xaxes(title=x_title, categoryorder="array", categoryarray=pairs, type="category")
     fig.update_yaxes(title=y_title, rangemode="tozero")
-    return theme.apply(fig, height=340, title=title)
+    theme.apply(fig, height=360, title=title)
+    # the legend sits on its own line under the title
+    fig.update_layout(margin=dict(t=90 if title else 40), legend=dict(y=1.0, yanchor="bottom"))
+    return fig
 
 
 def tradeoff_figure(table_params: list[int], tokens_per_char: list[float], vocab_sizes: list[int],
@@ -64,7 +67,9 @@ def tradeoff_figure(table_params: list[int], tokens_per_char: list[float], vocab
         hovertemplate=hover + "<br>%{x:,}<br>%{y:.3f}<extra></extra>"))
     fig.update_xaxes(title=x_title, tickformat="~s")
     fig.update_yaxes(title=y_title, rangemode="tozero")
-    return theme.apply(fig, height=360, title=title)
+    theme.apply(fig, height=380, title=title)
+    fig.update_layout(margin=dict(r=60))  # room for the last point's label
+    return fig
 
 
 def token_chips_html(tokens, *, id_word: str = "ID", bytes_word: str = "bytes",
