@@ -119,6 +119,11 @@ class TrainingJob:
         return True
 
     @property
+    def paused(self) -> bool:
+        """True once pause() was asked (the worker pauses at its next look at the events)."""
+        return not self._run.is_set()
+
+    @property
     def state(self) -> str:
         with self._lock:
             return self._state

@@ -80,3 +80,82 @@ def live_bundle() -> Bundle:
 def set_session_bundle(bundle: Bundle | None) -> None:
     """Make ``bundle`` the model every chapter shows in this session (None: back to default)."""
     st.session_state["lmviz_session_bundle"] = bundle
+
+
+# ================================================================ training job ============
+# One background training per session, at most LMVIZ_MAX_TRAININGS (default 2) at once across
+# all sessions. The worker (lmviz.jobs.TrainingJob) never touches Streamlit; the training page
+# polls job.snapshot() from a fragment and calls publish_trained_model(), which is what makes
+# every chapter show the model being trained (session_state is not reachable from the worker).
+
+def max_trainings() -> int:
+    """Concurrent trainings allowed on this server (env LMVIZ_MAX_TRAININGS, default 2)."""
+    import os
+
+    raw = os.environ.get("LMVIZ_MAX_TRAININGS", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else 2
+
+
+@st.cache_resource(show_spinner=False)
+def training_semaphore() -> threading.BoundedSemaphore:
+    """The server-wide cap on concurrent trainings (shared by all sessions)."""
+    return threading.BoundedSemaphore(max_trainings())
+
+
+class TrainingSlot:
+    """This session's training job (None until the first start)."""
+
+    def __init__(self) -> None:
+        self.job = None      # lmviz.jobs.TrainingJob | None
+        self.label = ""      # what was trained (corpus, preset), for the bundle's meta
+
+    def stop(self) -> None:
+        if self.job is not None:
+            self.job.stop()
+
+
+def _release_training_slot(slot: TrainingSlot) -> None:
+    slot.stop()              # the session went away: free the worker and its semaphore slot
+
+
+@st.cache_resource(scope="session", on_release=_release_training_slot, show_spinner=False)
+def training_slot() -> TrainingSlot:
+    """The per-session slot; its job is stopped when the session ends."""
+    return TrainingSlot()
+
+
+def start_training(make_trainer, label: str = ""):
+    """Stop this session's previous job (if any) and start a new one; returns the job."""
+    from lmviz.jobs import TrainingJob
+
+    slot = training_slot()
+    slot.stop()
+    slot.job = TrainingJob(make_trainer, training_semaphore()).start()
+    slot.label = label
+    return slot.job
+
+
+def training_job():
+    """This session's job, or None."""
+    return training_slot().job
+
+
+def publish_trained_model(snap, meta: dict | None = None) -> bool:
+    """Show the snapshot's published weights in every chapter (once per model_version).
+
+    Returns True when a new model was published by this call.
+    """
+    if snap is None or snap.model is None:
+        return False
+    if st.session_state.get("lmviz_published_model") is snap.model:
+        return False
+    info = dict(meta or {}, steps=snap.step, val_loss=snap.evals[-1].val_loss if snap.evals else None)
+    set_session_bundle(Bundle(snap.model, snap.tokenizer, info, "session"))
+    st.session_state["lmviz_published_model"] = snap.model
+    return True
+
+
+def forget_trained_model() -> None:
+    """Back to the shipped default model in every chapter."""
+    set_session_bundle(None)
+    st.session_state.pop("lmviz_published_model", None)

@@ -1,0 +1,288 @@
+"""Live training: a real GPT trained in a background thread while the page watches it learn."""
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+from ui import glue, render, urlstate
+from ui.i18n import t
+
+CORPORA = ("english", "chinese", "code", "toy", "capital_en", "capital_zh", "own")
+PRESETS = ("tiny", "default", "bigger")
+TOKENIZERS = ("char", "bpe")
+MAX_OWN_CHARS = 200_000          # text area
+MAX_UPLOAD_BYTES = 2_000_000     # own corpus upload (.txt)
+MAX_CKPT_BYTES = 64 * 2**20      # checkpoint upload
+# the hyper-parameters a user may change: (field, kind, min, max, step)
+KNOBS = (("max_steps", int, 10, 100_000, 50), ("lr", float, 1e-5, 0.05, 1e-4),
+         ("batch_size", int, 1, 256, 1), ("block_size", int, 8, 512, 8),
+         ("n_layer", int, 1, 12, 1), ("d_model", int, 16, 1024, 16), ("n_head", int, 1, 16, 1),
+         ("eval_every", int, 5, 10_000, 5), ("seed", int, 0, 2**31 - 1, 1))
+
+render.page_header("train.title", "train.intro")
+
+
+# ------------------------------------------------------------------ setup ------------------
+def _own_text() -> str | None:
+    """The user's own corpus from the text area or an uploaded .txt (None and a message if bad)."""
+    up = st.file_uploader(t("train.upload_txt"), type=["txt"], key="train_upload_txt")
+    if up is not None:
+        if up.size > MAX_UPLOAD_BYTES:
+            st.error(t("train.err_upload_size", mb=MAX_UPLOAD_BYTES / 1e6))
+            return None
+        try:
+            return up.getvalue().decode("utf-8")
+        except UnicodeDecodeError:
+            st.error(t("train.err_utf8"))
+            return None
+    text = st.text_area(t("train.own_text"), key="train_own_text", max_chars=MAX_OWN_CHARS, height=140,
+                        placeholder=t("train.own_placeholder"))
+    return text or None
+
+
+def sec_setup() -> None:
+    from lmviz.train import PRESETS as CFGS
+
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        corpus = urlstate.selectbox(t("train.corpus"), CORPORA, 0, param="corpus", key="train_corpus",
+                                    format_func={c: t(f"train.corpus_{c}") for c in CORPORA}.get)
+    with c2:
+        preset = urlstate.selectbox(t("train.preset"), PRESETS, 0, param="preset", key="train_preset",
+                                    format_func={p: t(f"train.preset_{p}") for p in PRESETS}.get)
+    with c3:
+        tok = urlstate.selectbox(t("train.tokenizer"), TOKENIZERS, 0, param="tok", key="train_tok",
+                                 format_func={k: t(f"train.tok_{k}") for k in TOKENIZERS}.get)
+    st.caption(t(f"train.preset_{preset}_note"))
+    text = _own_text() if corpus == "own" else None
+    base = CFGS[preset]
+    values = {}
+    with st.expander(t("train.custom")):
+        cols = st.columns(3)
+        for i, (name, kind, lo, hi, step) in enumerate(KNOBS):
+            with cols[i % 3]:
+                values[name] = st.number_input(
+                    t(f"train.k_{name}"), min_value=kind(lo), max_value=kind(hi), value=kind(getattr(base, name)),
+                    step=kind(step), format="%.5f" if kind is float else "%d", key=f"train_{name}_{preset}")
+        if tok == "bpe":
+            values["bpe_merges"] = st.number_input(t("train.k_bpe_merges"), 0, 2000, base.bpe_merges, 50,
+                                                   key=f"train_bpe_merges_{preset}")
+    values["tokenizer"] = tok
+    from lmviz.train import make_config
+
+    try:
+        cfg = make_config(preset, **{k: v for k, v in values.items() if v is not None})
+    except ValueError as e:
+        st.error(t("train.err_config", msg=str(e)))
+        st.session_state["train_setup"] = None
+        return
+    if corpus == "own" and not text:
+        st.info(t("train.need_text"))
+        st.session_state["train_setup"] = None
+        return
+    st.session_state["train_setup"] = (corpus, preset, cfg, text)
+
+
+# ------------------------------------------------------------------ controls ---------------
+def _make_trainer(corpus: str, cfg, text: str | None):
+    """Called on the worker thread: load/encode the corpus and build the Trainer there."""
+    def make():
+        from lmviz.train import Trainer, corpus_text, default_prompt
+
+        body = text if corpus == "own" else corpus_text(corpus)
+        return Trainer(body, cfg, prompt=default_prompt(body, None if corpus == "own" else corpus))
+    return make
+
+
+def _start() -> None:
+    setup = st.session_state.get("train_setup")
+    if setup is None:
+        return
+    corpus, preset, cfg, text = setup
+    glue.start_training(_make_trainer(corpus, cfg, text), label=f"{corpus}/{preset}")
+
+
+def _reset() -> None:
+    slot = glue.training_slot()
+    slot.stop()
+    slot.job = None
+    glue.forget_trained_model()
+
+
+def sec_run() -> None:
+    job = glue.training_job()
+    state = job.state if job is not None else "none"
+    active = state in ("queued", "preparing", "running", "paused")
+    cols = st.columns(5)
+    ready = st.session_state.get("train_setup") is not None
+    cols[0].button(t("train.start"), key="train_start", type="primary", on_click=_start,
+                   disabled=active or not ready, icon=":material/play_arrow:")
+    cols[1].button(t("train.pause"), key="train_pause", on_click=lambda: job.pause(),
+                   disabled=not active or job.paused, icon=":material/pause:")
+    cols[2].button(t("train.resume"), key="train_resume", on_click=lambda: job.resume(),
+                   disabled=not active or not job.paused, icon=":material/resume:")
+    cols[3].button(t("train.stop"), key="train_stop", on_click=lambda: job.stop(),
+                   disabled=not active, icon=":material/stop:")
+    cols[4].button(t("train.reset"), key="train_reset", on_click=_reset,
+                   disabled=job is None, icon=":material/restart_alt:")
+    live(active)
+
+
+def _live_body(was_active: bool) -> None:
+    job = glue.training_job()
+    if job is None:
+        st.info(t("train.idle", n=glue.max_trainings()))
+        return
+    snap = job.snapshot()
+    if snap.active != was_active:
+        st.rerun()                  # the job started or ended: rerun the page (polling on/off)
+    _status(snap)
+    glue.publish_trained_model(snap, meta={"label": glue.training_slot().label})
+    if snap.model is not None:
+        st.caption(t("train.published", step=snap.evals[-1].step if snap.evals else 0))
+    if not snap.steps and not snap.evals:
+        return
+    _curves(snap)
+    c1, c2 = st.columns([1, 1])
+    with c1:
+        _samples(snap)
+    with c2:
+        _attention(snap)
+    _download(snap)
+
+
+def live(active: bool) -> None:
+    """Poll the job once a second while it is active; draw once when it is not."""
+    @st.fragment(run_every=1.0 if active else None)
+    def body() -> None:
+        _live_body(active)
+
+    body()
+
+
+def _status(snap) -> None:
+    if snap.state == "queued":
+        st.warning(t("train.queued", n=snap.queue_position, cap=glue.max_trainings()))
+        return
+    if snap.state == "preparing":
+        st.info(t("train.preparing"))
+        return
+    if snap.state == "error":
+        st.error(t("train.error", msg=snap.error or "?"))
+        return
+    frac = snap.step / snap.max_steps if snap.max_steps else 0.0
+    eta = "—" if snap.eta_s is None or snap.state != "running" else f"{snap.eta_s:.0f}"
+    st.progress(min(1.0, frac), text=t("train.progress", step=snap.step, total=snap.max_steps,
+                                       tps=f"{snap.tokens_per_s:,.0f}", eta=eta,
+                                       state=t(f"train.state_{snap.state}")))
+    info = snap.info
+    if info:
+        st.caption(t("train.info", params=f"{info['params']:,}", vocab=info["vocab_size"],
+                     tokens=f"{info['train_tokens']:,}", device=info["device"]))
+    m = st.columns(4)
+    last = snap.steps[-1].loss if snap.steps else float("nan")
+    ev = snap.evals[-1] if snap.evals else None
+    m[0].metric(t("train.m_train"), f"{last:.3f}")
+    m[1].metric(t("train.m_val"), f"{ev.val_loss:.3f}" if ev else "—",
+                delta=f"{ev.val_loss - snap.evals[0].val_loss:+.3f}" if ev and len(snap.evals) > 1 else None,
+                delta_color="inverse")
+    m[2].metric(t("train.m_ppl"), f"{ev.val_ppl:.1f}" if ev else "—")
+    m[3].metric(t("train.m_tps"), f"{snap.tokens_per_s:,.0f}")
+
+
+def _curves(snap) -> None:
+    from viz.training import loss_figure, ppl_lr_figure
+
+    steps = [m.step for m in snap.steps]
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        vocab = snap.info.get("vocab_size")
+        fig = loss_figure(steps, [m.loss for m in snap.steps], [e.step for e in snap.evals],
+                          [e.val_loss for e in snap.evals], names=(t("train.f_train"), t("train.f_val")),
+                          x_title=t("train.f_step"), y_title=t("train.f_loss"),
+                          floor=math.log(vocab) if vocab else None,
+                          floor_name=t("train.f_uniform", v=vocab))
+        render.plot(fig, key="train_loss", filename="training-loss")
+    with c2:
+        fig = ppl_lr_figure([e.step for e in snap.evals], [e.val_ppl for e in snap.evals], steps,
+                            [m.lr for m in snap.steps], titles=(t("train.f_ppl"), t("train.f_lr")),
+                            x_title=t("train.f_step"))
+        render.plot(fig, key="train_ppl_lr", filename="training-ppl-lr")
+    st.caption(t("train.curves_note"))
+
+
+def _samples(snap) -> None:
+    st.markdown(f"**{t('train.samples')}**")
+    st.caption(t("train.samples_note"))
+    for s in reversed(snap.samples[-6:]):
+        st.caption(t("train.sample_at", step=s.step))
+        st.code(s.prompt + s.text, language=None, wrap_lines=True)
+
+
+def _attention(snap) -> None:
+    from viz.training import attention_figure, entropy
+
+    st.markdown(f"**{t('train.att')}**")
+    if snap.attention is None:
+        return
+    labels, w = snap.attention                       # w [L,H,T,T]
+    L, H = w.shape[0], w.shape[1]
+    c1, c2 = st.columns(2)
+    layer = c1.selectbox(t("train.layer"), range(L), index=L - 1, key="train_att_layer")
+    head = c2.selectbox(t("train.head"), range(H), key="train_att_head")
+    layer, head = min(layer, L - 1), min(head, H - 1)
+    fig = attention_figure(w[layer, head], labels, x_title=t("train.att_key"), y_title=t("train.att_query"),
+                           hover=t("train.att_hover"))
+    render.plot(fig, key="train_att", filename=f"training-attention-L{layer}-H{head}")
+    h = float(entropy(w[layer, head]))
+    st.caption(t("train.att_note", h=f"{h:.2f}", step=snap.evals[-1].step if snap.evals else 0))
+
+
+def _download(snap) -> None:
+    if snap.model is None:
+        return
+    model, tok, step = snap.model, snap.tokenizer, snap.evals[-1].step if snap.evals else 0
+
+    def blob() -> bytes:
+        from lmviz.checkpoint import save_checkpoint
+
+        return save_checkpoint(model, tok, {"steps": step, "label": glue.training_slot().label})
+
+    st.download_button(t("train.download", step=step), data=blob, file_name=f"lmviz-step{step}.safetensors",
+                       mime="application/octet-stream", key="train_download", on_click="ignore",
+                       icon=":material/download:")
+
+
+# ------------------------------------------------------------------ checkpoint upload ------
+def sec_upload() -> None:
+    st.markdown(t("train.upload_intro"))
+    up = st.file_uploader(t("train.upload_ckpt"), type=["safetensors"], key="train_upload_ckpt")
+    if up is None:
+        return
+    if up.size > MAX_CKPT_BYTES:
+        st.error(t("train.err_ckpt_size", mb=MAX_CKPT_BYTES // 2**20))
+        return
+    key = (up.name, up.size, up.file_id if hasattr(up, "file_id") else None)
+    if st.session_state.get("train_loaded_ckpt") == key:
+        st.success(t("train.upload_ok", params=f"{glue.live_bundle().model.num_params():,}"))
+        return
+    from lmviz.checkpoint import load_checkpoint
+
+    try:
+        model, tok, meta = load_checkpoint(up.getvalue())
+    except ValueError as e:
+        st.error(t("train.err_ckpt", msg=str(e)))
+        return
+    job = glue.training_job()
+    if job is not None and job.snapshot().active:
+        st.warning(t("train.upload_busy"))
+        return
+    glue.set_session_bundle(glue.Bundle(model, tok, meta, "session"))
+    st.session_state["lmviz_published_model"] = model
+    st.session_state["train_loaded_ckpt"] = key
+    st.success(t("train.upload_ok", params=f"{model.num_params():,}"))
+
+
+render.run_sections([("train.sec_setup", sec_setup), ("train.sec_run", sec_run),
+                     ("train.sec_upload", sec_upload)])

@@ -1,0 +1,95 @@
+"""Figures for the Live training chapter: loss curves, perplexity and learning rate, attention.
+
+Pure builders: numbers in (already-translated labels passed by the caller), Plotly figures out.
+Long runs are downsampled (bucket means) so a 5,000-step curve still sends a few hundred points.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz import theme
+from viz.theme import COLORS
+
+MAX_POINTS = 400   # points per curve sent to the browser
+
+
+def downsample(x, y, max_points: int = MAX_POINTS):
+    """Bucket means of (x, y) so that at most ``max_points`` remain (short series unchanged).
+
+    >>> downsample([1, 2, 3, 4], [4.0, 2.0, 3.0, 1.0], 2)
+    (array([1.5, 3.5]), array([3., 2.]))
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = len(x)
+    if n <= max_points:
+        return x, y
+    k = -(-n // max_points)                       # bucket size (ceil)
+    m = n // k * k
+    xs, ys = x[:m].reshape(-1, k).mean(1), y[:m].reshape(-1, k).mean(1)
+    if m < n:                                     # the tail: a last, shorter bucket
+        xs, ys = np.append(xs, x[m:].mean()), np.append(ys, y[m:].mean())
+    return xs, ys
+
+
+def loss_figure(steps, losses, eval_steps, val_losses, *, names=("train (batch)", "validation"),
+                x_title: str = "step", y_title: str = "loss (nats/token)", floor: float | None = None,
+                floor_name: str = "", height: int = 340) -> go.Figure:
+    """Training loss per step (downsampled) and validation loss at each evaluation."""
+    fig = go.Figure()
+    xs, ys = downsample(steps, losses)
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=names[0],
+                             line=dict(color=COLORS["train"], width=1.5)))
+    fig.add_trace(go.Scatter(x=np.asarray(eval_steps, dtype=float), y=np.asarray(val_losses, dtype=float),
+                             mode="lines+markers", name=names[1],
+                             line=dict(color=COLORS["val"], width=2.5), marker=dict(size=6)))
+    if floor is not None:
+        fig.add_hline(y=floor, line=dict(color=COLORS["neutral"], dash="dot"),
+                      annotation_text=floor_name, annotation_position="top right")
+    fig.update_xaxes(title_text=x_title, rangemode="tozero")
+    fig.update_yaxes(title_text=y_title, rangemode="tozero")
+    return theme.apply(fig, height=height)
+
+
+def ppl_lr_figure(eval_steps, ppl, steps, lrs, *, titles=("validation perplexity", "learning rate"),
+                  x_title: str = "step", height: int = 300) -> go.Figure:
+    """Two panels side by side: validation perplexity (log scale) and the learning-rate schedule."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.12)
+    fig.add_trace(go.Scatter(x=np.asarray(eval_steps, dtype=float), y=np.asarray(ppl, dtype=float),
+                             mode="lines+markers", name=titles[0], line=dict(color=COLORS["val"]),
+                             showlegend=False), row=1, col=1)
+    xs, ys = downsample(steps, lrs)
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=titles[1], line=dict(color=COLORS["accent"]),
+                             showlegend=False), row=1, col=2)
+    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_yaxes(exponentformat="e", row=1, col=2)
+    fig.update_xaxes(title_text=x_title, rangemode="tozero")
+    return theme.apply(fig, height=height)
+
+
+def attention_figure(weights, labels, *, x_title: str = "key", y_title: str = "query",
+                     hover: str = "query %{y} → key %{x}: %{z:.2f}", height: int = 380) -> go.Figure:
+    """Heatmap of one head's attention weights [T,T] (rows: queries; the future is blank)."""
+    w = np.array(weights, dtype=float)
+    T = w.shape[0]
+    w[np.triu_indices(T, 1)] = np.nan             # masked: never attended to, drawn blank
+    ticks = [f"{i}:{lab}" for i, lab in enumerate(labels)]
+    fig = go.Figure(go.Heatmap(z=w, x=ticks, y=ticks, zmin=0.0, zmax=1.0, colorscale=theme.HEATMAP,
+                               hovertemplate=hover + "<extra></extra>", colorbar=dict(thickness=12)))
+    fig.update_xaxes(title_text=x_title, side="top", tickangle=0)
+    fig.update_yaxes(title_text=y_title, autorange="reversed")
+    fig.update_layout(plot_bgcolor=COLORS["masked"])
+    return theme.apply(fig, height=height)
+
+
+def entropy(weights) -> np.ndarray:
+    """Mean entropy (nats) of the attention rows of [..., T, T]: lower = sharper attention.
+
+    >>> float(entropy(np.eye(3)))
+    0.0
+    """
+    w = np.asarray(weights, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = -np.where(w > 0, w * np.log(w), 0.0).sum(-1)
+    return h.mean(-1)
