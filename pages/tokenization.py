@@ -100,10 +100,7 @@ if tok.stopped_early:
 st.caption(t("tok.tie_rule"))
 
 
-# ---------------------------------------------------------------- merge stepper -----------
-render.section("tok.stepper")
-
-
+# ---------------------------------------------------------------- sections ----------------
 def _md(s: str) -> str:
     """A token label safe inside Markdown: whitespace made visible, punctuation backslashed."""
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", visible(s))
@@ -146,87 +143,95 @@ def _show_step(k: int) -> None:
         st.dataframe(merges, hide_index=True, width="stretch", height=min(300, 38 + 35 * k))
 
 
-if n == 0:
-    st.warning(t("tok.no_merges"))
-else:
-    st.session_state.setdefault("tok_playing", False)
-    key = f"tok_step_{source}_{level}_{split}_{n}"
-    if st.session_state.get(key, 1) > n:
-        st.session_state[key] = n
+def _stepper_section() -> None:
+    if n == 0:
+        st.warning(t("tok.no_merges"))
+    else:
+        st.session_state.setdefault("tok_playing", False)
+        key = f"tok_step_{source}_{level}_{split}_{n}"
+        if st.session_state.get(key, 1) > n:
+            st.session_state[key] = n
 
-    @st.fragment(run_every=1.0 if st.session_state["tok_playing"] else None)
-    def _stepper() -> None:
-        if st.session_state["tok_playing"]:
+        @st.fragment(run_every=1.0 if st.session_state["tok_playing"] else None)
+        def _stepper() -> None:
+            if st.session_state["tok_playing"]:
+                cur = st.session_state.get(key, 1)
+                if cur >= n:
+                    st.session_state["tok_playing"] = False
+                    st.rerun()
+                st.session_state[key] = cur + 1
+            b1, b2, b3, _ = st.columns([1, 1, 1, 5])
             cur = st.session_state.get(key, 1)
-            if cur >= n:
-                st.session_state["tok_playing"] = False
+            if b1.button(t("tok.prev"), disabled=cur <= 1, key="tok_prev"):
+                st.session_state[key] = cur - 1
+            if b2.button(t("tok.next"), disabled=cur >= n, key="tok_next"):
+                st.session_state[key] = cur + 1
+            playing = st.session_state["tok_playing"]
+            if b3.button(t("tok.pause") if playing else t("tok.play"), key="tok_play"):
+                st.session_state["tok_playing"] = not playing
+                if not playing and st.session_state.get(key, 1) >= n:
+                    st.session_state[key] = 1
                 st.rerun()
-            st.session_state[key] = cur + 1
-        b1, b2, b3, _ = st.columns([1, 1, 1, 5])
-        cur = st.session_state.get(key, 1)
-        if b1.button(t("tok.prev"), disabled=cur <= 1, key="tok_prev"):
-            st.session_state[key] = cur - 1
-        if b2.button(t("tok.next"), disabled=cur >= n, key="tok_next"):
-            st.session_state[key] = cur + 1
-        playing = st.session_state["tok_playing"]
-        if b3.button(t("tok.pause") if playing else t("tok.play"), key="tok_play"):
-            st.session_state["tok_playing"] = not playing
-            if not playing and st.session_state.get(key, 1) >= n:
-                st.session_state[key] = 1
-            st.rerun()
-        if n >= 2:
-            k = st.slider(t("tok.step"), 1, n, key=key)
-        else:
-            k = 1
-        _show_step(k)
+            if n >= 2:
+                k = st.slider(t("tok.step"), 1, n, key=key)
+            else:
+                k = 1
+            _show_step(k)
 
-    _stepper()
+        _stepper()
 
 
-# ---------------------------------------------------------------- encoder -----------------
-render.section("tok.encode")
-new_text = st.text_area(t("tok.encode_label"), value=ENCODE_DEFAULT.get(source, "low lower"),
-                        max_chars=MAX_ENCODE, height=80, key=f"tok_enc_{source}")
-if not new_text:
-    st.info(t("tok.encode_empty"))
-else:
-    toks = tok.tokens(new_text)
-    st.html(token_chips_html(toks, id_word="ID", bytes_word=t("tok.bytes")))
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric(t("tok.m.tokens"), len(toks))
-    m2.metric(t("tok.m.chars"), len(new_text))
-    m3.metric(t("tok.m.bytes"), len(new_text.encode("utf-8")))
-    m4.metric(t("tok.m.ratio"), f"{len(toks) / len(new_text):.2f}")
-    n_unk = sum(x.unk for x in toks)
-    if n_unk:
-        st.warning(t("tok.unk_warn", n=n_unk))
-    ids = [x.id for x in toks]
-    st.code(str(ids[:300]) + (" …" if len(ids) > 300 else ""), language=None)
-    st.markdown(t("tok.ids_note", v=tok.vocab_size, a=ids[0], row=ids[0]))
+def _encode_section() -> None:
+    new_text = st.text_area(t("tok.encode_label"), value=ENCODE_DEFAULT.get(source, "low lower"),
+                            max_chars=MAX_ENCODE, height=80, key=f"tok_enc_{source}")
+    if not new_text:
+        st.info(t("tok.encode_empty"))
+    else:
+        toks = tok.tokens(new_text)
+        st.html(token_chips_html(toks, id_word="ID", bytes_word=t("tok.bytes")))
+        m1, m2, m3, m4 = st.columns(4)
+        m1.metric(t("tok.m.tokens"), len(toks))
+        m2.metric(t("tok.m.chars"), len(new_text))
+        m3.metric(t("tok.m.bytes"), len(new_text.encode("utf-8")))
+        m4.metric(t("tok.m.ratio"), f"{len(toks) / len(new_text):.2f}")
+        n_unk = sum(x.unk for x in toks)
+        if n_unk:
+            st.warning(t("tok.unk_warn", n=n_unk))
+        ids = [x.id for x in toks]
+        st.code(str(ids[:300]) + (" …" if len(ids) > 300 else ""), language=None)
+        st.markdown(t("tok.ids_note", v=tok.vocab_size, a=ids[0], row=ids[0]))
 
 
-# ---------------------------------------------------------------- vocabulary trade-off ----
-render.section("tok.tradeoff")
-st.markdown(t("tok.tradeoff_intro"))
-d = st.select_slider(t("tok.d"), options=[64, 128, 256, 512, 768, 1024, 4096], value=768,
-                     key="tok_d")
-if len(text) < 200:
-    st.info(t("tok.tradeoff_small"))
-else:
-    pts, n_train, n_held = _tradeoff(text, level, split, int(d))
-    fig = tradeoff_figure([p.table_params for p in pts], [p.tokens_per_char for p in pts],
-                          [p.vocab_size for p in pts], x_title=t("tok.fig.params", d=d),
-                          y_title=t("tok.fig.tpc"), title=t("tok.fig.tradeoff_title"))
-    render.plot(fig, key="tok_tradeoff", filename="bpe-vocab-tradeoff")
-    st.caption(t("tok.tradeoff_note", train=n_train, held=n_held))
+def _tradeoff_section() -> None:
+    st.markdown(t("tok.tradeoff_intro"))
+    d = st.select_slider(t("tok.d"), options=[64, 128, 256, 512, 768, 1024, 4096], value=768,
+                         key="tok_d")
+    if len(text) < 200:
+        st.info(t("tok.tradeoff_small"))
+    else:
+        pts, n_train, n_held = _tradeoff(text, level, split, int(d))
+        fig = tradeoff_figure([p.table_params for p in pts], [p.tokens_per_char for p in pts],
+                              [p.vocab_size for p in pts], x_title=t("tok.fig.params", d=d),
+                              y_title=t("tok.fig.tpc"), title=t("tok.fig.tradeoff_title"))
+        render.plot(fig, key="tok_tradeoff", filename="bpe-vocab-tradeoff")
+        st.caption(t("tok.tradeoff_note", train=n_train, held=n_held))
 
 
-# ---------------------------------------------------------------- characters vs bytes -----
-render.section("tok.bytes_title")
-st.markdown(t("tok.bytes_intro"))
-sample = st.text_input(t("tok.bytes_label"), value="学习 ok 😀", max_chars=40, key="tok_bytes")
-if sample:
-    st.dataframe([{t("tok.col.char"): visible(ch), "U+": f"{ord(ch):04X}",
-                   "UTF-8": " ".join(f"{b:02X}" for b in ch.encode("utf-8")),
-                   t("tok.col.nbytes"): len(ch.encode("utf-8"))} for ch in sample],
-                 hide_index=True, width="stretch")
+def _bytes_section() -> None:
+    st.markdown(t("tok.bytes_intro"))
+    sample = st.text_input(t("tok.bytes_label"), value="学习 ok 😀", max_chars=40, key="tok_bytes")
+    if sample:
+        st.dataframe([{t("tok.col.char"): visible(ch), "U+": f"{ord(ch):04X}",
+                       "UTF-8": " ".join(f"{b:02X}" for b in ch.encode("utf-8")),
+                       t("tok.col.nbytes"): len(ch.encode("utf-8"))} for ch in sample],
+                     hide_index=True, width="stretch")
+
+
+# The corpus controls above are always shown; in presenter mode the sections below are
+# stepped one at a time (ui.render.run_sections).
+render.run_sections([
+    ("tok.stepper", _stepper_section),
+    ("tok.encode", _encode_section),
+    ("tok.tradeoff", _tradeoff_section),
+    ("tok.bytes_title", _bytes_section),
+])
