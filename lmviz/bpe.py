@@ -399,13 +399,14 @@ class VocabPoint:
 
 
 def split_heldout(text: str, frac: float = 0.2) -> tuple[str, str]:
-    """Cut text into (train, held-out) with about frac of it held out, at a whitespace if any.
+    """Cut text into (train, held-out) with about frac of it held out, at a whitespace within
+    the 50 characters before the cut if there is one (Chinese text may have none).
 
-    >>> split_heldout("aa bb cc dd ee", 0.2)
-    ('aa bb cc dd', ' ee')
+    >>> split_heldout("aa bb cc dd ee", 0.2), split_heldout("一二三四五六七八九十", 0.2)
+    (('aa bb cc dd', ' ee'), ('一二三四五六七八', '九十'))
     """
     cut = int(len(text) * (1 - frac))
-    ws = text.rfind(" ", 0, cut + 1)
+    ws = max(text.rfind(c, max(0, cut - 50), cut + 1) for c in " \n")
     if ws > 0:
         cut = ws
     return text[:cut], text[cut:]
