@@ -247,3 +247,9 @@ def test_upload_checks():
     assert text_from_bytes(b"x" * 101, 100) == (None, "too_big")
     assert text_from_bytes(b"PK\x03\x04\x00\x00", 100) == (None, "binary")
     assert text_from_bytes("café".encode("latin-1"), 100) == (None, "utf8")
+
+
+def test_heldout_split_near_80_percent_without_spaces():
+    text = "我在图书馆学习。" * 50  # no spaces at all
+    train, held = split_heldout(text, 0.2)
+    assert train + held == text and len(held) == len(text) - int(len(text) * 0.8)
