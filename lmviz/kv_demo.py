@@ -168,6 +168,15 @@ def walkthrough(model: GPT, prompt: list[int], n_new: int) -> Walkthrough:
     return Walkthrough(list(prompt), steps)
 
 
+def cache_rows(walk: Walkthrough) -> tuple[torch.Tensor, torch.Tensor]:
+    """K, V [L, T, Hkv*dh]: every row the walk wrote into each layer, row t = position t
+    (heads side by side), as the page draws them."""
+    k = torch.cat([s.snap.k_new for s in walk.steps], dim=2)    # [L,Hkv,T,dh]
+    v = torch.cat([s.snap.v_new for s in walk.steps], dim=2)
+    L, Hkv, T, dh = k.shape
+    return (k.permute(0, 2, 1, 3).reshape(L, T, Hkv * dh), v.permute(0, 2, 1, 3).reshape(L, T, Hkv * dh))
+
+
 def recompute_plan(n_rows: int, n_new: int, cached: bool) -> list[dict[str, str]]:
     """What one step does for each position's q, k, v: "compute", "reuse" (read from the cache)
     or "skip" (not needed). Without a cache every row's q, k, v is computed again.
@@ -245,9 +254,9 @@ class ModelShape:
     dtype: str         # storage format of the cache
 
 
-# published shapes (config.json of each release); "notes" is the lecture's W27 example
+# published shapes (config.json of each release); "W27" is the lecture notes' example
 MODEL_SHAPES: dict[str, ModelShape] = {
-    "notes": ModelShape(32, 32, 8, 128, 16384, "FP16"),
+    "W27": ModelShape(32, 32, 8, 128, 16384, "FP16"),
     "Llama-2-7B": ModelShape(32, 32, 32, 128, 4096, "FP16"),
     "Llama-2-70B": ModelShape(80, 64, 8, 128, 4096, "FP16"),
     "Llama-3-8B": ModelShape(32, 32, 8, 128, 8192, "BF16"),

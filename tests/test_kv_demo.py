@@ -76,7 +76,7 @@ def test_invalid_rows_rejects_out_of_range():
 
 
 def test_w27_notes_preset_is_2_gib():
-    s = MODEL_SHAPES["notes"]
+    s = MODEL_SHAPES["W27"]
     b = kv_cache_bytes(1, s.n_layer, s.n_tokens, s.n_kv_head, s.head_dim, DTYPE_BYTES[s.dtype])
     assert b == 2_147_483_648 == 2 * 2**30
     assert max_tokens_for_budget(b, 1, s.n_layer, s.n_kv_head, s.head_dim, 2) == 16384
@@ -104,3 +104,11 @@ def test_measure_decode_record():
 
 def test_slope_of_a_line():
     assert slope([0, 1, 2, 3], [1, 3, 5, 7]) == pytest.approx(2.0)
+
+
+def test_cache_rows_stack_every_step(toy, walk):
+    K, V = kv_demo.cache_rows(walk)
+    cfg = toy.model.cfg
+    assert tuple(K.shape) == tuple(V.shape) == (cfg.n_layer, 5, cfg.n_kv_head * cfg.head_dim)
+    # row 3 (学习) is the k that decode step 1 appended to layer 1, heads side by side
+    assert torch.equal(K[1, 3], walk.steps[1].snap.k_new[1, :, 0].reshape(-1))

@@ -1,0 +1,377 @@
+"""Chapter 9: the KV cache. Prefill and decode on real tensors (W25, W26), why reuse is valid
+and what an edit invalidates, how big a cache gets (W27) and how fast decoding is with it (W28)."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import streamlit as st
+
+from ui import glue, render, urlstate
+from ui.chapters import by_slug, registered
+from ui.i18n import t
+
+render.page_header("kv.title", "kv.intro")
+
+TOY_NEW = 3          # W25: 学习, 数学, then <结束>
+LIVE_MAX_PROMPT = 48  # characters of the live prompt
+
+
+# ---------------------------------------------------------------- cached computations ----
+@st.cache_resource(show_spinner=False)
+def _toy():
+    from lmviz.kv_demo import load_toy
+
+    return load_toy()
+
+
+def _walk_record(model, tok, ids: list[int], n_new: int) -> dict:
+    """A walkthrough as plain numpy/lists (cheap to cache and to draw)."""
+    import torch
+
+    from lmviz.kv_demo import cache_rows, walkthrough
+
+    with torch.no_grad():
+        w = walkthrough(model, ids, n_new)
+    K, V = cache_rows(w)
+    seq = w.prompt + w.generated
+    return {
+        "K": K.numpy(), "V": V.numpy(),                                  # [L,T,F]
+        "spans": [(s.snap.start, s.snap.end) for s in w.steps],
+        "inputs": [s.inputs for s in w.steps],
+        "weights": [s.snap.weights[:, :, -1].numpy() for s in w.steps],  # [L,H,end] new token's row
+        "probs": [s.probs.numpy() for s in w.steps],
+        "predicted": [s.predicted for s in w.steps],
+        "diff": [s.uncached_max_diff for s in w.steps],
+        "words": [tok.token(i) for i in seq],
+        "vocab": [tok.token(i) for i in range(tok.vocab_size)],
+        "n_prompt": len(w.prompt),
+    }
+
+
+@st.cache_data(show_spinner=False)
+def _toy_walk(n_new: int) -> dict:
+    from lmviz.kv_demo import TOY_PROMPT
+
+    toy = _toy()
+    return _walk_record(toy.model, toy.tokenizer, toy.tokenizer.encode(TOY_PROMPT), n_new)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _live_walk(prompt_ids: tuple[int, ...], n_new: int, source: str, model_id: int) -> dict:
+    b = glue.live_bundle()
+    return _walk_record(b.model, b.tokenizer, list(prompt_ids), n_new)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _edit(ids: tuple[int, ...], pos: int, new_id: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    from lmviz.kv_demo import edit_effect
+
+    e = edit_effect(_toy().model, list(ids), pos, new_id)
+    return e.k_diff.numpy(), e.v_diff.numpy(), e.changed_rows()
+
+
+def _labels(words: list[str]) -> list[str]:
+    return [f"{i} {w}" for i, w in enumerate(words)]
+
+
+# ---------------------------------------------------------------- the stepper ----
+def _draw_step(rec: dict, step: int, key: str, layers: list[int] | None = None) -> None:
+    """Cache heatmaps, the new q's attention, the next-token bar and the recompute grid."""
+    from viz.kv_cache import cache_figure, next_token_figure, query_figure, recompute_figure
+    from lmviz.kv_demo import recompute_plan
+
+    start, end = rec["spans"][step]
+    words, labels = rec["words"], _labels(rec["words"])
+    inputs = " ".join(rec["words"][start:end])
+    pred = rec["vocab"][rec["predicted"][step]]
+    p = float(rec["probs"][step][rec["predicted"][step]])
+    if step == 0:
+        st.markdown(t("kv.step_prefill", n=end, tokens=render.escape(inputs), rows=f"0–{end - 1}",
+                      pred=render.escape(pred), p=p))
+    else:
+        st.markdown(t("kv.step_decode", step=step, token=render.escape(inputs), row=start,
+                      pred=render.escape(pred), p=p, n=end))
+    T = len(words)
+    layers = layers if layers is not None else list(range(rec["K"].shape[0]))
+    K, V = rec["K"][layers], rec["V"][layers]
+    left, right = st.columns([3, 2])
+    with left:
+        fig = cache_figure(K, V, end, range(start, end), labels[:T], k_title=t("kv.k_cache"),
+                           v_title=t("kv.v_cache"), layer_label=t("kv.layer"), feature_label=t("kv.feature"))
+        if len(layers) == 1:  # one layer chosen: number it as the model does
+            for a in fig.layout.annotations:
+                a.text = a.text.replace(f"{t('kv.layer')} 0", f"{t('kv.layer')} {layers[0]}")
+        render.plot(fig, key=f"{key}_cache", filename=f"kv-cache-{key}")
+        st.caption(t("kv.cache_caption"))
+    with right:
+        lay = layers[-1]
+        w = rec["weights"][step][lay]                                        # [H,end]
+        render.plot(query_figure(w, labels[:end], title=t("kv.q_title", layer=lay, token=render.escape(words[end - 1])),
+                                 head_label=t("kv.head"), y_label=t("kv.weight")),
+                    key=f"{key}_q", filename=f"kv-query-{key}")
+        render.plot(next_token_figure(rec["vocab"], rec["probs"][step], rec["predicted"][step],
+                                      title=t("kv.next_title")) if len(rec["vocab"]) <= 16 else
+                    _top_next(rec, step), key=f"{key}_next", filename=f"kv-next-{key}")
+    n_new = end - start
+    plans = [recompute_plan(end, n_new, cached=True), recompute_plan(end, n_new, cached=False)]
+    words_plan = {"compute": t("kv.plan_compute"), "reuse": t("kv.plan_reuse"), "skip": t("kv.plan_skip")}
+    titles = [t("kv.with_cache", n=3 * n_new), t("kv.without_cache", n=3 * end)]
+    render.plot(recompute_figure(plans, labels[:end], titles, words_plan), key=f"{key}_plan",
+                filename=f"kv-recompute-{key}")
+    st.caption(t("kv.w26_check", diff=f"{rec['diff'][step]:.1e}"))
+
+
+def _top_next(rec: dict, step: int, k: int = 10):
+    from viz.kv_cache import next_token_figure
+
+    probs = rec["probs"][step]
+    top = np.argsort(-probs)[:k]
+    words = [repr(rec["vocab"][i])[1:-1] or "␣" for i in top]
+    chosen = int(np.where(top == rec["predicted"][step])[0][0]) if rec["predicted"][step] in top else -1
+    return next_token_figure(words, probs[top], chosen, title=t("kv.next_title"))
+
+
+# ---------------------------------------------------------------- sections ----
+def sec_walk():
+    st.markdown(t("kv.walk_intro"))
+    st.latex(r"K_{\mathrm{cache}}=[K_{\mathrm{past}};\,k_t],\quad V_{\mathrm{cache}}=[V_{\mathrm{past}};\,v_t],\quad "
+             r"o_t=\mathrm{softmax}\!\left(\frac{q_t K_{\mathrm{cache}}^{\top}}{\sqrt{d_h}}\right)V_{\mathrm{cache}}")
+    try:
+        rec = _toy_walk(TOY_NEW)
+    except Exception as e:  # noqa: BLE001 - a missing or broken weights file: say so, no traceback
+        st.error(t("kv.toy_missing", err=render.escape(str(e)[:200])))
+        return
+    n = len(rec["spans"])
+    playing = st.toggle(t("kv.play"), key="kv_play")
+
+    @st.fragment(run_every=1.6 if playing else None)
+    def stepper():
+        if st.session_state.get("kv_play") and "kv_step" in st.session_state:
+            st.session_state["kv_step"] = (st.session_state["kv_step"] + 1) % n
+        step = urlstate.slider(t("kv.step"), 0, n - 1, 0, 1, param="step", key="kv_step",
+                               help=t("kv.step_help"))
+        _draw_step(rec, step, "toy")
+
+    stepper()
+    st.caption(t("kv.toy_note"))
+
+
+def sec_live():
+    st.markdown(t("kv.live_intro"))
+    try:
+        b = glue.live_bundle()
+    except Exception:  # noqa: BLE001 - the default model is not shipped yet
+        st.warning(t("kv.no_live"))
+        return
+    cfg, tok = b.model.cfg, b.tokenizer
+    c1, c2, c3 = st.columns([3, 1, 1])
+    with c1:
+        text = urlstate.text(t("kv.prompt"), t("kv.default_prompt"), param="prompt", key="kv_prompt",
+                             max_chars=LIVE_MAX_PROMPT)
+    ids, unknown = tok.encode_lossy(text)
+    if unknown:
+        st.warning(t("kv.unknown", chars=render.escape(" ".join(unknown[:10]))))
+    if not ids:
+        st.warning(t("kv.empty_prompt"))
+        return
+    ids = ids[-(cfg.block_size - 1):]
+    room = cfg.block_size - len(ids) + 1
+    with c2:
+        n_new = st.number_input(t("kv.n_new"), 1, max(1, min(12, room)), min(6, room), key="kv_live_new")
+    with c3:
+        layer = st.selectbox(t("kv.layer"), list(range(cfg.n_layer)), key="kv_live_layer")
+    rec = _live_walk(tuple(ids), int(n_new), b.source, id(b.model))
+    step = st.select_slider(t("kv.step"), options=list(range(len(rec["spans"]))), key="kv_live_step")
+    _draw_step(rec, step, "live", layers=[layer])
+    st.caption(t("kv.live_note", layers=cfg.n_layer, heads=cfg.n_head, kv=cfg.n_kv_head, dh=cfg.head_dim))
+
+
+def sec_why():
+    st.markdown(t("kv.why_text"))
+    if any(c.slug == "attention" for c in registered()):
+        st.page_link(by_slug("attention").file, label=t("kv.link_attention"), icon=":material/visibility:")
+    else:
+        st.markdown(f"[{t('kv.link_attention')}](/attention)")
+    rec = _toy_walk(TOY_NEW)
+    toy = _toy()
+    words = rec["words"][:-1]                      # <开始> 我 喜欢 学习 数学
+    ids = [toy.tokenizer.stoi[w] for w in words]
+    c1, c2 = st.columns(2)
+    with c1:
+        pos = st.selectbox(t("kv.edit_pos"), list(range(1, len(words))), index=0,
+                           format_func=lambda i: f"{i} {words[i]}", key="kv_edit_pos")
+    choices = [i for i in range(toy.tokenizer.vocab_size) if i != ids[pos]]
+    with c2:
+        new_id = st.selectbox(t("kv.edit_to"), choices, format_func=toy.tokenizer.token, key="kv_edit_to")
+    kd, vd, changed = _edit(tuple(ids), pos, new_id)
+    edited = list(words)
+    edited[pos] = toy.tokenizer.token(new_id)
+    from viz.kv_cache import edit_figure
+
+    render.plot(edit_figure(kd, _labels(edited), pos, title=t("kv.edit_title"), layer_label=t("kv.layer"),
+                            color_label="max |ΔK|"), key="kv_edit", filename="kv-edit")
+    kept = ", ".join(words[:pos])
+    st.markdown(t("kv.edit_result", kept=render.escape(kept), n_kept=pos, n_redo=len(words) - pos,
+                  rows=", ".join(str(r) for r in changed)))
+
+
+def _apply_preset():
+    from lmviz.kv_demo import MODEL_SHAPES
+
+    s = MODEL_SHAPES[st.session_state["kv_preset"]]
+    st.session_state.update(kv_L=s.n_layer, kv_hq=s.n_head, kv_hkv=s.n_kv_head, kv_dh=s.head_dim,
+                            kv_n=s.n_tokens, kv_dtype=s.dtype, kv_B=1)
+
+
+def sec_memory():
+    from lmviz.kv_cache import DTYPE_BYTES, kv_cache_bytes, max_tokens_for_budget
+    from lmviz.kv_demo import MODEL_SHAPES, attention_variants
+    from viz.kv_cache import bytes_figure, variants_figure
+
+    st.markdown(t("kv.mem_intro"))
+    names = list(MODEL_SHAPES)
+    if "kv_L" not in st.session_state:  # first run (or a shared link): fill the sliders from the preset
+        urlstate._from_url("preset", "kv_preset", "W27", str, lambda v: v in names)
+        _apply_preset()
+    urlstate.selectbox(t("kv.preset"), names, 0, param="preset", key="kv_preset", on_change=_apply_preset)
+    st.caption(t("kv.preset_source"))
+    ns = [2 ** i for i in range(8, 21)]
+    if st.session_state.get("kv_n") not in ns:
+        st.session_state["kv_n"] = min(ns, key=lambda x: abs(x - int(st.session_state.get("kv_n", 16384))))
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        B = st.slider(t("kv.batch"), 1, 64, key="kv_B")
+        L = st.slider(t("kv.layers"), 1, 128, key="kv_L")
+    with c2:
+        n = st.select_slider(t("kv.tokens"), options=ns, key="kv_n", format_func=lambda x: f"{x:,}")
+        dh = st.slider(t("kv.head_dim"), 16, 256, step=16, key="kv_dh")
+    with c3:
+        hq = st.slider(t("kv.q_heads"), 1, 128, key="kv_hq")
+        hkv = st.slider(t("kv.kv_heads"), 1, 128, key="kv_hkv")
+    dtype = st.radio(t("kv.dtype"), list(DTYPE_BYTES), key="kv_dtype", horizontal=True)
+    if hkv > hq or hq % hkv:
+        st.warning(t("kv.bad_heads", hq=hq, hkv=hkv))
+    s = DTYPE_BYTES[dtype]
+    total = kv_cache_bytes(B, L, n, hkv, dh, s)
+    m1, m2, m3 = st.columns(3)
+    m1.metric(t("kv.bytes"), f"{total:,}")
+    m2.metric("GiB", f"{total / 2**30:,.3f}")
+    m3.metric(t("kv.per_token"), f"{total / max(n, 1) / 2**10:,.1f} KiB")
+    st.markdown(t("kv.formula", B=B, L=L, n=f"{n:,}", hkv=hkv, dh=dh, s=f"{s:g}", total=f"{total:,}",
+                  gib=f"{total / 2**30:,.3f}"))
+    budget = st.number_input(t("kv.budget"), 0.5, 4096.0, 24.0, 0.5, key="kv_budget")
+    fit = max_tokens_for_budget(budget * 2**30, B, L, hkv, dh, s)
+    st.markdown(t("kv.budget_result", budget=f"{budget:g}", n=f"{fit:,}", B=B))
+    variants = attention_variants(B, L, n, hq, min(hkv, hq), dh, s)
+    grid = np.array(ns)
+    series = [(f"{v.name} (H_kv={v.n_kv_head})", np.array([kv_cache_bytes(B, L, x, v.n_kv_head, dh, s) for x in ns]))
+              for v in variants]
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        render.plot(bytes_figure(grid, series, n, x_label=t("kv.tokens"), y_label="GiB"), key="kv_bytes",
+                    filename="kv-bytes")
+    with c2:
+        render.plot(variants_figure([f"{v.name}\n{v.n_kv_head}" for v in variants], [v.bytes / 2**30 for v in variants],
+                                    [v.saving for v in variants], y_label="GiB", title=t("kv.variants_title")),
+                    key="kv_variants", filename="kv-variants")
+    g = variants[1]
+    st.markdown(t("kv.gqa_result", hq=hq, hkv=g.n_kv_head, saving=f"{g.saving:g}", mqa=f"{variants[2].saving:g}"))
+    st.caption(t("kv.mem_caveat"))
+
+
+# ---------------------------------------------------------------- measured speed ----
+@dataclass
+class _SpeedJob:
+    key: tuple
+    thread: threading.Thread | None = None
+    result: object = None
+    error: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+@st.cache_resource(show_spinner=False)
+def _speed_store():
+    """Results shared by all sessions, and one measurement at a time on this server."""
+    return {"results": {}, "lock": threading.BoundedSemaphore(1)}
+
+
+def _measure(job: _SpeedJob, model, prompt, n_new, device_name, store):
+    try:
+        from lmviz.kv_demo import measure_decode
+
+        job.result = measure_decode(model, prompt, n_new, device_name)
+        store["results"][job.key] = job.result
+    except Exception as e:  # noqa: BLE001 - shown to the user as a message
+        job.error = str(e)[:300]
+    finally:
+        store["lock"].release()
+        job.done.set()
+
+
+def sec_speed():
+    st.markdown(t("kv.speed_intro"))
+    try:
+        b = glue.live_bundle()
+    except Exception:  # noqa: BLE001
+        st.warning(t("kv.no_live"))
+        return
+    import lmviz
+
+    device = lmviz.device_name()
+    cfg = b.model.cfg
+    n_prompt = max(1, min(8, cfg.block_size // 4))
+    n_new = cfg.block_size - n_prompt if cfg.pos == "learned" else 120   # fill the context
+    key = (b.source, id(b.model), n_prompt, n_new)
+    store = _speed_store()
+    result = store["results"].get(key)
+    job = st.session_state.get("kv_speed_job")
+    if result is None and st.button(t("kv.measure", n=n_new, device=device), key="kv_measure"):
+        if not store["lock"].acquire(blocking=False):
+            st.info(t("kv.busy"))
+        else:
+            ids = (b.tokenizer.encode_lossy(t("kv.default_prompt"))[0] or [0]) * n_prompt
+            job = _SpeedJob(key)
+            job.thread = threading.Thread(target=_measure, daemon=True, name="lmviz-kv-speed",
+                                          args=(job, b.model, ids[:n_prompt], n_new, device, store))
+            st.session_state["kv_speed_job"] = job
+            job.thread.start()
+
+    @st.fragment(run_every=0.7 if job is not None and not job.done.is_set() else None)
+    def show():
+        j = st.session_state.get("kv_speed_job")
+        r = store["results"].get(key)
+        if r is None and j is not None and j.key == key:
+            if j.error:
+                st.error(t("kv.speed_error", err=render.escape(j.error)))
+                return
+            if not j.done.is_set():
+                st.info(t("kv.measuring", device=device))
+                return
+            r = j.result
+        if r is None:
+            st.caption(t("kv.speed_none"))
+            return
+        from lmviz.kv_demo import slope
+        from viz.kv_cache import speed_figure
+
+        render.plot(speed_figure(r.cache_len, r.cached_ms, r.uncached_ms, cached_name=t("kv.with"),
+                                 uncached_name=t("kv.without"), x_label=t("kv.ctx_len"), y_label="ms",
+                                 title=t("kv.speed_title", device=r.device)), key="kv_speed", filename="kv-speed")
+        s_c, s_u = slope(r.cache_len, r.cached_ms), slope(r.cache_len, r.uncached_ms)
+        st.markdown(t("kv.speed_result", n=len(r.cache_len) + 1, c=f"{r.total_cached_s:.3f}",
+                      u=f"{r.total_uncached_s:.3f}", x=f"{r.speedup:.1f}", device=r.device,
+                      sc=f"{s_c * 1000:.1f}", su=f"{s_u * 1000:.1f}"))
+        st.caption(t("kv.speed_caveat"))
+
+    show()
+
+
+render.run_sections([
+    ("kv.sec_walk", sec_walk),
+    ("kv.sec_live", sec_live),
+    ("kv.sec_why", sec_why),
+    ("kv.sec_memory", sec_memory),
+    ("kv.sec_speed", sec_speed),
+])
