@@ -382,7 +382,7 @@ def one_param_autograd(w: float = 1.0, x: float = 2.0, y: float = 6.0, lr: float
     grad = float(wt.grad)
     with torch.no_grad():
         w_new = float(wt - lr * wt.grad)
-    return OneParamStep(float(w), float(wt.detach() * x), float(loss), grad, w_new, w_new * x,
+    return OneParamStep(float(w), float(wt.detach() * x), float(loss.detach()), grad, w_new, w_new * x,
                         _one_param_loss(w_new, x, y))
 
 

@@ -1,0 +1,209 @@
+"""Chapter 3 · Autoregression: the chain rule (W4) on the toy sequence and on the live model,
+teacher forcing (W5), why training is parallel and generation is not, and the causal mask (W6)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import glue, render, urlstate
+from ui.chapters import by_slug
+from ui.i18n import t
+
+MAX_TOKENS_PARALLEL = 32   # prefix passes cost one forward each: keep the check well under 0.5 s
+
+render.page_header("ar.title", "ar.intro")
+_WARNED: list[bool] = []   # the "no model" warning is shown once per run
+
+
+# ---------------------------------------------------------------- cached pure work --------
+def _bundle():
+    """The live model, or None with a warning when none can be loaded yet."""
+    try:
+        return glue.live_bundle()
+    except Exception:  # noqa: BLE001 - a missing or bad model file must not crash the page
+        if not _WARNED:
+            st.warning(t("ar.no_model"))
+            _WARNED.append(True)
+        return None
+
+
+def _model_key(b) -> str:
+    return f"{b.source}:{id(b.model)}"
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _live_chain(text: str, model_key: str, _b):
+    from lmviz.lessons import sequence_log_probs
+
+    return sequence_log_probs(_b.model, _b.tokenizer, text)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _parallel(ids: tuple[int, ...], model_key: str, _b):
+    from lmviz.lessons import parallel_vs_sequential
+
+    return parallel_vs_sequential(_b.model, list(ids))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _attention(ids: tuple[int, ...], model_key: str, _b):
+    import torch
+
+    trace = _b.model.forward_trace(torch.tensor(ids, dtype=torch.long))
+    return [layer.weights.numpy() for layer in trace.layers]      # L x [H,T,T]
+
+
+def _sentence() -> str:
+    """The user's sentence, shared by the live sections (one text box, in the URL as ?s=)."""
+    return st.session_state.get("ar_text") or t("ar.live_default")
+
+
+# ---------------------------------------------------------------- sections ----------------
+def sec_chain():
+    from lmviz.lessons import toy_chain_rule
+    from viz.autoregression import chain_figure
+
+    render.md(t("ar.chain_md"))
+    st.latex(r"P(x_1,\ldots,x_n)=\prod_{t=1}^{n}P(x_t\mid x_{<t}),\qquad "
+             r"\log P(x_1,\ldots,x_n)=\sum_{t=1}^{n}\log P(x_t\mid x_{<t})")
+    r = toy_chain_rule()
+    left, right = st.columns([3, 2])
+    with left:
+        fig = chain_figure([f.token for f in r.factors], [f.prob for f in r.factors],
+                           contexts=[" ".join(f.prefix) for f in r.factors],
+                           x_title=t("ar.fig.position"), y_title=t("ar.fig.prob"),
+                           title=t("ar.fig.toy_title"))
+        render.plot(fig, key="ar_toy_chain", filename="chain-rule-toy")
+    with right:
+        rows = [{t("ar.col.factor"): f"P({f.token} | {' '.join(f.prefix)})", "P": round(f.prob, 4),
+                 "ln P": round(f.log_prob, 4)} for f in r.factors]
+        st.dataframe(rows, hide_index=True, width="stretch")
+        c1, c2 = st.columns(2)
+        c1.metric(t("ar.product"), f"{r.joint:.4f}")
+        c2.metric(t("ar.sum_logs"), f"{r.log_joint:.4f}")
+        st.caption(t("ar.check_exp", v=f"{r.log_joint:.4f}", p=f"{r.joint:.4f}"))
+    st.info(t("ar.made_up") + " " + t("common.filled_gap"))
+
+
+def sec_live():
+    from viz.autoregression import chain_figure
+
+    render.md(t("ar.live_md"))
+    urlstate.text(t("ar.live_label"), t("ar.live_default"), param="s", key="ar_text", max_chars=200)
+    text = _sentence()
+    b = _bundle()
+    if b is None:
+        return
+    try:
+        r = _live_chain(text, _model_key(b), b)
+    except ValueError:
+        st.warning(t("ar.too_short"))
+        return
+    if r.unknown:
+        st.warning(t("ar.unknown", chars=render.escape(" ".join(r.unknown[:20]))))
+    if r.truncated:
+        st.info(t("ar.truncated", n=len(r.tokens)))
+    fig = chain_figure(r.tokens[1:], r.probs, contexts=["".join(r.tokens[: i + 1]) for i in range(len(r.probs))],
+                       best=r.best, hover_best=t("ar.fig.best"), x_title=t("ar.fig.position"),
+                       y_title=t("ar.fig.prob"), title=t("ar.fig.live_title"))
+    render.plot(fig, key="ar_live_chain", filename="chain-rule-live")
+    c1, c2, c3 = st.columns(3)
+    c1.metric(t("ar.total_logp"), f"{r.total_log_prob:.2f}")
+    c2.metric(t("ar.mean_loss"), f"{r.mean_loss:.3f}")
+    c3.metric(t("ar.n_factors"), len(r.probs))
+    st.caption(t("ar.first_given", tok=render.escape(r.tokens[0]), src=t(f"ar.src.{b.source}")))
+
+
+def sec_teacher():
+    from lmviz.lessons import teacher_forcing, toy_teacher_forcing
+
+    render.md(t("ar.tf_md"))
+    cols = st.columns(2)
+    for col, code in zip(cols, ("en", "zh")):
+        tf = toy_teacher_forcing(code)
+        with col:
+            st.markdown(f"**{t('ar.tf_pairs', n=len(tf.pairs))}**")
+            rows = [{"t": i + 1, t("ar.col.input"): " ".join(p.context), t("ar.col.label"): p.target}
+                    for i, p in enumerate(tf.pairs)]
+            st.dataframe(rows, hide_index=True, width="stretch")
+            shift = {t("ar.col.input"): tf.inputs, t("ar.col.label"): tf.labels}
+            st.dataframe([{"": k, **{str(i + 1): v for i, v in enumerate(vals)}} for k, vals in shift.items()],
+                         hide_index=True, width="stretch")
+    b = _bundle()
+    if b is not None:
+        ids, _ = b.tokenizer.encode_lossy(_sentence())
+        toks = [b.tokenizer.token(i) for i in ids[:12]]
+        if len(toks) >= 2:
+            tf = teacher_forcing(toks)
+            st.markdown(t("ar.tf_live", n=len(tf.pairs)))
+            st.dataframe([{"": t("ar.col.input"), **{str(i + 1): repr(v)[1:-1] for i, v in enumerate(tf.inputs)}},
+                          {"": t("ar.col.label"), **{str(i + 1): repr(v)[1:-1] for i, v in enumerate(tf.labels)}}],
+                         hide_index=True, width="stretch")
+    st.caption(t("ar.tf_note"))
+
+
+def sec_parallel():
+    render.md(t("ar.par_md"))
+    b = _bundle()
+    if b is None:
+        return
+    ids, _ = b.tokenizer.encode_lossy(_sentence())
+    ids = tuple(ids[: min(MAX_TOKENS_PARALLEL, b.model.cfg.block_size)])
+    if len(ids) < 2:
+        st.warning(t("ar.too_short"))
+        return
+    c = _parallel(ids, _model_key(b), b)
+    c1, c2, c3 = st.columns(3)
+    c1.metric(t("ar.par_passes"), t("ar.par_passes_v", one=1, n=c.n))
+    c2.metric(t("ar.par_diff"), f"{c.max_diff:.1e}")
+    c3.metric(t("ar.par_future"), f"{c.future_diff:.1e}")
+    st.caption(t("ar.par_caption", n=c.n, last=f"{c.last_diff:.2f}"))
+    render.md(t("ar.gen_md"))
+
+
+def sec_mask():
+    import numpy as np
+
+    from lmviz.lessons import causal_mask_demo, toy_scores
+    from lmviz.tokenizer import TOY_EN
+    from viz.autoregression import attention_figure, mask_figure
+
+    render.md(t("ar.mask_md"))
+    T = urlstate.slider(t("ar.mask_T"), 2, 6, 5, 1, param="T", key="ar_mask_T")
+    d = causal_mask_demo(toy_scores(6)[:T, :T])
+    fig = mask_figure(d.scores.numpy(), d.masked.numpy(), d.weights.numpy(), TOY_EN[:T],
+                      titles=(t("ar.fig.scores"), t("ar.fig.masked"), t("ar.fig.weights")),
+                      x_title=t("ar.fig.key"), y_title=t("ar.fig.query"))
+    render.plot(fig, key="ar_mask", filename="causal-mask")
+    above = float(np.triu(d.weights.numpy(), 1).sum())
+    st.caption(t("ar.mask_caption", above=f"{above:g}") + " " + t("ar.scores_made_up"))
+
+    b = _bundle()
+    if b is None:
+        return
+    ids, _ = b.tokenizer.encode_lossy(_sentence())
+    ids = tuple(ids[: min(24, b.model.cfg.block_size)])
+    if len(ids) >= 2:
+        weights = _attention(ids, _model_key(b), b)
+        c1, c2 = st.columns(2)
+        layer = c1.selectbox(t("ar.layer"), range(len(weights)), key="ar_layer")
+        head = c2.selectbox(t("ar.head"), range(weights[layer].shape[0]), key="ar_head")
+        w = weights[layer][head]
+        fig = attention_figure(w, [b.tokenizer.token(i) for i in ids], x_title=t("ar.fig.key"),
+                               y_title=t("ar.fig.query"),
+                               title=t("ar.fig.live_attn", layer=layer, head=head))
+        render.plot(fig, key="ar_live_attn", filename="causal-attention-live")
+        st.caption(t("ar.live_attn_caption", above=f"{float(np.triu(w, 1).sum()):g}"))
+    att = by_slug("attention")
+    if att.exists:
+        st.page_link(att.file, label=t("ar.to_attention"), icon=":material/arrow_forward:")
+    else:
+        st.caption(t("ar.to_attention"))
+
+
+render.run_sections([
+    ("ar.sec_chain", sec_chain),
+    ("ar.sec_live", sec_live),
+    ("ar.sec_teacher", sec_teacher),
+    ("ar.sec_parallel", sec_parallel),
+    ("ar.sec_mask", sec_mask),
+])

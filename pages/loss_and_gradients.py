@@ -1,0 +1,270 @@
+"""Chapter 6 · Logits, loss and gradients: softmax and cross-entropy on [2, 1, -1] (W13, W14),
+perplexity of the live model (W15), the one-parameter model stepped by hand and by autograd (W16),
+one SGD step on an embedding entry (W7), and mini-batch gradient noise measured on the live model."""
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import glue, render, urlstate
+from ui.i18n import t
+
+NAMES = ("A", "B", "C")
+PPL_SOURCES = ("english", "chinese", "code", "own")
+MAX_PPL_CHARS = 2000          # scoring 2,000 characters takes well under half a second
+NOISE_PARAMS = ("last_q", "last_mlp", "first_q")
+NOISE_CORPORA = ("english", "chinese", "code")
+
+render.page_header("loss.title", "loss.intro")
+_WARNED: list[bool] = []   # the "no model" warning is shown once per run
+
+
+# ---------------------------------------------------------------- shared helpers ---------
+def _bundle():
+    """The live model, or None with a warning when none can be loaded yet."""
+    try:
+        return glue.live_bundle()
+    except Exception:  # noqa: BLE001 - a missing or bad model file must not crash the page
+        if not _WARNED:
+            st.warning(t("loss.no_model"))
+            _WARNED.append(True)
+        return None
+
+
+def _model_key(b) -> str:
+    return f"{b.source}:{id(b.model)}"
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _heldout(name: str) -> str:
+    """The first MAX_PPL_CHARS characters of the last 10% of a corpus (text the model did not train on)."""
+    from lmviz.data import load_corpus, split
+
+    text = load_corpus(name)
+    return split(text, 0.1)[1][:MAX_PPL_CHARS]
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _ppl(text: str, model_key: str, _b):
+    from lmviz.lessons import perplexity
+
+    return perplexity(_b.model, _b.tokenizer, text)
+
+
+def _param_name(kind: str, n_layer: int) -> str:
+    last = n_layer - 1
+    return {"last_q": f"blocks.{last}.attn.c_q.weight", "last_mlp": f"blocks.{last}.mlp.c_fc.weight",
+            "first_q": "blocks.0.attn.c_q.weight"}[kind]
+
+
+@st.cache_resource(show_spinner=False)
+def _pool():
+    """One worker thread per server for the gradient-noise measurement (never the script thread)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="lmviz-grad-noise")
+
+
+def _noise_work(model, tokenizer, corpus: str, param: str):
+    import torch
+
+    from lmviz.data import load_corpus, split
+    from lmviz.lessons import gradient_noise
+
+    text = split(load_corpus(corpus), 0.1)[0][:400_000]
+    ids, _ = tokenizer.encode_lossy(text)
+    return gradient_noise(model, torch.tensor(ids, dtype=torch.long), batch_sizes=(1, 4, 16, 64),
+                          draws=5, ref_batch=256, block=32, param=param, seed=0)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _noise_job(model_key: str, corpus: str, param: str, _b):
+    """A Future for one measurement, shared by every session asking the same question."""
+    return _pool().submit(_noise_work, _b.model, _b.tokenizer, corpus, param)
+
+
+# ---------------------------------------------------------------- sections ----------------
+@st.fragment
+def sec_softmax():
+    from lmviz.lessons import cross_entropy
+    from viz.loss import nll_curve_figure, softmax_figure
+
+    render.md(t("loss.softmax_md"))
+    st.latex(r"p_i=\frac{e^{z_i}}{\sum_j e^{z_j}},\qquad L=-\ln p_{\text{answer}},\qquad "
+             r"\frac{\partial L}{\partial z_i}=p_i-[i=\text{answer}]")
+    cols = st.columns(4)
+    z = []
+    for col, name, default in zip(cols, NAMES, (2.0, 1.0, -1.0)):
+        with col:
+            z.append(urlstate.slider(t("loss.logit", name=name), -5.0, 5.0, default, 0.1,
+                                     param=f"z{name.lower()}", key=f"loss_z{name.lower()}"))
+    with cols[3]:
+        ans = urlstate.selectbox(t("loss.answer"), NAMES, 1, param="ans", key="loss_ans")
+    target = NAMES.index(ans)
+    ce = cross_entropy(z, target)
+    left, right = st.columns([3, 2])
+    with left:
+        fig = softmax_figure(list(NAMES), ce.logits, ce.probs, target,
+                             titles=(t("loss.fig.logits"), t("loss.fig.probs")), answer=t("loss.fig.answer"))
+        render.plot(fig, key="loss_softmax", filename="softmax")
+    with right:
+        fig = nll_curve_figure(ce.probs[target], x_title=t("loss.fig.p_answer"), y_title=t("loss.fig.nll"),
+                               point=f"L = {ce.loss:.2f}")
+        render.plot(fig, key="loss_nll", filename="cross-entropy")
+    rows = [{"": name, "z": round(zi, 3), "p = softmax(z)": round(p, 4), "∂L/∂z = p − y": round(g, 4)}
+            for name, zi, p, g in zip(NAMES, ce.logits, ce.probs, ce.grad)]
+    c1, c2 = st.columns([3, 1])
+    c1.dataframe(rows, hide_index=True, width="stretch")
+    c2.metric(t("loss.loss_metric", name=ans), f"{ce.loss:.3f}")
+    ref = cross_entropy([2.0, 1.0, -1.0], 1)
+    st.caption(t("loss.notes_check", p=", ".join(f"{p:.3f}" for p in ref.probs), pb=f"{ref.probs[1]:.3f}",
+                 loss=f"{ref.loss:.2f}", torch=f"{ce.torch_loss:.4f}"))
+    render.md(t("loss.grad_md"))
+
+
+def sec_ppl():
+    render.md(t("loss.ppl_md"))
+    st.latex(r"\mathrm{PPL}=\exp\Big(-\frac{1}{n}\sum_{t}\ln P(x_t\mid x_{<t})\Big)")
+    b = _bundle()
+    if b is None:
+        return
+    labels = {s: t(f"loss.src.{s}") for s in PPL_SOURCES}   # a dict made now (AppTest formats later)
+    src = st.radio(t("loss.ppl_source"), PPL_SOURCES, format_func=labels.__getitem__,
+                   horizontal=True, key="loss_ppl_src")
+    if src == "own":
+        text = st.text_area(t("loss.ppl_own"), value=t("loss.ppl_own_default"), max_chars=MAX_PPL_CHARS,
+                            key="loss_ppl_text", height=100)
+    else:
+        try:
+            text = _heldout(src)
+        except ValueError:
+            st.warning(t("loss.no_corpus"))
+            return
+        with st.expander(t("loss.ppl_show", n=len(text))):
+            st.text(text)
+    try:
+        r = _ppl(text, _model_key(b), b)
+    except ValueError:
+        st.warning(t("loss.too_short"))
+        return
+    if r.unknown:
+        st.warning(t("loss.unknown", n=len(r.unknown), chars=render.escape(" ".join(r.unknown[:20]))))
+    c = st.columns(4)
+    c[0].metric(t("loss.mean_loss"), f"{r.mean_loss:.3f}")
+    c[1].metric(t("loss.ppl"), f"{r.ppl:.2f}")
+    c[2].metric(t("loss.uniform"), f"{r.vocab_size}")
+    c[3].metric(t("loss.bpc"), f"{r.bits_per_char:.2f}")
+    st.caption(t("loss.ppl_caption", n=r.n_tokens, loss=f"{r.mean_loss:.3f}", ppl=f"{r.ppl:.2f}", v=r.vocab_size))
+    st.info(t("loss.ppl_caveat", words=r.n_words, ppl_w=f"{r.ppl_per_word:,.0f}", ppl=f"{r.ppl:.2f}"))
+
+
+@st.fragment
+def sec_onestep():
+    from lmviz.lessons import one_param_autograd, one_param_descent, one_param_step
+    from viz.loss import descent_figure
+
+    render.md(t("loss.one_md"))
+    c1, c2 = st.columns(2)
+    with c1:
+        lr = urlstate.slider(t("loss.lr"), 0.01, 0.7, 0.1, 0.01, param="lr", key="loss_lr")
+    with c2:
+        steps = urlstate.slider(t("loss.steps"), 1, 20, 5, 1, param="steps", key="loss_steps")
+    hand, auto = one_param_step(1.0, 2.0, 6.0, lr), one_param_autograd(1.0, 2.0, 6.0, lr)
+    path = one_param_descent(1.0, 2.0, 6.0, lr, steps)
+    left, right = st.columns([3, 2])
+    with left:
+        ws = [path[0].w] + [s.w_new for s in path]
+        losses = [path[0].loss] + [s.loss_new for s in path]
+        fig = descent_figure(ws, losses, 2.0, 6.0, x_title="w", y_title="L(w) = (2w − 6)² / 2",
+                             step_name=t("loss.fig.steps"), curve_name=t("loss.fig.curve"))
+        render.plot(fig, key="loss_descent", filename="one-parameter-descent")
+    with right:
+        fields = [("ŷ = w·x", "y_hat"), ("L", "loss"), ("dL/dw", "grad"), ("w′ = w − η·dL/dw", "w_new"),
+                  ("ŷ′", "y_hat_new"), ("L′", "loss_new")]
+        rows = [{"": label, t("loss.by_hand"): f"{getattr(hand, f):.4g}",
+                 t("loss.by_autograd"): f"{getattr(auto, f):.4g}"} for label, f in fields]
+        st.dataframe(rows, hide_index=True, width="stretch")
+        factor = 1 - lr * 4
+        key = "loss.converges" if abs(factor) < 1 else "loss.diverges"
+        (st.success if abs(factor) < 1 else st.warning)(t(key, f=f"{factor:+.2f}", lr=f"{lr:g}"))
+    st.caption(t("loss.one_caption"))
+
+
+def sec_sgd():
+    from lmviz.lessons import sgd_step
+
+    render.md(t("loss.sgd_md"))
+    s = sgd_step(0.80, 0.30, 0.10)
+    st.latex(rf"E_{{\text{{robot}},1}} \leftarrow {s.param:.2f} - {s.lr:.2f}\times{s.grad:.2f} = {s.new:.2f}")
+    st.caption(t("loss.sgd_caption", v=f"{s.new_torch:.2f}"))
+
+
+def sec_noise():
+    render.md(t("loss.noise_md"))
+    b = _bundle()
+    if b is None:
+        return
+    c1, c2 = st.columns(2)
+    corpus_labels = {s: t(f"loss.src.{s}") for s in NOISE_CORPORA}
+    param_labels = {s: t(f"loss.param.{s}") for s in NOISE_PARAMS}
+    corpus = c1.selectbox(t("loss.noise_corpus"), NOISE_CORPORA, format_func=corpus_labels.__getitem__,
+                          key="loss_noise_corpus")
+    kind = c2.selectbox(t("loss.noise_param"), NOISE_PARAMS, format_func=param_labels.__getitem__,
+                        key="loss_noise_param")
+    param = _param_name(kind, b.model.cfg.n_layer)
+    request = (_model_key(b), corpus, param)
+    if st.button(t("loss.noise_run"), key="loss_noise_go", icon=":material/play_arrow:"):
+        st.session_state["loss_noise_req"] = request
+    if st.session_state.get("loss_noise_req") != request:
+        st.caption(t("loss.noise_hint"))
+        return
+    job = _noise_job(*request, b)
+
+    @st.fragment(run_every=1.0 if not job.done() else None)
+    def _result():
+        if not job.done():
+            st.info(t("loss.noise_wait"), icon=":material/hourglass_top:")
+            return
+        if st.session_state.get("loss_noise_polled"):
+            st.session_state["loss_noise_polled"] = False
+            st.rerun()   # redraw the page once so that the polling stops
+        _draw_noise(job)
+
+    if not job.done():
+        st.session_state["loss_noise_polled"] = True
+    _result()
+
+
+def _draw_noise(job):
+    import numpy as np
+
+    from viz.loss import noise_error_figure, noise_scatter_figure
+
+    try:
+        r = job.result()
+    except Exception:  # noqa: BLE001 - a failed measurement is shown, never raised
+        st.error(t("loss.noise_failed"))
+        return
+    left, right = st.columns(2)
+    with left:
+        fig = noise_scatter_figure(r.rows, r.ref_norm, x_title=t("loss.fig.along"), y_title=t("loss.fig.across"),
+                                   ref_name=t("loss.fig.ref", n=r.ref_batch), batch_name=t("loss.fig.batch"))
+        render.plot(fig, key="loss_noise_scatter", filename="gradient-noise")
+    with right:
+        fig = noise_error_figure(r.rows, x_title=t("loss.fig.batch_size"), y_title=t("loss.fig.rel_err"),
+                                 measured=t("loss.fig.measured"), guide=t("loss.fig.guide"))
+        render.plot(fig, key="loss_noise_err", filename="gradient-noise-error")
+    rows = [{t("loss.fig.batch_size"): row.batch_size,
+             t("loss.col.cos"): round(float(np.mean(row.cosines)), 3),
+             t("loss.col.err"): round(float(np.mean(row.rel_errors)), 3)} for row in r.rows]
+    st.dataframe(rows, hide_index=True, width="stretch")
+    st.caption(t("loss.noise_caption", param=r.param, shape=" × ".join(map(str, r.shape)), n=r.ref_batch,
+                 block=r.block, loss=f"{r.ref_loss:.3f}", draws=len(r.rows[0].cosines)))
+
+
+render.run_sections([
+    ("loss.sec_softmax", sec_softmax),
+    ("loss.sec_ppl", sec_ppl),
+    ("loss.sec_onestep", sec_onestep),
+    ("loss.sec_sgd", sec_sgd),
+    ("loss.sec_noise", sec_noise),
+])
