@@ -1,0 +1,88 @@
+"""The /kv-cache page in AppTest, both languages: step the W25 walk-through, move the W27
+calculator, edit a token, and run the live stepper and the speed measurement on a session model."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.apptest_util import all_text, decode, figures, open_page
+from ui.i18n import translate
+
+PAGE = "pages/kv_cache.py"
+pytestmark = pytest.mark.apptest
+
+
+def cache_rows_shown(at, lang) -> list[int]:
+    """Rows present (not blank) in every heatmap of the first K/V cache figure."""
+    k_title = translate("kv.k_cache", lang)
+    for fig in figures(at):
+        ann = " ".join(a.get("text", "") for a in fig["layout"].get("annotations", []))
+        if k_title in ann:
+            return [int((~np.isnan(decode(tr["z"]).astype(float)).all(axis=1)).sum()) for tr in fig["data"]]
+    raise AssertionError("no cache figure")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_walkthrough_steps_add_one_row_per_layer(lang):
+    at = open_page(PAGE, lang)
+    assert at.slider[0].key == "kv_step"                 # the cheap step slider comes first
+    assert set(cache_rows_shown(at, lang)) == {3}        # prefill: 3 prompt rows in every K and V
+    text = all_text(at)
+    assert "学习" in text and "p = " in text              # prefill predicts 学习
+    at.slider(key="kv_step").set_value(1).run()
+    assert not at.exception
+    assert set(cache_rows_shown(at, lang)) == {4}
+    at.slider(key="kv_step").set_value(2).run()
+    assert set(cache_rows_shown(at, lang)) == {5}
+    assert "数学" in all_text(at)
+    step2 = translate("kv.step_decode", lang, step=2, token="数学", row=4, pred="<结束>", p=0.0, n=5)
+    assert step2.split("**")[1] in all_text(at)         # "Step 2 — decode." in the page's language
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_calculator_w27_and_gqa(lang):
+    at = open_page(PAGE, lang)
+    values = [m.value for m in at.metric]
+    assert "2,147,483,648" in values                    # W27: 2 GiB
+    assert "2.000" in values
+    at.slider(key="kv_hkv").set_value(32).run()          # MHA: 4x the GQA cache
+    assert "8,589,934,592" in [m.value for m in at.metric]
+    at.selectbox(key="kv_preset").set_value("Llama-2-70B").run()
+    assert not at.exception
+    assert at.slider(key="kv_L").value == 80 and at.slider(key="kv_hkv").value == 8
+    assert at.select_slider(key="kv_n").value == 4096
+    # 2 x 80 x 4096 x 8 x 128 x 2 bytes
+    assert f"{2 * 80 * 4096 * 8 * 128 * 2:,}" in [m.value for m in at.metric]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_edit_invalidates_rows_from_the_edit(lang):
+    at = open_page(PAGE, lang)
+    at.selectbox(key="kv_edit_pos").set_value(3).run()
+    assert not at.exception
+    text = all_text(at)
+    rows = translate("kv.edit_result", lang, kept="x", n_kept=3, n_redo=2, rows="3, 4")
+    assert rows.split("x")[1][:12] in text                # "...(x). Rows to recompute: 2..."
+    assert "3, 4" in text
+
+
+def test_live_stepper_and_speed_on_a_session_model():
+    from lmviz.kv_demo import load_toy
+    from ui.glue import Bundle
+
+    toy = load_toy()
+    at = open_page(PAGE, "en")
+    at.session_state["lmviz_session_bundle"] = Bundle(toy.model, toy.tokenizer, {}, "session")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.select_slider(key="kv_live_step").value == 0
+    at.select_slider(key="kv_live_step").set_value(2).run()
+    assert not at.exception
+    at.button(key="kv_measure").click().run()
+    job = at.session_state["kv_speed_job"]
+    job.thread.join(60)
+    assert job.done.is_set() and job.error is None
+    at.run()
+    title = translate("kv.speed_title", "en", device=job.result.device)
+    assert any(f["layout"].get("title", {}).get("text") == title for f in figures(at))
+    assert "faster" in all_text(at)
