@@ -82,8 +82,9 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
     with c2:
         head = urlstate.slider(t("att.head"), 1, n_head, 1, param="h", key="att_head")
     with c3:
+        names = {s: t(f"att.stage.{s}") for s in STAGES}   # translated now, not at format time
         stage = urlstate.selectbox(t("att.stage"), STAGES, param="st", key="att_stage",
-                                   format_func=lambda s: t(f"att.stage.{s}"))
+                                   format_func=names.__getitem__)
     tr = _trace(b.model, f"{b.source}:{id(b.model)}", tuple(ids))
     L = tr.layers[layer - 1]
     h = head - 1

@@ -120,8 +120,9 @@ def sec_positions():
     from lmviz.model import sinusoidal_positions
     from viz.attention import heatmap
 
+    names = {s: t(f"emb.scheme.{s}") for s in SCHEMES}   # translated now, not at format time
     scheme = urlstate.selectbox(t("emb.scheme"), SCHEMES, param="pos", key="emb_scheme",
-                                format_func=lambda s: t(f"emb.scheme.{s}"))
+                                format_func=names.__getitem__)
     st.markdown(t(f"emb.scheme_text.{scheme}"))
     if scheme == "rope":
         _rope()
