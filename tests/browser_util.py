@@ -106,7 +106,17 @@ def exceptions(page) -> list[str]:
 def shot(page, name: str) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"
+    # Streamlit scrolls inside its main container, so a "full page" shot would only show the
+    # viewport: grow the viewport to the content's height (capped) for the shot, then restore it.
+    size = page.viewport_size
+    height = page.evaluate("() => { const m = document.querySelector('[data-testid=stMain]');"
+                           " return m ? m.scrollHeight : document.body.scrollHeight; }")
+    if size and height > size["height"]:
+        page.set_viewport_size({"width": size["width"], "height": min(int(height), 8000)})
+        page.wait_for_timeout(700)
     page.screenshot(path=str(path), full_page=True)
+    if size:
+        page.set_viewport_size(size)
     return path
 
 
