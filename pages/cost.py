@@ -204,6 +204,7 @@ def _tiled(q, k, v, bq: int, bk: int, causal: bool, row: int):
     return out.numpy(), dense.numpy(), tr
 
 
+@st.fragment   # its widgets rerun only this section
 def sec_flash() -> None:
     render.md(t("cost.flash_intro"))
     top = st.container()        # the tile stepper goes first (it is the page's main slider)
@@ -301,6 +302,7 @@ def sec_flash() -> None:
         st.caption(t("common.filled_gap"))
 
 
+@st.fragment   # its widgets rerun only this section
 def sec_traffic() -> None:
     render.md(t("cost.traffic_intro"))
     with render.controls():
@@ -338,6 +340,7 @@ def sec_traffic() -> None:
 
 
 # ---------------------------------------------------------------- 3. where the time goes ---
+@st.fragment   # its widgets rerun only this section
 def sec_where() -> None:
     b = _bundle()
     if b is None:
@@ -376,6 +379,7 @@ def sec_where() -> None:
 
 
 # ---------------------------------------------------------------- 4. budgets ---------------
+@st.fragment   # its widgets rerun only this section
 def sec_budget() -> None:
     render.md(t("cost.budget_intro"))
     c1, c2, c3 = st.columns(3)

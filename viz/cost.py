@@ -108,19 +108,20 @@ def tile_grid_figure(states, block_q: int, block_k: int, *, row: int, state_name
     fig = go.Figure(go.Heatmap(z=z, zmin=-0.5, zmax=k - 0.5, colorscale=scale, showscale=False,
                                customdata=names, xgap=0.5, ygap=0.5,
                                hovertemplate="q=%{y}, k=%{x}: %{customdata}<extra></extra>"))
-    line = dict(color="#444444", width=1.5)
-    for x in range(0, n_k + 1, block_k):
-        fig.add_shape(type="line", x0=x - 0.5, x1=x - 0.5, y0=-0.5, y1=n_q - 0.5, line=line)
-    for y in range(0, n_q + 1, block_q):
-        fig.add_shape(type="line", x0=-0.5, x1=n_k - 0.5, y0=y - 0.5, y1=y - 0.5, line=line)
-    if n_k % block_k:
-        fig.add_shape(type="line", x0=n_k - 0.5, x1=n_k - 0.5, y0=-0.5, y1=n_q - 0.5, line=line)
-    if n_q % block_q:
-        fig.add_shape(type="line", x0=-0.5, x1=n_k - 0.5, y0=n_q - 0.5, y1=n_q - 0.5, line=line)
-    fig.add_shape(type="rect", x0=-0.5, x1=n_k - 0.5, y0=row - 0.5, y1=row + 0.5,
-                  line=dict(color=COLORS["query"], width=3))
-    fig.add_annotation(x=n_k - 0.5, y=row, text=row_text, showarrow=False, xanchor="left",
-                       font=dict(color=COLORS["query"]))
+    # tile borders and the traced row's outline as two line traces (one shape per line is slow)
+    xs = sorted({*range(0, n_k, block_k), n_k})
+    ys = sorted({*range(0, n_q, block_q), n_q})
+    bx, by = [], []
+    for x in xs:
+        bx += [x - 0.5, x - 0.5, None]; by += [-0.5, n_q - 0.5, None]
+    for y in ys:
+        bx += [-0.5, n_k - 0.5, None]; by += [y - 0.5, y - 0.5, None]
+    fig.add_trace(go.Scatter(x=bx, y=by, mode="lines", line=dict(color="#444444", width=1.5),
+                             hoverinfo="skip", showlegend=False))
+    fig.add_trace(go.Scatter(x=[-0.5, n_k - 0.5, n_k - 0.5, -0.5, -0.5],
+                             y=[row - 0.5, row - 0.5, row + 0.5, row + 0.5, row - 0.5], mode="lines",
+                             line=dict(color=COLORS["query"], width=3), hoverinfo="skip",
+                             name=row_text))
     for i, (name, c) in enumerate(zip(state_names, _STATE_COLORS)):  # legend swatches
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name,
                                  marker=dict(symbol="square", size=14, color=c,
