@@ -1,0 +1,81 @@
+"""AppTest of /autoregression in both languages: the W4 factors and W5 tables come from the core,
+the live chain rule follows the sentence, and the mask slider redraws a lower-triangular map."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from lmviz.lessons import toy_chain_rule
+from tests.apptest_util import decode, figures, open_page
+from ui.i18n import translate
+
+PAGE = "pages/autoregression.py"
+pytestmark = pytest.mark.apptest
+
+
+def _fig(at, title_key, lang, **fmt):
+    want = translate(title_key, lang, **fmt)
+    for f in figures(at):
+        if f["layout"].get("title", {}).get("text") == want:
+            return f
+    raise AssertionError(f"no figure titled {want!r}")
+
+
+def _metric(at, key, lang):
+    return next(m.value for m in at.metric if m.label == translate(key, lang))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_toy_chain_rule_and_teacher_forcing(lang):
+    at = open_page(PAGE, lang)
+    r = toy_chain_rule()
+    fig = _fig(at, "ar.fig.toy_title", lang)
+    assert np.allclose(decode(fig["data"][0]["y"]), [f.prob for f in r.factors])
+    assert _metric(at, "ar.product", lang) == f"{r.joint:.4f}" == "0.1201"
+    assert float(_metric(at, "ar.sum_logs", lang)) == pytest.approx(math.log(0.12012), abs=1e-4)
+    # W5: five English pairs, four Chinese pairs, labels shifted by one
+    pair_tables = [d.value for d in at.dataframe if translate("ar.col.label", lang) in d.value.columns]
+    assert [len(t) for t in pair_tables[:2]] == [5, 4]
+    assert list(pair_tables[1][translate("ar.col.label", lang)]) == ["我", "喜欢", "学习", "<结束>"]
+    assert translate("common.filled_gap", lang) in " ".join(i.value for i in at.info)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_live_chain_rule_follows_the_sentence(lang):
+    at = open_page(PAGE, lang)
+    at.text_input(key="ar_text").set_value("the cat sat on the mat").run()
+    assert not at.exception
+    fig = _fig(at, "ar.fig.live_title", lang)
+    probs = decode(fig["data"][0]["y"])
+    assert len(probs) == len("the cat sat on the mat") - 1
+    assert float(_metric(at, "ar.total_logp", lang)) == pytest.approx(np.log(probs).sum(), abs=0.01)
+    assert int(_metric(at, "ar.n_factors", lang)) == len(probs)
+    # one pass equals the prefix passes; changing the future does not move the past
+    assert float(_metric(at, "ar.par_diff", lang)) < 1e-3
+    assert float(_metric(at, "ar.par_future", lang)) == 0.0
+
+
+def test_unknown_and_too_short_text_warn_instead_of_failing():
+    at = open_page(PAGE, "en")
+    at.text_input(key="ar_text").set_value("ab\u2603c").run()   # a snowman is in no corpus
+    assert not at.exception
+    assert any("\u2603" in w.value for w in at.warning)
+    at.text_input(key="ar_text").set_value("\u2603").run()
+    assert not at.exception
+    assert any(w.value == translate("ar.too_short", "en") for w in at.warning)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_mask_slider_redraws_a_lower_triangular_map(lang):
+    at = open_page(PAGE, lang)
+    at.slider(key="ar_mask_T").set_value(3).run()
+    assert not at.exception
+    mask = next(f for f in figures(at) if len(f["data"]) == 4)    # scores, grey cells, masked, weights
+    w = decode(mask["data"][3]["z"])
+    assert w.shape == (3, 3)
+    assert np.allclose(np.triu(w, 1), 0) and np.allclose(w.sum(1), 1)
+    live = _fig(at, "ar.fig.live_attn", lang, layer=0, head=0)
+    lw = decode(live["data"][0]["z"])
+    assert np.allclose(np.triu(lw, 1), 0) and np.allclose(lw.sum(1), 1, atol=1e-5)

@@ -1,0 +1,83 @@
+"""AppTest of /loss-and-gradients in both languages: the logits sliders drive softmax and
+cross-entropy (W13/W14), W16 by hand equals autograd, perplexity is exp(mean loss) (W15), and the
+background mini-batch measurement ends with noise that shrinks as the batch grows."""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from tests.apptest_util import decode, figures, open_page
+from ui.i18n import translate
+
+PAGE = "pages/loss_and_gradients.py"
+pytestmark = pytest.mark.apptest
+
+
+def _metric(at, key, lang, **fmt):
+    return next(m.value for m in at.metric if m.label == translate(key, lang, **fmt))
+
+
+def _probs(at):
+    spec = figures(at)[0]
+    return decode(spec["data"][1]["y"])           # right panel: p = softmax(z)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_logit_sliders_drive_softmax_and_cross_entropy(lang):
+    at = open_page(PAGE, lang)
+    assert np.round(_probs(at), 3).tolist() == [0.705, 0.259, 0.035]
+    exact = -math.log(math.e / (math.e ** 2 + math.e + math.e ** -1))        # = 1.349, the notes' 1.35
+    assert float(_metric(at, "loss.loss_metric", lang, name="B")) == pytest.approx(exact, abs=1e-3)
+    assert "1.35" in " ".join(c.value for c in at.caption)
+    at.slider(key="loss_zb").set_value(3.0).run()            # B now has the largest logit
+    p = _probs(at)
+    assert p.argmax() == 1 and p.sum() == pytest.approx(1.0)
+    assert float(_metric(at, "loss.loss_metric", lang, name="B")) == pytest.approx(-math.log(p[1]), abs=1e-3)
+    at.selectbox(key="loss_ans").set_value("C").run()
+    assert float(_metric(at, "loss.loss_metric", lang, name="C")) == pytest.approx(-math.log(_probs(at)[2]), abs=1e-3)
+    assert at.query_params["zb"] in (["3"], "3")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_one_parameter_step_by_hand_equals_autograd(lang):
+    at = open_page(PAGE, lang)
+    table = next(d.value for d in at.dataframe if translate("loss.by_autograd", lang) in d.value.columns)
+    hand, auto = list(table[translate("loss.by_hand", lang)]), list(table[translate("loss.by_autograd", lang)])
+    assert hand == auto == ["2", "8", "-8", "1.8", "3.6", "2.88"]
+    assert at.success and not at.warning
+    at.slider(key="loss_lr").set_value(0.6).run()            # 1 - 4 * 0.6 = -1.4: diverges
+    assert any(translate("loss.diverges", lang, f="-1.40", lr="0.6") == w.value for w in at.warning)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_perplexity_is_exp_of_the_mean_loss(lang):
+    at = open_page(PAGE, lang)
+    loss = float(_metric(at, "loss.mean_loss", lang))
+    ppl = float(_metric(at, "loss.ppl", lang))
+    assert ppl == pytest.approx(math.exp(loss), rel=2e-3)
+    assert 1 < ppl < int(_metric(at, "loss.uniform", lang))  # the model beats a uniform guess
+    at.radio(key="loss_ppl_src").set_value("own").run()
+    at.text_area(key="loss_ppl_text").set_value("ab\u2603c").run()
+    assert not at.exception and any("\u2603" in w.value for w in at.warning)
+
+
+def test_gradient_noise_runs_in_the_background_and_shrinks_with_batch_size():
+    at = open_page(PAGE, "en")
+    n = len(figures(at))
+    at.button(key="loss_noise_go").click().run()
+    assert not at.exception
+    deadline = time.time() + 120
+    while len(figures(at)) < n + 2 and time.time() < deadline:
+        time.sleep(1)
+        at.run()
+    assert len(figures(at)) == n + 2, "the measurement finished and drew its two figures"
+    err = figures(at)[-1]
+    bs, means = decode(err["data"][-2]["x"]), decode(err["data"][-2]["y"])
+    assert list(bs) == [1, 4, 16, 64]
+    assert means[-1] < means[0]                           # bigger batches land closer to the reference
+    table = at.dataframe[-1].value
+    cos = list(table[translate("loss.col.cos", "en")])
+    assert cos[-1] > cos[0]
