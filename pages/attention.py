@@ -120,9 +120,53 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
     st.caption(t("att.caveat"))
 
 
-def sec_w17():
+# The figures below depend only on the language (and d_k): built once, shared read-only.
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _w17_fig(code: str):
     from lmviz.explain import weighted_sum_terms
     from viz.attention import weighted_sum_figure
+
+    ws = weighted_sum_terms([0.2, 0.3, 0.5], [[1, 0], [0, 2], [2, 2]])
+    return weighted_sum_figure(ws, ["v1", "v2", "v3"], t("att.w17_out"), title=t("att.w17_fig"))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _scale_figs(code: str):
+    from viz.attention import saturation_figure, variance_figure
+
+    rows = _variance((4, 16, 64, 256, 1024))
+    return (variance_figure(rows, x_title="d_k", y_title=t("att.var_y"),
+                            names=(t("att.raw"), t("att.scaled_name"), "y = d_k"), title=t("att.var_title")),
+            saturation_figure(rows, x_title="d_k", y_title=t("att.sat_y"),
+                              names=(t("att.raw"), t("att.scaled_name")), title=t("att.sat_title")))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _one_query_fig(code: str, d_k: int):
+    from lmviz.explain import softmax_example
+    from viz.attention import softmax_pair_figure
+
+    p = softmax_example(d_k)
+    return softmax_pair_figure(p.raw, p.scaled, x_title=t("att.key_n"), y_title=t("att.weight"),
+                               names=(t("att.raw"), t("att.scaled_name")), title=t("att.one_query", dk=d_k))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _mask_figs(code: str):
+    from lmviz.explain import causal_demo, toy_embedding
+    from viz.attention import heatmap
+
+    e = toy_embedding()
+    d = causal_demo(e.E[:5])
+    toks = e.tokens[:5]
+    return (heatmap(d.masked, x_labels=toks, y_labels=toks, title=t("att.mask_scores"),
+                    x_title=t("att.fig.key"), y_title=t("att.fig.query"), diverging=True),
+            heatmap(d.weights, x_labels=toks, y_labels=toks, title=t("att.mask_weights"),
+                    x_title=t("att.fig.key"), y_title=t("att.fig.query"), zmin=0.0, zmax=1.0))
+
+
+def sec_w17():
+    from lmviz.explain import weighted_sum_terms
 
     ws = weighted_sum_terms([0.2, 0.3, 0.5], [[1, 0], [0, 2], [2, 2]])
     terms = " + ".join(f"{float(w):g} × {v.tolist()}" for w, v in zip(ws.weights, ws.values.int()))
@@ -133,58 +177,48 @@ def sec_w17():
         st.code(f"output = {terms}\n       = {out}", language=None)
         st.markdown(t("att.w17_after"))
     with c2:
-        fig = weighted_sum_figure(ws, ["v1", "v2", "v3"], t("att.w17_out"), title=t("att.w17_fig"))
-        render.plot(fig, key="att_w17", filename="attention-weighted-sum")
+        render.plot(_w17_fig(lang()), key="att_w17", filename="attention-weighted-sum")
 
 
 def sec_scale():
-    from lmviz.explain import softmax_example
-    from viz.attention import saturation_figure, softmax_pair_figure, variance_figure
-
     st.markdown(t("att.scale_text"))
     rows = _variance((4, 16, 64, 256, 1024))
+    fig_var, fig_sat = _scale_figs(lang())
     c1, c2 = st.columns(2)
     with c1:
-        render.plot(variance_figure(rows, x_title="d_k", y_title=t("att.var_y"),
-                                    names=(t("att.raw"), t("att.scaled_name"), "y = d_k"),
-                                    title=t("att.var_title")), key="att_var", filename="attention-variance")
+        render.plot(fig_var, key="att_var", filename="attention-variance")
     with c2:
-        render.plot(saturation_figure(rows, x_title="d_k", y_title=t("att.sat_y"),
-                                      names=(t("att.raw"), t("att.scaled_name")),
-                                      title=t("att.sat_title")), key="att_sat", filename="attention-saturation")
+        render.plot(fig_sat, key="att_sat", filename="attention-saturation")
     st.dataframe([{"d_k": r.d_k, t("att.col.var_raw"): round(r.var_raw, 1),
                    t("att.col.var_scaled"): round(r.var_scaled, 3),
                    t("att.col.max_raw"): round(r.max_weight_raw, 3),
                    t("att.col.max_scaled"): round(r.max_weight_scaled, 3)} for r in rows],
                  hide_index=True, width="stretch")
+    _one_query()
+
+
+@st.fragment
+def _one_query():
     d_k = st.select_slider(t("att.dk_pick"), options=[4, 16, 64, 256, 1024], value=256, key="att_dk")
-    p = softmax_example(d_k)
-    render.plot(softmax_pair_figure(p.raw, p.scaled, x_title=t("att.key_n"), y_title=t("att.weight"),
-                                    names=(t("att.raw"), t("att.scaled_name")),
-                                    title=t("att.one_query", dk=d_k)), key="att_one", filename="attention-one-query")
+    render.plot(_one_query_fig(lang(), d_k), key="att_one", filename="attention-one-query")
 
 
 def sec_mask():
     from lmviz.explain import causal_demo, toy_embedding
     from lmviz.model import causal_mask
-    from viz.attention import heatmap
 
     st.markdown(t("att.mask_text"))
-    e = toy_embedding()
-    d = causal_demo(e.E[:5])
-    toks = e.tokens[:5]
+    d = causal_demo(toy_embedding().E[:5])
+    fig_s, fig_w = _mask_figs(lang())
     c1, c2 = st.columns(2)
     with c1:
-        render.plot(heatmap(d.masked, x_labels=toks, y_labels=toks, title=t("att.mask_scores"),
-                            x_title=t("att.fig.key"), y_title=t("att.fig.query"), diverging=True),
-                    key="att_mask_s", filename="causal-mask-scores")
+        render.plot(fig_s, key="att_mask_s", filename="causal-mask-scores")
     with c2:
-        render.plot(heatmap(d.weights, x_labels=toks, y_labels=toks, title=t("att.mask_weights"),
-                            x_title=t("att.fig.key"), y_title=t("att.fig.query"), zmin=0.0, zmax=1.0),
-                    key="att_mask_w", filename="causal-mask-weights")
-    future = ~causal_mask(len(toks))
+        render.plot(fig_w, key="att_mask_w", filename="causal-mask-weights")
+    n = d.weights.shape[0]
+    future = ~causal_mask(n)
     zeros = int((d.weights[future] == 0).sum())          # future cells whose weight is exactly 0
-    st.caption(t("att.mask_caption", n=len(toks), zeros=zeros, future=int(future.sum())))
+    st.caption(t("att.mask_caption", n=n, zeros=zeros, future=int(future.sum())))
 
 
 def sec_softmaxes():
