@@ -273,7 +273,7 @@ def sec_memory():
         render.plot(bytes_figure(grid, series, n, x_label=t("kv.tokens"), y_label="GiB"), key="kv_bytes",
                     filename="kv-bytes")
     with c2:
-        render.plot(variants_figure([f"{v.name}\n{v.n_kv_head}" for v in variants], [v.bytes / 2**30 for v in variants],
+        render.plot(variants_figure([f"{v.name} · {v.n_kv_head}" for v in variants], [v.bytes / 2**30 for v in variants],
                                     [v.saving for v in variants], y_label="GiB", title=t("kv.variants_title")),
                     key="kv_variants", filename="kv-variants")
     g = variants[1]

@@ -38,10 +38,11 @@ def cache_figure(K: np.ndarray, V: np.ndarray, visible: int, new_rows: range, ro
                 colorscale=DIVERGING, reversescale=True, showscale=(l == 0 and c == 2),
                 colorbar=dict(len=0.5, y=0.75, thickness=12), xgap=1, ygap=1, name=name,
                 hovertemplate=f"{name}<br>%{{customdata}}<br>{feature_label} %{{x}}: %{{z:.3f}}<extra></extra>",
-                customdata=[[row_labels[i]] * Fdim for i in range(T)]), row=l + 1, col=c)
+                customdata=[[row_labels[i] if i < visible else ""] * Fdim for i in range(T)]), row=l + 1, col=c)
             if len(new_rows):
                 _rect(fig, l + 1, c, -0.5, Fdim - 0.5, new_rows.start - 0.5, new_rows.stop - 0.5, COLORS["chosen"])
-            fig.update_yaxes(tickvals=list(range(T)), ticktext=row_labels, autorange="reversed",
+            ticks = [lab if i < visible else f"{i}" for i, lab in enumerate(row_labels)]
+            fig.update_yaxes(tickvals=list(range(T)), ticktext=ticks, autorange="reversed",
                              row=l + 1, col=c, showgrid=False)
             fig.update_xaxes(showticklabels=False, showgrid=False, row=l + 1, col=c)
     for a in fig.layout.annotations:  # subplot titles: K orange, V green
@@ -59,7 +60,9 @@ def query_figure(weights: np.ndarray, row_labels: list[str], *, title: str, head
         fig.add_bar(x=row_labels, y=weights[h], name=f"{head_label} {h}", marker_color=shades[h % len(shades)],
                     text=[f"{w:.2f}" for w in weights[h]], textposition="outside", cliponaxis=False)
     fig.update_layout(barmode="group", yaxis=dict(range=[0, 1.12], title=y_label), xaxis=dict(type="category"))
-    return theme.apply(fig, height=300, title=title)
+    fig = theme.apply(fig, height=300, title=title)
+    fig.update_layout(title_font_size=13, legend=dict(y=1.0, yanchor="bottom", x=1, xanchor="right"))
+    return fig
 
 
 PLAN_CODE = {"skip": 0, "reuse": 1, "compute": 2}
@@ -80,8 +83,9 @@ def recompute_figure(plans: list[list[dict[str, str]]], row_labels: list[str], t
                                  texttemplate="%{text}", hoverinfo="text"), row=1, col=c)
         fig.update_yaxes(tickvals=list(range(len(plan))), ticktext=row_labels, autorange="reversed",
                          row=1, col=c)
-        fig.update_xaxes(side="top", row=1, col=c)
-    return theme.apply(fig, height=90 + 36 * len(row_labels))
+    fig = theme.apply(fig, height=110 + 36 * len(row_labels))
+    fig.update_layout(margin=dict(t=60))
+    return fig
 
 
 def edit_figure(diff: np.ndarray, row_labels: list[str], edit_pos: int, *, title: str,
@@ -118,8 +122,9 @@ def variants_figure(names: list[str], gib: list[float], savings: list[float], *,
     """MHA / GQA / MQA cache size bars with the saving factor written on each."""
     colors = [COLORS["negative"], COLORS["query"], COLORS["value"]]
     fig = go.Figure(go.Bar(x=names, y=gib, marker_color=colors[: len(names)],
-                           text=[f"{g:.3g} GiB · ×{1 / s:.3g}" if s else f"{g:.3g} GiB" for g, s in zip(gib, savings)],
+                           text=[f"{g:.3g} GiB" + (f" (÷{s:g})" if s > 1 else "") for g, s in zip(gib, savings)],
                            textposition="outside", cliponaxis=False))
+    fig.update_xaxes(type="category")
     fig.update_yaxes(title=y_label, rangemode="tozero", range=[0, max(gib) * 1.2 if gib else 1])
     return theme.apply(fig, height=320, title=title)
 
