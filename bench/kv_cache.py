@@ -9,6 +9,11 @@ length (attention still reads every cached row, so it grows roughly linearly).
 
     .venv/bin/python bench/kv_cache.py            # the issue's sizes
     .venv/bin/python bench/kv_cache.py --quick    # 128 + 64 tokens, a smoke run
+
+Measured here (2-core shared server, 1 torch thread, load average ~17 from other jobs, so
+absolute times are inflated; the ratio comes from alternating steps):
+    cached 17.1 s, uncached 353.7 s for 255 timed steps -> 20.7x; cached slope 0.105 ms per
+    token of cache (about 0.1 s per step per 1,000 tokens), uncached 4.06 ms per token.
 """
 from __future__ import annotations
 

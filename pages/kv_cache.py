@@ -73,7 +73,9 @@ def _edit(ids: tuple[int, ...], pos: int, new_id: int) -> tuple[np.ndarray, np.n
 
 
 def _labels(words: list[str]) -> list[str]:
-    return [f"{i} {w}" for i, w in enumerate(words)]
+    """'position token' labels; blanks made visible (a character model has them)."""
+    vis = {" ": "␣", "\n": "⏎", "\t": "⇥"}
+    return [f"{i} {vis.get(w, w)}" for i, w in enumerate(words)]
 
 
 # ---------------------------------------------------------------- the stepper ----
@@ -115,10 +117,11 @@ def _draw_step(rec: dict, step: int, key: str, layers: list[int] | None = None) 
                                       title=t("kv.next_title")) if len(rec["vocab"]) <= 16 else
                     _top_next(rec, step), key=f"{key}_next", filename=f"kv-next-{key}")
     n_new = end - start
-    plans = [recompute_plan(end, n_new, cached=True), recompute_plan(end, n_new, cached=False)]
+    first = max(0, end - 12)          # long contexts: the last 12 rows tell the same story
+    plans = [recompute_plan(end, n_new, cached=True)[first:], recompute_plan(end, n_new, cached=False)[first:]]
     words_plan = {"compute": t("kv.plan_compute"), "reuse": t("kv.plan_reuse"), "skip": t("kv.plan_skip")}
     titles = [t("kv.with_cache", n=3 * n_new), t("kv.without_cache", n=3 * end)]
-    render.plot(recompute_figure(plans, labels[:end], titles, words_plan), key=f"{key}_plan",
+    render.plot(recompute_figure(plans, labels[first:end], titles, words_plan), key=f"{key}_plan",
                 filename=f"kv-recompute-{key}")
     st.caption(t("kv.w26_check", diff=f"{rec['diff'][step]:.1e}"))
 
@@ -336,12 +339,16 @@ def sec_speed():
             job.thread = threading.Thread(target=_measure, daemon=True, name="lmviz-kv-speed",
                                           args=(job, b.model, ids[:n_prompt], n_new, device, store))
             st.session_state["kv_speed_job"] = job
+            st.session_state["kv_speed_shown"] = False
             job.thread.start()
 
     @st.fragment(run_every=0.7 if job is not None and not job.done.is_set() else None)
     def show():
         j = st.session_state.get("kv_speed_job")
         r = store["results"].get(key)
+        if j is not None and j.done.is_set() and not st.session_state.get("kv_speed_shown"):
+            st.session_state["kv_speed_shown"] = True   # stop polling: one full rerun
+            st.rerun()
         if r is None and j is not None and j.key == key:
             if j.error:
                 st.error(t("kv.speed_error", err=render.escape(j.error)))

@@ -43,11 +43,11 @@ def cache_figure(K: np.ndarray, V: np.ndarray, visible: int, new_rows: range, ro
                 _rect(fig, l + 1, c, -0.5, Fdim - 0.5, new_rows.start - 0.5, new_rows.stop - 0.5, COLORS["chosen"])
             ticks = [lab if i < visible else f"{i}" for i, lab in enumerate(row_labels)]
             fig.update_yaxes(tickvals=list(range(T)), ticktext=ticks, autorange="reversed",
-                             row=l + 1, col=c, showgrid=False)
+                             row=l + 1, col=c, showgrid=False, tickfont=dict(size=14 if T <= 14 else 9))
             fig.update_xaxes(showticklabels=False, showgrid=False, row=l + 1, col=c)
     for a in fig.layout.annotations:  # subplot titles: K orange, V green
         a.font = dict(color=COLORS["key"] if k_title in a.text else COLORS["value"], size=14)
-    return theme.apply(fig, height=max(260, 40 + L * (60 + 28 * T)))
+    return theme.apply(fig, height=max(260, 40 + L * (60 + min(28 * T, 480))))
 
 
 def query_figure(weights: np.ndarray, row_labels: list[str], *, title: str, head_label: str,
