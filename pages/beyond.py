@@ -1,0 +1,391 @@
+"""Chapter: beyond next-token prediction. Why it learns structure (W9, trained live), robot actions
+as tokens (W10, trained live), and where knowledge lives: weights, context, retrieval."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import streamlit as st
+
+from ui import glue, render, urlstate
+from ui.i18n import lang, t
+
+render.page_header("bey.title", "bey.intro")
+
+STEP_CHOICES = (100, 200, 300, 500)   # optimizer steps a lecturer may pick (fewer: faster, rougher)
+START, TARGET = (-0.8, -0.6), (0.7, 0.5)
+
+
+# ---------------------------------------------------------------- background training ----
+class _Job:
+    """One training on a worker thread (no st.* calls there): progress, result or error."""
+
+    def __init__(self, fn, semaphore: threading.BoundedSemaphore):
+        self.lock = threading.Lock()
+        self.step, self.total, self.result, self.error = 0, 0, None, None
+        self.waiting = True
+        self._fn, self._sem = fn, semaphore
+        threading.Thread(target=self._main, daemon=True, name="lmviz-beyond").start()
+
+    def _progress(self, step: int, loss: float) -> None:
+        with self.lock:
+            self.step = step
+
+    def _main(self) -> None:
+        with self._sem:
+            self.waiting = False
+            try:
+                res = self._fn(self._progress)
+                with self.lock:
+                    self.result = res
+            except Exception as e:  # noqa: BLE001 - shown to the user as a message
+                with self.lock:
+                    self.error = f"{type(e).__name__}: {e}"
+
+    @property
+    def running(self) -> bool:
+        return self.result is None and self.error is None
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _structure_job(lang_code: str, steps: int) -> _Job:
+    """Shared by every session: the same settings give the same (seeded) models."""
+    from lmviz.structure import StructureConfig, train_structure
+
+    cfg = StructureConfig(lang=lang_code, steps=steps)
+    job = _Job(lambda cb: train_structure(cfg, on_step=cb), glue.training_semaphore())
+    job.total = steps
+    return job
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _robot_job(n_bins: int, steps: int) -> _Job:
+    from lmviz.robot import RobotConfig, train_policy
+
+    cfg = RobotConfig(n_bins=n_bins, steps=steps)
+    job = _Job(lambda cb: train_policy(cfg, on_step=cb), glue.training_semaphore())
+    job.total = steps
+    return job
+
+
+def _train_button(label_key: str, flag: str, key: str) -> bool:
+    if st.button(t(label_key), key=key, type="primary"):
+        st.session_state[flag] = True
+    return bool(st.session_state.get(flag))
+
+
+def _progress(job: _Job) -> None:
+    if job.error:
+        st.error(t("bey.train_error", error=render.escape(job.error)))
+    elif job.waiting:
+        st.info(t("bey.train_queued"))
+    else:
+        st.progress(min(1.0, job.step / max(1, job.total)), text=t("bey.training", step=job.step, n=job.total))
+
+
+# ---------------------------------------------------------------- W9: structure ----
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _prepared(lang_code: str):
+    from lmviz.structure import StructureConfig, prepare
+
+    return prepare(StructureConfig(lang=lang_code))
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _untrained(lang_code: str, vocab_size: int, block: int):
+    from lmviz.structure import StructureConfig, untrained_transformer
+
+    return untrained_transformer(vocab_size, block, StructureConfig(lang=lang_code))
+
+
+def sec_structure():
+    from viz.beyond import attention_figure, loss_curve_figure, position_loss_figure, summary_figure
+
+    render.md(t("bey.struct_md"))
+    corpus_lang = urlstate.selectbox(t("bey.corpus_lang"), ["en", "zh"], index=0 if lang() == "en" else 1,
+                                     param="wl", key="bey_wlang",
+                                     format_func=lambda c: {"en": "English", "zh": "中文"}[c])
+    corpus, vocab, seqs, bigram = _prepared(corpus_lang)
+    pool = list(corpus.sentences[:40]) + list(corpus.heldout_sentences)
+    n_train = 40
+    i = urlstate.slider(t("bey.sentence"), 0, len(pool) - 1, 0, param="ws", key="bey_sent")
+    sentence = pool[i]
+    held = i >= n_train
+    st.caption(t("bey.sentence_heldout" if held else "bey.sentence_train", s=render.escape(sentence)))
+    with render.controls():
+        steps = st.select_slider(t("bey.steps"), STEP_CHOICES, value=300, key="bey_wsteps")
+    started = _train_button("bey.train_struct", "bey_w_started", "bey_w_train")
+
+    @st.fragment(run_every=1.0 if started and _structure_job(corpus_lang, steps).running else None)
+    def body():
+        import torch
+
+        from lmviz.structure import country_attention, sentence_losses
+
+        job = _structure_job(corpus_lang, steps) if started else None
+        res = job.result if job is not None else None
+        if job is not None:
+            _progress(job)
+        if res is None:
+            model = _untrained(corpus_lang, len(vocab), max(len(s) for s in seqs) - 1)
+            st.info(t("bey.struct_untrained"))
+        else:
+            model = res.model
+        with torch.no_grad():
+            sl = sentence_losses(sentence, vocab, bigram, model)
+        names = (t("bey.bigram"), t("bey.transformer") if res else t("bey.transformer_untrained"))
+        c = sl.country
+        render.plot(position_loss_figure(sl.tokens[1:], sl.bigram, sl.transformer, c, names=names,
+                                         y_label=t("bey.loss_nats"), country_label=t("bey.country"),
+                                         title=t("bey.pos_loss_title")),
+                    key="bey_posloss", filename="structure-loss")
+        m1, m2 = st.columns(2)
+        m1.metric(t("bey.country_loss", model=names[0]), f"{sl.bigram[c]:.2f}")
+        m2.metric(t("bey.country_loss", model=names[1]), f"{sl.transformer[c]:.2f}")
+        left, right = st.columns(2)
+        with left:
+            att = country_attention(sentence, vocab, model)
+            render.plot(attention_figure(att.tokens, att.weights, att.city, row_label=t("bey.layer_head"),
+                                         city_label=t("bey.city"), title=t("bey.att_title", token=att.tokens[-1])),
+                        key="bey_att", filename="structure-attention")
+            st.caption(t("bey.att_caveat"))
+        with right:
+            if res is not None:
+                groups, b, tr = [t("bey.seen_cities")], [res.train_summary.bigram], [res.train_summary.transformer]
+                if res.heldout_summary is not None:
+                    groups.append(t("bey.heldout_cities"))
+                    b.append(res.heldout_summary.bigram)
+                    tr.append(res.heldout_summary.transformer)
+                render.plot(summary_figure(groups, b, tr, names=(t("bey.bigram"), t("bey.transformer")),
+                                           y_label=t("bey.loss_nats"), title=t("bey.summary_title")),
+                            key="bey_summary", filename="structure-summary")
+                s, h = res.train_summary, res.heldout_summary
+                render.md(t("bey.summary_md", bt=s.bigram, tt=s.transformer, ba=100 * s.bigram_acc,
+                            ta=100 * s.transformer_acc, bh=h.bigram if h else float("nan"),
+                            th=h.transformer if h else float("nan"),
+                            tah=100 * h.transformer_acc if h else 0.0, n=h.n if h else 0))
+                render.plot(loss_curve_figure({t("bey.transformer"): res.losses}, x_label=t("bey.step"),
+                                              y_label=t("bey.loss_nats"), title=t("bey.curve_title")),
+                            key="bey_wcurve", filename="structure-curve")
+            else:
+                render.md(t("bey.corpus_sample", n=len(corpus.sentences), h=len(corpus.heldout_sentences)))
+                st.code("\n".join(corpus.sentences[:8]), language=None)
+
+    body()
+
+
+# ---------------------------------------------------------------- W10: robot ----
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _untrained_policy(n_bins: int):
+    from lmviz.robot import RobotConfig, new_policy
+
+    return new_policy(RobotConfig(n_bins=n_bins))
+
+
+def sec_robot():
+    from lmviz.robot import INSTRUCTIONS, RobotConfig, decode_bins, round_trip, rollout, token_label
+    from viz.beyond import bin_probs_figure, binning_figure, rollout_figure, token_row_figure
+
+    render.md(t("bey.robot_md"))
+    n_bins = urlstate.slider(t("bey.n_bins"), 3, 31, 11, 2, param="nb", key="bey_bins")
+    cfg = RobotConfig(n_bins=n_bins)
+    v = np.linspace(-cfg.max_step, cfg.max_step, 801)
+    rt = round_trip(v, cfg)
+    edges = np.linspace(-cfg.max_step, cfg.max_step, n_bins + 1)
+    left, right = st.columns([3, 2])
+    with left:
+        render.plot(binning_figure(v, rt.decoded, edges, x_label=t("bey.action_cont"), y_label=t("bey.action_dec"),
+                                   err_label=t("bey.q_error"), names=(t("bey.exact"), t("bey.decoded")),
+                                   title=t("bey.binning_title", n=n_bins)),
+                    key="bey_binning", filename="robot-binning")
+    with right:
+        st.metric(t("bey.bin_width"), f"{cfg.bin_width:.4f}")
+        st.metric(t("bey.max_error"), f"{np.abs(rt.error).max():.4f}", help=t("bey.half_bin", h=rt.half_bin))
+        render.md(t("bey.binning_md"))
+    instr_names = {k: t(f"bey.instr_{k}") for k in INSTRUCTIONS}
+    instr = st.radio(t("bey.instruction"), INSTRUCTIONS, format_func=instr_names.get, horizontal=True,
+                     key="bey_instr")
+    with render.controls():
+        steps = st.select_slider(t("bey.steps"), STEP_CHOICES, value=300, key="bey_rsteps")
+    started = _train_button("bey.train_robot", "bey_r_started", "bey_r_train")
+
+    @st.fragment(run_every=1.0 if started and _robot_job(n_bins, steps).running else None)
+    def body():
+        job = _robot_job(n_bins, steps) if started else None
+        trained = job.result[0] if job is not None and job.result is not None else None
+        if job is not None:
+            _progress(job)
+        untrained = _untrained_policy(n_bins)
+        model = trained if trained is not None else untrained
+        name = t("bey.trained") if trained is not None else t("bey.untrained")
+        offset = np.subtract(TARGET, START)
+        r_model = rollout(model, START, TARGET, instr, cfg, n_steps=20)
+        sp = r_model.steps[0]
+        groups = [token_label(i, cfg)[0] for i in sp.tokens]
+        centres_o = decode_bins(np.arange(cfg.n_obs_bins), -cfg.obs_range, cfg.obs_range, cfg.n_obs_bins)
+        centres_a = decode_bins(np.arange(n_bins), -cfg.max_step, cfg.max_step, n_bins)
+        labels = []
+        for tok, g in zip(sp.tokens, groups):
+            k = token_label(tok, cfg)[1]
+            val = instr_names[INSTRUCTIONS[k]] if g == "instr" else \
+                f"{(centres_o if g in ('ox', 'oy') else centres_a)[k]:+.2f}"
+            labels.append(f"#{tok}<br>{val}")
+        gnames = {g: t(f"bey.group_{g}") for g in ("instr", "ox", "oy", "ax", "ay")}
+        render.plot(token_row_figure(labels, groups, group_names=gnames, predicted_from=3,
+                                     title=t("bey.tokens_title", model=name)),
+                    key="bey_tokens", filename="robot-tokens")
+        st.caption(t("bey.tokens_caption", dx=offset[0], dy=offset[1]))
+        ex = (sp.expert_tokens[3] - cfg.offset("ax"), sp.expert_tokens[4] - cfg.offset("ay"))
+        render.plot(bin_probs_figure(centres_a, sp.px, sp.py, ex,
+                                     titles=(t("bey.px_title"), t("bey.py_title")),
+                                     x_label=t("bey.bin_centre"), y_label=t("bey.prob")),
+                    key="bey_probs", filename="robot-probs")
+        st.caption(t("bey.probs_caption", model=name))
+        paths = {t("bey.untrained"): rollout(untrained, START, TARGET, instr, cfg, n_steps=20).positions}
+        if trained is not None:
+            paths[t("bey.trained")] = r_model.positions
+        render.plot(rollout_figure(paths, START, TARGET, start_label=t("bey.start"), target_label=t("bey.target"),
+                                   title=t("bey.rollout_title")),
+                    key="bey_rollout", filename="robot-rollout")
+        render.md(t("bey.rollout_md", d=r_model.final_distance, model=name))
+
+    body()
+
+
+# ---------------------------------------------------------------- knowledge ----
+def _bundle():
+    try:
+        return glue.live_bundle()
+    except Exception:  # noqa: BLE001 - the default model may not be shipped yet
+        return None
+
+
+@st.cache_resource(show_spinner=False)
+def _docs():
+    from lmviz.retrieval import BM25, load_documents
+
+    docs = load_documents()
+    return docs, BM25([d.text for d in docs])
+
+
+def _sentences(text: str) -> list[str]:
+    import re
+
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+    return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s*", body) if s.strip()]
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _next_probs(text: str, source: str, model_id: int) -> tuple[np.ndarray, list[str], int]:
+    """Next-token probabilities [V] after ``text`` on the live model, its vocabulary and how many
+    characters were read (the front is cut to the model's context)."""
+    import torch
+
+    b = glue.live_bundle()
+    ids, _ = b.tokenizer.encode_lossy(text)
+    ids = ids[-b.model.cfg.block_size:] or [0]
+    with torch.no_grad():
+        logits, _ = b.model(torch.tensor([ids], device=b.model.device))
+    p = torch.softmax(logits[0, -1].float(), -1).cpu().numpy()
+    return p, [b.tokenizer.token(i) for i in range(len(p))], len(ids)
+
+
+def _shift(prompt: str, context: str, names: tuple[str, str], key: str, title: str) -> None:
+    from viz.beyond import shift_figure
+
+    b = _bundle()
+    p0, vocab, _ = _next_probs(prompt, b.source, id(b.model))
+    p1, _, n_read = _next_probs(context + prompt, b.source, id(b.model))
+    top = sorted(set(np.argsort(-p0)[:6]) | set(np.argsort(-p1)[:6]), key=lambda i: -p1[i])
+    shown = [repr(vocab[i])[1:-1] if vocab[i].isspace() else vocab[i] for i in top]
+    render.plot(shift_figure(shown, p0[top], p1[top], names=names, y_label=t("bey.prob"), title=title),
+                key=key, filename=key)
+    kl = float(np.sum(p1 * (np.log(p1 + 1e-12) - np.log(p0 + 1e-12))))
+    c1, c2 = st.columns(2)
+    c1.metric(t("bey.kl"), f"{kl:.3f}")
+    c2.metric(t("bey.chars_read"), f"{n_read}")
+
+
+def sec_knowledge():
+    from viz.beyond import scores_figure
+
+    render.md(t("bey.know_md"))
+    b = _bundle()
+    if b is None:
+        st.info(t("bey.no_model"))
+        return
+    docs, bm = _docs()
+    presets = [t("bey.q1"), t("bey.q2"), t("bey.q3")]
+    query = urlstate.selectbox(t("bey.question"), presets, param="q", key="bey_q")
+    scores = bm.scores(query)
+    order = list(np.argsort(-scores)[:6])
+    best = int(order[0])
+    if scores[best] <= 0:
+        st.warning(t("bey.no_hit"))
+        return
+    sents = _sentences(docs[best].text)
+    from lmviz.retrieval import BM25
+
+    passage = sents[int(np.argmax(BM25(sents).scores(query)))] if sents else docs[best].text
+    left, right = st.columns([2, 3])
+    with left:
+        render.plot(scores_figure([docs[i].name for i in order], scores[order], 0, x_label=t("bey.bm25"),
+                                  title=t("bey.ret_title")), key="bey_scores", filename="retrieval-scores")
+    with right:
+        st.markdown(t("bey.passage", name=render.escape(docs[best].name)))
+        st.code(passage, language=None)
+        _shift(query, passage + " ", (t("bey.without_ctx"), t("bey.with_ctx")), "bey_shift", t("bey.shift_title"))
+    render.md(t("bey.know_caveat"))
+
+
+def sec_window():
+    from viz.beyond import context_figure
+
+    render.md(t("bey.window_md"))
+    b = _bundle()
+    if b is not None:
+        cfg = b.model.cfg
+        L, hkv, dh, block = cfg.n_layer, cfg.n_kv_head, cfg.head_dim, cfg.block_size
+    else:
+        L, hkv, dh, block = 4, 4, 32, 256
+    n = np.array([2 ** k for k in range(4, 18)], dtype=np.float64)
+    kv = 2 * L * n * hkv * dh * 4                       # K and V, every layer, fp32 bytes
+    entries = L * hkv * n * n                           # attention scores per full forward
+    render.plot(context_figure(n, kv, entries, block, x_label=t("bey.ctx_len"),
+                               names=(t("bey.kv_bytes"), t("bey.score_entries")),
+                               limit_label=t("bey.trained_limit", n=block), title=t("bey.window_title")),
+                key="bey_window", filename="context-window")
+    st.caption(t("bey.window_caption", L=L, h=hkv, dh=dh))
+
+
+def sec_post():
+    from viz.beyond import pipeline_figure
+
+    render.md(t("bey.post_md"))
+    stages = [(t(f"bey.stage{i}"), t(f"bey.stage{i}_body")) for i in range(1, 4)]
+    render.plot(pipeline_figure(stages, title=t("bey.post_title")), key="bey_post", filename="post-training")
+
+
+def sec_prompt():
+    render.md(t("bey.prompt_md"))
+    b = _bundle()
+    if b is None:
+        st.info(t("bey.no_model"))
+        return
+    stem = urlstate.text(t("bey.stem"), t("bey.stem_default"), param="ps", key="bey_stem", max_chars=80)
+    prefix = urlstate.text(t("bey.prefix"), t("bey.prefix_default"), param="pp", key="bey_prefix",
+                           max_chars=300, area=True)
+    if not stem.strip():
+        st.warning(t("bey.empty_stem"))
+        return
+    _shift(stem, prefix, (t("bey.stem_only"), t("bey.with_prefix")), "bey_prompt", t("bey.prompt_title"))
+
+
+render.run_sections([
+    ("bey.sec_struct", sec_structure),
+    ("bey.sec_robot", sec_robot),
+    ("bey.sec_know", sec_knowledge),
+    ("bey.sec_window", sec_window),
+    ("bey.sec_post", sec_post),
+    ("bey.sec_prompt", sec_prompt),
+])
