@@ -29,9 +29,6 @@ N_SHOW = 12                         # candidates drawn per live step
 N_SPREAD, SPREAD_LEN = 5, 40        # "sample 5 times": continuations and their length
 PLAY_EVERY = 0.5                    # seconds between tokens while playing
 
-render.page_header("gen.title", "gen.intro")
-
-
 def _vis(s: str) -> str:
     """Whitespace made visible in a token label (␣ for a space)."""
     from viz.tokenization import visible
@@ -443,10 +440,17 @@ def sec_tree() -> None:
     st.markdown(t("gen.tree_caveat"))
 
 
-render.run_sections([
-    ("gen.sec_temp", sec_temperature),
-    ("gen.sec_filter", sec_filters),
-    ("gen.sec_greedy", sec_greedy),
-    ("gen.sec_live", sec_live),
-    ("gen.sec_tree", sec_tree),
-])
+def main() -> None:
+    render.page_header("gen.title", "gen.intro")
+    render.run_sections([
+        ("gen.sec_temp", sec_temperature),
+        ("gen.sec_filter", sec_filters),
+        ("gen.sec_greedy", sec_greedy),
+        ("gen.sec_live", sec_live),
+        ("gen.sec_tree", sec_tree),
+    ])
+
+
+# Streamlit runs a page as __main__; bench/generation.py imports it to time one section alone.
+if __name__ == "__main__":
+    main()

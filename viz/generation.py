@@ -7,12 +7,50 @@ from typing import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from viz import theme
 from viz.theme import COLORS
 
 _SERIES = (COLORS["token"], COLORS["query"], COLORS["chosen"])  # colours of successive bar series
+
+
+def _figure(data=None, **subplots) -> go.Figure:
+    """A go.Figure (or make_subplots grid) with the plotly_white template, set cheaply.
+
+    theme.apply assigns the template by name, which re-validates (deep-copies) the whole
+    template: ~10 ms on an idle core, ~80 ms on the loaded 2-core server, per figure and per
+    slider move. The template is plotly's own, already valid, so it is assigned the way plotly
+    assigns its default template: with validation off for that one assignment (~1 ms).
+    """
+    fig = make_subplots(**subplots) if subplots else go.Figure(data)
+    fig._layout_obj._validate = False
+    try:
+        fig.layout.template = pio.templates["plotly_white"]
+    finally:
+        fig._layout_obj._validate = True
+    return fig
+
+
+def _apply(fig: go.Figure, *, height: int | None, title: str | None, **layout) -> go.Figure:
+    """theme.apply's common look (the template is already set) and `layout`, in ONE update:
+    each plotly update_layout call costs milliseconds, and this runs on every slider move."""
+    legend_room = bool(title) and len(fig.data) > 1  # title and legend above the plot: make room
+    base = dict(font=dict(family=theme.FONT, size=14),
+                margin=dict(l=10, r=10, t=(80 if legend_room else 50) if title else 20, b=10),
+                legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0))
+    if height is not None:
+        base["height"] = height
+    if title:
+        base["title"] = dict(text=title, x=0, xanchor="left", y=0.98 if legend_room else None,
+                             yanchor="top" if legend_room else None)
+    fig.update_layout(base, **layout)
+    return fig
+
+
+def _finish(fig: go.Figure, height: int, title: str | None, **layout) -> go.Figure:
+    return _apply(fig, height=height, title=title, **layout)
 
 
 def _np(x) -> np.ndarray:
@@ -31,12 +69,11 @@ def prob_bars(labels: Sequence[str], probs, *, highlight: int | None = None, y_t
     """
     p = _np(probs)
     colours = [COLORS["chosen"] if i == highlight else COLORS["token"] for i in range(len(p))]
-    fig = go.Figure(go.Bar(x=list(labels), y=p, marker_color=colours, name=name,
+    fig = _figure(go.Bar(x=list(labels), y=p, marker_color=colours, name=name,
                            text=[f"{v:.3f}" for v in p], textposition="outside", cliponaxis=False,
                            hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
-    fig.update_xaxes(type="category")
-    fig.update_yaxes(title=y_title, range=[0, 1.12])
-    return theme.apply(fig, height=height, title=title)
+    return _apply(fig, height=height, title=title, xaxis=dict(type="category"),
+                  yaxis=dict(title=y_title, range=[0, 1.12]))
 
 
 def temperature_curves_figure(taus, probs, labels: Sequence[str], tau_now: float, *,
@@ -48,18 +85,21 @@ def temperature_curves_figure(taus, probs, labels: Sequence[str], tau_now: float
     edge, and `marker_text` says so (the caller passes the label).
     """
     taus, P = _np(taus), _np(probs)
-    fig = go.Figure()
-    for i, lab in enumerate(labels):
-        fig.add_trace(go.Scatter(x=taus, y=P[:, i], mode="lines", name=lab,
-                                 line=dict(color=_SERIES[i % len(_SERIES)], width=3),
-                                 hovertemplate=f"{lab}: " + "τ=%{x:.2f}, p=%{y:.3f}<extra></extra>"))
+    fig = _figure([go.Scatter(x=taus, y=P[:, i], mode="lines", name=lab,
+                              line=dict(color=_SERIES[i % len(_SERIES)], width=3),
+                              hovertemplate=f"{lab}: " + "τ=%{x:.2f}, p=%{y:.3f}<extra></extra>")
+                   for i, lab in enumerate(labels)])
     x = max(float(tau_now), float(taus.min()))
-    fig.add_vline(x=x, line=dict(color=COLORS["neutral"], dash="dash", width=2))
-    fig.add_annotation(x=np.log10(x), y=1.04, text=marker_text, showarrow=False, yanchor="bottom",
-                       xanchor="left" if x < 1 else "right", font=dict(size=13))
-    fig.update_xaxes(title=x_title, type="log", range=[np.log10(taus.min()), np.log10(taus.max())])
-    fig.update_yaxes(title=y_title, range=[0, 1.12])
-    return theme.apply(fig, height=320, title=title)
+    ticks = [v for v in (0.05, 0.1, 0.2, 0.5, 1, 2, 5) if taus.min() <= v <= taus.max()]
+    return _finish(
+        fig, 340, title,
+        shapes=[dict(type="line", x0=np.log10(x), x1=np.log10(x), xref="x",  # log axis: log10 y0=0, y1=1, yref="paper",
+                     line=dict(color=COLORS["neutral"], dash="dash", width=2))],
+        annotations=[dict(x=np.log10(x), y=1.04, text=marker_text, showarrow=False,
+                          yanchor="bottom", xanchor="left" if x < 1 else "right", font=dict(size=13))],
+        xaxis=dict(title=x_title, type="log", range=[np.log10(taus.min()), np.log10(taus.max())],
+                   tickvals=ticks, ticktext=[f"{v:g}" for v in ticks]),
+        yaxis=dict(title=y_title, range=[0, 1.12]))
 
 
 def filter_figure(labels: Sequence[str], probs, final, kept: Sequence[int], p: float | None, *,
@@ -72,27 +112,31 @@ def filter_figure(labels: Sequence[str], probs, final, kept: Sequence[int], p: f
     `labels`/`probs` are in rank order (most probable first), as the cumulative line needs.
     """
     q, f = _np(probs), _np(final)
-    kept = set(kept)
-    fig = go.Figure()
-    fig.add_trace(go.Bar(x=list(labels), y=q, name=names[0],
+    kept, x = set(kept), np.arange(len(q))
+    fig = _figure()
+    fig.add_trace(go.Bar(x=x - 0.2, y=q, width=0.38, name=names[0],
                          marker_color=[COLORS["token"] if i in kept else COLORS["masked"]
                                        for i in range(len(q))],
                          text=[f"{v:.2f}" for v in q], textposition="outside", cliponaxis=False,
-                         hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
-    fig.add_trace(go.Bar(x=list(labels), y=f, name=names[1], marker_color=COLORS["positive"],
+                         customdata=list(labels), hovertemplate="%{customdata}: %{y:.3f}<extra></extra>"))
+    fig.add_trace(go.Bar(x=x + 0.2, y=f, width=0.38, name=names[1], marker_color=COLORS["positive"],
                          text=[f"{v:.3f}" if v > 0 else "" for v in f], textposition="outside",
-                         cliponaxis=False, hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+                         cliponaxis=False, customdata=list(labels),
+                         hovertemplate="%{customdata}: %{y:.3f}<extra></extra>"))
+    # the running sum is drawn at the right edge of each token: the mass once that token is in
     cum = np.cumsum(q) / q.sum()
-    fig.add_trace(go.Scatter(x=list(labels), y=cum, name=names[2], mode="lines+markers+text",
-                             line=dict(color=COLORS["key"], width=3), text=[f"{c:.2f}" for c in cum],
-                             textposition="top left", hovertemplate="%{x}: Σ=%{y:.3f}<extra></extra>"))
-    if p is not None:
-        fig.add_hline(y=p, line=dict(color=COLORS["negative"], dash="dot", width=2),
-                      annotation_text=names[3], annotation_position="bottom right")
-    fig.update_layout(barmode="group", bargap=0.25)
-    fig.update_xaxes(type="category", categoryorder="array", categoryarray=list(labels))
-    fig.update_yaxes(title=y_title, range=[0, 1.15])
-    return theme.apply(fig, height=360, title=title)
+    fig.add_trace(go.Scatter(x=x + 0.5, y=cum, name=names[2], mode="lines+markers+text",
+                             line=dict(color=COLORS["key"], width=3), text=[f"Σ {c:.2f}" for c in cum],
+                             textposition="top left", customdata=list(labels),
+                             hovertemplate="≤ %{customdata}: Σ=%{y:.3f}<extra></extra>"))
+    thr = [] if p is None else [dict(type="line", x0=0, x1=1, xref="paper", y0=p, y1=p, yref="y",
+                                      line=dict(color=COLORS["negative"], dash="dot", width=2))]
+    notes = [] if p is None else [dict(x=1, xref="paper", y=p, text=names[3], showarrow=False,
+                                       xanchor="right", yanchor="top")]
+    return _finish(fig, 380, title, shapes=thr, annotations=notes,
+                   xaxis=dict(tickvals=x, ticktext=list(labels), range=[-0.6, len(q) - 0.3],
+                              showgrid=False),
+                   yaxis=dict(title=y_title, range=[0, 1.15]))
 
 
 def candidates_figure(labels: Sequence[str], series: Sequence[tuple[str, Sequence[float]]], *,
@@ -103,7 +147,7 @@ def candidates_figure(labels: Sequence[str], series: Sequence[tuple[str, Sequenc
     series = [(name, probs over `labels`), ...] e.g. raw softmax, after τ, after top-k/top-p;
     the last series' bar of `chosen` gets the chosen colour and a thick outline.
     """
-    fig = go.Figure()
+    fig = _figure()
     for j, (name, vals) in enumerate(series):
         v = _np(vals)
         last = j == len(series) - 1
@@ -116,7 +160,7 @@ def candidates_figure(labels: Sequence[str], series: Sequence[tuple[str, Sequenc
     fig.update_layout(barmode="group", bargap=0.2)
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=list(labels))
     fig.update_yaxes(title=y_title, rangemode="tozero")
-    return theme.apply(fig, height=340, title=title)
+    return _finish(fig, 360, title)
 
 
 def greedy_steps_figure(vocab: Sequence[str], steps: Sequence[tuple[str, Sequence[float], int]], *,
@@ -126,7 +170,7 @@ def greedy_steps_figure(vocab: Sequence[str], steps: Sequence[tuple[str, Sequenc
     steps = [(prefix text, probs over vocab, chosen index), ...].
     """
     n = max(1, len(steps))
-    fig = make_subplots(rows=1, cols=n, shared_yaxes=True, horizontal_spacing=0.02,
+    fig = _figure(rows=1, cols=n, shared_yaxes=True, horizontal_spacing=0.02,
                         subplot_titles=[s[0] for s in steps] or [""])
     for c, (_, probs, chosen) in enumerate(steps, start=1):
         p = _np(probs)
@@ -140,7 +184,7 @@ def greedy_steps_figure(vocab: Sequence[str], steps: Sequence[tuple[str, Sequenc
     fig.update_yaxes(range=[0, 1.1], title=y_title, row=1, col=1)
     for a in fig.layout.annotations:  # subplot titles: small, they hold whole prefixes
         a.font = dict(size=11)
-    return theme.apply(fig, height=300, title=title)
+    return _apply(fig, height=300, title=title)
 
 
 def tree_figure(nodes, labels: Sequence[str], greedy: Sequence, best: Sequence, *,
@@ -177,7 +221,7 @@ def tree_figure(nodes, labels: Sequence[str], greedy: Sequence, best: Sequence, 
         return 0 if p == g[: len(p)] else 1 if p == b[: len(p)] else 2
 
     colours = (COLORS["chosen"], COLORS["positive"], COLORS["masked"])
-    fig = go.Figure()
+    fig = _figure()
     for k in (2, 1, 0):  # draw grey first, coloured paths on top
         xs, ys = [], []
         for i, n in enumerate(nodes):
@@ -205,4 +249,4 @@ def tree_figure(nodes, labels: Sequence[str], greedy: Sequence, best: Sequence, 
     depth = max(x.values()) if x else 1
     fig.update_xaxes(visible=False, range=[-0.3, depth + 0.9])
     fig.update_yaxes(visible=False, range=[-slot[0] + 0.4, 0.6])
-    return theme.apply(fig, height=height or max(260, 46 * slot[0] + 90), title=title)
+    return _finish(fig, height or min(900, max(280, 46 * slot[0] + 110)), title)

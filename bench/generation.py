@@ -1,0 +1,124 @@
+"""Benchmark: server time of one temperature change on /generation, fragment vs whole page.
+
+Run:  .venv/bin/python bench/generation.py [--repeats 20] [--lang en]
+
+In the browser a slider inside an ``st.fragment`` reruns only that fragment. AppTest always
+reruns the whole script, so the two are measured side by side in one process, alternating:
+
+- fragment: an AppTest over a two-line script that imports pages/generation.py (which renders
+  nothing when imported) and calls the temperature section, i.e. exactly the code a
+  temperature change runs on the server;
+- full page: AppTest over app.py switched to /generation (sidebar, navigation and all five
+  sections, the live model included), the same temperature change each time;
+- empty: AppTest over an empty script, the harness's own overhead, subtracted from neither.
+
+The live section needs a model: the shipped default when it exists, else a random GPT of the
+default's shape over a char vocabulary of the bundled corpora (same compute per step).
+Prints medians in ms and the ratio full / fragment.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.chdir(ROOT)
+os.environ.setdefault("LMVIZ_THREADS", "1")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+FRAGMENT_SCRIPT = f"""
+import importlib.util, sys
+sys.path.insert(0, {str(ROOT)!r})
+import streamlit as st
+spec = importlib.util.spec_from_file_location("gen_page", {str(ROOT / "pages" / "generation.py")!r})
+page = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(page)
+page.sec_temperature()
+"""
+
+
+def _bundle():
+    """The default model if it is there, else a random one of the same shape."""
+    from ui.glue import Bundle
+
+    try:
+        from lmviz.checkpoint import load_default
+
+        model, tok, meta = load_default()
+        return Bundle(model, tok, meta, "session"), "default checkpoint"
+    except Exception:  # noqa: BLE001 - not trained yet: same shape, random weights
+        import torch
+
+        from lmviz.model import GPT, GPTConfig
+        from lmviz.tokenizer import CharTokenizer
+
+        text = "".join(p.read_text(encoding="utf-8")[:200_000]
+                       for p in sorted((ROOT / "assets" / "corpora").glob("*.txt")))
+        tok = CharTokenizer(text or "The cat sat.")
+        torch.manual_seed(0)
+        cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=64, n_layer=4, n_head=4,
+                        n_kv_head=4, d_model=128)
+        return Bundle(GPT(cfg).eval(), tok, {}, "session"), f"random GPT, V={tok.vocab_size}"
+
+
+def _timed_changes(at: AppTest, repeats: int) -> list[float]:
+    """Alternate τ between two values; time each at.run() (ms)."""
+    out = []
+    for i in range(repeats):
+        at.slider(key="gen_tau").set_value(0.5 if i % 2 else 1.5)
+        t0 = time.perf_counter()
+        at.run()
+        out.append(1000 * (time.perf_counter() - t0))
+        assert not at.exception, [e.value for e in at.exception]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--lang", default="en")
+    args = ap.parse_args()
+
+    bundle, what = _bundle()
+    with tempfile.TemporaryDirectory() as d:
+        frag_path, empty_path = Path(d) / "frag.py", Path(d) / "empty.py"
+        frag_path.write_text(FRAGMENT_SCRIPT)
+        empty_path.write_text("import streamlit as st\n")
+
+        frag = AppTest.from_file(str(frag_path), default_timeout=120)
+        frag.session_state["lang"] = args.lang
+        frag.run()
+        full = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        full.query_params["lang"] = args.lang
+        full.session_state["lmviz_session_bundle"] = bundle
+        full.run()
+        full.switch_page("pages/generation.py").run()
+        empty = AppTest.from_file(str(empty_path), default_timeout=60)
+        empty.run()
+
+        t_frag, t_full, t_empty = [], [], []
+        for _ in range(args.repeats):  # interleaved, so load on the machine hits all alike
+            t_frag += _timed_changes(frag, 1)
+            t_full += _timed_changes(full, 1)
+            t0 = time.perf_counter()
+            empty.run()
+            t_empty.append(1000 * (time.perf_counter() - t0))
+
+    mf, mp, me = (statistics.median(x) for x in (t_frag, t_full, t_empty))
+    print(f"model in the live section: {what}; {args.repeats} temperature changes each, lang={args.lang}")
+    print(f"  empty script (harness overhead): {me:7.1f} ms")
+    print(f"  temperature fragment           : {mf:7.1f} ms   (min {min(t_frag):.1f})")
+    print(f"  whole /generation page rerun   : {mp:7.1f} ms   (min {min(t_full):.1f})")
+    print(f"  ratio whole page / fragment    : {mp / mf:7.1f}x")
+    print(f"  fragment minus harness         : {mf - me:7.1f} ms  (budget: 50 ms)")
+
+
+if __name__ == "__main__":
+    main()
