@@ -4,6 +4,7 @@ the live model, and the budget calculators: 6ND, Chinchilla, training memory (W3
 from __future__ import annotations
 
 import math
+import re
 import threading
 
 import numpy as np
@@ -372,13 +373,19 @@ def sec_where() -> None:
     with c2:
         render.md(t("cost.prefill_read", n=n, pre=_human(pre.total * cfg.n_layer),
                     dec=_human(dec.total * cfg.n_layer), x=f"{pre.total / dec.total:.0f}",
-                    share_pre=f"{100 * pre.attention_share:.0f}",
-                    share_dec=f"{100 * dec.attention_share:.0f}",
                     head=_human(2 * d * cfg.vocab_size)))
     st.caption(t("cost.where_caveat"))
 
 
 # ---------------------------------------------------------------- 4. budgets ---------------
+def _recipe_label(name: str) -> str:
+    """A memory recipe's name in the page's language (the core's English name as fallback)."""
+    from ui.i18n import catalogue, lang
+
+    key = "cost.recipe." + re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    return catalogue(lang()).get(key, name)
+
+
 @st.fragment   # its widgets rerun only this section
 def sec_budget() -> None:
     render.md(t("cost.budget_intro"))
@@ -422,9 +429,10 @@ def sec_budget() -> None:
 
     st.markdown(f"#### {t('cost.memory_h')}")
     n_mem = st.number_input(t("cost.params_b"), 0.001, 10_000.0, 7.0, key="cost_nmem")
-    names = list(MEMORY_RECIPES)
-    parts = {p: [getattr(MEMORY_RECIPES[r], p) for r in names] for p in ("weights", "master", "grads", "optimizer")}
-    c1, c2 = st.columns([3, 2])
+    recipes = list(MEMORY_RECIPES)
+    names = [_recipe_label(r) for r in recipes]
+    parts = {p: [getattr(MEMORY_RECIPES[r], p) for r in recipes] for p in ("weights", "master", "grads", "optimizer")}
+    c1, c2 = st.columns([1, 1])
     with c1:
         fig = vc.memory_figure(names, parts, names={p: t(f"cost.mem.{p}") for p in parts},
                                x_title=t("cost.fig.bytes_param"))
@@ -432,7 +440,7 @@ def sec_budget() -> None:
     with c2:
         st.dataframe({t("cost.col.recipe"): names,
                       t("cost.col.gib"): [round(training_memory_bytes(n_mem * 1e9, r)["total"] / 2 ** 30, 1)
-                                          for r in names]},
+                                          for r in recipes]},
                      hide_index=True, width="stretch")
     render.md(t("cost.memory_read"))
     kv = by_slug("kv-cache")

@@ -162,6 +162,10 @@ def test_measured_timing_and_bad_prompt():
     guide = decode(fig["data"][2]["y"])
     assert guide[-1] == pytest.approx(t_full[-1]) and guide[0] == pytest.approx(t_full[-1] / 64)
     assert (t_full > 0).all()
+    # the memory recipes are labelled in the page's language
+    mem = traces(at, "zh", "cost.mem.optimizer")
+    assert translate("cost.recipe.mixed_fp16_bf16_adamw", "zh") in list(mem["y"])
+    assert mem["x"] and decode(mem["x"]).max() == 8     # AdamW: m and v in fp32
     box = [x for x in at.text_input if x.key == "cost_prompt"]
     if not box:           # the default model is not there yet: random q, k, v, said so
         assert translate("cost.no_model", "zh") in [i.value for i in at.info]

@@ -275,7 +275,7 @@ def chinchilla_figure(cs, n_rule, n_fit, points, c_now: float, *, names: dict, x
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=names["now"],
                              line=dict(color=COLORS["chosen"], width=2)))
     fig.update_xaxes(type="log", title=x_title, exponentformat="power")
-    fig.update_yaxes(type="log", title=y_title, exponentformat="SI")
+    fig.update_yaxes(type="log", title=y_title, exponentformat="B")
     return theme.apply(fig, height=height, title=title)
 
 
@@ -293,9 +293,9 @@ def memory_figure(recipes: Sequence[str], parts: dict, *, names: dict, x_title: 
                              marker_color=colours[part],
                              hovertemplate="%{y}: %{x} B<extra>" + names[part] + "</extra>"))
     totals = np.sum([parts[p] for p in ("weights", "master", "grads", "optimizer")], axis=0)
-    fig.add_trace(go.Scatter(y=list(recipes), x=totals, mode="text", text=[f" {v:g} B" for v in totals],
+    fig.add_trace(go.Scatter(y=list(recipes), x=totals, mode="text", text=[f" {v:g}" for v in totals],
                              textposition="middle right", showlegend=False, hoverinfo="skip"))
-    fig.update_layout(barmode="stack")
+    fig.update_layout(barmode="stack", legend_traceorder="normal")
     fig.update_xaxes(title=x_title, range=[0, float(totals.max()) * 1.18])
     fig.update_yaxes(autorange="reversed")
     return theme.apply(fig, height=height, title=title)
