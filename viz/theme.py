@@ -30,16 +30,29 @@ DIVERGING = "RdBu"    # for signed values (reverse so that positive is blue)
 FONT = "Noto Sans, Noto Sans CJK SC, Source Han Sans SC, sans-serif"
 
 
+_AXIS = dict(gridcolor="#E5ECF6", linecolor="#C8D4E3", zerolinecolor="#C8D4E3", ticks="",
+             automargin=True, title=dict(standoff=12))
+# A small template with the plotly_white look. Naming "plotly_white" makes plotly deep-copy its
+# large template on every figure (~100 ms each here); this one costs ~2 ms.
+TEMPLATE = go.layout.Template(layout=dict(
+    paper_bgcolor="white", plot_bgcolor="white", colorway=list(COLORS[k] for k in (
+        "query", "key", "value", "chosen", "accent", "token", "neutral")),
+    xaxis=_AXIS, yaxis=_AXIS, hoverlabel=dict(font=dict(family=FONT)),
+    font=dict(family=FONT, size=14, color="#2a3f5f")))
+
+
 def apply(fig: go.Figure, *, height: int | None = 360, title: str | None = None) -> go.Figure:
-    """Give ``fig`` the common lmviz look (in place) and return it."""
-    fig.update_layout(
-        template="plotly_white",
+    """Give ``fig`` the common lmviz look (in place) and return it (one layout update: each
+    ``update_layout`` call validates the whole layout again)."""
+    layout = dict(
+        template=TEMPLATE,
         font=dict(family=FONT, size=14),
         margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
     )
     if height is not None:
-        fig.update_layout(height=height)
+        layout["height"] = height
     if title:
-        fig.update_layout(title=dict(text=title, x=0, xanchor="left"))
+        layout["title"] = dict(text=title, x=0, xanchor="left")
+    fig.update_layout(**layout)
     return fig
