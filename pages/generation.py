@@ -14,7 +14,7 @@ import numpy as np
 import streamlit as st
 
 from ui import glue, render, urlstate
-from ui.i18n import t
+from ui.i18n import lang, t
 from viz.generation import (candidates_figure, filter_figure, greedy_steps_figure, prob_bars,
                             temperature_curves_figure, tree_figure)
 
@@ -51,28 +51,38 @@ def _curves():
     return taus, temperature_curves(LOGITS, taus.tolist()).numpy()
 
 
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _temp_figures(tau: float, lang_code: str):
+    """(bars, curves) at τ; τ moves in steps of 0.05, so each is built once per server and
+    language (read-only afterwards: st.plotly_chart only serialises them)."""
+    from lmviz.sampling import softmax_t
+
+    p = softmax_t(LOGITS, tau).numpy()
+    title = t("gen.fig.temp_bars", tau=f"{tau:g}") + (f" ({t('gen.greedy_word')})" if tau == 0 else "")
+    bars = prob_bars([f"{a} (z={z:g})" for a, z in zip(LOGIT_LABELS, LOGITS)], p,
+                     highlight=int(np.argmax(p)), y_title=t("gen.fig.prob"), title=title)
+    taus, P = _curves()
+    mark = t("gen.fig.tau_mark", tau=f"{tau:g}") if tau > 0 else t("gen.fig.tau_mark_zero")
+    curves = temperature_curves_figure(taus, P, LOGIT_LABELS, tau, x_title=t("gen.fig.tau_axis"),
+                                       y_title=t("gen.fig.prob"), marker_text=mark,
+                                       title=t("gen.fig.curves"))
+    return bars, curves
+
+
 @st.fragment
 def sec_temperature() -> None:
     from lmviz.sampling import softmax_t
 
     st.markdown(t("gen.temp_intro"))
     tau = urlstate.slider(t("gen.tau"), 0.0, 5.0, 1.0, 0.05, param="tau", key="gen_tau")
-    p = softmax_t(LOGITS, tau).numpy()
     if tau == 0:
         st.info(t("gen.tau_zero"))
+    bars, curves = _temp_figures(round(float(tau), 4), lang())
     left, right = st.columns(2)
     with left:
-        title = t("gen.fig.temp_bars", tau=f"{tau:g}") + (f" ({t('gen.greedy_word')})" if tau == 0 else "")
-        render.plot(prob_bars([f"{a} (z={z:g})" for a, z in zip(LOGIT_LABELS, LOGITS)], p,
-                              highlight=int(np.argmax(p)), y_title=t("gen.fig.prob"), title=title),
-                    key="gen_temp_bars", filename="temperature-bars")
+        render.plot(bars, key="gen_temp_bars", filename="temperature-bars")
     with right:
-        taus, P = _curves()
-        mark = t("gen.fig.tau_mark", tau=f"{tau:g}") if tau > 0 else t("gen.fig.tau_mark_zero")
-        render.plot(temperature_curves_figure(taus, P, LOGIT_LABELS, tau, x_title=t("gen.fig.tau_axis"),
-                                              y_title=t("gen.fig.prob"), marker_text=mark,
-                                              title=t("gen.fig.curves")),
-                    key="gen_temp_curves", filename="temperature-curves")
+        render.plot(curves, key="gen_temp_curves", filename="temperature-curves")
     rows = []
     for tv in sorted({*TABLE_TAUS, tau}):
         q = softmax_t(LOGITS, tv).tolist()
