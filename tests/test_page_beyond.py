@@ -1,0 +1,140 @@
+"""The /beyond page in AppTest, both languages: the W9 and W10 sections before and after live
+training, the number-of-bins slider, held-out sentences, and the knowledge sections on a tiny
+session model (the shipped default may be absent)."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from tests.apptest_util import all_text, decode, figures, open_page
+from ui.i18n import translate
+
+PAGE = "pages/beyond.py"
+pytestmark = pytest.mark.apptest
+
+
+def fig(at, key: str, lang: str, **fmt) -> dict:
+    title = translate(key, lang, **fmt)
+    for f in figures(at):
+        if f["layout"].get("title", {}).get("text") == title:
+            return f
+    raise AssertionError(f"no figure titled {title!r}")
+
+
+def wait_for(at, cond, timeout: float = 240.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        time.sleep(1.0)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        if cond(at):
+            return
+    raise AssertionError("training did not finish in time")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_default_view_and_bins_slider(lang):
+    at = open_page(PAGE, lang)
+    assert at.slider[0].key == "bey_sent"                       # a cheap slider first
+    fig(at, "bey.pos_loss_title", lang)                         # bigram vs untrained transformer
+    fig(at, "bey.post_title", lang)
+    f = fig(at, "bey.binning_title", lang, n=11)
+    assert len(np.unique(decode(f["data"][1]["y"]))) == 11       # 11 bin centres in the staircase
+    at.slider(key="bey_bins").set_value(5).run()
+    assert not at.exception
+    f = fig(at, "bey.binning_title", lang, n=5)
+    err = decode(f["data"][2]["y"])
+    assert np.abs(err).max() <= 0.04 + 1e-9                     # half of 0.4 / 5
+    assert "0.0800" in [m.value for m in at.metric]             # the bin width
+    # untrained rollout drawn, one path
+    r = fig(at, "bey.rollout_title", lang)
+    assert translate("bey.untrained", lang) in [tr.get("name") for tr in r["data"]]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_heldout_sentence_reads_unk(lang):
+    at = open_page(PAGE, lang)
+    last = at.slider(key="bey_sent").max
+    at.slider(key="bey_sent").set_value(last).run()
+    assert not at.exception
+    assert translate("bey.sentence_heldout", lang, s="").split("{")[0][:6] in all_text(at)
+    f = fig(at, "bey.att_title", lang, token=fig_token(at))
+    ticks = f["layout"]["xaxis"]["ticktext"]
+    assert "<unk>" in ticks                                       # the city was never read
+
+
+def fig_token(at) -> str:
+    for f in figures(at):
+        if f["data"] and f["data"][0].get("type") == "heatmap":
+            return f["layout"]["xaxis"]["ticktext"][-1]
+    raise AssertionError("no attention heatmap")
+
+
+def test_structure_training_transformer_wins_at_the_country():
+    lang = "en"
+    at = open_page(PAGE, lang)
+    at.select_slider(key="bey_wsteps").set_value(200).run()
+    at.button(key="bey_w_train").click().run()
+    assert not at.exception
+    title = translate("bey.summary_title", lang)
+    wait_for(at, lambda a: any(f["layout"].get("title", {}).get("text") == title for f in figures(a)))
+    s = fig(at, "bey.summary_title", lang)
+    bigram, transformer = decode(s["data"][0]["y"]), decode(s["data"][1]["y"])
+    assert transformer[0] < bigram[0]                             # seen cities: it reads the city
+    assert len(bigram) == 2                                       # and the held-out group is shown
+
+
+def test_robot_training_draws_trained_rollout():
+    lang = "zh"
+    at = open_page(PAGE, lang)
+    at.select_slider(key="bey_rsteps").set_value(300).run()
+    at.button(key="bey_r_train").click().run()
+    name = translate("bey.trained", lang)
+    title = translate("bey.rollout_title", lang)
+
+    def done(a):
+        return any(f["layout"].get("title", {}).get("text") == title and
+                   name in [tr.get("name") for tr in f["data"]] for f in figures(a))
+
+    wait_for(at, done)
+    r = fig(at, "bey.rollout_title", lang)
+    paths = {tr["name"]: np.stack([decode(tr["x"]), decode(tr["y"])], 1) for tr in r["data"][:2]}
+    target = np.array([0.7, 0.5])
+    d_trained = np.linalg.norm(paths[name][-1] - target)
+    d_untrained = np.linalg.norm(paths[translate("bey.untrained", lang)][-1] - target)
+    assert d_trained < 0.5 < d_untrained
+
+
+def tiny_bundle():
+    import torch
+
+    from lmviz.model import GPT, GPTConfig
+    from lmviz.retrieval import load_documents
+    from lmviz.tokenizer import CharTokenizer
+    from ui.glue import Bundle
+
+    text = "".join(d.text for d in load_documents()) + "法国的首都是东京这座城市属于机器人把动作变成"
+    tok = CharTokenizer(text)
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=64, n_layer=1, n_head=2, n_kv_head=2,
+                          d_model=32)).eval()
+    return Bundle(model, tok, {}, "session")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_knowledge_sections_on_a_session_model(lang):
+    at = open_page(PAGE, lang)
+    at.session_state["lmviz_session_bundle"] = tiny_bundle()
+    at.run()
+    assert not at.exception
+    fig(at, "bey.ret_title", lang)
+    shift = fig(at, "bey.shift_title", lang)
+    with_ctx = decode(shift["data"][1]["y"])
+    assert with_ctx.min() >= 0 and with_ctx.max() <= 1
+    fig(at, "bey.prompt_title", lang)
+    fig(at, "bey.window_title", lang)
+    assert translate("bey.trained_limit", lang, n=64) in str(fig(at, "bey.window_title", lang)["layout"])
+    at.text_input(key="bey_stem").set_value("").run()
+    assert translate("bey.empty_stem", lang) in [w.value for w in at.warning]
