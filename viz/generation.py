@@ -240,7 +240,8 @@ def tree_figure(nodes, labels: Sequence[str], greedy: Sequence, best: Sequence, 
                 textfont=dict(color=colours[k] if k < 2 else "#555", size=13), hoverinfo="skip"))
     fig.add_trace(go.Scatter(
         x=[x[i] for i in range(len(nodes))], y=[y[i] for i in range(len(nodes))],
-        mode="markers+text", showlegend=False, textposition="middle right",
+        mode="markers+text", showlegend=False,
+        textposition=["middle right" if not children[i] else "top center" for i in range(len(nodes))],
         text=[f"<b>{labels[i]}</b>" + (f"  Π={n.joint:.3f}" if n.parent >= 0 else "")
               for i, n in enumerate(nodes)],
         marker=dict(size=14, color=[colours[kind(i)] if i else COLORS["token"] for i in range(len(nodes))],
