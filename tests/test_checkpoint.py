@@ -92,6 +92,24 @@ def test_default_model_loads_and_knows_both_languages():
     assert not model.training
     assert tok.vocab_size == model.cfg.vocab_size
     ids = tok.encode("The 我喜欢学习")                      # English and Chinese characters are in the vocab
-    assert len(ids) == 10
+    assert len(ids) == 9
     assert "final_val_loss" in meta
     assert DEFAULT_PATH.stat().st_size < 4_500_000
+
+
+@pytest.mark.skipif(not DEFAULT_PATH.is_file(), reason="default model not trained yet")
+def test_default_model_has_learned_something():
+    model, tok, _ = load_default()
+    for text in ("The function returns a new list of the items.", "我喜欢学习数学，因为数学题很有趣。"):
+        ids = torch.tensor(tok.encode(text))
+        with torch.no_grad():
+            tr = model.forward_trace(ids)
+        loss = torch.nn.functional.cross_entropy(tr.logits[:-1], ids[1:].to(tr.logits.device))
+        assert float(loss) < 0.6 * torch.log(torch.tensor(float(tok.vocab_size)))   # far below chance
+        # real attention structure: some head looks at the previous character far more than a
+        # uniform spread over the visible prefix would (mean 1/(i+1) over rows i >= 1)
+        T = len(ids)
+        prev = max(float(torch.stack([L.weights[h, i, i - 1] for i in range(1, T)]).mean())
+                   for L in tr.layers for h in range(model.cfg.n_head))
+        uniform = sum(1 / (i + 1) for i in range(1, T)) / (T - 1)
+        assert prev > 1.8 * uniform          # an untrained model gives about 1.0x
