@@ -186,7 +186,9 @@ def sec_onestep():
         factor = 1 - lr * 4
         key = "loss.converges" if abs(factor) < 1 else "loss.diverges"
         (st.success if abs(factor) < 1 else st.warning)(t(key, f=f"{factor:+.2f}", lr=f"{lr:g}"))
-    st.caption(t("loss.one_caption"))
+    n = one_param_step(1.0, 2.0, 6.0, 0.1)
+    st.caption(t("loss.one_caption", L=f"{n.loss:g}", g=f"{n.grad:g}", w=f"{n.w_new:.4g}", y=f"{n.y_hat_new:.4g}",
+                 L2=f"{n.loss_new:.4g}"))
 
 
 def sec_sgd():

@@ -58,7 +58,7 @@ def descent_figure(ws: list[float], losses: list[float], x: float, y: float, *, 
     fig.add_trace(go.Scatter(x=ws, y=losses, mode="lines+markers+text", name=step_name,
                              line=dict(color=COLORS["chosen"], dash="dot"),
                              marker=dict(color=COLORS["chosen"], size=10),
-                             text=[f"w{i}" if i < 6 else "" for i in range(len(ws))],
+                             text=[f"w{i}" if i < 3 else "" for i in range(len(ws))],
                              textposition="top center",
                              hovertemplate="w = %{x:.4f}<br>L = %{y:.4f}<extra></extra>"))
     top = max(losses[: min(len(losses), 8)] + [float(((w_star - span) * x - y) ** 2 / 2)])
