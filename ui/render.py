@@ -61,8 +61,24 @@ def section(key: str, level: int = 2) -> None:
     _remember("h", f"h:{key}", title)
 
 
+def _ensure_shell() -> None:
+    """Make sure the page runs inside app.py's navigation.
+
+    A server's very first script run, when it is a deep link to a chapter (``/attention``),
+    is run by Streamlit's legacy ``pages/`` mode, which executes the page alone: no sidebar,
+    no language, no presenter mode. app.py's ``st.navigation`` switches that mode off for the
+    whole server; when it has not run yet, switch it off here and rerun through app.py.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def page_header(title_key: str, intro_key: str | None = None) -> None:
     """The chapter's title and its one-paragraph introduction (starts a new hand-out record)."""
+    _ensure_shell()
     title = t(title_key)
     st.session_state[_EXPORT] = {"title": title, "items": {}}
     st.title(title)
