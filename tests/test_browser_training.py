@@ -1,0 +1,94 @@
+"""The training page in a real browser: start a tiny run, watch the loss curve grow, move a
+slider on another chapter in a second tab while it trains, then stop it."""
+from __future__ import annotations
+
+import pytest
+
+from tests.browser_util import (CHROMIUM, LAUNCH_ARGS, SHOTS, Server, exceptions, require_browser, shot,
+                                wait_idle)
+from ui.chapters import registered
+
+pytestmark = pytest.mark.browser
+
+# the loss chart: trace 0 the training loss (lines), trace 1 the validation loss (lines+markers)
+LOSS_POINTS = """() => { for (const p of document.querySelectorAll('.js-plotly-plot')) {
+    const d = p._fullData;
+    if (d && d.length >= 2 && d[0].mode === 'lines' && d[1].mode === 'lines+markers') return d[0].x.length;
+  } return 0; }"""
+
+
+@pytest.fixture(scope="module")
+def server():
+    require_browser()
+    srv = Server()
+    yield srv
+    srv.stop()
+    print(f"\nscreenshots saved in {SHOTS}")
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+def wait_points(page, more_than: int, timeout_ms: int = 60_000) -> int:
+    page.wait_for_function(f"() => ({LOSS_POINTS})() > {more_than}", timeout=timeout_ms, polling=250)
+    return page.evaluate(LOSS_POINTS)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_train_watch_stop_while_another_page_answers(server, browser, lang):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
+    page = ctx.new_page()
+    page.set_default_timeout(90_000)
+    page.goto(server.url("", lang=lang), wait_until="domcontentloaded")   # the app registers its pages
+    wait_idle(page)
+    page.goto(server.url("training", lang=lang, corpus="english", preset="tiny"), wait_until="domcontentloaded")
+    wait_idle(page)
+    assert exceptions(page) == []
+    page.locator(".st-key-train_start button").click()
+    n1 = wait_points(page, 0)
+    n2 = wait_points(page, n1)                                   # the curve grows while we watch
+    assert n2 > n1
+
+    # a second tab on a chapter with a slider: it must answer while the training runs
+    slider_pages = [c for c in registered() if c.slug == "tokenization"]  # needs no trained model
+    if slider_pages:
+        ctx2 = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
+        other = ctx2.new_page()
+        other.set_default_timeout(90_000)
+        other.goto(server.url("", lang=lang), wait_until="domcontentloaded")
+        wait_idle(other)
+        other.goto(server.url(slider_pages[0].slug, lang=lang), wait_until="domcontentloaded")
+        wait_idle(other)
+        try:
+            other.wait_for_selector("[role=slider]", timeout=240_000, state="attached")
+        finally:
+            shot(other, f"training-other-tab-{lang}")
+        slider = other.locator("[role=slider]").first
+        slider.scroll_into_view_if_needed()
+        before = slider.get_attribute("aria-valuenow")
+        slider.focus()
+        other.keyboard.press("ArrowRight")
+        other.wait_for_timeout(600)
+        wait_idle(other)
+        assert slider.get_attribute("aria-valuenow") != before or slider.get_attribute("aria-valuemax") == before
+        assert exceptions(other) == []
+        ctx2.close()
+
+    n3 = wait_points(page, n2)                                   # still training meanwhile
+    shot(page, f"training-live-{lang}")
+    page.locator(".st-key-train_stop button").click()
+    page.wait_for_selector(".st-key-train_start button:not([disabled])", timeout=60_000)
+    wait_idle(page)
+    final = page.evaluate(LOSS_POINTS)
+    assert final >= n3
+    page.wait_for_timeout(2500)
+    assert page.evaluate(LOSS_POINTS) == final                   # stopped: the curve stays put
+    assert exceptions(page) == []
+    ctx.close()
