@@ -169,7 +169,7 @@ def sec_w17():
     from lmviz.explain import weighted_sum_terms
 
     ws = weighted_sum_terms([0.2, 0.3, 0.5], [[1, 0], [0, 2], [2, 2]])
-    terms = " + ".join(f"{float(w):g} × {v.tolist()}" for w, v in zip(ws.weights, ws.values.int()))
+    terms = "\n       + ".join(f"{float(w):g} × {v.tolist()}" for w, v in zip(ws.weights, ws.values.int()))
     out = [round(float(x), 6) for x in ws.output]
     c1, c2 = st.columns([2, 3])
     with c1:

@@ -17,7 +17,7 @@ def _np(x) -> np.ndarray:
     return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
 
 
-def _ticks(labels, axis_len: int, max_ticks: int = 48) -> dict:
+def _ticks(labels, axis_len: int, max_ticks: int = 32) -> dict:
     step = max(1, -(-axis_len // max_ticks))
     idx = list(range(0, axis_len, step))
     return dict(tickmode="array", tickvals=idx, ticktext=[labels[i] for i in idx] if labels else idx)
@@ -30,10 +30,18 @@ _LIGHT = dict(layout=dict(paper_bgcolor="white", plot_bgcolor="white",
                           yaxis=dict(gridcolor="#EBF0F8", linecolor="#EBF0F8", zerolinecolor="#EBF0F8")))
 
 
+def room(fig: go.Figure) -> go.Figure:
+    """Keep a figure's title and its horizontal legend apart (title at the very top, legend
+    under it, plot below both)."""
+    fig.update_layout(margin=dict(t=95), title=dict(y=0.98, yanchor="top", yref="container"),
+                      legend=dict(y=1.02, yanchor="bottom"))
+    return fig
+
+
 def _layout(height: int, title: str = "", **extra) -> dict:
     """theme.apply's look as one layout dict (one validation pass instead of several updates)."""
     lay = dict(template=_LIGHT, font=dict(family=theme.FONT, size=14), height=height,
-               margin=dict(l=10, r=10, t=90 if title else 60, b=10),
+               margin=dict(l=10, r=10, t=50 if title else 20, b=10),
                legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0))
     if title:
         lay["title"] = dict(text=title, x=0, xanchor="left")
@@ -47,13 +55,13 @@ def heatmap(M, *, x_labels=None, y_labels=None, title: str = "", x_title: str = 
             colorbar_title: str = "") -> go.Figure:
     """A matrix as a heatmap, rows top to bottom; -inf cells are drawn grey with ``masked_text``.
 
-    ``text`` prints the values in the cells (default: when the matrix is at most 16 x 16).
+    ``text`` prints the values in the cells (default: when the matrix is at most 10 x 10).
     """
     M = _np(M).astype(float)
     n_r, n_c = M.shape
     masked = np.isneginf(M)
     Z = np.where(masked, np.nan, M)
-    show = (n_r <= 16 and n_c <= 16) if text is None else text
+    show = (n_r <= 10 and n_c <= 10) if text is None else text
     cells = None
     if show:
         cells = [[masked_text if masked[i, j] else format(M[i, j], fmt) for j in range(n_c)]
@@ -70,7 +78,8 @@ def heatmap(M, *, x_labels=None, y_labels=None, title: str = "", x_title: str = 
         hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>")
     h = height or int(min(620, max(260, 90 + 26 * n_r)))
     layout = _layout(h, title, plot_bgcolor=COLORS["masked"],
-                     xaxis=dict(title=x_title, side="top", showgrid=False, **_ticks(x_labels, n_c)),
+                     xaxis=dict(title=x_title, showgrid=False, tickangle=0 if n_c <= 24 else None,
+                                **_ticks(x_labels, n_c, 32 if n_c <= 32 else 16)),
                      yaxis=dict(title=y_title, autorange="reversed", showgrid=False, **_ticks(y_labels, n_r)))
     return go.Figure(trace, layout)
 
@@ -93,8 +102,9 @@ def heads_figure(weights, labels, head_titles: list[str], *, x_title: str = "", 
                                  showscale=h == H - 1, colorbar=dict(thickness=12),
                                  hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
         axes[f"xaxis{sx}"] = dict(domain=[x0, x0 + width], anchor=f"y{sx}", showticklabels=T <= 24,
+                                  tickangle=0, tickfont=dict(size=10),
                                   title=x_title if h == 0 else None, **_ticks(labels, T, 24))
-        axes[f"yaxis{sx}"] = dict(domain=[0, 1], anchor=f"x{sx}", autorange="reversed",
+        axes[f"yaxis{sx}"] = dict(domain=[0, 1], anchor=f"x{sx}", autorange="reversed", tickfont=dict(size=10),
                                   showticklabels=h == 0, title=y_title if h == 0 else None,
                                   **_ticks(labels, T, 24))
         chosen = h == highlight
@@ -151,7 +161,7 @@ def variance_figure(rows, *, x_title: str, y_title: str, names: tuple[str, str, 
                              line=dict(color=COLORS["positive"], width=3)))
     fig.update_xaxes(type="log", title=x_title, tickvals=d)
     fig.update_yaxes(type="log", title=y_title)
-    return theme.apply(fig, height=360, title=title)
+    return room(theme.apply(fig, height=380, title=title))
 
 
 def saturation_figure(rows, *, x_title: str, y_title: str, names: tuple[str, str],
@@ -165,7 +175,7 @@ def saturation_figure(rows, *, x_title: str, y_title: str, names: tuple[str, str
     fig.update_xaxes(title=x_title, type="category")
     fig.update_yaxes(title=y_title, range=[0, 1])
     fig.update_layout(barmode="group")
-    return theme.apply(fig, height=360, title=title)
+    return room(theme.apply(fig, height=380, title=title))
 
 
 def softmax_pair_figure(raw, scaled, *, x_title: str, y_title: str, names: tuple[str, str],
@@ -180,4 +190,4 @@ def softmax_pair_figure(raw, scaled, *, x_title: str, y_title: str, names: tuple
     fig.update_xaxes(title=x_title, type="category")
     fig.update_yaxes(title=y_title, range=[0, 1])
     fig.update_layout(barmode="group")
-    return theme.apply(fig, height=320, title=title)
+    return room(theme.apply(fig, height=340, title=title))
