@@ -206,7 +206,7 @@ def sec_noise():
     if b is None:
         return
     c1, c2 = st.columns(2)
-    corpus_labels = {s: t(f"loss.src.{s}") for s in NOISE_CORPORA}
+    corpus_labels = {s: t(f"loss.corpus.{s}") for s in NOISE_CORPORA}
     param_labels = {s: t(f"loss.param.{s}") for s in NOISE_PARAMS}
     corpus = c1.selectbox(t("loss.noise_corpus"), NOISE_CORPORA, format_func=corpus_labels.__getitem__,
                           key="loss_noise_corpus")
