@@ -90,3 +90,35 @@ def test_html_handout_opens_offline_with_figures(server, browser, tmp_path):
     assert "学习" in pg2.content() or "计算" in pg2.content()
     pg2.screenshot(path=str(SHOTS / "handout-home-zh.png"), full_page=False)
     ctx2.close()
+
+
+def _first_slider_value(pg) -> float:
+    return float(pg.locator("[data-testid=stSlider] input[type=range]").first.input_value())
+
+
+def test_url_settings_are_restored_and_written_back(server, browser):
+    ctx, pg = _page(browser, 1400, 900)
+    pg.goto(server.url("generation", lang="zh", tau="2.5", p="0.6"), wait_until="domcontentloaded")
+    wait_idle(pg)
+    assert exceptions(pg) == []
+    assert _first_slider_value(pg) == 2.5
+    assert "p=0.6" in pg.url  # the top-p slider took 0.6 from the link and wrote it back
+    # moving the slider writes the new value back into the URL
+    slider = pg.locator("[data-testid=stSlider] input[type=range]").first
+    slider.focus()
+    pg.keyboard.press("ArrowRight")
+    pg.wait_for_timeout(800)
+    wait_idle(pg)
+    assert "tau=2.55" in pg.url
+    ctx.close()
+
+
+def test_garbage_url_values_fall_back_with_a_note(server, browser):
+    ctx, pg = _page(browser, 1400, 900)
+    pg.goto(server.url("generation", lang="en", tau="banana", p="7"), wait_until="domcontentloaded")
+    wait_idle(pg)
+    assert exceptions(pg) == []
+    notes = " ".join(pg.locator("[data-testid=stAlert]").all_inner_texts())
+    assert "banana" in notes and "“p”" in notes
+    assert _first_slider_value(pg) == 1.0
+    ctx.close()
