@@ -13,6 +13,12 @@ from viz.theme import COLORS
 BIGRAM, TRANSFORMER = COLORS["neutral"], COLORS["query"]
 
 
+def _room(fig: go.Figure) -> go.Figure:
+    """Leave space between a title and the legend above the plot (they overlapped)."""
+    fig.update_layout(margin_t=90, legend_y=1.04)
+    return fig
+
+
 def _ticks(tokens: list[str]) -> dict:
     return dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[str(t) for t in tokens])
 
@@ -29,7 +35,7 @@ def position_loss_figure(targets: list[str], bigram, transformer, country: int, 
     fig.add_annotation(x=country, y=top * 1.08, text=country_label, showarrow=False,
                        font=dict(color=COLORS["chosen"]))
     fig.update_layout(barmode="group", xaxis=_ticks(targets), yaxis_title=y_label)
-    return theme.apply(fig, height=340, title=title)
+    return _room(theme.apply(fig, height=340, title=title))
 
 
 def attention_figure(tokens: list[str], weights: np.ndarray, city: tuple[int, int], *, row_label: str,
@@ -59,7 +65,7 @@ def summary_figure(groups: list[str], bigram: list[float], transformer: list[flo
     fig.add_bar(x=groups, y=transformer, name=names[1], marker_color=TRANSFORMER,
                 text=[f"{v:.2f}" for v in transformer])
     fig.update_layout(barmode="group", yaxis_title=y_label)
-    return theme.apply(fig, height=320, title=title)
+    return _room(theme.apply(fig, height=320, title=title))
 
 
 def loss_curve_figure(curves: dict[str, list[float]], *, x_label: str, y_label: str,
@@ -70,7 +76,7 @@ def loss_curve_figure(curves: dict[str, list[float]], *, x_label: str, y_label: 
         fig.add_scatter(x=list(range(1, len(ys) + 1)), y=list(ys), mode="lines", name=name,
                         line=dict(color=colors[i % len(colors)]))
     fig.update_layout(xaxis_title=x_label, yaxis_title=y_label)
-    return theme.apply(fig, height=280, title=title)
+    return _room(theme.apply(fig, height=280, title=title))
 
 
 # ------------------------------------------------------------------ robot (W10) -----------
@@ -93,7 +99,7 @@ def binning_figure(values, decoded, edges, *, x_label: str, y_label: str, err_la
     fig.update_xaxes(title_text=x_label, row=2, col=1)
     fig.update_yaxes(title_text=y_label, row=1, col=1)
     fig.update_yaxes(title_text=err_label, row=2, col=1)
-    return theme.apply(fig, height=420, title=title)
+    return _room(theme.apply(fig, height=420, title=title))
 
 
 def token_row_figure(labels: list[str], groups: list[str], *, group_names: dict[str, str],
@@ -142,7 +148,7 @@ def rollout_figure(paths: dict[str, np.ndarray], start, target, *, start_label: 
     fig.add_scatter(x=[target[0]], y=[target[1]], mode="markers+text", name=target_label, text=[target_label],
                     textposition="top center", marker=dict(size=16, color=COLORS["chosen"], symbol="star"))
     fig.update_yaxes(scaleanchor="x", scaleratio=1)
-    return theme.apply(fig, height=420, title=title)
+    return _room(theme.apply(fig, height=420, title=title))
 
 
 # ------------------------------------------------------------------ knowledge -------------
@@ -154,7 +160,7 @@ def shift_figure(tokens: list[str], p_without, p_with, *, names: tuple[str, str]
     fig.add_bar(x=x, y=np.asarray(p_without, dtype=float), name=names[0], marker_color=COLORS["neutral"])
     fig.add_bar(x=x, y=np.asarray(p_with, dtype=float), name=names[1], marker_color=COLORS["value"])
     fig.update_layout(barmode="group", xaxis=_ticks(tokens), yaxis_title=y_label)
-    return theme.apply(fig, height=320, title=title)
+    return _room(theme.apply(fig, height=320, title=title))
 
 
 def scores_figure(names: list[str], scores, chosen: int, *, x_label: str, title: str | None = None) -> go.Figure:
@@ -170,15 +176,19 @@ def context_figure(n, kv_bytes, attn_entries, block_size: int, *, x_label: str, 
     """KV-cache memory (linear in n) and attention score entries (quadratic) against context length,
     with the model's trained context limit marked."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_scatter(x=n, y=kv_bytes, name=names[0], line=dict(color=COLORS["value"]), secondary_y=False)
-    fig.add_scatter(x=n, y=attn_entries, name=names[1], line=dict(color=COLORS["key"]), secondary_y=True)
-    fig.add_vline(x=block_size, line=dict(color=COLORS["chosen"], dash="dash"))
-    fig.add_annotation(x=block_size, y=1, yref="paper", text=limit_label, showarrow=False, xanchor="left",
-                       font=dict(color=COLORS["chosen"]))
+    fig.add_scatter(x=n, y=kv_bytes, name=names[0], line=dict(color=COLORS["value"], width=3),
+                    secondary_y=False)
+    fig.add_scatter(x=n, y=attn_entries, name=names[1], line=dict(color=COLORS["key"], dash="dash", width=3),
+                    secondary_y=False)   # one log axis: slope 1 (memory) vs slope 2 (scores) shows
+    # the trained limit as a trace (shapes on log axes are placed inconsistently)
+    lo, hi = float(np.min(kv_bytes)), float(np.max(kv_bytes))
+    fig.add_scatter(x=[block_size, block_size], y=[lo, hi], mode="lines+text", name=limit_label,
+                    text=["", limit_label], textposition="middle right", showlegend=False,
+                    line=dict(color=COLORS["chosen"], dash="dot"), textfont=dict(color=COLORS["chosen"]),
+                    secondary_y=False)
     fig.update_xaxes(title_text=x_label, type="log")
-    fig.update_yaxes(title_text=names[0], type="log", secondary_y=False)
-    fig.update_yaxes(title_text=names[1], type="log", secondary_y=True)
-    return theme.apply(fig, height=340, title=title)
+    fig.update_yaxes(type="log", secondary_y=False)
+    return _room(theme.apply(fig, height=340, title=title))
 
 
 def pipeline_figure(stages: list[tuple[str, str]], title: str | None = None) -> go.Figure:
