@@ -205,9 +205,11 @@ def sec_why():
     with c1:
         pos = st.selectbox(t("kv.edit_pos"), list(range(1, len(words))), index=0,
                            format_func=lambda i: f"{i} {words[i]}", key="kv_edit_pos")
-    choices = [i for i in range(toy.tokenizer.vocab_size) if i != ids[pos]]
+    choices = list(range(toy.tokenizer.vocab_size))   # fixed options: a stored choice stays valid
     with c2:
-        new_id = st.selectbox(t("kv.edit_to"), choices, format_func=toy.tokenizer.token, key="kv_edit_to")
+        default = choices.index(toy.tokenizer.stoi["你"]) if toy.tokenizer.stoi["你"] in choices else 0
+        new_id = st.selectbox(t("kv.edit_to"), choices, index=default, format_func=toy.tokenizer.token,
+                              key="kv_edit_to")
     kd, vd, changed = _edit(tuple(ids), pos, new_id)
     edited = list(words)
     edited[pos] = toy.tokenizer.token(new_id)

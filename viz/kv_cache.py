@@ -27,16 +27,17 @@ def cache_figure(K: np.ndarray, V: np.ndarray, visible: int, new_rows: range, ro
     L, T, Fdim = K.shape
     Kz, Vz = K.astype(float).copy(), V.astype(float).copy()
     Kz[:, visible:], Vz[:, visible:] = np.nan, np.nan
-    lim = float(np.nanmax(np.abs(np.concatenate([K[:, :visible], V[:, :visible]])))) if visible else 1.0
+    # K and V get their own colour range (their magnitudes differ a lot in a trained model)
+    lims = [float(np.abs(A[:, :visible]).max()) if visible else 1.0 for A in (K, V)]
     titles = [f"{layer_label} {l} · {t}" for l in range(L) for t in (k_title, v_title)]
     fig = make_subplots(rows=L, cols=2, subplot_titles=titles, horizontal_spacing=0.08,
                         vertical_spacing=0.12 if L > 1 else 0.05)
     for l in range(L):
         for c, (Z, name) in enumerate(((Kz, k_title), (Vz, v_title)), start=1):
+            lim = lims[c - 1] or 1.0
             fig.add_trace(go.Heatmap(
                 z=Z[l], x=list(range(Fdim)), y=list(range(T)), zmin=-lim, zmax=lim, zmid=0,
-                colorscale=DIVERGING, reversescale=True, showscale=(l == 0 and c == 2),
-                colorbar=dict(len=0.5, y=0.75, thickness=12), xgap=1, ygap=1, name=name,
+                colorscale=DIVERGING, reversescale=True, showscale=False, xgap=1, ygap=1, name=name,
                 hovertemplate=f"{name}<br>%{{customdata}}<br>{feature_label} %{{x}}: %{{z:.3f}}<extra></extra>",
                 customdata=[[row_labels[i] if i < visible else ""] * Fdim for i in range(T)]), row=l + 1, col=c)
             if len(new_rows):
