@@ -30,7 +30,7 @@ def cache_figure(K: np.ndarray, V: np.ndarray, visible: int, new_rows: range, ro
     # K and V get their own colour range (their magnitudes differ a lot in a trained model)
     lims = [float(np.abs(A[:, :visible]).max()) if visible else 1.0 for A in (K, V)]
     titles = [f"{layer_label} {l} · {t}" for l in range(L) for t in (k_title, v_title)]
-    fig = make_subplots(rows=L, cols=2, subplot_titles=titles, horizontal_spacing=0.08,
+    fig = make_subplots(rows=L, cols=2, subplot_titles=titles, horizontal_spacing=0.15,
                         vertical_spacing=0.12 if L > 1 else 0.05)
     for l in range(L):
         for c, (Z, name) in enumerate(((Kz, k_title), (Vz, v_title)), start=1):
