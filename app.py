@@ -53,6 +53,13 @@ nav = st.navigation(pages)
 st.session_state["lmviz_page_file"] = next(
     (c.file for c, p in zip(chapters, pages) if p.url_path == nav.url_path), chapters[0].file)
 
+def _in_fragment_rerun() -> bool:
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return bool(ctx and ctx.fragment_ids_this_run)
+
+
 with st.sidebar:
     # The badge polls once a second only while torch is still loading in the background, then
     # reruns the app once so that the polling stops.
@@ -63,10 +70,12 @@ with st.sidebar:
         name = glue.device_info()
         if name is None:
             st.caption(t("common.device_loading"))
-        elif polling:
+            return
+        st.caption(t("common.device", name=name))
+        if polling and _in_fragment_rerun():
+            # only from the fragment's own timer tick: a full rerun started in the middle of an
+            # app run would swallow a button click of that run
             st.rerun()
-        else:
-            st.caption(t("common.device", name=name))
 
     _device_badge()
     st.page_link(pages[0], label=t("common.chapter_list"), icon=":material/list:")

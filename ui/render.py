@@ -73,7 +73,10 @@ def _ensure_shell() -> None:
 
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
-        st.rerun()
+        # Rerun only a session that app.py never ran for: it has no click or input to lose.
+        # (AppTest resets the legacy flag before every run; its sessions keep app.py's state.)
+        if "lmviz_page_file" not in st.session_state:
+            st.rerun()
 
 
 def page_header(title_key: str, intro_key: str | None = None) -> None:
