@@ -13,12 +13,6 @@ from viz.theme import COLORS
 BIGRAM, TRANSFORMER = COLORS["neutral"], COLORS["query"]
 
 
-def _room(fig: go.Figure) -> go.Figure:
-    """Leave space between a title and the legend above the plot (they overlapped)."""
-    fig.update_layout(margin_t=90, legend_y=1.04)
-    return fig
-
-
 def _ticks(tokens: list[str]) -> dict:
     return dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[str(t) for t in tokens])
 
@@ -35,7 +29,7 @@ def position_loss_figure(targets: list[str], bigram, transformer, country: int, 
     fig.add_annotation(x=country, y=top * 1.08, text=country_label, showarrow=False,
                        font=dict(color=COLORS["chosen"]))
     fig.update_layout(barmode="group", xaxis=_ticks(targets), yaxis_title=y_label)
-    return _room(theme.apply(fig, height=340, title=title))
+    return theme.apply(fig, height=340, title=title)
 
 
 def attention_figure(tokens: list[str], weights: np.ndarray, city: tuple[int, int], *, row_label: str,
@@ -65,7 +59,7 @@ def summary_figure(groups: list[str], bigram: list[float], transformer: list[flo
     fig.add_bar(x=groups, y=transformer, name=names[1], marker_color=TRANSFORMER,
                 text=[f"{v:.2f}" for v in transformer])
     fig.update_layout(barmode="group", yaxis_title=y_label)
-    return _room(theme.apply(fig, height=320, title=title))
+    return theme.apply(fig, height=320, title=title)
 
 
 def loss_curve_figure(curves: dict[str, list[float]], *, x_label: str, y_label: str,
@@ -76,7 +70,7 @@ def loss_curve_figure(curves: dict[str, list[float]], *, x_label: str, y_label: 
         fig.add_scatter(x=list(range(1, len(ys) + 1)), y=list(ys), mode="lines", name=name,
                         line=dict(color=colors[i % len(colors)]))
     fig.update_layout(xaxis_title=x_label, yaxis_title=y_label)
-    return _room(theme.apply(fig, height=280, title=title))
+    return theme.apply(fig, height=280, title=title)
 
 
 # ------------------------------------------------------------------ robot (W10) -----------
@@ -99,7 +93,7 @@ def binning_figure(values, decoded, edges, *, x_label: str, y_label: str, err_la
     fig.update_xaxes(title_text=x_label, row=2, col=1)
     fig.update_yaxes(title_text=y_label, row=1, col=1)
     fig.update_yaxes(title_text=err_label, row=2, col=1)
-    return _room(theme.apply(fig, height=420, title=title))
+    return theme.apply(fig, height=420, title=title)
 
 
 def token_row_figure(labels: list[str], groups: list[str], *, group_names: dict[str, str],
@@ -148,7 +142,7 @@ def rollout_figure(paths: dict[str, np.ndarray], start, target, *, start_label: 
     fig.add_scatter(x=[target[0]], y=[target[1]], mode="markers+text", name=target_label, text=[target_label],
                     textposition="top center", marker=dict(size=16, color=COLORS["chosen"], symbol="star"))
     fig.update_yaxes(scaleanchor="x", scaleratio=1)
-    return _room(theme.apply(fig, height=420, title=title))
+    return theme.apply(fig, height=420, title=title)
 
 
 # ------------------------------------------------------------------ knowledge -------------
@@ -160,7 +154,7 @@ def shift_figure(tokens: list[str], p_without, p_with, *, names: tuple[str, str]
     fig.add_bar(x=x, y=np.asarray(p_without, dtype=float), name=names[0], marker_color=COLORS["neutral"])
     fig.add_bar(x=x, y=np.asarray(p_with, dtype=float), name=names[1], marker_color=COLORS["value"])
     fig.update_layout(barmode="group", xaxis=_ticks(tokens), yaxis_title=y_label)
-    return _room(theme.apply(fig, height=320, title=title))
+    return theme.apply(fig, height=320, title=title)
 
 
 def scores_figure(names: list[str], scores, chosen: int, *, x_label: str, title: str | None = None) -> go.Figure:
@@ -188,7 +182,7 @@ def context_figure(n, kv_bytes, attn_entries, block_size: int, *, x_label: str, 
                     secondary_y=False)
     fig.update_xaxes(title_text=x_label, type="log")
     fig.update_yaxes(type="log", secondary_y=False)
-    return _room(theme.apply(fig, height=340, title=title))
+    return theme.apply(fig, height=340, title=title)
 
 
 def pipeline_figure(stages: list[tuple[str, str]], title: str | None = None) -> go.Figure:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from viz import theme
-from viz.attention import _np, room
+from viz.attention import _np
 from viz.theme import COLORS
 
 
@@ -20,7 +20,7 @@ def norms_figure(steps, *, names: tuple[str, str, str], dim_word: str, title: st
                              textposition="outside"))
     fig.update_layout(barmode="group")
     fig.update_yaxes(zeroline=True, zerolinecolor="#444")
-    return room(theme.apply(fig, height=400, title=title))
+    return theme.apply(fig, height=400, title=title)
 
 
 def stream_figure(stage_labels: list[str], values: list[float], *, y_title: str, title: str = "") -> go.Figure:

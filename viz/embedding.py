@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz import theme
-from viz.attention import _np, _ticks, heatmap, room
+from viz.attention import _np, _ticks, heatmap
 from viz.theme import COLORS
 
 
@@ -34,7 +34,7 @@ def vector_sum_figure(parts: list[tuple[str, object, str]], dim_labels: list[str
                              text=[f"{x:+.2f}" for x in v], textposition="outside"))
     fig.update_layout(barmode="group")
     fig.update_yaxes(title=y_title, zeroline=True, zerolinecolor="#444")
-    return room(theme.apply(fig, height=360, title=title))
+    return theme.apply(fig, height=360, title=title)
 
 
 def two_orders_figure(rows_a, rows_b, labels_a, labels_b, col_labels, titles) -> go.Figure:
@@ -70,4 +70,4 @@ def rope_plane_figure(demo, *, names: tuple[str, str], title: str = "", max_poin
     lim = float(max(np.abs(_np(demo.q_rot)).max(), np.abs(_np(demo.k_rot)).max())) * 1.3
     fig.update_xaxes(range=[-lim, lim], zeroline=True)
     fig.update_yaxes(range=[-lim, lim], zeroline=True, scaleanchor="x")
-    return room(theme.apply(fig, height=400, title=title))
+    return theme.apply(fig, height=400, title=title)

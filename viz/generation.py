@@ -7,7 +7,6 @@ from typing import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from viz import theme
@@ -17,36 +16,12 @@ _SERIES = (COLORS["token"], COLORS["query"], COLORS["chosen"])  # colours of suc
 
 
 def _figure(data=None, **subplots) -> go.Figure:
-    """A go.Figure (or make_subplots grid) with the plotly_white template, set cheaply.
-
-    theme.apply assigns the template by name, which re-validates (deep-copies) the whole
-    template: ~10 ms on an idle core, ~80 ms on the loaded 2-core server, per figure and per
-    slider move. The template is plotly's own, already valid, so it is assigned the way plotly
-    assigns its default template: with validation off for that one assignment (~1 ms).
-    """
-    fig = make_subplots(**subplots) if subplots else go.Figure(data)
-    fig._layout_obj._validate = False
-    try:
-        fig.layout.template = pio.templates["plotly_white"]
-    finally:
-        fig._layout_obj._validate = True
-    return fig
+    """A go.Figure, or a make_subplots grid when ``subplots`` are given."""
+    return make_subplots(**subplots) if subplots else go.Figure(data)
 
 
 def _apply(fig: go.Figure, *, height: int | None, title: str | None, **layout) -> go.Figure:
-    """theme.apply's common look (the template is already set) and `layout`, in ONE update:
-    each plotly update_layout call costs milliseconds, and this runs on every slider move."""
-    legend_room = bool(title) and len(fig.data) > 1  # title and legend above the plot: make room
-    base = dict(font=dict(family=theme.FONT, size=14),
-                margin=dict(l=10, r=10, t=(80 if legend_room else 50) if title else 20, b=10),
-                legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0))
-    if height is not None:
-        base["height"] = height
-    if title:
-        base["title"] = dict(text=title, x=0, xanchor="left", y=0.98 if legend_room else None,
-                             yanchor="top" if legend_room else None)
-    fig.update_layout(base, **layout)
-    return fig
+    return theme.apply(fig, height=height, title=title, **layout)
 
 
 def _finish(fig: go.Figure, height: int, title: str | None, **layout) -> go.Figure:

@@ -41,18 +41,28 @@ TEMPLATE = go.layout.Template(layout=dict(
     font=dict(family=FONT, size=14, color="#2a3f5f")))
 
 
-def apply(fig: go.Figure, *, height: int | None = 360, title: str | None = None) -> go.Figure:
-    """Give ``fig`` the common lmviz look (in place) and return it (one layout update: each
-    ``update_layout`` call validates the whole layout again)."""
-    layout = dict(
+def layout(*, height: int | None = 360, title: str | None = None, **extra) -> dict:
+    """The common lmviz layout as one dict (pass it to ``go.Figure(layout=...)`` or
+    ``update_layout``: each update validates the whole layout again, so one is cheaper).
+
+    With a title, the title sits at the very top and a horizontal legend just under it, above
+    the plot, so the two never overlap.
+    """
+    lay = dict(
         template=TEMPLATE,
         font=dict(family=FONT, size=14),
-        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        margin=dict(l=10, r=10, t=90 if title else 20, b=10),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
     )
     if height is not None:
-        layout["height"] = height
+        lay["height"] = height
     if title:
-        layout["title"] = dict(text=title, x=0, xanchor="left")
-    fig.update_layout(**layout)
+        lay["title"] = dict(text=title, x=0, xanchor="left", y=0.98, yanchor="top", yref="container")
+    lay.update(extra)
+    return lay
+
+
+def apply(fig: go.Figure, *, height: int | None = 360, title: str | None = None, **extra) -> go.Figure:
+    """Give ``fig`` the common lmviz look (in place, one layout update) and return it."""
+    fig.update_layout(**layout(height=height, title=title, **extra))
     return fig
