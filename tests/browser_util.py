@@ -99,6 +99,27 @@ def wait_charts(page, timeout_ms: int = 60_000) -> int:
     return n
 
 
+SLIDER = "[data-testid=stSlider] input[type=range]"  # Streamlit 1.67: react-aria around an input
+
+
+def move_first_slider(page) -> tuple[str, str] | None:
+    """Press ArrowRight on the page's first slider; returns (before, after) values, or None when
+    the page has no slider."""
+    sliders = page.locator(SLIDER)
+    if not sliders.count():
+        return None
+    slider = sliders.first
+    slider.scroll_into_view_if_needed()
+    before = slider.input_value()
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(600)
+    wait_idle(page)
+    after = page.locator(SLIDER).first.input_value()
+    assert after != before or before == page.locator(SLIDER).first.get_attribute("max")
+    return before, after
+
+
 def exceptions(page) -> list[str]:
     return [e.inner_text() for e in page.locator("[data-testid=stException]").all()]
 

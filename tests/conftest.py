@@ -5,6 +5,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -15,3 +17,29 @@ os.chdir(ROOT)  # AppTest.from_file("app.py") and relative asset paths
 def pytest_configure(config):
     config.addinivalue_line("markers", "browser: drives the running app in headless Chromium")
     config.addinivalue_line("markers", "apptest: runs pages through streamlit.testing AppTest")
+
+
+@pytest.fixture(scope="session")
+def server():
+    """One ``streamlit run app.py`` on a free port for all browser tests (skips without Chromium,
+    fails instead under LMVIZ_REQUIRE_BROWSER=1)."""
+    from tests.browser_util import SHOTS, Server, require_browser
+
+    require_browser()
+    srv = Server()
+    yield srv
+    srv.stop()
+    print(f"\nscreenshots saved in {SHOTS}")
+
+
+@pytest.fixture(scope="session")
+def browser(server):
+    """Headless Debian Chromium driven by Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser_util import CHROMIUM, LAUNCH_ARGS
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
+        yield b
+        b.close()

@@ -9,31 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_util import (LAUNCH_ARGS, CHROMIUM, SHOTS, Server, exceptions, require_browser,
-                                shot, wait_charts, wait_idle)
+from tests.browser_util import exceptions, move_first_slider, shot, wait_charts, wait_idle
 from ui.chapters import registered
 
 pytestmark = pytest.mark.browser
 PAGES = registered()
-
-
-@pytest.fixture(scope="module")
-def server():
-    require_browser()
-    srv = Server()
-    yield srv
-    srv.stop()
-    print(f"\nscreenshots saved in {SHOTS}")
-
-
-@pytest.fixture(scope="module")
-def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
-        yield b
-        b.close()
 
 
 @pytest.fixture()
@@ -55,18 +35,7 @@ def test_page_in_browser(server, page, chapter, lang):
     assert page.locator("h1").count() >= 1
     if lang == "zh":
         assert any("\u4e00" <= ch <= "\u9fff" for ch in page.locator("h1").first.inner_text())
-    # Streamlit 1.67 sliders are react-aria groups around a hidden <input type=range>.
-    sliders = page.locator("[data-testid=stSlider] input[type=range]")
-    if sliders.count():
-        slider = sliders.first
-        slider.scroll_into_view_if_needed()
-        before = slider.input_value()
-        slider.focus()
-        page.keyboard.press("ArrowRight")
-        page.wait_for_timeout(600)
-        wait_idle(page)
-        after = sliders.first.input_value()
-        assert after != before or before == sliders.first.get_attribute("max")
+    if move_first_slider(page) is not None:
         assert exceptions(page) == []
     shot(page, f"{chapter.slug or 'home'}-{lang}")
 

@@ -3,28 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_util import (CHROMIUM, LAUNCH_ARGS, SHOTS, Server, exceptions, require_browser,
-                                shot, wait_charts, wait_idle)
+from tests.browser_util import SHOTS, exceptions, shot, wait_charts, wait_idle
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def server():
-    require_browser()
-    srv = Server()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
-        yield b
-        b.close()
 
 
 def _page(browser, width=1280, height=720):

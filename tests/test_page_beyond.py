@@ -135,6 +135,6 @@ def test_knowledge_sections_on_a_session_model(lang):
     assert with_ctx.min() >= 0 and with_ctx.max() <= 1
     fig(at, "bey.prompt_title", lang)
     fig(at, "bey.window_title", lang)
-    assert translate("bey.trained_limit", lang, n=64) in str(fig(at, "bey.window_title", lang)["layout"])
+    assert translate("bey.trained_limit", lang, n=64) in str(fig(at, "bey.window_title", lang))
     at.text_input(key="bey_stem").set_value("").run()
     assert translate("bey.empty_stem", lang) in [w.value for w in at.warning]
