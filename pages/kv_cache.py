@@ -238,7 +238,7 @@ def sec_memory():
     st.markdown(t("kv.mem_intro"))
     names = list(MODEL_SHAPES)
     if "kv_L" not in st.session_state:  # first run (or a shared link): fill the sliders from the preset
-        urlstate._from_url("preset", "kv_preset", "W27", str, lambda v: v in names)
+        urlstate.seed_from_url("preset", "kv_preset", "W27", str, lambda v: v in names)
         _apply_preset()
     urlstate.selectbox(t("kv.preset"), names, 0, param="preset", key="kv_preset", on_change=_apply_preset)
     st.caption(t("kv.preset_source"))

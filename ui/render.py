@@ -130,10 +130,6 @@ def run_sections(sections) -> None:
     with previous / next buttons (PageUp / PageDown, as sent by presentation clickers); "next"
     on the last section moves on to the next chapter. The section number is kept in ``?sec=``.
     """
-    from ui.urlstate import url_notes
-
-    for note in url_notes():
-        st.info(note)
     if presenting():
         n = len(sections)
         idx_key = f"lmviz_sec:{sections[0][0].split('.')[0]}"

@@ -1,8 +1,8 @@
 """Widgets whose value is mirrored in the URL query string, so a link reproduces a view.
 
 On a session's first run the value comes from the URL when it is valid; a hand-edited URL with a
-bad value falls back to the default and leaves a note (``url_notes()``) for the page to show,
-never an error. After each run the current value is written back to the URL.
+bad value falls back to the default with a note shown just above the widget, never an error.
+After each run the current value is written back to the URL.
 
     temperature = urlstate.slider(label, 0.0, 5.0, 1.0, 0.05, param="tau", key="gen_tau")
 """
@@ -14,12 +14,10 @@ import streamlit as st
 
 from ui.i18n import t
 
-_NOTES = "lmviz_url_notes"
-
-
-def _from_url(param: str, key: str, default: Any, parse: Callable[[str], Any],
+def seed_from_url(param: str, key: str, default: Any, parse: Callable[[str], Any],
               valid: Callable[[Any], bool]) -> None:
-    """Seed ``st.session_state[key]`` from the URL once per session."""
+    """Seed ``st.session_state[key]`` from ``?param=`` once per session (for widgets built by hand,
+    e.g. a preset that fills several sliders)."""
     if key in st.session_state:
         return
     raw = st.query_params.get(param)
@@ -31,7 +29,7 @@ def _from_url(param: str, key: str, default: Any, parse: Callable[[str], Any],
                 raise ValueError(raw)
             value = parsed
         except (ValueError, TypeError):
-            st.session_state.setdefault(_NOTES, []).append(t("common.url_bad", param=param, value=raw[:40]))
+            st.info(t("common.url_bad", param=param, value=raw[:40]), icon=":material/link_off:")
     st.session_state[key] = value
 
 
@@ -44,7 +42,7 @@ def _to_url(param: str, value: Any) -> None:
 def slider(label: str, min_value, max_value, value, step=None, *, param: str, key: str, **kwargs):
     """``st.slider`` (single number) mirrored in ``?param=``."""
     kind = float if isinstance(value, float) or isinstance(step, float) else int
-    _from_url(param, key, kind(value), kind, lambda v: min_value <= v <= max_value)
+    seed_from_url(param, key, kind(value), kind, lambda v: min_value <= v <= max_value)
     out = st.slider(label, min_value, max_value, step=step, key=key, **kwargs)
     _to_url(param, out)
     return out
@@ -54,7 +52,7 @@ def selectbox(label: str, options: Sequence, index: int = 0, *, param: str, key:
     """``st.selectbox`` over str/int options mirrored in ``?param=``."""
     opts = list(options)
     kind = type(opts[index])
-    _from_url(param, key, opts[index], kind, lambda v: v in opts)
+    seed_from_url(param, key, opts[index], kind, lambda v: v in opts)
     out = st.selectbox(label, opts, key=key, **kwargs)
     _to_url(param, out)
     return out
@@ -63,13 +61,8 @@ def selectbox(label: str, options: Sequence, index: int = 0, *, param: str, key:
 def text(label: str, value: str = "", *, param: str, key: str, max_chars: int = 500,
          area: bool = False, **kwargs) -> str:
     """``st.text_input`` (or ``st.text_area``) mirrored in ``?param=`` (URLs hold up to 500 chars)."""
-    _from_url(param, key, value, str, lambda v: len(v) <= max_chars)
+    seed_from_url(param, key, value, str, lambda v: len(v) <= max_chars)
     widget = st.text_area if area else st.text_input
     out = widget(label, key=key, max_chars=max_chars, **kwargs)
     _to_url(param, out[:500])
     return out
-
-
-def url_notes() -> list[str]:
-    """Notes about URL values that were invalid and replaced by defaults (shown once)."""
-    return st.session_state.pop(_NOTES, [])
