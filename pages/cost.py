@@ -256,8 +256,12 @@ def sec_flash() -> None:
     if step_key in st.session_state and st.session_state[step_key] > len(visits):
         st.session_state[step_key] = len(visits)
     with s1:
-        step = urlstate.slider(t("cost.step", n=len(visits)), 1, len(visits), 1, param="tile",
-                               key=step_key)
+        if len(visits) > 1:
+            step = urlstate.slider(t("cost.step", n=len(visits)), 1, len(visits), 1, param="tile",
+                                   key=step_key)
+        else:  # the whole row fits in one tile (a short prompt): nothing to step through
+            step = 1
+            st.caption(t("cost.step", n=1))
     v_now = visits[step - 1]
     what = t("cost.visit_skipped") if v_now.skipped else (
         t("cost.visit_partial") if v_now.partial else t("cost.visit_full"))

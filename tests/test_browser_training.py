@@ -9,14 +9,17 @@ from ui.chapters import registered
 
 pytestmark = pytest.mark.browser
 
-# the loss chart: trace 0 the training loss (lines), trace 1 the validation loss (lines+markers)
+# the loss chart: trace 0 the training loss (lines), trace 1 the validation loss (lines+markers).
+# Returns the last step drawn (the curve is downsampled to at most 400 points, so the number of
+# points stops growing while the step keeps growing).
 LOSS_POINTS = """() => { for (const p of document.querySelectorAll('.js-plotly-plot')) {
     const d = p._fullData;
-    if (d && d.length >= 2 && d[0].mode === 'lines' && d[1].mode === 'lines+markers') return d[0].x.length;
+    if (d && d.length >= 2 && d[0].mode === 'lines' && d[1].mode === 'lines+markers')
+      return d[0].x.length ? Number(d[0].x[d[0].x.length - 1]) : 0;
   } return 0; }"""
 
 
-def wait_points(page, more_than: int, timeout_ms: int = 60_000) -> int:
+def wait_points(page, more_than: float, timeout_ms: int = 60_000) -> float:
     page.wait_for_function(f"() => ({LOSS_POINTS})() > {more_than}", timeout=timeout_ms, polling=250)
     return page.evaluate(LOSS_POINTS)
 

@@ -173,7 +173,7 @@ def test_measured_timing_and_bad_prompt():
     box[0].set_value("☃☃").run()
     no_errors(at)
     assert translate("cost.empty_prompt", "zh") in [w.value for w in at.warning]
-    box[0].set_value("<b>").run()
+    at.text_input(key="cost_prompt").set_value("<b>").run()
     no_errors(at)
     assert not any("<b>" in w.value for w in at.warning)
 

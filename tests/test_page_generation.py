@@ -192,46 +192,40 @@ def _chart_y(page, index: int, trace: int = 0) -> list[float]:
 
 @pytest.mark.browser
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_browser_temperature_and_top_p_sliders_redraw(lang):
+def test_browser_temperature_and_top_p_sliders_redraw(server, browser, lang):
     """Streamlit 1.67 sliders are <input type=range>: focus one, press a key, the chart follows."""
-    from playwright.sync_api import sync_playwright
+    from tests.browser_util import exceptions, wait_charts, wait_idle
 
-    from tests.browser_util import (CHROMIUM, LAUNCH_ARGS, Server, exceptions, require_browser,
-                                    wait_charts, wait_idle)
-
-    require_browser()
-    srv = Server()
+    srv = server  # the shared server and browser of tests/conftest.py
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
     try:
-        with sync_playwright() as p:
-            b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
-            page = b.new_page(viewport={"width": 1400, "height": 900})
-            page.set_default_timeout(90_000)
-            page.goto(srv.url("", lang=lang), wait_until="domcontentloaded")  # navigation first
-            wait_idle(page)
-            page.goto(srv.url("generation", lang=lang), wait_until="domcontentloaded")
-            wait_idle(page)
-            wait_charts(page)
-            sliders = page.locator("[data-testid=stSlider] input[type=range]")
-            assert sliders.nth(0).get_attribute("step") == "0.05"          # τ is the first slider
-            bars0 = _chart_y(page, 0)
-            assert [round(v, 3) for v in bars0] == [0.705, 0.259, 0.035]  # W13
-            for _ in range(4):                                            # τ 1.00 -> 1.20
-                sliders.nth(0).focus()
-                page.keyboard.press("ArrowRight")
-            page.wait_for_timeout(800)
-            wait_idle(page)
-            bars1 = _chart_y(page, 0)
-            assert bars1[0] < bars0[0] and bars1[2] > bars0[2]
-            top_p = sliders.nth(2)                                        # k, then p
-            assert top_p.get_attribute("aria-valuetext") == "0.90"
-            kept0 = sum(v > 0 for v in _chart_y(page, 2, 1))             # W21: p = 0.9 keeps 3
-            top_p.focus()
-            for _ in range(2):                                            # 0.90 -> 0.80
-                page.keyboard.press("ArrowLeft")
-            page.wait_for_timeout(800)
-            wait_idle(page)
-            assert (kept0, sum(v > 0 for v in _chart_y(page, 2, 1))) == (3, 2)
-            assert exceptions(page) == []
-            b.close()
+        page = ctx.new_page()
+        page.set_default_timeout(90_000)
+        page.goto(srv.url("", lang=lang), wait_until="domcontentloaded")  # navigation first
+        wait_idle(page)
+        page.goto(srv.url("generation", lang=lang), wait_until="domcontentloaded")
+        wait_idle(page)
+        wait_charts(page)
+        sliders = page.locator("[data-testid=stSlider] input[type=range]")
+        assert sliders.nth(0).get_attribute("step") == "0.05"          # τ is the first slider
+        bars0 = _chart_y(page, 0)
+        assert [round(v, 3) for v in bars0] == [0.705, 0.259, 0.035]  # W13
+        for _ in range(4):                                            # τ 1.00 -> 1.20
+            sliders.nth(0).focus()
+            page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(800)
+        wait_idle(page)
+        bars1 = _chart_y(page, 0)
+        assert bars1[0] < bars0[0] and bars1[2] > bars0[2]
+        top_p = sliders.nth(2)                                        # k, then p
+        assert top_p.get_attribute("aria-valuetext") == "0.90"
+        kept0 = sum(v > 0 for v in _chart_y(page, 2, 1))             # W21: p = 0.9 keeps 3
+        top_p.focus()
+        for _ in range(2):                                            # 0.90 -> 0.80
+            page.keyboard.press("ArrowLeft")
+        page.wait_for_timeout(800)
+        wait_idle(page)
+        assert (kept0, sum(v > 0 for v in _chart_y(page, 2, 1))) == (3, 2)
+        assert exceptions(page) == []
     finally:
-        srv.stop()
+        ctx.close()
