@@ -33,11 +33,7 @@ def _variance(d_ks: tuple[int, ...]):
 
 
 def _bundle():
-    try:
-        return glue.live_bundle()
-    except (ValueError, OSError) as e:
-        st.warning(t("att.no_model", err=str(e)[:200]))
-        return None
+    return glue.try_live_bundle("att.no_model")
 
 
 def live_input():
@@ -85,7 +81,7 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
         names = {s: t(f"att.stage.{s}") for s in STAGES}   # translated now, not at format time
         stage = urlstate.selectbox(t("att.stage"), STAGES, param="st", key="att_stage",
                                    format_func=names.__getitem__)
-    tr = _trace(b.model, f"{b.source}:{id(b.model)}", tuple(ids))
+    tr = _trace(b.model, glue.model_key(b), tuple(ids))
     L = tr.layers[layer - 1]
     h = head - 1
     mat = {"scores": L.scores, "scaled": L.scaled, "masked": L.masked, "weights": L.weights,

@@ -11,23 +11,14 @@ from ui.i18n import t
 MAX_TOKENS_PARALLEL = 32   # prefix passes cost one forward each: keep the check well under 0.5 s
 
 render.page_header("ar.title", "ar.intro")
-_WARNED: list[bool] = []   # the "no model" warning is shown once per run
 
 
 # ---------------------------------------------------------------- cached pure work --------
 def _bundle():
-    """The live model, or None with a warning when none can be loaded yet."""
-    try:
-        return glue.live_bundle()
-    except Exception:  # noqa: BLE001 - a missing or bad model file must not crash the page
-        if not _WARNED:
-            st.warning(t("ar.no_model"))
-            _WARNED.append(True)
-        return None
+    return glue.try_live_bundle("ar.no_model")
 
 
-def _model_key(b) -> str:
-    return f"{b.source}:{id(b.model)}"
+_model_key = glue.model_key
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -254,10 +254,7 @@ def sec_robot():
 
 # ---------------------------------------------------------------- knowledge ----
 def _bundle():
-    try:
-        return glue.live_bundle()
-    except Exception:  # noqa: BLE001 - the default model may not be shipped yet
-        return None
+    return glue.try_live_bundle(None)
 
 
 @st.cache_resource(show_spinner=False)

@@ -163,11 +163,7 @@ def sec_measured() -> None:
 
 # ---------------------------------------------------------------- 2. FlashAttention -------
 def _bundle():
-    """The live model, or None while the default model is not there yet."""
-    try:
-        return glue.live_bundle()
-    except Exception:  # noqa: BLE001 - missing/unreadable checkpoint: the page falls back
-        return None
+    return glue.try_live_bundle(None)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -232,7 +228,7 @@ def sec_flash() -> None:
         q, k, v = _random_qkv(48, 32)
         labels = None
     else:
-        got, unknown = _qkv(prompt, layer, head, f"{b.source}:{id(b.model)}", b.model, b.tokenizer)
+        got, unknown = _qkv(prompt, layer, head, glue.model_key(b), b.model, b.tokenizer)
         if unknown:
             st.warning(t("cost.unknown_chars", chars=render.escape(" ".join(unknown[:20]))))
         if got is None:

@@ -108,7 +108,7 @@ def sec_live():
         st.warning(t("emb.empty"))
         return
     st.code("ids = " + str(enc.ids), language=None)
-    rows = _rows(f"{b.source}:{id(b.model)}", b.model.wte.weight, tuple(enc.ids))
+    rows = _rows(glue.model_key(b), b.model.wte.weight, tuple(enc.ids))
     labels = [f"{tok} · {i}" for tok, i in zip(enc.tokens, enc.ids)]
     fig = table_figure(rows, labels, _dims(d), title=t("emb.live_fig", n=len(enc.ids), d=d),
                        x_title=t("emb.dim"), y_title=t("emb.token_id"))

@@ -171,12 +171,7 @@ def _greedy_stepper() -> None:
 
 # ---------------------------------------------------------------- live model ---------------
 def _bundle():
-    """The live model, or None with a message when the default model is not available yet."""
-    try:
-        return glue.live_bundle()
-    except Exception as e:  # noqa: BLE001 - a missing or unreadable checkpoint must not crash
-        st.info(t("gen.no_model", err=html.escape(type(e).__name__)))
-        return None
+    return glue.try_live_bundle("gen.no_model")
 
 
 def _next_logits(model, ids: list[int]):

@@ -15,23 +15,14 @@ NOISE_PARAMS = ("last_q", "last_mlp", "first_q")
 NOISE_CORPORA = ("english", "chinese", "code")
 
 render.page_header("loss.title", "loss.intro")
-_WARNED: list[bool] = []   # the "no model" warning is shown once per run
 
 
 # ---------------------------------------------------------------- shared helpers ---------
 def _bundle():
-    """The live model, or None with a warning when none can be loaded yet."""
-    try:
-        return glue.live_bundle()
-    except Exception:  # noqa: BLE001 - a missing or bad model file must not crash the page
-        if not _WARNED:
-            st.warning(t("loss.no_model"))
-            _WARNED.append(True)
-        return None
+    return glue.try_live_bundle("loss.no_model")
 
 
-def _model_key(b) -> str:
-    return f"{b.source}:{id(b.model)}"
+_model_key = glue.model_key
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

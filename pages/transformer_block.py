@@ -28,20 +28,14 @@ def _trace(_model, model_key: str, ids: tuple[int, ...]):
 
 
 def _bundle():
-    try:
-        return glue.live_bundle()
-    except (ValueError, OSError) as e:
-        st.warning(t("blk.no_model", err=str(e)[:200]))
-        return None
+    return glue.try_live_bundle("blk.no_model")
 
 
-def _key(b) -> str:
-    return f"{b.source}:{id(b.model)}"
+_key = glue.model_key
 
 
 def sec_shapes():
     from lmviz.explain import encode_for_model
-    from viz.block import stream_figure
     from viz.pipeline import Stage, pipeline_figure
     from viz.theme import TOKEN_CYCLE
 

@@ -77,6 +77,26 @@ def live_bundle() -> Bundle:
     return bundle if bundle is not None else default_bundle()
 
 
+def try_live_bundle(message_key: str | None = None) -> Bundle | None:
+    """``live_bundle()``, or None when no model can be loaded (a missing or unreadable default
+    checkpoint must not crash a page); with ``message_key`` the page says why (``{err}``)."""
+    try:
+        return live_bundle()
+    except Exception as e:  # noqa: BLE001 - shown to the user instead of a traceback
+        if message_key:
+            import html
+
+            from ui.i18n import t
+
+            st.warning(t(message_key, err=html.escape(f"{type(e).__name__}: {e}"[:200])))
+        return None
+
+
+def model_key(bundle: Bundle) -> str:
+    """A cache key that changes when the live model changes (default vs this session's)."""
+    return f"{bundle.source}:{id(bundle.model)}"
+
+
 def set_session_bundle(bundle: Bundle | None) -> None:
     """Make ``bundle`` the model every chapter shows in this session (None: back to default)."""
     st.session_state["lmviz_session_bundle"] = bundle
