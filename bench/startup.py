@@ -32,7 +32,8 @@ def one_run(chapter: str) -> tuple[float, float, float]:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             t1 = time.perf_counter()
             page.goto(srv.url(""), wait_until="domcontentloaded")
-            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+            # the home page's first picture: the pipeline, an inline SVG
+            page.wait_for_selector("[data-testid=stMain] svg[role=img]", timeout=60_000)
             t_home = time.perf_counter() - t1
             t2 = time.perf_counter()
             page.goto(srv.url(chapter), wait_until="domcontentloaded")

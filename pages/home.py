@@ -7,7 +7,7 @@ import streamlit as st
 from ui import render
 from ui.chapters import by_slug, registered
 from ui.i18n import t
-from viz.pipeline import Stage, pipeline_figure
+from viz.pipeline import Stage, pipeline_svg
 from viz.theme import TOKEN_CYCLE
 
 render.page_header("home.title", "home.intro")
@@ -38,9 +38,8 @@ def _link(slug: str, label: str, icon: str = ":material/arrow_forward:") -> None
 
 
 def sec_pipeline() -> None:
-    fig = pipeline_figure([Stage(t(k), shape, slug, color) for k, shape, slug, color in STAGES],
-                          t("home.loop"))
-    render.plot(fig, key="pipeline", filename="pipeline")
+    render.svg(pipeline_svg([Stage(t(k), shape, slug, color) for k, shape, slug, color in STAGES],
+                            t("home.loop")), key="pipeline")
     render.md(t("home.links"))
     cols = st.columns(5)
     for i, (key, _, slug, _) in enumerate(STAGES):

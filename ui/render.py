@@ -48,6 +48,12 @@ def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
     _remember("fig", f"fig:{key or filename}", fig)
 
 
+def svg(markup: str, *, key: str) -> None:
+    """An inline SVG built by a ``viz`` function (its text already escaped there)."""
+    st.markdown(markup, unsafe_allow_html=True)
+    _remember("html", f"html:{key}", markup)
+
+
 def md(text: str) -> None:
     """``st.markdown`` for chapter prose (kept for the HTML hand-out). Never pass raw user text."""
     st.markdown(text)
@@ -177,6 +183,8 @@ def export_html(title: str, items, language: str) -> str:
                 text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
                 text = re.sub(r"`(.+?)`", r"<code>\1</code>", text)
                 parts.append(f"<p>{text}</p>")
+        elif kind == "html":  # markup built by lmviz (text escaped where it was built)
+            parts.append(f"<div>{obj}</div>")
         elif kind == "fig":
             parts.append(obj.to_html(full_html=False, include_plotlyjs=False,
                                      config={"displaylogo": False}))
