@@ -10,7 +10,7 @@ Size (W27): 2 (K and V) x batch x layers x tokens x kv_heads x head_dim x bytes 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 

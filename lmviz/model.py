@@ -14,7 +14,7 @@ the norm is LayerNorm or RMSNorm; attention is MHA, GQA or MQA (``n_kv_head`` < 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn

@@ -1,6 +1,5 @@
 """lmviz.costs: W23 (n^2 attention), W30 (6ND, Chinchilla) and the FLOP/byte formulas."""
 import doctest
-import math
 
 import pytest
 
