@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from lmviz.bpe import split_heldout, text_from_bytes, train_bpe, vocab_tradeoff
-from ui import render
+from ui import render, urlstate
 from ui.i18n import t
 from viz.tokenization import (pair_counts_figure, segmentation, token_chips_html,
                               tradeoff_figure, visible)
@@ -46,8 +46,10 @@ with c2:
     # format_func: a dict of labels made now (not a lambda calling t() later), so the labels
     # stay in this run's language wherever they are formatted
     src_labels = {s: t(f"tok.src.{s}") for s in SOURCES}
+    urlstate.seed_from_url("corpus", "tok_source", SOURCES[0], str, lambda v: v in SOURCES)
     source = st.radio(t("tok.source"), SOURCES, format_func=src_labels.__getitem__,
                       key="tok_source")
+    urlstate.to_url("corpus", source)
 text: str | None = None
 with c1:
     if source == "toy":
@@ -85,13 +87,17 @@ if text is None:
 s1, s2, s3 = st.columns(3)
 with s1:
     level_labels = {s: t(f"tok.level.{s}") for s in ("char", "byte")}
+    urlstate.seed_from_url("lvl", "tok_level", "char", str, lambda v: v in level_labels)
     level = st.radio(t("tok.level"), ("char", "byte"), format_func=level_labels.__getitem__,
                      horizontal=True, key="tok_level")
+    urlstate.to_url("lvl", level)
 with s2:
     split = st.checkbox(t("tok.split"), value=True, key="tok_split", help=t("tok.split_help"))
 with s3:
-    n_req = st.number_input(t("tok.num_merges"), 1, 500, 2 if source == "toy" else 60,
-                            key=f"tok_n_{source}")
+    urlstate.seed_from_url("merges", f"tok_n_{source}", 2 if source == "toy" else 60, int,
+                           lambda v: 1 <= v <= 500)
+    n_req = st.number_input(t("tok.num_merges"), 1, 500, key=f"tok_n_{source}")
+    urlstate.to_url("merges", int(n_req))
 
 tok = _train(text, int(n_req), level, split)
 n = len(tok.merges)
@@ -149,6 +155,7 @@ def _stepper_section() -> None:
     else:
         st.session_state.setdefault("tok_playing", False)
         key = f"tok_step_{source}_{level}_{split}_{n}"
+        urlstate.seed_from_url("step", key, 1, int, lambda v: 1 <= v <= n)
         if st.session_state.get(key, 1) > n:
             st.session_state[key] = n
 
@@ -176,6 +183,7 @@ def _stepper_section() -> None:
                 k = st.slider(t("tok.step"), 1, n, key=key)
             else:
                 k = 1
+            urlstate.to_url("step", k)
             _show_step(k)
 
         _stepper()

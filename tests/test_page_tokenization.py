@@ -105,3 +105,18 @@ def test_chinese_byte_level_shows_partial_characters():
     fig = next(f for f in figures(at) if f["data"][0]["type"] == "scatter")
     y = decode(fig["data"][0]["y"])
     assert y[0] > y[-1] > 0
+
+
+def test_a_link_restores_corpus_level_merges_and_step():
+    from tests.apptest_util import open_page
+
+    at = open_page("pages/tokenization.py", "zh", corpus="english", lvl="byte", merges="30", step="5")
+    assert at.radio(key="tok_source").value == "english"
+    assert at.radio(key="tok_level").value == "byte"
+    assert at.number_input(key="tok_n_english").value == 30
+    assert at.slider[0].value == 5
+    assert at.query_params["step"] in ("5", ["5"])
+    # a hand-edited value out of range falls back to the default with a note, no error
+    at = open_page("pages/tokenization.py", "en", merges="9999")
+    assert at.number_input(key="tok_n_toy").value == 2
+    assert any("9999" in i.value for i in at.info)

@@ -20,7 +20,11 @@ def seed_from_url(param: str, key: str, default: Any, parse: Callable[[str], Any
     e.g. a preset that fills several sliders)."""
     if key in st.session_state:
         return
-    raw = st.query_params.get(param)
+    # A link's value applies once per session: a widget whose key changes later (say, the merge
+    # count of another corpus) starts from its default, not from a value meant for another view.
+    used = st.session_state.setdefault("lmviz_url_used", set())
+    raw = None if param in used else st.query_params.get(param)
+    used.add(param)
     value = default
     if raw is not None:
         try:
@@ -33,7 +37,8 @@ def seed_from_url(param: str, key: str, default: Any, parse: Callable[[str], Any
     st.session_state[key] = value
 
 
-def _to_url(param: str, value: Any) -> None:
+def to_url(param: str, value: Any) -> None:
+    """Write ``value`` to ``?param=`` (numbers without trailing zeros)."""
     text = f"{value:g}" if isinstance(value, float) else str(value)
     if st.query_params.get(param) != text:
         st.query_params[param] = text
@@ -44,7 +49,7 @@ def slider(label: str, min_value, max_value, value, step=None, *, param: str, ke
     kind = float if isinstance(value, float) or isinstance(step, float) else int
     seed_from_url(param, key, kind(value), kind, lambda v: min_value <= v <= max_value)
     out = st.slider(label, min_value, max_value, step=step, key=key, **kwargs)
-    _to_url(param, out)
+    to_url(param, out)
     return out
 
 
@@ -54,7 +59,7 @@ def selectbox(label: str, options: Sequence, index: int = 0, *, param: str, key:
     kind = type(opts[index])
     seed_from_url(param, key, opts[index], kind, lambda v: v in opts)
     out = st.selectbox(label, opts, key=key, **kwargs)
-    _to_url(param, out)
+    to_url(param, out)
     return out
 
 
@@ -64,5 +69,5 @@ def text(label: str, value: str = "", *, param: str, key: str, max_chars: int = 
     seed_from_url(param, key, value, str, lambda v: len(v) <= max_chars)
     widget = st.text_area if area else st.text_input
     out = widget(label, key=key, max_chars=max_chars, **kwargs)
-    _to_url(param, out[:500])
+    to_url(param, out[:500])
     return out
