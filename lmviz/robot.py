@@ -168,28 +168,16 @@ def train_policy(cfg: RobotConfig = RobotConfig(), on_step: Callable[[int, float
     """Behaviour cloning by next-token prediction: cross-entropy on the two action tokens only."""
     import lmviz
 
+    from lmviz.train import fit_small
+
     lmviz.set_threads()
     data = make_dataset(cfg)                                  # [N,5]
     x = data[:, :4]                                           # [N,4] inputs
     y = data[:, 1:].clone()                                   # [N,4] next tokens
     y[:, :2] = -1                                             # the observation is given, not scored
     model = new_policy(cfg).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
-    gen = torch.Generator().manual_seed(cfg.seed + 1)
-    losses: list[float] = []
-    for step in range(cfg.steps):
-        if stop is not None and stop.is_set():
-            break
-        for g in opt.param_groups:
-            g["lr"] = cfg.lr * min(1.0, (step + 1) / 20)
-        idx = torch.randint(0, x.shape[0], (cfg.batch,), generator=gen)
-        _, loss = model(x[idx], y[idx])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-        if on_step is not None:
-            on_step(step + 1, losses[-1])
+    losses = fit_small(model, x, y, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed + 1,
+                       stop=stop, on_step=on_step)
     return model.eval(), losses
 
 

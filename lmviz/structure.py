@@ -136,27 +136,13 @@ def train_transformer(seqs: list[list[int]], vocab_size: int, cfg: StructureConf
     """Train a small GPT on whole sentences; returns (eval-mode model, loss per step)."""
     import lmviz
 
+    from lmviz.train import fit_small
+
     lmviz.set_threads()
     x, y = _pad(seqs)                                        # [N,T]
     model = _new_model(vocab_size, x.shape[1], cfg)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
-    gen = torch.Generator().manual_seed(cfg.seed + 1)
-    losses = []
-    model.train()
-    for step in range(cfg.steps):
-        if stop is not None and stop.is_set():
-            break
-        for g in opt.param_groups:
-            g["lr"] = cfg.lr * min(1.0, (step + 1) / 20)
-        idx = torch.randint(0, x.shape[0], (cfg.batch,), generator=gen)
-        _, loss = model(x[idx], y[idx])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(loss.item())
-        if on_step is not None:
-            on_step(step + 1, losses[-1])
+    losses = fit_small(model, x, y, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed + 1,
+                       clip=1.0, stop=stop, on_step=on_step)
     return model.eval(), losses
 
 

@@ -26,7 +26,21 @@ def _unique(seq) -> list[str]:
     return list(dict.fromkeys(seq))
 
 
-class CharTokenizer:
+class _Tokenizer:
+    """What both tokenizers share: strict encoding on top of their ``encode_lossy``."""
+
+    def encode_lossy(self, text: str) -> tuple[list[int], list[str]]:
+        raise NotImplementedError
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``; raises :class:`UnknownCharacters` naming what it cannot encode."""
+        ids, unknown = self.encode_lossy(text)
+        if unknown:
+            raise UnknownCharacters(unknown)
+        return ids
+
+
+class CharTokenizer(_Tokenizer):
     """Character-level tokenizer.
 
     >>> tok = CharTokenizer("hello")
@@ -62,12 +76,6 @@ class CharTokenizer:
                 ids.append(i)
         return ids, _unique(unknown)
 
-    def encode(self, text: str) -> list[int]:
-        ids, unknown = self.encode_lossy(text)
-        if unknown:
-            raise UnknownCharacters(unknown)
-        return ids
-
     def decode(self, ids) -> str:
         return "".join(self.chars[int(i)] for i in ids)
 
@@ -87,7 +95,7 @@ class CharTokenizer:
         return f"CharTokenizer(vocab_size={self.vocab_size})"
 
 
-class WordTokenizer:
+class WordTokenizer(_Tokenizer):
     """A fixed list of word tokens; ids are list positions.
 
     >>> tok = WordTokenizer(["<BOS>", "I", "love", "robot", "s", "<EOS>"])
@@ -144,12 +152,6 @@ class WordTokenizer:
             if bad:
                 unknown.append(bad)
         return ids, _unique(unknown)
-
-    def encode(self, text: str) -> list[int]:
-        ids, unknown = self.encode_lossy(text)
-        if unknown:
-            raise UnknownCharacters(unknown)
-        return ids
 
     def decode(self, ids) -> str:
         return self.sep.join(self.words[int(i)] for i in ids)

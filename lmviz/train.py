@@ -273,6 +273,38 @@ def init_weights(model: GPT, generator: torch.Generator) -> None:
                 p.fill_(1.0)
 
 
+def fit_small(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, steps: int, batch: int,
+              lr: float, seed: int, clip: float | None = None, warmup: int = 20, stop=None,
+              on_step=None) -> list[float]:
+    """The few-second training loop of the chapter demos (W9 structure, W10 robot actions).
+
+    Samples ``batch`` rows of ``x [N, T]`` / ``y [N, T]`` (targets, -1 = not scored) with a seeded
+    generator, AdamW at ``lr`` after a linear warm-up of ``warmup`` steps, optional gradient
+    clipping; stops early when the ``stop`` event is set; ``on_step(step, loss)`` reports progress.
+    Returns the per-step losses; ``model`` is left in train mode, updated in place.
+    """
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    gen = torch.Generator().manual_seed(seed)
+    losses: list[float] = []
+    model.train()
+    for step in range(steps):
+        if stop is not None and stop.is_set():
+            break
+        for g in opt.param_groups:
+            g["lr"] = lr * min(1.0, (step + 1) / warmup)
+        idx = torch.randint(0, x.shape[0], (batch,), generator=gen)
+        _, loss = model(x[idx], y[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        losses.append(loss.item())
+        if on_step is not None:
+            on_step(step + 1, losses[-1])
+    return losses
+
+
 def copy_model(model: GPT) -> GPT:
     """A CPU, eval-mode copy of model's weights (for the app to show while training goes on)."""
     m = GPT(model.cfg)
