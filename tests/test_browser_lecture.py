@@ -19,16 +19,16 @@ def _progress_text(pg) -> str:
     return pg.locator("[data-testid=stProgress]").first.inner_text()
 
 
-@pytest.mark.parametrize("lang", ["zh", "en"])
-def test_presenter_mode_steps_through_sections(server, browser, lang):
+@pytest.mark.parametrize("lang,slug", [("zh", "generation"), ("en", "")])
+def test_presenter_mode_steps_through_sections(server, browser, lang, slug):
     ctx, pg = _page(browser)
-    pg.goto(server.url("", present=1, lang=lang), wait_until="domcontentloaded")
+    pg.goto(server.url(slug, present=1, lang=lang), wait_until="domcontentloaded")
     wait_idle(pg)
     wait_charts(pg)
     assert exceptions(pg) == []
     first = _progress_text(pg)
     assert "1" in first
-    shot(pg, f"present-home-{lang}")
+    shot(pg, f"present-{slug or 'home'}-{lang}")
     pg.get_by_role("button", name="下一节" if lang == "zh" else "Next").click()
     wait_idle(pg)
     assert _progress_text(pg) != first
