@@ -62,7 +62,7 @@ def ppl_lr_figure(eval_steps, ppl, steps, lrs, *, titles=("validation perplexity
     xs, ys = downsample(steps, lrs)
     fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=titles[1], line=dict(color=COLORS["accent"]),
                              showlegend=False), row=1, col=2)
-    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_yaxes(type="log", dtick="D2", row=1, col=1)  # ticks at 1, 2, 5 x 10^k only
     fig.update_yaxes(exponentformat="e", row=1, col=2)
     fig.update_xaxes(title_text=x_title, rangemode="tozero")
     return theme.apply(fig, height=height)
