@@ -18,7 +18,6 @@ result is exact and that no [n, n] matrix is ever held (largest block printed).
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import statistics
 import sys
@@ -30,7 +29,7 @@ import torch  # noqa: E402
 
 from lmviz import device as default_device, device_name  # noqa: E402
 from lmviz.attention import dense_attention, tiled_attention  # noqa: E402
-from lmviz.costs import measure_attention_time  # noqa: E402
+from lmviz.costs import loglog_slope, measure_attention_time  # noqa: E402
 
 
 def _median_time(fn, repeats: int, sync) -> float:
@@ -53,7 +52,7 @@ def main() -> None:
     dev = torch.device(args.device) if args.device else default_device()
     name = device_name() if dev.type == default_device().type else str(dev)
     ns = [n for n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384) if n <= args.max_n]
-    print(f"device: {name}   threads: {torch.get_num_threads()}   d={args.d}   fp32   median of {args.repeats}")
+    print(f"device: {name}   threads: {torch.get_num_threads()}   d={args.d}   fp32   fastest of {args.repeats} samples")
 
     print("\n[1] O(n^2): time per attention call (one head), ratio to the previous n")
     print(f"{'n':>6} {'scores ms':>10} {'x':>6} {'full ms':>10} {'x':>6} {'[n,n] MiB':>10}")
@@ -64,10 +63,8 @@ def main() -> None:
         print(f"{r.n:>6} {r.t_scores * 1e3:10.3f} {rs} {r.t_full * 1e3:10.3f} {rf} {r.matrix_bytes / 2**20:10.2f}")
     big = [r for r in recs if r.n >= 512] or recs
     if len(big) >= 2:  # least-squares slope of log t against log n: 2 means O(n^2)
-        x = [math.log(r.n) for r in big]
-        for label, ys in (("scores", [math.log(r.t_scores) for r in big]), ("full", [math.log(r.t_full) for r in big])):
-            mx, my = sum(x) / len(x), sum(ys) / len(ys)
-            slope = sum((a - mx) * (b - my) for a, b in zip(x, ys)) / sum((a - mx) ** 2 for a in x)
+        for label, ts in (("scores", [r.t_scores for r in big]), ("full", [r.t_full for r in big])):
+            slope = loglog_slope([r.n for r in big], ts)
             print(f"log-log slope for n >= {big[0].n} ({label}): {slope:.2f}  (2 = quadratic; one doubling = 2^slope = {2 ** slope:.2f}x)")
 
     b1, b2 = args.blocks

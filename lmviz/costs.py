@@ -10,7 +10,6 @@ Pure Python except :func:`measure_attention_time`, which imports torch when call
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from dataclasses import dataclass
 
@@ -264,12 +263,29 @@ class AttnTiming:
     flops: int                  # attention_flops(n, d): 4 n^2 d
 
 
+def loglog_slope(ns, ts) -> float:
+    """Least-squares slope of log t against log n: 2 means t grows as n², 1 as n.
+
+    One doubling of n multiplies t by 2**slope; a fit over several n is steadier than any one
+    ratio on a noisy machine.
+
+    >>> round(loglog_slope([128, 256, 512], [1.0, 4.0, 16.0]), 6)
+    2.0
+    """
+    x = [math.log(n) for n in ns]
+    y = [math.log(t) for t in ts]
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    return sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
+
+
 def measure_attention_time(ns=(128, 256, 512, 1024, 2048, 4096), d: int = 64, device=None,
                            repeats: int = 5, dtype=None, seed: int = 0) -> list[AttnTiming]:
     """Time the score matrix and full (non-causal, single-head) attention at each n.
 
-    Median of `repeats` runs after one warm-up, synchronising CUDA. Ratios between
-    consecutive n approach 4 per doubling once n is large enough to leave per-call overhead.
+    After a warm-up, each of `repeats` samples times enough calls to last ~2 ms; the fastest
+    sample is kept (on a shared machine the slow ones measure other processes, not attention).
+    CUDA is synchronised. Ratios between consecutive n approach 4 per doubling once n is large
+    enough to leave per-call overhead behind.
     """
     import torch
 
@@ -281,12 +297,18 @@ def measure_attention_time(ns=(128, 256, 512, 1024, 2048, 4096), d: int = 64, de
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
 
     def timed(fn):
-        fn(); sync()
-        ts = []
+        fn(); sync()                                   # warm-up (allocations, thread pool)
+        t0 = time.perf_counter(); fn(); sync()
+        one = time.perf_counter() - t0
+        inner = max(1, int(2e-3 / max(one, 1e-7)))     # each sample lasts >= ~2 ms: small n is
+        ts = []                                        # not lost in timer and per-call noise
         for _ in range(max(1, repeats)):
-            t0 = time.perf_counter(); fn(); sync()
-            ts.append(time.perf_counter() - t0)
-        return statistics.median(ts)
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            sync()
+            ts.append((time.perf_counter() - t0) / inner)
+        return min(ts)                                 # the least disturbed sample
 
     out, prev = [], None
     for n in ns:

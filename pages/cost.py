@@ -125,14 +125,19 @@ def _timing_view(rows) -> None:
             t("cost.col.n"): [r.n for r in rows],
             t("cost.col.scores_ms"): [round(r.t_scores * 1e3, 3) for r in rows],
             t("cost.col.full_ms"): [round(r.t_full * 1e3, 3) for r in rows],
-            t("cost.col.ratio"): [None if r.ratio_full is None else round(r.ratio_full, 2) for r in rows],
+            t("cost.col.ratio"): ["—" if r.ratio_full is None else f"{r.ratio_full:.2f}" for r in rows],
             t("cost.col.matrix"): [_mib(r.matrix_bytes) for r in rows],
             t("cost.col.flops"): [_human(r.flops) for r in rows],
         }
         st.dataframe(table, hide_index=True, width="stretch")
     last = rows[-1]
+    from lmviz.costs import loglog_slope
+
+    fit = [r for r in rows if r.n >= 256] or rows
+    slope = loglog_slope([r.n for r in fit], [r.t_full for r in fit])
     render.md(t("cost.measured_read", n=last.n, ratio=f"{last.ratio_full:.2f}",
                 mib=_mib(last.matrix_bytes), n4=4096, mib4=_mib(4096 ** 2 * 4)))
+    render.md(t("cost.measured_slope", n0=fit[0].n, slope=f"{slope:.2f}", per=f"{2 ** slope:.1f}"))
 
 
 def sec_measured() -> None:
