@@ -138,7 +138,7 @@ def variance_figure(rows, *, x_title: str, y_title: str, names: tuple[str, str, 
     fig.add_trace(go.Scatter(x=d, y=[r.var_scaled for r in rows], mode="lines+markers", name=names[1],
                              line=dict(color=COLORS["positive"], width=3)))
     fig.update_xaxes(type="log", title=x_title, tickvals=d)
-    fig.update_yaxes(type="log", title=y_title)
+    fig.update_yaxes(type="log", title=y_title, dtick="D2")
     return theme.apply(fig, height=380, title=title)
 
 

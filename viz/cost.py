@@ -58,7 +58,7 @@ def timing_figure(ns, t_scores, t_full, *, names: dict, x_title: str, y_title: s
                              name=names["guide"], line=dict(color=COLORS["neutral"], dash="dash"),
                              hoverinfo="skip"))
     fig.update_xaxes(type="log", title=x_title, tickvals=ns, ticktext=[str(int(n)) for n in ns])
-    fig.update_yaxes(type="log", title=y_title)
+    fig.update_yaxes(type="log", title=y_title, dtick="D2")  # 1, 2, 5 x 10^k only
     return theme.apply(fig, height=height, title=title)
 
 

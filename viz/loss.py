@@ -103,5 +103,5 @@ def noise_error_figure(rows, *, x_title: str, y_title: str, measured: str, guide
     fig.add_trace(go.Scatter(x=bs, y=[means[0] * math.sqrt(bs[0] / b) for b in bs], mode="lines",
                              name=guide, line=dict(color=COLORS["neutral"], dash="dash")))
     fig.update_xaxes(title=x_title, type="log", tickvals=bs)
-    fig.update_yaxes(title=y_title, type="log")
+    fig.update_yaxes(title=y_title, type="log", dtick="D2")
     return theme.apply(fig, height=420)
