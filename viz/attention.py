@@ -23,10 +23,6 @@ def _ticks(labels, axis_len: int, max_ticks: int = 32) -> dict:
     return dict(tickmode="array", tickvals=idx, ticktext=[labels[i] for i in idx] if labels else idx)
 
 
-def _layout(height: int, title: str = "", **extra) -> dict:
-    return theme.layout(height=height, title=title or None, **extra)
-
-
 def heatmap(M, *, x_labels=None, y_labels=None, title: str = "", x_title: str = "",
             y_title: str = "", diverging: bool = False, text: bool | None = None, fmt: str = ".2f",
             masked_text: str = "−∞", zmin=None, zmax=None, height: int | None = None,
@@ -55,7 +51,7 @@ def heatmap(M, *, x_labels=None, y_labels=None, title: str = "", x_title: str = 
         zmin=zmin, zmax=zmax, hoverongaps=False, colorbar=dict(title=colorbar_title, thickness=12),
         hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>")
     h = height or int(min(620, max(260, 90 + 26 * n_r)))
-    layout = _layout(h, title, plot_bgcolor=COLORS["masked"],
+    layout = theme.layout(height=h, title=title or None, plot_bgcolor=COLORS["masked"],
                      xaxis=dict(title=x_title, showgrid=False, tickangle=0 if n_c <= 24 else None,
                                 **_ticks(x_labels, n_c, 32 if n_c <= 32 else 16)),
                      yaxis=dict(title=y_title, autorange="reversed", showgrid=False, **_ticks(y_labels, n_r)))
@@ -89,7 +85,7 @@ def heads_figure(weights, labels, head_titles: list[str], *, x_title: str = "", 
         notes.append(dict(text=head_titles[h], x=x0 + width / 2, y=1.0, xref="paper", yref="paper",
                           xanchor="center", yanchor="bottom", showarrow=False,
                           font=dict(size=15 if chosen else 14, color=COLORS["chosen"] if chosen else "#333")))
-    layout = _layout(340, "", annotations=notes, **axes)
+    layout = theme.layout(height=340, annotations=notes, **axes)
     layout["margin"] = dict(l=10, r=10, t=40, b=10)
     return go.Figure(traces, layout)
 

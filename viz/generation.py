@@ -20,14 +20,6 @@ def _figure(data=None, **subplots) -> go.Figure:
     return make_subplots(**subplots) if subplots else go.Figure(data)
 
 
-def _apply(fig: go.Figure, *, height: int | None, title: str | None, **layout) -> go.Figure:
-    return theme.apply(fig, height=height, title=title, **layout)
-
-
-def _finish(fig: go.Figure, height: int, title: str | None, **layout) -> go.Figure:
-    return _apply(fig, height=height, title=title, **layout)
-
-
 def _np(x) -> np.ndarray:
     """Tensor / list -> float64 numpy array."""
     if hasattr(x, "detach"):
@@ -47,7 +39,7 @@ def prob_bars(labels: Sequence[str], probs, *, highlight: int | None = None, y_t
     fig = _figure(go.Bar(x=list(labels), y=p, marker_color=colours, name=name,
                            text=[f"{v:.3f}" for v in p], textposition="outside", cliponaxis=False,
                            hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
-    return _apply(fig, height=height, title=title, xaxis=dict(type="category"),
+    return theme.apply(fig, height=height, title=title, xaxis=dict(type="category"),
                   yaxis=dict(title=y_title, range=[0, 1.12]))
 
 
@@ -66,8 +58,8 @@ def temperature_curves_figure(taus, probs, labels: Sequence[str], tau_now: float
                    for i, lab in enumerate(labels)])
     x = max(float(tau_now), float(taus.min()))
     ticks = [v for v in (0.05, 0.1, 0.2, 0.5, 1, 2, 5) if taus.min() <= v <= taus.max()]
-    return _finish(
-        fig, 340, title,
+    return theme.apply(
+        fig, height=340, title=title,
         shapes=[dict(type="line", x0=np.log10(x), x1=np.log10(x), xref="x",  # log axis: log10 y0=0, y1=1, yref="paper",
                      line=dict(color=COLORS["neutral"], dash="dash", width=2))],
         annotations=[dict(x=np.log10(x), y=1.04, text=marker_text, showarrow=False,
@@ -108,7 +100,7 @@ def filter_figure(labels: Sequence[str], probs, final, kept: Sequence[int], p: f
                                       line=dict(color=COLORS["negative"], dash="dot", width=2))]
     notes = [] if p is None else [dict(x=1, xref="paper", y=p, text=names[3], showarrow=False,
                                        xanchor="right", yanchor="top")]
-    return _finish(fig, 380, title, shapes=thr, annotations=notes,
+    return theme.apply(fig, height=380, title=title, shapes=thr, annotations=notes,
                    xaxis=dict(tickvals=x, ticktext=list(labels), range=[-0.6, len(q) - 0.3],
                               showgrid=False),
                    yaxis=dict(title=y_title, range=[0, 1.15]))
@@ -135,7 +127,7 @@ def candidates_figure(labels: Sequence[str], series: Sequence[tuple[str, Sequenc
     fig.update_layout(barmode="group", bargap=0.2)
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=list(labels))
     fig.update_yaxes(title=y_title, rangemode="tozero")
-    return _finish(fig, 360, title)
+    return theme.apply(fig, height=360, title=title)
 
 
 def greedy_steps_figure(vocab: Sequence[str], steps: Sequence[tuple[str, Sequence[float], int]], *,
@@ -159,7 +151,7 @@ def greedy_steps_figure(vocab: Sequence[str], steps: Sequence[tuple[str, Sequenc
     fig.update_yaxes(range=[0, 1.1], title=y_title, row=1, col=1)
     for a in fig.layout.annotations:  # subplot titles: small, they hold whole prefixes
         a.font = dict(size=11)
-    return _apply(fig, height=300, title=title)
+    return theme.apply(fig, height=300, title=title)
 
 
 def tree_figure(nodes, labels: Sequence[str], greedy: Sequence, best: Sequence, *,
@@ -225,4 +217,4 @@ def tree_figure(nodes, labels: Sequence[str], greedy: Sequence, best: Sequence, 
     depth = max(x.values()) if x else 1
     fig.update_xaxes(visible=False, range=[-0.3, depth + 0.9])
     fig.update_yaxes(visible=False, range=[-slot[0] + 0.4, 0.6])
-    return _finish(fig, height or min(900, max(280, 46 * slot[0] + 110)), title)
+    return theme.apply(fig, height=height or min(900, max(280, 46 * slot[0] + 110)), title=title)
