@@ -60,7 +60,8 @@ def temperature_curves_figure(taus, probs, labels: Sequence[str], tau_now: float
     ticks = [v for v in (0.05, 0.1, 0.2, 0.5, 1, 2, 5) if taus.min() <= v <= taus.max()]
     return theme.apply(
         fig, height=340, title=title,
-        shapes=[dict(type="line", x0=np.log10(x), x1=np.log10(x), xref="x",  # log axis: log10 y0=0, y1=1, yref="paper",
+        shapes=[dict(type="line", x0=np.log10(x), x1=np.log10(x), xref="x",  # log axis: log10
+                     y0=0, y1=1, yref="paper",
                      line=dict(color=COLORS["neutral"], dash="dash", width=2))],
         annotations=[dict(x=np.log10(x), y=1.04, text=marker_text, showarrow=False,
                           yanchor="bottom", xanchor="left" if x < 1 else "right", font=dict(size=13))],
