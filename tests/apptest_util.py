@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 
 from pathlib import Path
 
@@ -54,3 +55,16 @@ def all_text(at: AppTest) -> str:
         except Exception:  # noqa: BLE001 - an element kind absent in this version
             pass
     return "\n".join(parts)
+
+
+def poll_until(at: AppTest, cond, timeout: float, interval: float = 1.0) -> bool:
+    """Rerun the page every ``interval`` s (each run runs a polling fragment once, as its
+    ``run_every`` tick would) until ``cond(at)`` holds; False after ``timeout`` s."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        time.sleep(interval)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        if cond(at):
+            return True
+    return False

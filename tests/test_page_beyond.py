@@ -3,12 +3,11 @@ training, the number-of-bins slider, held-out sentences, and the knowledge secti
 session model (the shipped default may be absent)."""
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
 
-from tests.apptest_util import all_text, decode, figures, open_page
+from tests.apptest_util import all_text, decode, figures, open_page, poll_until
 from ui.i18n import translate
 
 PAGE = "pages/beyond.py"
@@ -24,14 +23,7 @@ def fig(at, key: str, lang: str, **fmt) -> dict:
 
 
 def wait_for(at, cond, timeout: float = 240.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        time.sleep(1.0)
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        if cond(at):
-            return
-    raise AssertionError("training did not finish in time")
+    assert poll_until(at, cond, timeout), "training did not finish in time"
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from tests.apptest_util import all_text, decode, figures, open_page
+from tests.apptest_util import all_text, decode, figures, open_page, poll_until
 from ui.i18n import translate
 
 pytestmark = pytest.mark.apptest
@@ -23,15 +23,7 @@ def loss_points(at) -> int:
 
 
 def poll(at, until, timeout=40.0):
-    """Rerun the page (each run runs the polling fragment once) until ``until(at)`` holds."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        time.sleep(0.7)
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        if until(at):
-            return True
-    return False
+    return poll_until(at, until, timeout, interval=0.7)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
