@@ -1,0 +1,195 @@
+"""A headless Streamlit client over the app's own websocket, for load benchmarks.
+
+It speaks the protocol the browser speaks (``/_stcore/stream``, protobuf ``BackMsg`` /
+``ForwardMsg``): it opens a page, records the widgets the server sends, answers the server's
+auto-rerun requests (``st.fragment(run_every=...)``) as the browser does, and changes a slider
+by sending a rerun with the new widget state — the fragment's id included when the slider lives
+in a fragment, so the server does exactly the work a browser's slider drag causes. It draws
+nothing, so a benchmark on a 2-core machine measures the server, not Chromium.
+
+    async with Session(port, "generation", "lang=zh") as s:
+        await s.wait_idle()
+        ms = await s.move_slider(s.sliders()[0], 0.5)     # seconds until the rerun finished
+
+Only 127.0.0.1 is ever contacted.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+import websockets
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+FINISHED_OK = (0, 3)            # ScriptFinishedStatus: whole run, fragment run
+FINISHED_RERUN = 2              # stopped early because another rerun was requested
+
+
+@dataclass
+class Widget:
+    id: str                     # the widget id the server gave it
+    kind: str                   # "slider", "button", ...
+    label: str
+    fragment_id: str            # "" when not inside a fragment
+    lo: float = 0.0             # slider range
+    hi: float = 0.0
+    value: list | None = None   # slider value as the server sent it
+    disabled: bool = False      # greyed out when the server last drew it
+
+
+class Session:
+    """One browser-like session on ``127.0.0.1:port`` showing page ``page`` (URL path)."""
+
+    def __init__(self, port: int, page: str, query: str = "", auto_rerun: bool = True) -> None:
+        self.port, self.page, self.query, self.auto_rerun = port, page, query, auto_rerun
+        self.widgets: dict[str, Widget] = {}
+        self.states: dict[str, list] = {}      # slider id -> value we last sent
+        self.errors: list[str] = []            # exception elements seen
+        self.alerts: list[str] = []            # st.error/warning/info texts seen
+        self.page_hash = ""
+        self._ws = None
+        self._reader: asyncio.Task | None = None
+        self._timers: dict[str, asyncio.Task] = {}    # fragment id -> its auto-rerun loop
+        self._registered: set[str] = set()             # fragments the current run registered
+        self._finished = asyncio.Event()
+        self._last_status: int | None = None
+        self.runs = 0
+
+    async def __aenter__(self) -> "Session":
+        url = f"ws://127.0.0.1:{self.port}/_stcore/stream"
+        self._ws = await websockets.connect(url, subprotocols=["streamlit"], max_size=2**27,
+                                            origin=f"http://127.0.0.1:{self.port}",
+                                            open_timeout=60, ping_interval=None)
+        self._reader = asyncio.create_task(self._read())
+        await self._rerun(page_name=self.page)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        for t in self._timers.values():
+            t.cancel()
+        if self._reader:
+            self._reader.cancel()
+        if self._ws is not None:
+            await self._ws.close()
+            self._ws = None
+
+    # ------------------------------------------------------------------ protocol --------
+    async def _send(self, msg: BackMsg) -> None:
+        await self._ws.send(msg.SerializeToString())
+
+    async def _rerun(self, *, page_name: str = "", fragment_id: str = "", auto: bool = False,
+                     trigger: str | None = None) -> None:
+        msg = BackMsg()
+        cs = msg.rerun_script
+        cs.query_string = self.query
+        cs.page_script_hash = self.page_hash
+        cs.page_name = page_name
+        cs.fragment_id = fragment_id
+        cs.is_auto_rerun = auto
+        for wid, value in self.states.items():
+            w = cs.widget_states.widgets.add()
+            w.id = wid
+            w.double_array_value.data.extend(value)
+        if trigger:
+            w = cs.widget_states.widgets.add()
+            w.id = trigger
+            w.trigger_value = True
+        self._finished.clear()
+        await self._send(msg)
+
+    async def _read(self) -> None:
+        try:
+            async for data in self._ws:
+                fm = ForwardMsg()
+                fm.ParseFromString(data)
+                kind = fm.WhichOneof("type")
+                if kind == "navigation":
+                    # st.navigation names the page this run shows (new_session may name app.py)
+                    self.page_hash = fm.navigation.page_script_hash or self.page_hash
+                elif kind == "new_session":
+                    self._registered = set()
+                elif kind == "page_info_changed":
+                    self.query = fm.page_info_changed.query_string   # the URL the page wrote
+                elif kind == "delta":
+                    self._on_delta(fm.delta)
+                elif kind == "auto_rerun" and self.auto_rerun:
+                    fid = fm.auto_rerun.fragment_id
+                    self._registered.add(fid)
+                    if fid not in self._timers:     # one timer per fragment, as the browser keeps
+                        self._timers[fid] = asyncio.create_task(self._auto(fm.auto_rerun.interval, fid))
+                elif kind == "stop_auto_rerun":
+                    timer = self._timers.pop(fm.stop_auto_rerun.fragment_id, None)
+                    if timer:
+                        timer.cancel()
+                elif kind == "script_finished":
+                    if fm.script_finished == 0:
+                        # a whole-script run ended: fragments it did not register are gone
+                        for fid in set(self._timers) - self._registered:
+                            self._timers.pop(fid).cancel()
+                    self._last_status = fm.script_finished
+                    if fm.script_finished in FINISHED_OK:
+                        self.runs += 1
+                        self._finished.set()
+        except (websockets.ConnectionClosed, asyncio.CancelledError):
+            pass
+        except Exception as e:  # noqa: BLE001 - a protocol surprise must not hang the bench
+            self.errors.append(f"client: {type(e).__name__}: {e}")
+            self._finished.set()
+
+    def _on_delta(self, d) -> None:
+        if d.WhichOneof("type") != "new_element":
+            return
+        el = d.new_element
+        ek = el.WhichOneof("type")
+        if ek == "exception":
+            self.errors.append(el.exception.message[:200])
+        elif ek == "alert":
+            self.alerts.append(el.alert.body[:200])
+        elif ek == "slider":
+            s = el.slider
+            self.widgets[s.id] = Widget(s.id, "slider", s.label, d.fragment_id, s.min, s.max,
+                                        list(s.value) or list(s.default))
+        elif ek == "button":
+            b = el.button
+            self.widgets[b.id] = Widget(b.id, "button", b.label, d.fragment_id, disabled=b.disabled)
+
+    async def _auto(self, interval: float, fragment_id: str) -> None:
+        try:
+            while True:
+                await asyncio.sleep(max(interval, 0.1))
+                if self._ws is None:
+                    return
+                await self._rerun(fragment_id=fragment_id, auto=True)
+        except (asyncio.CancelledError, websockets.ConnectionClosed):
+            pass
+
+    # ------------------------------------------------------------------ API -------------
+    async def wait_idle(self, timeout: float = 120) -> None:
+        """Wait until the current run has finished successfully."""
+        await asyncio.wait_for(self._finished.wait(), timeout)
+
+    def sliders(self) -> list[Widget]:
+        return [w for w in self.widgets.values() if w.kind == "slider"]
+
+    def button(self, key_suffix: str) -> Widget | None:
+        return next((w for w in self.widgets.values()
+                     if w.kind == "button" and w.id.endswith(key_suffix)), None)
+
+    async def move_slider(self, w: Widget, value: float, timeout: float = 60) -> float:
+        """Set slider ``w`` to ``value``; seconds until the server finished the rerun."""
+        self.states[w.id] = [float(value)]
+        t0 = time.perf_counter()
+        await self._rerun(fragment_id=w.fragment_id)
+        await asyncio.wait_for(self._finished.wait(), timeout)
+        return time.perf_counter() - t0
+
+    async def click(self, w: Widget, timeout: float = 60) -> float:
+        t0 = time.perf_counter()
+        await self._rerun(fragment_id=w.fragment_id, trigger=w.id)
+        await asyncio.wait_for(self._finished.wait(), timeout)
+        return time.perf_counter() - t0
