@@ -6,8 +6,11 @@ BM25 scores a document d for a query q as
                                             / (tf(t, d) + k1 * (1 - b + b * |d| / avgdl))
     idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
 
-English is split into lower-case words, Chinese into single characters (no word segmenter
-needed, and a character-level model reads Chinese the same way). Pure Python + numpy.
+English is split into lower-case words. Chinese has no spaces, so each run of Chinese
+characters gives every single character and every pair of neighbouring characters (character
+bigrams, no word segmenter needed): with single characters only, 法国 (France) would match the 国
+of 中国 (China) as well as it matches 法国 itself; the bigram 法国 occurs only where France is
+named. Pure Python + numpy.
 """
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["BM25Config", "BM25", "Hit", "Document", "tokenize", "load_documents"]
+__all__ = ["BM25Config", "BM25", "Hit", "Document", "tokenize", "load_documents", "split_sentences",
+           "best_sentence"]
 
 DOCS_DIR = Path(__file__).resolve().parents[1] / "assets" / "docs"
 
@@ -28,24 +32,38 @@ STOPWORDS = frozenset(
     "a an and are as at be by for from has have in is it its of on or that the this to was "
     "were what which who will with".split()
 )
-# CJK unified ideographs -> one token each; runs of Latin letters/digits -> one word each
-_TOKEN = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]|[a-z0-9]+")
-# very common Chinese function characters, dropped like English stop words
+# runs of CJK unified ideographs, and runs of Latin letters/digits (one word each)
+_TOKEN = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]+|[a-z0-9]+")
+_HAN = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]")
+# very common Chinese function characters, dropped as single characters like English stop words
+# (a bigram that holds one is kept: 首都 "capital" must not lose its 都)
 ZH_STOPCHARS = frozenset("的了是在和也有就都而及与着或一个")
+# sentence ends, English and Chinese
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？；])\s*")
 
 
 def tokenize(text: str, drop_stopwords: bool = True) -> list[str]:
-    """Lower-case English words and single Chinese characters, in order.
+    """Lower-case English words; for Chinese, each character followed by the bigram it starts.
 
     >>> tokenize("The capital of France is Paris.")
     ['capital', 'france', 'paris']
     >>> tokenize("巴黎是法国的首都", drop_stopwords=False)
-    ['巴', '黎', '是', '法', '国', '的', '首', '都']
+    ['巴', '巴黎', '黎', '黎是', '是', '是法', '法', '法国', '国', '国的', '的', '的首', '首', '首都', '都']
+    >>> tokenize("法国的首都")
+    ['法', '法国', '国', '国的', '的首', '首', '首都']
     """
-    toks = _TOKEN.findall(text.lower())
-    if drop_stopwords:
-        toks = [t for t in toks if t not in STOPWORDS and t not in ZH_STOPCHARS]
-    return toks
+    out: list[str] = []
+    for run in _TOKEN.findall(text.lower()):
+        if not _HAN.match(run):  # a Latin word
+            if not (drop_stopwords and run in STOPWORDS):
+                out.append(run)
+            continue
+        for i, ch in enumerate(run):  # a run of Chinese characters: unigrams and bigrams
+            if not (drop_stopwords and ch in ZH_STOPCHARS):
+                out.append(ch)
+            if i + 1 < len(run):
+                out.append(run[i:i + 2])
+    return out
 
 
 @dataclass(frozen=True)
@@ -125,3 +143,27 @@ def load_documents(directory: Path = DOCS_DIR) -> list[Document]:
         title = first[2:].strip() if first.startswith("# ") else path.stem
         out.append(Document(path.stem, path.stem.split("-", 1)[0], title, text))
     return out
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of a passage, its "# " heading left out (split after . ! ? 。 ！ ？ ；).
+
+    >>> split_sentences("# T\\n\\nOne. Two!\\n巴黎很美。塞纳河穿城而过。")
+    ['One.', 'Two!', '巴黎很美。', '塞纳河穿城而过。']
+    """
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+    return [s.strip() for s in _SENTENCE_END.split(body) if s.strip()]
+
+
+def best_sentence(text: str, query: str, config: BM25Config = BM25Config()) -> str:
+    """The sentence of a passage that best matches the query (BM25 over its sentences; the first
+    one wins a tie); the whole text when it has no sentence.
+
+    >>> best_sentence("# Paris\\n\\nParis is big. It is the capital of France.", "capital of France")
+    'It is the capital of France.'
+    """
+    sents = split_sentences(text)
+    if not sents:
+        return text
+    scores = BM25(sents, config).scores(query)
+    return sents[int(np.argmax(scores))]

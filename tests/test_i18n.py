@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from ui.i18n import LANGS, catalogue, translate
 from ui.chapters import CHAPTERS
 
@@ -45,3 +47,32 @@ def test_every_key_used_in_code_exists():
 def test_format_and_fallback():
     assert translate("common.device", "zh", name="CPU") == "计算设备：CPU"
     assert translate("no.such.key", "zh") == "no.such.key"
+
+
+def test_no_internal_example_codes():
+    # the notes do not number their examples; students never see our labels such as "W9"
+    code = re.compile(r"\bW\d+\b")
+    for lang in LANGS:
+        bad = {k: v for k, v in catalogue(lang).items() if code.search(v)}
+        assert bad == {}, f"internal example codes in {lang}: {sorted(bad)}"
+
+
+def test_chinese_follows_the_glossary():
+    # assets/i18n/GLOSSARY.md: the terms that were fixed once must not creep back in
+    banned = {"实时模型": "当前模型", "词元": "token", "Transformer 块": "Transformer 模块",
+              "KV Cache": "KV 缓存", "输出头": "输出层", "预置模型": "默认模型", "「": "“", "」": "”",
+              "nats": "nat"}
+    found = sorted((k, word) for k, v in catalogue("zh").items() for word in banned if word in v)
+    assert found == [], [f"{k}: {w} -> {banned[w]}" for k, w in found]
+
+
+@pytest.mark.xfail(strict=False, reason="gen.temp_intro is rewritten in another branch; drop this mark once merged")
+def test_temperature_divides_the_logits():
+    assert "在 softmax 之前去除" not in catalogue("zh")["gen.temp_intro"]
+
+
+def test_layer_and_head_labels_count_from_one():
+    for lang in LANGS:
+        assert translate("common.layer_head", lang, layer=1, head=2) in {"layer 1 · head 2", "第 1 层 · 头 2"}
+        assert translate("common.layer_n", lang, n=1).replace("第 ", "").startswith(("layer 1", "1 层"))
+        assert translate("common.head_n", lang, n=1) in {"head 1", "头 1"}

@@ -1,9 +1,15 @@
 """BM25 retrieval over the bundled passages (lmviz/retrieval.py)."""
 import math
+import re
+from pathlib import Path
 
 import pytest
 
-from lmviz.retrieval import BM25, BM25Config, Hit, load_documents, tokenize
+from lmviz.retrieval import (BM25, BM25Config, Hit, best_sentence, load_documents, split_sentences,
+                             tokenize)
+from ui.i18n import catalogue
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -19,11 +25,19 @@ def test_bundled_documents(docs):
     assert len({d.name for d in docs}) == len(docs)
 
 
-def test_tokenize_english_words_and_chinese_characters():
+def test_tokenize_english_words_and_chinese_characters_and_bigrams():
     assert tokenize("Tokyo's TRAINS, 40 million!") == ["tokyo", "s", "trains", "40", "million"]
-    assert tokenize("苹果很甜") == ["苹", "果", "很", "甜"]
-    assert tokenize("KV 缓存") == ["kv", "缓", "存"]
+    assert tokenize("苹果很甜") == ["苹", "苹果", "果", "果很", "很", "很甜", "甜"]
+    assert tokenize("KV 缓存") == ["kv", "缓", "缓存", "存"]
     assert tokenize("the of is") == []  # stop words only
+    assert tokenize("的了") == ["的了"]  # stop characters go, the bigram they form stays
+    assert tokenize("首都，北京") == ["首", "首都", "北", "北京", "京"]  # no bigram across punctuation
+
+
+def test_bigrams_tell_france_from_china():
+    # with single characters 法国 shares 国 with 中国; the bigram 法国 does not
+    bm = BM25(["北京是中国的首都。", "巴黎是法国的首都。"])
+    assert bm.search("法国的首都是", k=1)[0].doc_id == 1
 
 
 @pytest.mark.parametrize("query", ["Where do people skate on a frozen canal in winter?",
@@ -74,3 +88,32 @@ def test_no_match_and_bad_input():
     assert bm.search("cats", k=0) == []
     with pytest.raises(ValueError):
         BM25([])
+
+
+# ---- the retrieval presets of the knowledge section (pages/beyond.py reads bey.q1..bey.q3) ----
+# preset key -> (passage that answers it, per language; a word of the answer, per language)
+PRESETS = {
+    "bey.q1": ({"en": "en-paris", "zh": "zh-paris"}, {"en": "Paris", "zh": "巴黎"}),
+    "bey.q2": ({"en": "en-tokyo", "zh": "zh-tokyo"}, {"en": "Japan", "zh": "日本"}),
+    "bey.q3": ({"en": "en-robots", "zh": "zh-robot"}, {"en": "tokens", "zh": "token"}),
+}
+
+
+def test_presets_listed_here_are_the_pages_presets():
+    used = set(re.findall(r"""t\(["'](bey\.q\d+)["']\)""", (ROOT / "pages" / "beyond.py").read_text("utf-8")))
+    assert used == set(PRESETS)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("key", sorted(PRESETS))
+def test_every_preset_retrieves_the_passage_that_answers_it(docs, key, lang):
+    query = catalogue(lang)[key]
+    want, answer = PRESETS[key][0][lang], PRESETS[key][1][lang]
+    scores = BM25([d.text for d in docs]).scores(query)
+    order = sorted(range(len(docs)), key=lambda i: -scores[i])
+    top = docs[order[0]]
+    assert top.name == want, (query, [(docs[i].name, round(float(scores[i]), 2)) for i in order[:3]])
+    assert scores[order[0]] > 1.5 * scores[order[1]]  # a clear winner, not a coin toss
+    # the page places the passage's best sentence before the question: it must hold the answer
+    sentence = best_sentence(top.text, query)
+    assert answer in sentence and sentence in split_sentences(top.text)
