@@ -219,7 +219,7 @@ def _ar_mask_zero() -> Solution:
     opts = _worded("ar_mask_zero", "above", "below", "diagonal", "none")
     return Solution(opts, hits[0], {"T": str(MASK_T)},
                     {"n_zero": str(len(zero)), "n_cells": str(MASK_T * MASK_T),
-                     "first_row": _vec(w[0], ".0f"), "T": str(MASK_T)},
+                     "first_row": _vec(w[0], ".0f")},
                     {"zero": sorted(zero)})
 
 
@@ -257,8 +257,7 @@ def _att_scale() -> Solution:
     correct = "peaked" if raw > scaled else "flatter" if raw < scaled else "same"
     return Solution(_worded("att_scale", "peaked", "flatter", "same"), correct,
                     {"dk": str(SCALE_DK), "n": str(len(p.raw))},
-                    {"raw": f"{raw:.2f}", "scaled": f"{scaled:.2f}", "sqrt": _num(math.sqrt(SCALE_DK)),
-                     "dk": str(SCALE_DK)},
+                    {"raw": f"{raw:.2f}", "scaled": f"{scaled:.2f}", "sqrt": _num(math.sqrt(SCALE_DK))},
                     {"raw_max": raw, "scaled_max": scaled})
 
 
@@ -323,7 +322,7 @@ def _loss_big_lr() -> Solution:
                     {"grad": _num(s.grad), "w": _num(s.w), "w_new": f"{s.w_new:g}",
                      "w_star": _num(w_star), "y_hat": f"{s.y_hat_new:g}", "loss": f"{s.loss:g}",
                      "loss_new": f"{s.loss_new:.2f}", "x2": _num(ONE_PARAM["x"] ** 2),
-                     "factor": f"{factor:+.2f}", "lr": _num(BIG_LR)},
+                     "factor": f"{factor:+.2f}"},
                     {"loss": s.loss, "loss_new": s.loss_new, "w_new": s.w_new, "factor": factor})
 
 
@@ -472,7 +471,7 @@ def _cost_crossover() -> Solution:
     cands = {"d": float(d), "2d": 2.0 * d, "right": n, "d2": float(d * d)}
     opts, correct = _choices(cands, lambda x: f"{x:g}", "right")
     return Solution(opts, correct, {"d": str(d), "r": str(WHERE_R)},
-                    {"n": f"{n:g}", "d": str(d), "r": str(WHERE_R), "k": f"{n / d:g}",
+                    {"n": f"{n:g}", "r": str(WHERE_R), "k": f"{n / d:g}",
                      "flops": f"{f.attention:,}"},
                     {"n": n})
 
