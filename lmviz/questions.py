@@ -365,8 +365,7 @@ def _gen_greedy() -> Solution:
     opts = tuple(Option(f"t{i}", label=TOY_VOCAB[i]) for i in sorted(ranked))
     second = ranked[1]
     return Solution(opts, f"t{TOY_VOCAB.index(step.token)}", {"prefix": " ".join(step.prefix)},
-                    {"token": step.token, "p": f"{step.prob:.2f}", "second": TOY_VOCAB[second],
-                     "p2": f"{step.probs[second]:.2f}"},
+                    {"token": step.token, "p": f"{step.prob:.2f}", "p2": f"{step.probs[second]:.2f}"},
                     {"token": step.token, "prob": step.prob})
 
 
