@@ -187,6 +187,7 @@ class MemoryBackend:
     def __init__(self, clock: Callable[[], float] = time.time):
         self._clock = clock
         self._data: dict[str, tuple[Any, float | None]] = {}  # key -> (value, expires_at)
+        self._z: dict[str, dict[str, float]] = {}              # sorted sets: key -> {member: score}
         self._writes = 0
 
     # -- helpers
@@ -208,6 +209,8 @@ class MemoryBackend:
             now = self._clock()
             for k in [k for k, (_, e) in self._data.items() if e is not None and e <= now]:
                 del self._data[k]
+            for k in list(self._z):   # members' scores are their expiry times
+                self.zlive(k, now)
 
     def __len__(self) -> int:
         return sum(1 for k in list(self._data) if self._live(k) is not None)
@@ -229,6 +232,7 @@ class MemoryBackend:
 
     def delete(self, key: str) -> None:
         self._data.pop(key, None)
+        self._z.pop(key, None)
 
     def incr(self, key: str, ttl_s: float | None) -> int:
         hit = self._live(key)
@@ -252,29 +256,25 @@ class MemoryBackend:
         hit = self._live(key)
         return json.loads(hit[0]) if hit else {}
 
+    # sorted sets hold only str -> float, always JSON-safe: kept as plain dicts (no copies), so
+    # counting followers costs one pass over the members and no JSON round trip
     def zadd(self, key: str, member: str, score: float) -> None:
-        hit = self._live(key)
-        z = json.loads(hit[0]) if hit else {}
-        z[member] = float(score)
-        self._data[key] = (json.dumps(z), None)
-        self._wrote()
+        self._z.setdefault(key, {})[str(member)] = float(score)
 
     def zrem(self, key: str, member: str) -> None:
-        hit = self._live(key)
-        if hit:
-            z = json.loads(hit[0])
+        z = self._z.get(key)
+        if z is not None:
             z.pop(member, None)
-            self._data[key] = (json.dumps(z), None)
 
     def zlive(self, key: str, now: float) -> int:
-        hit = self._live(key)
-        if not hit:
+        z = self._z.get(key)
+        if not z:
             return 0
-        z = {m: s for m, s in json.loads(hit[0]).items() if s >= now}
-        if z:
-            self._data[key] = (json.dumps(z), None)
-        else:
-            del self._data[key]
+        dead = [m for m, sc in z.items() if sc < now]
+        for m in dead:
+            del z[m]
+        if not z:
+            del self._z[key]
         return len(z)
 
 

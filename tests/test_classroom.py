@@ -433,3 +433,14 @@ def test_concurrent_creates_respect_max_classes(clock):
     ok = [c for c in made if c.ok]
     assert len(ok) == 25 and len({c.code for c in ok}) == 25
     assert s.live_classes() == 25
+
+
+def test_follower_sets_of_vanished_classes_are_swept(clock):
+    s = make(clock)
+    c = s.create_class()
+    for i in range(20):
+        s.follow(c.code, f"s{i}")
+    clock.advance(s.limits.idle_expiry_s + s.limits.ended_keep_s + 1)   # nobody reads it again
+    for i in range(MemoryBackend.PURGE_EVERY):
+        s.follow("ZZZZZZZ", f"t{i}")
+    assert s._db._z == {}

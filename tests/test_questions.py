@@ -241,3 +241,12 @@ def test_bey_bins():
         worst = max(worst, abs(lo + (b + 0.5) * width - v))
     assert worst <= width / 2 + 1e-12
     assert label("bey_bins") == f"{width / 2:.3f}" == "0.018"
+
+
+def test_doctests():
+    import doctest
+
+    from lmviz import classroom, questions
+
+    assert doctest.testmod(questions).failed == 0
+    assert doctest.testmod(classroom).failed == 0
