@@ -1,0 +1,621 @@
+"""Classroom mode's shared state: a lecturer drives a class, students follow and answer.
+
+One process holds every class in a :class:`ClassStore` guarded by ONE lock. The store keeps its
+data in a small :class:`Backend` whose operations are chosen to map one to one onto Redis
+commands, so several app processes could share classes through Redis with the same semantics:
+
+==========================  ==========================================  =======================
+Backend method              meaning                                     Redis
+==========================  ==========================================  =======================
+``get(key)``                a JSON record, or None (missing/expired)    ``GET`` + json.loads
+``put(key, v, ttl)``        store a record with a time to live          ``SET key v PX ttl``
+``put_if_absent(k, v, t)``  store only if absent; True when stored      ``SET key v NX PX ttl``
+``delete(key)``             remove                                      ``DEL``
+``incr(key, ttl)``          counter + 1 (TTL set when created)          ``INCR`` + ``EXPIRE NX``
+``hincr(key, f, ttl)``      hash field + 1                              ``HINCRBY`` + ``EXPIRE``
+``hgetall(key)``            hash as {field: int}                        ``HGETALL``
+``zadd(key, m, score)``     member with an expiry time as its score     ``ZADD``
+``zrem(key, m)``            remove a member                             ``ZREM``
+``zlive(key, now)``         drop members whose score < now; count rest  ``ZREMRANGEBYSCORE``+``ZCARD``
+==========================  ==========================================  =======================
+
+Every value is a JSON-serialisable record (the memory backend round-trips it through ``json``,
+so a record that Redis could not hold fails here too). "Answer once" is atomic through
+``put_if_absent`` (``SET NX``); the histogram is ``hincr`` (``HINCRBY``); rate limits are
+``incr`` with a TTL. In one process the store's lock makes every operation atomic, bounds
+included. With Redis across processes the single-command steps stay atomic, while the
+read-modify-write of a class record (publish) and the bound checks would need a Lua script
+(or ``WATCH``/``MULTI``) to stay exact; without one a bound can be overshot by at most the
+number of concurrent writers.
+
+Keys (``{c}`` a class code, ``{q}`` a question id, ``{s}`` a session id):
+``class:{c}`` the class record; ``ans:{c}:{q}:{s}`` one student's answer (an option id);
+``hist:{c}:{q}`` counts per option id; ``n:{c}:{q}`` answers to one question; ``n:{c}`` answers
+in the class; ``fol:{c}`` followers (zset); ``classes`` live classes (zset); ``fail:{s}``
+failed code look-ups of a session in the current minute.
+
+Security: a class code (7 characters from an alphabet without look-alikes, ~2.8e10 codes) is
+what a student types or follows by link; the lecturer's secret (``secrets.token_urlsafe``, 192
+bits) is never part of the student link, is stored only as a SHA-256 digest and is compared
+with ``hmac.compare_digest``. Every lecturer operation needs it. A student sends only a code, a
+session id (given by the server, not typed), a question id and an option id; option ids are
+checked against the open question's options, so nothing free-form a student sends is stored,
+and nothing stored is ever meant to be rendered as HTML. Failed code look-ups are limited per
+session per minute.
+
+Nothing here raises on a student's or lecturer's bad input: every operation returns a record
+with ``ok``/``status`` and a ``reason`` (a short word the page turns into ``class.reason.*``).
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+__all__ = [
+    "ALPHABET", "CODE_LEN", "ClassLimits", "Backend", "MemoryBackend", "ClassStore", "Created",
+    "OpResult", "FollowView", "QuestionView", "LecturerView", "Histogram", "normalise_code",
+    "REASONS",
+]
+
+ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: easy to read aloud and type
+CODE_LEN = 7                                    # 31^7 ≈ 2.75e10 codes
+
+_SLUG_RE = re.compile(r"[a-z0-9-]{0,40}")          # chapter slug ("" is the home page)
+_SECTION_RE = re.compile(r"[A-Za-z0-9_.-]{0,64}")  # a section anchor
+_KEY_RE = re.compile(r"[A-Za-z0-9_.-]{1,32}")      # a URL query parameter name
+_ID_RE = re.compile(r"[a-z0-9_.-]{1,64}")          # question ids and option ids
+_SESSION_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")  # a session id given by the server
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+# every reason a record can carry; the page shows t(f"class.reason.{reason}")
+REASONS = (
+    "full", "not_found", "bad_code", "rate_limited", "bad_session", "wrong_secret", "ended",
+    "ended_by_lecturer", "lecturer_gone", "too_long", "bad_state", "bad_question", "no_question",
+    "other_question", "closed", "bad_option", "already_answered", "too_many_answers",
+    "too_many_questions",
+)
+
+
+@dataclass(frozen=True)
+class ClassLimits:
+    max_classes: int = 200               # live classes in the store at once
+    idle_expiry_s: float = 180.0         # a class ends when the lecturer is silent this long
+    max_age_s: float = 8 * 3600.0        # ... and in any case this long after it began
+    ended_keep_s: float = 900.0          # an ended class is remembered this long ("ended", not "unknown")
+    max_settings: int = 24               # query parameters in a published state
+    max_value_len: int = 500             # characters per parameter value (urlstate keeps <= 500)
+    max_questions: int = 40              # distinct questions one class may open
+    max_options: int = 8                 # options per question
+    max_answers_per_question: int = 500  # answers counted per question
+    max_answers_per_class: int = 5000    # answers counted per class, all questions together
+    max_followers: int = 500             # followers counted per class (more still follow, uncounted)
+    follower_ttl_s: float = 30.0         # a follower not seen for this long is no longer counted
+    lookup_failures_per_min: int = 10    # failed code look-ups per session per minute
+
+
+@dataclass(frozen=True)
+class Created:
+    ok: bool            # a class was created
+    reason: str         # "" or "full"
+    code: str = ""      # the class code students type or follow (?follow=CODE)
+    secret: str = ""    # the lecturer's secret: keep it in the lecturer's session only
+
+
+@dataclass(frozen=True)
+class OpResult:
+    ok: bool            # the operation took effect
+    reason: str         # "" when ok, else one of REASONS
+    version: int = -1   # the class's version after the operation (-1 when unknown)
+
+
+@dataclass(frozen=True)
+class QuestionView:
+    id: str                              # question id (lmviz.questions)
+    options: tuple[str, ...]             # its option ids, in order
+    revealed: bool                       # the lecturer revealed the answer
+    counts: Mapping[str, int] | None     # option id -> count, once revealed (None before)
+    total: int                           # answers counted, once revealed (0 before)
+
+
+@dataclass(frozen=True)
+class FollowView:
+    status: str                  # "live", "ended", "not_found", "bad_code", "rate_limited", "bad_session"
+    reason: str                  # why (for "ended": ended_by_lecturer, lecturer_gone or too_long)
+    code: str = ""               # the normalised class code
+    version: int = -1            # bumps on every change a follower should see
+    changed: bool = False        # version differs from the caller's known_version
+    chapter: str = ""            # the lecturer's chapter slug
+    section: str = ""            # ... and section
+    settings: Mapping[str, str] = field(default_factory=dict)  # the chapter's query parameters
+    question: QuestionView | None = None  # the open question, if any
+    updated: float = 0.0         # when the state was last published (store clock)
+
+
+@dataclass(frozen=True)
+class LecturerView:
+    ok: bool
+    reason: str
+    status: str = ""             # "live" or "ended"
+    version: int = -1
+    followers: int = 0           # followers seen in the last follower_ttl_s seconds
+    question: QuestionView | None = None  # the open question, counts always included
+    heartbeat_age_s: float = 0.0  # seconds since the lecturer's last heartbeat
+
+
+@dataclass(frozen=True)
+class Histogram:
+    ok: bool
+    reason: str
+    question_id: str = ""
+    counts: Mapping[str, int] = field(default_factory=dict)  # option id -> count (all options)
+    total: int = 0
+    revealed: bool = False
+
+
+# -----------------------------------------------------------------------------
+# backends
+
+class Backend(Protocol):
+    """Key-value storage with TTLs; each method is one Redis command (see the module docstring)."""
+
+    def get(self, key: str) -> Any | None: ...
+    def put(self, key: str, value: Any, ttl_s: float | None) -> None: ...
+    def put_if_absent(self, key: str, value: Any, ttl_s: float | None) -> bool: ...
+    def delete(self, key: str) -> None: ...
+    def incr(self, key: str, ttl_s: float | None) -> int: ...
+    def hincr(self, key: str, field: str, ttl_s: float | None) -> int: ...
+    def hgetall(self, key: str) -> dict[str, int]: ...
+    def zadd(self, key: str, member: str, score: float) -> None: ...
+    def zrem(self, key: str, member: str) -> None: ...
+    def zlive(self, key: str, now: float) -> int: ...
+
+
+class MemoryBackend:
+    """The in-process backend: dicts with expiry times. NOT thread-safe by itself: the store's
+    lock serialises every call. Values are copied through JSON on the way in and out, so records
+    stay JSON-serialisable and callers never share a mutable record."""
+
+    PURGE_EVERY = 512  # writes between sweeps of expired keys (keeps memory bounded)
+
+    def __init__(self, clock: Callable[[], float] = time.time):
+        self._clock = clock
+        self._data: dict[str, tuple[Any, float | None]] = {}  # key -> (value, expires_at)
+        self._z: dict[str, dict[str, float]] = {}              # sorted sets: key -> {member: score}
+        self._writes = 0
+
+    # -- helpers
+    def _expiry(self, ttl_s: float | None) -> float | None:
+        return None if ttl_s is None else self._clock() + float(ttl_s)
+
+    def _live(self, key: str):
+        hit = self._data.get(key)
+        if hit is None:
+            return None
+        if hit[1] is not None and hit[1] <= self._clock():
+            del self._data[key]
+            return None
+        return hit
+
+    def _wrote(self) -> None:
+        self._writes += 1
+        if self._writes % self.PURGE_EVERY == 0:
+            now = self._clock()
+            for k in [k for k, (_, e) in self._data.items() if e is not None and e <= now]:
+                del self._data[k]
+            for k in list(self._z):   # members' scores are their expiry times
+                self.zlive(k, now)
+
+    def __len__(self) -> int:
+        return sum(1 for k in list(self._data) if self._live(k) is not None)
+
+    # -- the Backend interface
+    def get(self, key: str) -> Any | None:
+        hit = self._live(key)
+        return None if hit is None else json.loads(hit[0])
+
+    def put(self, key: str, value: Any, ttl_s: float | None) -> None:
+        self._data[key] = (json.dumps(value), self._expiry(ttl_s))
+        self._wrote()
+
+    def put_if_absent(self, key: str, value: Any, ttl_s: float | None) -> bool:
+        if self._live(key) is not None:
+            return False
+        self.put(key, value, ttl_s)
+        return True
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+        self._z.pop(key, None)
+
+    def incr(self, key: str, ttl_s: float | None) -> int:
+        hit = self._live(key)
+        if hit is None:
+            self._data[key] = (json.dumps(1), self._expiry(ttl_s))
+            self._wrote()
+            return 1
+        n = json.loads(hit[0]) + 1
+        self._data[key] = (json.dumps(n), hit[1])
+        return n
+
+    def hincr(self, key: str, field: str, ttl_s: float | None) -> int:
+        hit = self._live(key)
+        h = json.loads(hit[0]) if hit else {}
+        h[field] = h.get(field, 0) + 1
+        self._data[key] = (json.dumps(h), self._expiry(ttl_s))
+        self._wrote()
+        return h[field]
+
+    def hgetall(self, key: str) -> dict[str, int]:
+        hit = self._live(key)
+        return json.loads(hit[0]) if hit else {}
+
+    # sorted sets hold only str -> float, always JSON-safe: kept as plain dicts (no copies), so
+    # counting followers costs one pass over the members and no JSON round trip
+    def zadd(self, key: str, member: str, score: float) -> None:
+        self._z.setdefault(key, {})[str(member)] = float(score)
+
+    def zrem(self, key: str, member: str) -> None:
+        z = self._z.get(key)
+        if z is not None:
+            z.pop(member, None)
+
+    def zlive(self, key: str, now: float) -> int:
+        z = self._z.get(key)
+        if not z:
+            return 0
+        dead = [m for m, sc in z.items() if sc < now]
+        for m in dead:
+            del z[m]
+        if not z:
+            del self._z[key]
+        return len(z)
+
+
+# -----------------------------------------------------------------------------
+# validation
+
+def normalise_code(raw: Any) -> str | None:
+    """A typed or linked class code -> its canonical form, or None when it cannot be one.
+
+    Spaces and dashes are dropped and letters upper-cased; look-alikes are not guessed.
+
+    >>> normalise_code(" ab3-d 7kq "), normalise_code("<b>"), normalise_code("x" * 10_000)
+    ('AB3D7KQ', None, None)
+    """
+    if not isinstance(raw, str) or len(raw) > 40:
+        return None
+    code = raw.replace(" ", "").replace("-", "").upper()
+    if len(code) != CODE_LEN or any(c not in ALPHABET for c in code):
+        return None
+    return code
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _valid_settings(settings: Any, limits: ClassLimits) -> dict[str, str] | None:
+    """A copy of the settings when they are a small {str: str} dict of URL parameters, else None."""
+    if not isinstance(settings, Mapping) or len(settings) > limits.max_settings:
+        return None
+    out = {}
+    for k, v in settings.items():
+        if not isinstance(k, str) or not _KEY_RE.fullmatch(k):
+            return None
+        if not isinstance(v, str) or len(v) > limits.max_value_len or _CONTROL_RE.search(v):
+            return None
+        out[k] = v
+    return out
+
+
+def _valid_id(x: Any) -> bool:
+    return isinstance(x, str) and bool(_ID_RE.fullmatch(x))
+
+
+# -----------------------------------------------------------------------------
+# the store
+
+class ClassStore:
+    """Classes shared by the sessions of one process (or, with a Redis backend, of several).
+
+    ``clock`` returns seconds (``time.time`` by default; tests pass a fake one). When ``backend``
+    is None a :class:`MemoryBackend` on the same clock is used.
+    """
+
+    def __init__(self, backend: Backend | None = None, limits: ClassLimits = ClassLimits(),
+                 clock: Callable[[], float] = time.time):
+        self.limits = limits
+        self._clock = clock
+        self._db = backend if backend is not None else MemoryBackend(clock)
+        self._lock = threading.Lock()
+
+    # -- internals (call with the lock held) ----------------------------------------------------
+    def _ttl_live(self) -> float:
+        return self.limits.idle_expiry_s + self.limits.ended_keep_s
+
+    def _load(self, code: str) -> dict | None:
+        """The class record, ending it first when the lecturer went silent or it ran too long."""
+        rec = self._db.get(f"class:{code}")
+        if rec is None or rec["status"] != "live":
+            return rec
+        now = self._clock()
+        if now - rec["heartbeat"] > self.limits.idle_expiry_s:
+            return self._end(code, rec, "lecturer_gone")
+        if now - rec["created"] > self.limits.max_age_s:
+            return self._end(code, rec, "too_long")
+        return rec
+
+    def _end(self, code: str, rec: dict, reason: str) -> dict:
+        rec.update(status="ended", reason=reason, ended_at=self._clock(), version=rec["version"] + 1)
+        self._db.put(f"class:{code}", rec, self.limits.ended_keep_s)
+        self._db.zrem("classes", code)
+        return rec
+
+    def _save(self, code: str, rec: dict) -> None:
+        self._db.put(f"class:{code}", rec, self._ttl_live())
+        self._db.zadd("classes", code, self._clock() + self.limits.idle_expiry_s)
+
+    def _lecturer(self, code: Any, secret: Any) -> tuple[str | None, dict | None, str]:
+        """(code, live record, "") when code and secret match a live class, else (.., None, reason)."""
+        c = normalise_code(code)
+        if c is None:
+            return None, None, "bad_code"
+        rec = self._load(c)
+        if rec is None:
+            return c, None, "not_found"
+        if (not isinstance(secret, str) or len(secret) > 200
+                or not hmac.compare_digest(_digest(secret), rec["secret_sha256"])):
+            return c, None, "wrong_secret"
+        if rec["status"] != "live":
+            return c, None, "ended"
+        return c, rec, ""
+
+    def _question_view(self, code: str, q: dict | None, with_counts: bool) -> QuestionView | None:
+        if not q:
+            return None
+        counts = total = None
+        if with_counts or q["revealed"]:
+            h = self._db.hgetall(f"hist:{code}:{q['id']}")
+            counts = {o: int(h.get(o, 0)) for o in q["options"]}
+            total = sum(counts.values())
+        return QuestionView(q["id"], tuple(q["options"]), q["revealed"], counts, total or 0)
+
+    def _failed_lookup(self, session_id: str) -> None:
+        self._db.incr(f"fail:{session_id}", 60.0)
+
+    def _rate_limited(self, session_id: str) -> bool:
+        n = self._db.get(f"fail:{session_id}")
+        return n is not None and int(n) >= self.limits.lookup_failures_per_min
+
+    # -- lecturer ---------------------------------------------------------------------------------
+    def create_class(self) -> Created:
+        """A new class with a fresh code and secret; ``reason="full"`` when max_classes are live."""
+        with self._lock:
+            now = self._clock()
+            if self._db.zlive("classes", now) >= self.limits.max_classes:
+                return Created(False, "full")
+            secret = secrets.token_urlsafe(24)
+            rec = {"created": now, "heartbeat": now, "status": "live", "reason": "", "version": 0,
+                   "secret_sha256": _digest(secret), "chapter": "", "section": "", "settings": {},
+                   "updated": now, "question": None, "asked": {}}
+            for _ in range(20):
+                code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LEN))
+                if self._db.put_if_absent(f"class:{code}", rec, self._ttl_live()):
+                    self._db.zadd("classes", code, now + self.limits.idle_expiry_s)
+                    return Created(True, "", code, secret)
+            return Created(False, "full")  # 20 collisions in a row: the code space is crowded
+
+    def publish(self, code: str, secret: str, chapter: str, section: str = "",
+                settings: Mapping[str, str] | None = None) -> OpResult:
+        """Set what followers see (also a heartbeat). The version bumps only when it changed."""
+        settings = {} if settings is None else settings
+        with self._lock:
+            c, rec, why = self._lecturer(code, secret)
+            if rec is None:
+                return OpResult(False, why)
+            clean = _valid_settings(settings, self.limits)
+            if (clean is None or not isinstance(chapter, str) or not _SLUG_RE.fullmatch(chapter)
+                    or not isinstance(section, str) or not _SECTION_RE.fullmatch(section)):
+                return OpResult(False, "bad_state", rec["version"])
+            now = self._clock()
+            rec["heartbeat"] = now
+            if (rec["chapter"], rec["section"], rec["settings"]) != (chapter, section, clean):
+                rec.update(chapter=chapter, section=section, settings=clean, updated=now,
+                           version=rec["version"] + 1)
+            self._save(c, rec)
+            return OpResult(True, "", rec["version"])
+
+    def heartbeat(self, code: str, secret: str) -> OpResult:
+        """The lecturer's page is still open (call every few seconds; followers are not told)."""
+        with self._lock:
+            c, rec, why = self._lecturer(code, secret)
+            if rec is None:
+                return OpResult(False, why)
+            rec["heartbeat"] = self._clock()
+            self._save(c, rec)
+            return OpResult(True, "", rec["version"])
+
+    def end_class(self, code: str, secret: str) -> OpResult:
+        """End the class now: followers get status "ended", reason "ended_by_lecturer"."""
+        with self._lock:
+            c, rec, why = self._lecturer(code, secret)
+            if rec is None:
+                return OpResult(False, why)
+            rec = self._end(c, rec, "ended_by_lecturer")
+            return OpResult(True, "", rec["version"])
+
+    def open_question(self, code: str, secret: str, question_id: str,
+                      options: Sequence[str]) -> OpResult:
+        """Ask a question (closing any other). Re-opening one keeps its answers, un-revealed."""
+        with self._lock:
+            c, rec, why = self._lecturer(code, secret)
+            if rec is None:
+                return OpResult(False, why)
+            opts = list(options) if isinstance(options, (list, tuple)) else None
+            if (not _valid_id(question_id) or opts is None
+                    or not 2 <= len(opts) <= self.limits.max_options
+                    or not all(_valid_id(o) and len(o) <= 32 for o in opts) or len(set(opts)) != len(opts)):
+                return OpResult(False, "bad_question", rec["version"])
+            if question_id not in rec["asked"] and len(rec["asked"]) >= self.limits.max_questions:
+                return OpResult(False, "too_many_questions", rec["version"])
+            rec["asked"][question_id] = opts
+            rec["question"] = {"id": question_id, "options": opts, "revealed": False}
+            rec["heartbeat"] = self._clock()
+            rec["version"] += 1
+            self._save(c, rec)
+            return OpResult(True, "", rec["version"])
+
+    def reveal(self, code: str, secret: str, question_id: str | None = None) -> OpResult:
+        """Reveal the open question (only when question_id, if given, is the open one)."""
+        with self._lock:
+            c, rec, why = self._lecturer(code, secret)
+            if rec is None:
+                return OpResult(False, why)
+            q = rec["question"]
+            if not q:
+                return OpResult(False, "no_question", rec["version"])
+            if question_id is not None and question_id != q["id"]:
+                return OpResult(False, "other_question", rec["version"])
+            if not q["revealed"]:
+                q["revealed"] = True
+                rec["version"] += 1
+            rec["heartbeat"] = self._clock()
+            self._save(c, rec)
+            return OpResult(True, "", rec["version"])
+
+    def close_question(self, code: str, secret: str) -> OpResult:
+        """Put the open question away (followers see no question; its answers are kept)."""
+        with self._lock:
+            c, rec, why = self._lecturer(code, secret)
+            if rec is None:
+                return OpResult(False, why)
+            if rec["question"]:
+                rec["question"] = None
+                rec["version"] += 1
+            rec["heartbeat"] = self._clock()
+            self._save(c, rec)
+            return OpResult(True, "", rec["version"])
+
+    def histogram(self, code: str, secret: str, question_id: str | None = None) -> Histogram:
+        """Anonymous counts per option of the open question (or of an earlier one by id)."""
+        with self._lock:
+            c, rec, why = self._lecturer(code, secret)
+            if rec is None:
+                return Histogram(False, why)
+            q = rec["question"]
+            qid = q["id"] if question_id is None and q else question_id
+            if qid is None or qid not in rec["asked"]:
+                return Histogram(False, "no_question")
+            h = self._db.hgetall(f"hist:{c}:{qid}")
+            counts = {o: int(h.get(o, 0)) for o in rec["asked"][qid]}
+            revealed = q["revealed"] if q and q["id"] == qid else True
+            return Histogram(True, "", qid, counts, sum(counts.values()), revealed)
+
+    def lecturer_view(self, code: str, secret: str) -> LecturerView:
+        """What the lecturer's panel shows: followers, the open question with live counts."""
+        with self._lock:
+            c = normalise_code(code)
+            _, rec, why = self._lecturer(code, secret)
+            if rec is None:
+                if why == "ended":
+                    full = self._db.get(f"class:{c}")
+                    return LecturerView(False, full["reason"] if full else why, "ended")
+                return LecturerView(False, why)
+            now = self._clock()
+            return LecturerView(True, "", "live", rec["version"], self._db.zlive(f"fol:{c}", now),
+                                self._question_view(c, rec["question"], True), now - rec["heartbeat"])
+
+    # -- students ---------------------------------------------------------------------------------
+    def follow(self, code: Any, session_id: Any, known_version: int = -1) -> FollowView:
+        """What a follower shows. Cheap: one record read; ``changed`` says whether to redraw.
+
+        Never raises: an unknown, malformed or ended class comes back as a status and a reason.
+        """
+        with self._lock:
+            if not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id):
+                return FollowView("bad_session", "bad_session")
+            if self._rate_limited(session_id):
+                return FollowView("rate_limited", "rate_limited")
+            c = normalise_code(code)
+            if c is None:
+                self._failed_lookup(session_id)
+                return FollowView("bad_code", "bad_code")
+            rec = self._load(c)
+            if rec is None:
+                self._failed_lookup(session_id)
+                return FollowView("not_found", "not_found", c)
+            v = rec["version"]
+            if rec["status"] != "live":
+                self._db.zrem(f"fol:{c}", session_id)
+                return FollowView("ended", rec["reason"], c, v, v != known_version)
+            now = self._clock()
+            fkey = f"fol:{c}"
+            if self._db.zlive(fkey, now) < self.limits.max_followers:
+                self._db.zadd(fkey, session_id, now + self.limits.follower_ttl_s)
+            return FollowView("live", "", c, v, v != known_version, rec["chapter"], rec["section"],
+                              rec["settings"], self._question_view(c, rec["question"], False),
+                              rec["updated"])
+
+    def leave(self, code: Any, session_id: Any) -> None:
+        """A follower stepped away or closed the tab: stop counting it."""
+        with self._lock:
+            c = normalise_code(code)
+            if c is not None and isinstance(session_id, str):
+                self._db.zrem(f"fol:{c}", session_id)
+
+    def answer(self, code: Any, session_id: Any, question_id: Any, option_id: Any) -> OpResult:
+        """Count one answer: once per session per question, only for the open, unrevealed question
+        and only an option id of that question."""
+        with self._lock:
+            if not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id):
+                return OpResult(False, "bad_session")
+            if self._rate_limited(session_id):
+                return OpResult(False, "rate_limited")
+            c = normalise_code(code)
+            rec = self._load(c) if c is not None else None
+            if rec is None:
+                self._failed_lookup(session_id)
+                return OpResult(False, "bad_code" if c is None else "not_found")
+            if rec["status"] != "live":
+                return OpResult(False, "ended", rec["version"])
+            q = rec["question"]
+            if not q:
+                return OpResult(False, "no_question", rec["version"])
+            if question_id != q["id"]:
+                return OpResult(False, "other_question", rec["version"])
+            if q["revealed"]:
+                return OpResult(False, "closed", rec["version"])
+            if not isinstance(option_id, str) or option_id not in q["options"]:
+                return OpResult(False, "bad_option", rec["version"])
+            ttl = self._ttl_live() + self.limits.max_age_s
+            nq, nc = self._db.get(f"n:{c}:{q['id']}") or 0, self._db.get(f"n:{c}") or 0
+            if nq >= self.limits.max_answers_per_question or nc >= self.limits.max_answers_per_class:
+                return OpResult(False, "too_many_answers", rec["version"])
+            if not self._db.put_if_absent(f"ans:{c}:{q['id']}:{session_id}", option_id, ttl):
+                return OpResult(False, "already_answered", rec["version"])
+            self._db.hincr(f"hist:{c}:{q['id']}", option_id, ttl)
+            self._db.incr(f"n:{c}:{q['id']}", ttl)
+            self._db.incr(f"n:{c}", ttl)
+            return OpResult(True, "", rec["version"])
+
+    def my_answer(self, code: Any, session_id: Any, question_id: Any) -> str | None:
+        """The option id this session answered to a question, or None."""
+        with self._lock:
+            c = normalise_code(code)
+            if (c is None or not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id)
+                    or not _valid_id(question_id)):
+                return None
+            return self._db.get(f"ans:{c}:{question_id}:{session_id}")
+
+    # -- monitoring -------------------------------------------------------------------------------
+    def live_classes(self) -> int:
+        """Classes currently counted against max_classes."""
+        with self._lock:
+            return self._db.zlive("classes", self._clock())

@@ -1,0 +1,446 @@
+"""The class store (lmviz/classroom.py): follow, answer once, reveal, bounds, expiry, secrets,
+rate limits, hostile input and concurrency. Time comes from a fake clock: no test sleeps."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from lmviz.classroom import (ALPHABET, CODE_LEN, ClassLimits, ClassStore, MemoryBackend,
+                             normalise_code)
+
+
+class Clock:
+    def __init__(self, t: float = 1_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, s: float) -> None:
+        self.t += s
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+def make(clock, **limits):
+    return ClassStore(limits=ClassLimits(**limits), clock=clock)
+
+
+@pytest.fixture
+def store(clock):
+    return make(clock)
+
+
+@pytest.fixture
+def cls(store):
+    c = store.create_class()
+    assert c.ok
+    return c
+
+
+OPTS = ["rises", "falls", "same"]
+
+
+# -- create --------------------------------------------------------------------------------------
+def test_codes_are_short_unambiguous_and_unique(store):
+    made = [store.create_class() for _ in range(150)]
+    codes = [c.code for c in made]
+    assert all(len(c) == CODE_LEN and set(c) <= set(ALPHABET) for c in codes)
+    assert not set("01OIL") & set(ALPHABET)
+    assert len(set(codes)) == len(codes)
+    assert len({c.secret for c in made}) == len(made)
+    assert all(len(c.secret) >= 32 and c.code not in c.secret for c in made)
+
+
+def test_code_typing_is_forgiving_but_not_guessing():
+    assert normalise_code(" ab3d-7kq") == "AB3D7KQ"
+    for bad in ("AB3D7K", "AB3D7KQX", "AB0D7KQ", "ABID7KQ", "<script>", "", None, 1234567, ["A"],
+                "A" * 100_000, "ＡＢ３Ｄ７ＫＱ"):
+        assert normalise_code(bad) is None
+
+
+def test_the_secret_is_not_stored_in_clear(clock):
+    db = MemoryBackend(clock)
+    s = ClassStore(db, clock=clock)
+    c = s.create_class()
+    assert c.secret not in repr(db._data)
+
+
+# -- publish and follow --------------------------------------------------------------------------
+def test_follow_sees_published_state_and_version(store, cls):
+    v0 = store.follow(cls.code, "s1")
+    assert v0.status == "live" and v0.chapter == "" and v0.changed
+    r = store.publish(cls.code, cls.secret, "generation", "temperature", {"tau": "0.5", "k": "0"})
+    assert r.ok and r.version == v0.version + 1
+    f = store.follow(cls.code.lower(), "s1", known_version=v0.version)
+    assert (f.status, f.chapter, f.section, dict(f.settings)) == (
+        "live", "generation", "temperature", {"tau": "0.5", "k": "0"})
+    assert f.changed and f.version == r.version
+    assert not store.follow(cls.code, "s1", known_version=f.version).changed
+
+
+def test_same_state_again_does_not_bump_the_version(store, cls, clock):
+    a = store.publish(cls.code, cls.secret, "attention", "", {"L": "1", "h": "2"})
+    clock.advance(5)
+    b = store.publish(cls.code, cls.secret, "attention", "", {"h": "2", "L": "1"})
+    assert a.version == b.version
+    c = store.publish(cls.code, cls.secret, "attention", "", {"L": "2", "h": "2"})
+    assert c.version == a.version + 1
+    hb = store.heartbeat(cls.code, cls.secret)
+    assert hb.ok and hb.version == c.version
+
+
+def test_returned_records_are_copies(store, cls):
+    store.publish(cls.code, cls.secret, "generation", "", {"tau": "1"})
+    f = store.follow(cls.code, "s1")
+    f.settings["tau"] = "9"
+    assert store.follow(cls.code, "s1").settings["tau"] == "1"
+
+
+def test_followers_are_counted_and_leave(store, cls, clock):
+    for i in range(5):
+        store.follow(cls.code, f"s{i}")
+    assert store.lecturer_view(cls.code, cls.secret).followers == 5
+    store.leave(cls.code, "s0")
+    assert store.lecturer_view(cls.code, cls.secret).followers == 4
+    clock.advance(store.limits.follower_ttl_s + 1)
+    store.follow(cls.code, "s1")
+    assert store.lecturer_view(cls.code, cls.secret).followers == 1
+
+
+def test_followers_beyond_the_bound_still_follow_uncounted(clock):
+    s = make(clock, max_followers=3)
+    c = s.create_class()
+    views = [s.follow(c.code, f"s{i}") for i in range(10)]
+    assert all(v.status == "live" for v in views)
+    assert s.lecturer_view(c.code, c.secret).followers == 3
+
+
+# -- questions -----------------------------------------------------------------------------------
+def test_answer_once_histogram_and_reveal(store, cls):
+    assert store.open_question(cls.code, cls.secret, "gen_tau_half", OPTS).ok
+    f = store.follow(cls.code, "s1")
+    assert f.question.id == "gen_tau_half" and not f.question.revealed and f.question.counts is None
+    for i, o in enumerate(["rises"] * 3 + ["falls"] * 2):
+        assert store.answer(cls.code, f"s{i}", "gen_tau_half", o).ok
+    again = store.answer(cls.code, "s0", "gen_tau_half", "falls")
+    assert not again.ok and again.reason == "already_answered"
+    assert store.my_answer(cls.code, "s0", "gen_tau_half") == "rises"
+    assert store.my_answer(cls.code, "s9", "gen_tau_half") is None
+    h = store.histogram(cls.code, cls.secret)
+    assert h.ok and dict(h.counts) == {"rises": 3, "falls": 2, "same": 0} and h.total == 5
+    lv = store.lecturer_view(cls.code, cls.secret)
+    assert dict(lv.question.counts) == dict(h.counts)
+    r = store.reveal(cls.code, cls.secret, "gen_tau_half")
+    assert r.ok
+    f = store.follow(cls.code, "s7", known_version=f.version)
+    assert f.changed and f.question.revealed and dict(f.question.counts) == dict(h.counts)
+    late = store.answer(cls.code, "s8", "gen_tau_half", "same")
+    assert late.reason == "closed"
+    assert store.histogram(cls.code, cls.secret).total == 5
+
+
+def test_answers_must_match_the_open_question(store, cls):
+    assert store.answer(cls.code, "s1", "gen_tau_half", "rises").reason == "no_question"
+    store.open_question(cls.code, cls.secret, "gen_tau_half", OPTS)
+    assert store.answer(cls.code, "s1", "kv_bytes", "a").reason == "other_question"
+    for bad in ("up", "<script>alert(1)</script>", "RISES", "", None, 3, ["rises"], {"x": 1},
+                "rises" * 1000):
+        r = store.answer(cls.code, "s1", "gen_tau_half", bad)
+        assert not r.ok and r.reason == "bad_option"
+    assert store.histogram(cls.code, cls.secret).total == 0
+
+
+def test_a_new_question_keeps_the_old_histogram_and_reopening_keeps_answers(store, cls):
+    store.open_question(cls.code, cls.secret, "q1", ["a", "b"])
+    store.answer(cls.code, "s1", "q1", "a")
+    store.open_question(cls.code, cls.secret, "q2", ["a", "b", "c"])
+    assert store.answer(cls.code, "s1", "q1", "b").reason == "other_question"
+    assert store.answer(cls.code, "s1", "q2", "c").ok
+    old = store.histogram(cls.code, cls.secret, "q1")
+    assert dict(old.counts) == {"a": 1, "b": 0}
+    store.open_question(cls.code, cls.secret, "q1", ["a", "b"])
+    assert store.answer(cls.code, "s1", "q1", "b").reason == "already_answered"
+    assert store.histogram(cls.code, cls.secret).counts["a"] == 1
+    assert store.histogram(cls.code, cls.secret, "never").reason == "no_question"
+    assert store.close_question(cls.code, cls.secret).ok
+    assert store.follow(cls.code, "s1").question is None
+
+
+def test_bad_questions_are_refused(store, cls):
+    for qid, opts in (("", OPTS), ("<b>", OPTS), ("ok", ["a"]), ("ok", ["a", "a"]),
+                      ("ok", ["a", "<i>"]), ("ok", "ab"), ("ok", [str(i) for i in range(20)]),
+                      (None, OPTS), ("x" * 100, OPTS)):
+        r = store.open_question(cls.code, cls.secret, qid, opts)
+        assert not r.ok and r.reason == "bad_question", (qid, opts)
+    assert store.reveal(cls.code, cls.secret).reason == "no_question"
+
+
+# -- bounds --------------------------------------------------------------------------------------
+def test_max_classes_then_room_again_after_expiry(clock):
+    s = make(clock, max_classes=3)
+    made = [s.create_class() for _ in range(3)]
+    assert all(c.ok for c in made)
+    full = s.create_class()
+    assert not full.ok and full.reason == "full" and full.code == "" and full.secret == ""
+    assert s.end_class(made[0].code, made[0].secret).ok
+    assert s.create_class().ok                          # an ended class frees its place
+    assert not s.create_class().ok
+    clock.advance(s.limits.idle_expiry_s + 1)           # every lecturer went silent
+    assert s.live_classes() == 0
+    assert s.create_class().ok
+
+
+def test_answer_bounds_per_question_and_per_class(clock):
+    s = make(clock, max_answers_per_question=5, max_answers_per_class=8)
+    c = s.create_class()
+    s.open_question(c.code, c.secret, "q1", ["a", "b"])
+    res = [s.answer(c.code, f"s{i}", "q1", "a") for i in range(7)]
+    assert [r.ok for r in res] == [True] * 5 + [False] * 2
+    assert res[-1].reason == "too_many_answers"
+    s.open_question(c.code, c.secret, "q2", ["a", "b"])
+    res = [s.answer(c.code, f"s{i}", "q2", "b") for i in range(5)]
+    assert [r.ok for r in res] == [True] * 3 + [False] * 2
+    assert s.histogram(c.code, c.secret).total == 3
+    assert s.histogram(c.code, c.secret, "q1").total == 5
+
+
+def test_max_questions(clock):
+    s = make(clock, max_questions=3)
+    c = s.create_class()
+    assert all(s.open_question(c.code, c.secret, f"q{i}", ["a", "b"]).ok for i in range(3))
+    assert s.open_question(c.code, c.secret, "q9", ["a", "b"]).reason == "too_many_questions"
+    assert s.open_question(c.code, c.secret, "q0", ["a", "b"]).ok   # re-opening is fine
+
+
+@pytest.mark.parametrize("settings", [
+    {f"k{i}": "1" for i in range(1000)},               # huge dict
+    {"tau": "x" * 501},                                 # value too long
+    {"tau": 0.5},                                       # not a string
+    {1: "a"},                                           # key not a string
+    {"<b>": "1"},                                       # markup in a key
+    {"a b": "1"},                                       # not a query-parameter name
+    {"k" * 33: "1"},                                    # key too long
+    {"s": "line\nbreak"},                               # control characters
+    {"s": "nul\x00"},
+    ["tau", "0.5"],                                     # not a mapping
+    "tau=0.5",
+])
+def test_hostile_settings_are_refused_and_change_nothing(store, cls, settings):
+    ok = store.publish(cls.code, cls.secret, "generation", "", {"tau": "1"})
+    r = store.publish(cls.code, cls.secret, "generation", "", settings)
+    assert not r.ok and r.reason == "bad_state" and r.version == ok.version
+    assert dict(store.follow(cls.code, "s1").settings) == {"tau": "1"}
+
+
+@pytest.mark.parametrize("chapter,section", [("<script>", ""), ("Generation", ""), ("x" * 41, ""),
+                                             ("generation", "<b>"), ("generation", "s" * 65),
+                                             (None, ""), ("generation", None)])
+def test_bad_chapter_or_section_refused(store, cls, chapter, section):
+    assert store.publish(cls.code, cls.secret, chapter, section, {}).reason == "bad_state"
+
+
+def test_markup_in_a_value_is_kept_as_plain_text(store, cls):
+    text = '<img src=x onerror="alert(1)"> & 你好'
+    assert store.publish(cls.code, cls.secret, "generation", "", {"prompt": text}).ok
+    assert store.follow(cls.code, "s1").settings["prompt"] == text   # verbatim, never escaped or parsed
+
+
+# -- expiry and ending ---------------------------------------------------------------------------
+def test_idle_lecturer_ends_the_class_with_a_reason(store, cls, clock):
+    store.publish(cls.code, cls.secret, "kv-cache", "", {"step": "3"})
+    for _ in range(10):                                  # heartbeats keep it alive well past the limit
+        clock.advance(store.limits.idle_expiry_s * 0.9)
+        assert store.heartbeat(cls.code, cls.secret).ok
+    assert store.follow(cls.code, "s1").status == "live"
+    clock.advance(store.limits.idle_expiry_s + 1)
+    f = store.follow(cls.code, "s1")
+    assert (f.status, f.reason) == ("ended", "lecturer_gone") and f.settings == {}
+    assert store.publish(cls.code, cls.secret, "kv-cache", "", {}).reason == "ended"
+    assert store.answer(cls.code, "s1", "q", "a").reason == "ended"
+    lv = store.lecturer_view(cls.code, cls.secret)
+    assert (lv.ok, lv.status, lv.reason) == (False, "ended", "lecturer_gone")
+    clock.advance(store.limits.ended_keep_s + 1)        # long after: forgotten
+    assert store.follow(cls.code, "s1").status == "not_found"
+
+
+def test_end_class_explicitly(store, cls):
+    store.open_question(cls.code, cls.secret, "q1", ["a", "b"])
+    before = store.follow(cls.code, "s1")
+    assert store.end_class(cls.code, cls.secret).ok
+    f = store.follow(cls.code, "s1", known_version=before.version)
+    assert (f.status, f.reason, f.changed) == ("ended", "ended_by_lecturer", True)
+    assert f.question is None
+    assert store.end_class(cls.code, cls.secret).reason == "ended"
+
+
+def test_a_class_has_a_longest_life(clock):
+    s = make(clock, max_age_s=1000.0, idle_expiry_s=100.0)
+    c = s.create_class()
+    for _ in range(12):
+        clock.advance(90)
+        s.heartbeat(c.code, c.secret)
+    f = s.follow(c.code, "s1")
+    assert (f.status, f.reason) == ("ended", "too_long")
+
+
+# -- who may drive -------------------------------------------------------------------------------
+def test_wrong_secret_refused_everywhere(store, cls):
+    other = store.create_class()
+    store.publish(cls.code, cls.secret, "attention", "", {"L": "1"})
+    store.open_question(cls.code, cls.secret, "q1", ["a", "b"])
+    before = store.follow(cls.code, "s1")
+    for secret in ("", "wrong", other.secret, cls.secret + "x", cls.secret[:-1], None, 123,
+                   cls.code, "x" * 1_000_000):
+        assert store.publish(cls.code, secret, "generation", "", {}).reason == "wrong_secret"
+        assert store.heartbeat(cls.code, secret).reason == "wrong_secret"
+        assert store.end_class(cls.code, secret).reason == "wrong_secret"
+        assert store.open_question(cls.code, secret, "q2", ["a", "b"]).reason == "wrong_secret"
+        assert store.reveal(cls.code, secret).reason == "wrong_secret"
+        assert store.close_question(cls.code, secret).reason == "wrong_secret"
+        assert store.histogram(cls.code, secret).reason == "wrong_secret"
+        assert store.lecturer_view(cls.code, secret).reason == "wrong_secret"
+    after = store.follow(cls.code, "s1")
+    assert (after.version, after.chapter, after.question.revealed) == (before.version, "attention", False)
+
+
+def test_a_follower_view_carries_no_secret(store, cls):
+    store.publish(cls.code, cls.secret, "attention", "", {"L": "1"})
+    assert cls.secret not in repr(store.follow(cls.code, "s1"))
+
+
+# -- rate limit and hostile look-ups -------------------------------------------------------------
+def test_failed_code_lookups_are_rate_limited_per_session(store, cls, clock):
+    n = store.limits.lookup_failures_per_min
+    for i in range(n):
+        assert store.follow("ZZZZZZZ" if i % 2 else "bad", "attacker").status in ("not_found", "bad_code")
+    blocked = store.follow(cls.code, "attacker")             # even the right code, for now
+    assert (blocked.status, blocked.reason) == ("rate_limited", "rate_limited")
+    assert store.answer(cls.code, "attacker", "q", "a").reason == "rate_limited"
+    assert store.follow(cls.code, "student").status == "live"   # other sessions are not affected
+    for _ in range(3 * n):                                       # good look-ups never count
+        assert store.follow(cls.code, "student").status == "live"
+    clock.advance(61)
+    assert store.follow(cls.code, "attacker").status == "live"
+
+
+@pytest.mark.parametrize("code", [None, 42, "", "<script>", "A" * 10_000, ["ABCDEFG"], "\x00" * 7])
+@pytest.mark.parametrize("session", ["s1", None, "", "x" * 1000, "a b", "<i>"])
+def test_hostile_lookups_never_raise(store, code, session):
+    f = store.follow(code, session)
+    assert f.status in ("bad_code", "bad_session", "rate_limited")
+    assert not store.answer(code, session, "q", "a").ok
+    store.leave(code, session)
+    assert store.my_answer(code, session, "q") is None
+
+
+def test_hostile_session_ids_cannot_answer(store, cls):
+    store.open_question(cls.code, cls.secret, "q1", ["a", "b"])
+    for s in (None, "", "x" * 1000, "a\nb", "<b>"):
+        assert store.answer(cls.code, s, "q1", "a").reason == "bad_session"
+    assert store.histogram(cls.code, cls.secret).total == 0
+
+
+# -- the backend ---------------------------------------------------------------------------------
+def test_memory_backend_semantics(clock):
+    db = MemoryBackend(clock)
+    assert db.put_if_absent("k", {"a": [1, 2]}, 10) and not db.put_if_absent("k", 1, 10)
+    got = db.get("k")
+    got["a"].append(3)
+    assert db.get("k") == {"a": [1, 2]}
+    assert [db.incr("n", 5) for _ in range(3)] == [1, 2, 3]
+    clock.advance(5)
+    assert db.get("k") == {"a": [1, 2]} and db.get("n") is None and db.incr("n", 5) == 1
+    clock.advance(6)
+    assert db.get("k") is None and db.put_if_absent("k", 2, None)
+    assert db.hincr("h", "x", 10) == 1 and db.hincr("h", "x", 10) == 2 and db.hgetall("h") == {"x": 2}
+    db.zadd("z", "m1", clock() + 1)
+    db.zadd("z", "m2", clock() + 10)
+    assert db.zlive("z", clock()) == 2
+    clock.advance(2)
+    assert db.zlive("z", clock()) == 1
+    db.zrem("z", "m2")
+    assert db.zlive("z", clock()) == 0
+    db.delete("k")
+    assert db.get("k") is None
+    with pytest.raises(TypeError):
+        db.put("bad", {1, 2}, None)          # only JSON records: what Redis could hold too
+
+
+def test_memory_backend_sweeps_expired_keys(clock):
+    s = make(clock)
+    for i in range(400):                     # 400 sessions each fail once: 400 short-lived keys
+        s.follow("ZZZZZZZ", f"s{i}")
+    clock.advance(61)
+    for i in range(MemoryBackend.PURGE_EVERY):
+        s.follow("ZZZZZZZ", f"t{i}")
+    assert len(s._db._data) <= MemoryBackend.PURGE_EVERY + 1
+
+
+# -- concurrency ---------------------------------------------------------------------------------
+def test_many_threads_answering_at_once_count_exactly(store, cls):
+    store.open_question(cls.code, cls.secret, "q1", ["a", "b", "c"])
+    n_threads, per_thread = 16, 25
+    start = threading.Barrier(n_threads)
+    results = []
+    lock = threading.Lock()
+
+    def student(t: int):
+        start.wait()
+        out = []
+        for i in range(per_thread):
+            sid = f"s{t}-{i}"
+            opt = "abc"[(t + i) % 3]
+            out.append(store.answer(cls.code, sid, "q1", opt).ok)
+            out.append(store.answer(cls.code, sid, "q1", opt).ok)         # a double click
+            out.append(store.answer(cls.code, f"s{(t + 1) % n_threads}-{i}", "q1", "a").ok)  # a race
+            store.follow(cls.code, sid)
+        with lock:
+            results.extend(out)
+
+    threads = [threading.Thread(target=student, args=(t,)) for t in range(n_threads)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=60)
+    n = n_threads * per_thread
+    assert sum(results) == n                   # each session counted exactly once
+    h = store.histogram(cls.code, cls.secret)
+    assert h.total == n and sum(h.counts.values()) == n
+    assert store.lecturer_view(cls.code, cls.secret).followers == n
+
+
+def test_concurrent_creates_respect_max_classes(clock):
+    s = make(clock, max_classes=25)
+    made, lock = [], threading.Lock()
+    start = threading.Barrier(8)
+
+    def lecturer():
+        start.wait()
+        got = [s.create_class() for _ in range(10)]
+        with lock:
+            made.extend(got)
+
+    threads = [threading.Thread(target=lecturer) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=60)
+    ok = [c for c in made if c.ok]
+    assert len(ok) == 25 and len({c.code for c in ok}) == 25
+    assert s.live_classes() == 25
+
+
+def test_follower_sets_of_vanished_classes_are_swept(clock):
+    s = make(clock)
+    c = s.create_class()
+    for i in range(20):
+        s.follow(c.code, f"s{i}")
+    clock.advance(s.limits.idle_expiry_s + s.limits.ended_keep_s + 1)   # nobody reads it again
+    for i in range(MemoryBackend.PURGE_EVERY):
+        s.follow("ZZZZZZZ", f"t{i}")
+    assert s._db._z == {}
