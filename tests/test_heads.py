@@ -57,3 +57,10 @@ def test_bad_input():
         multi_head(model, [1, 2], 5)
     with pytest.raises(ValueError):
         multi_head(model, list(range(11)) * 2, 0)  # 22 tokens > block_size 16
+
+
+def test_doctests():
+    import doctest
+
+    from lmviz import heads
+    assert doctest.testmod(heads).failed == 0

@@ -98,3 +98,10 @@ def test_nonconvexity_end_to_end_small():
     text = corpus_text("english")[:20_000]
     r = nonconvexity(text, replace(LINE_CONFIG, max_steps=20), alphas=[0.0, 0.5, 1.0])
     assert r.alphas == (0.0, 0.5, 1.0) and r.steps == 20 and r.seeds == LINE_SEEDS
+
+
+def test_doctests():
+    import doctest
+
+    from lmviz import objective
+    assert doctest.testmod(objective).failed == 0

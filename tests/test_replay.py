@@ -199,3 +199,10 @@ def test_from_tensors_rejects_bad_input_and_accepts_none(run):
     mixed[0] = _snap(0)
     with pytest.raises(ValueError):
         snapshots_to_tensors(mixed)
+
+
+def test_doctests():
+    import doctest
+
+    from lmviz import replay
+    assert doctest.testmod(replay).failed == 0

@@ -72,3 +72,10 @@ def test_rare_vs_common_refuses_text_without_candidates():
     tok = TrainedBPE.train("ab ab ab", 1)
     with pytest.raises(ValueError):
         rare_vs_common(tok, "ab ab ab")
+
+
+def test_doctests():
+    import doctest
+
+    from lmviz import special_tokens
+    assert doctest.testmod(special_tokens).failed == 0
