@@ -30,7 +30,8 @@ beside the weights; :func:`snapshots_from_tensors` reads them back, exactly, and
 
 The Trainer hook: build a :class:`Recorder` before the loop, call ``recorder.start(model,
 tokenizer)`` before the first step and ``recorder.after_step(model, tokenizer, step, loss)``
-after each optimizer step (it snapshots only on scheduled steps; ~ms for a small model).
+right after each optimizer step (it snapshots only on scheduled steps). A worker that steps in
+chunks caps each chunk with ``recorder.steps_to_next(step)`` so it stops on scheduled steps.
 """
 from __future__ import annotations
 
@@ -241,8 +242,13 @@ class Recorder:
 
         rec = Recorder(Probe("the cat sat", "the "), max_steps=cfg.max_steps)
         rec.start(model, tok)                              # before the first step: step 0
-        for ...:                                           # after each optimizer step
-            rec.after_step(model, tok, step, loss)         # snapshots only on scheduled steps
+        while not tr.done:                                 # the worker's loop
+            n = min(chunk, rec.steps_to_next(tr.steps_done) or chunk)
+            for m in tr.step(n):                           # the last of these may be scheduled
+                rec.after_step(tr.model, tok, m.step, m.loss)
+
+    after_step must see the model *at* that step: call it right after the step, never after a
+    chunk of steps that went past it (steps_to_next gives the chunk size that stops there).
     """
 
     def __init__(self, probe: Probe, max_steps: int, per_octave: int = 2,
@@ -255,6 +261,13 @@ class Recorder:
         snap = take_snapshot(model, tokenizer, self.probe, 0)
         self.store.add(snap)
         return snap
+
+    def steps_to_next(self, step: int) -> int | None:
+        """Steps from ``step`` to the next scheduled snapshot after it (None: no more). A worker
+        that calls ``Trainer.step(n)`` in chunks caps n by this, so every scheduled step is seen
+        with the model as it was at that step."""
+        later = [s for s in self.schedule.steps if s > step]
+        return later[0] - step if later else None
 
     def after_step(self, model, tokenizer, step: int, loss: float | None = None) -> Snapshot | None:
         if not self.schedule.due(step):
