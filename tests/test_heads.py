@@ -64,3 +64,20 @@ def test_doctests():
 
     from lmviz import heads
     assert doctest.testmod(heads).failed == 0
+
+
+def test_catalogue_strings_format_with_computed_values():
+    from ui.i18n import translate
+
+    model = _small()
+    mh = multi_head(model, [1, 2, 3, 4], 0)
+    err = float((mh.projected - sublayer_output(model, [1, 2, 3, 4], 0)).abs().max())
+    for lang in ("en", "zh"):
+        out = translate("att.mh_caption", lang, layer=mh.layer, t=len(mh.ids), h=mh.n_head, dh=mh.d_head,
+                        d=mh.d_model, dh_last=mh.d_head - 1)
+        assert f"[{len(mh.ids)} × {mh.d_head}]" in out
+        translate("att.mh_check", lang, err=err)
+        translate("att.mh_mix", lang, h=mh.n_head, dh=mh.d_head)
+        for step in mh.shapes:
+            translate("att.mh_shape", lang, name=translate(f"att.mh_step_{step.name}", lang),
+                      shape=" × ".join(map(str, step.shape)))

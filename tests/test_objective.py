@@ -105,3 +105,19 @@ def test_doctests():
 
     from lmviz import objective
     assert doctest.testmod(objective).failed == 0
+
+
+def test_catalogue_strings_format_with_computed_values(line):
+    from ui.i18n import translate
+
+    a, b, x, y = line
+    r = loss_line(a.model, b.model, x, y, alphas=[0.0, 0.5, 1.0], seeds=LINE_SEEDS, steps=a.steps_done)
+    tok = CharTokenizer(TEXT)
+    mle = corpus_likelihood(_tiny(tok.vocab_size), tok, TEXT)
+    for lang in ("en", "zh"):
+        s = translate("loss.line_result", lang, loss_a=r.loss_a, loss_b=r.loss_b, mid=r.mid_loss, gap=r.chord_gap)
+        assert f"{r.mid_loss:.3f}" in s
+        translate("loss.line_body", lang, seed_a=r.seeds[0], seed_b=r.seeds[1], d=LINE_CONFIG.d_model, steps=r.steps)
+        s = translate("loss.mle_numbers", lang, n=mle.n_tokens, windows=mle.n_windows, block=mle.block_size,
+                      total=mle.total_nll, mean=mle.mean_nll, loss=mle.model_loss, ppl=mle.ppl)
+        assert f"{mle.mean_nll:.4f}" in s

@@ -212,3 +212,20 @@ def test_doctests():
 
     from lmviz import replay
     assert doctest.testmod(replay).failed == 0
+
+
+def test_catalogue_strings_format_with_computed_values(run):
+    from ui.i18n import translate
+
+    tr, rec = run
+    s = rec.store.snapshots[-1]
+    L, H = divmod(int(s.prev_token.argmax()), s.prev_token.shape[1])
+    V = tr.tokenizer.vocab_size
+    for lang in ("en", "zh"):
+        assert str(s.step) in translate("train.replay_caption", lang, n=len(rec.store), step=s.step)
+        translate("train.replay_prev", lang, head=H, layer=L, score=float(s.prev_token[L, H]))
+        translate("train.replay_emb", lang, var=float(s.emb_var.sum()))
+        translate("train.replay_dist", lang, prompt=PROBE.prompt, k=len(s.top_ids), entropy=s.entropy, v=V,
+                  max_entropy=math.log(V))
+        for c in set(token_classes(tr.tokenizer, V)):
+            assert translate(f"train.replay_class_{c}", lang) != f"train.replay_class_{c}"

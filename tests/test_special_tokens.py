@@ -79,3 +79,23 @@ def test_doctests():
 
     from lmviz import special_tokens
     assert doctest.testmod(special_tokens).failed == 0
+
+
+def test_catalogue_strings_format_with_computed_values():
+    from ui.i18n import translate
+
+    text = corpus_text("english")
+    tok = TrainedBPE.train(text, 200)
+    r = rare_vs_common(tok, text)
+    s = special_tokens(tok)
+    u = encode_unknown(tok, "low é")
+    for lang in ("en", "zh"):
+        out = translate("tok.rare_body", lang, common=r.common.word, count=r.common.count,
+                        n_common=r.common.n_pieces, rare=r.rare.word, n_rare=r.rare.n_pieces,
+                        pieces=" · ".join(r.rare.pieces))
+        assert r.rare.word in out and str(r.rare.n_pieces) in out
+        translate("tok.sp_reserved", lang, n=len(s.reserved), v=s.vocab_size, tokens=", ".join(x.text for x in s.reserved))
+        translate("tok.sp_unk_unk", lang, id=s.id_of("unk"), positions=", ".join(map(str, u.unk_positions)), decoded=u.decoded)
+        translate("tok.sp_pad", lang, label=s.pad_label)
+        for role in ("bos", "eos", "pad", "unk"):
+            assert translate(f"tok.sp_role_{role}", lang) != f"tok.sp_role_{role}"
