@@ -42,7 +42,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-__all__ = ["Probe", "SnapshotSchedule", "Snapshot", "take_snapshot", "SnapshotStore", "Recorder",
+__all__ = ["Probe", "default_probe", "SnapshotSchedule", "Snapshot", "take_snapshot", "SnapshotStore",
+           "Recorder", "pick", "strongest_previous_token_head",
            "aligned_embeddings", "procrustes", "token_classes", "snapshots_to_tensors",
            "snapshots_from_tensors", "PREFIX", "DEFAULT_MAX_COUNT", "DEFAULT_MAX_BYTES"]
 
@@ -71,6 +72,26 @@ class Probe:
                 raise ValueError(f"{name} must be a whole number >= {0 if name == 'layer' else 1}, got {v!r}")
         if not isinstance(self.sentence, str) or not isinstance(self.prompt, str):
             raise ValueError("sentence and prompt must be text")
+
+
+def default_probe(text: str, prompt: str, max_chars: int = 32, **kw) -> Probe:
+    """A probe for a run on ``text``: the first line of its held-out tail (the last tenth, which
+    the Trainer never trains on) with at least 12 characters, cut at a space near ``max_chars``
+    when there is one; the Trainer's fixed ``prompt``. Other Probe fields via ``kw``.
+
+    >>> default_probe("The cat sat on the mat.\\n" * 10, "The ").sentence
+    'The cat sat on the mat.'
+    """
+    start = int(len(text) * 0.9)
+    tail = text[start:]
+    lines = [ln.strip() for ln in tail.splitlines()]
+    if start > 0 and text[start - 1] != "\n" and len(lines) > 1:
+        lines = lines[1:]  # the tail begins inside a line: skip that partial line
+    line = next((ln for ln in lines if len(ln) >= 12), tail.strip() or text.strip())
+    if len(line) > max_chars:
+        cut = line.rfind(" ", max_chars // 2, max_chars)
+        line = line[:cut if cut > 0 else max_chars]
+    return Probe(sentence=line, prompt=prompt, **kw)
 
 
 @dataclass(frozen=True)
@@ -275,6 +296,34 @@ class Recorder:
         snap = take_snapshot(model, tokenizer, self.probe, step, loss)
         self.store.add(snap)
         return snap
+
+
+def pick(snaps, lo: float, hi: float) -> Snapshot | None:
+    """The snapshot for a selected stretch [lo, hi] of the loss curve (steps): the last one inside
+    it, else the one nearest to it (None for no snapshots). Pure: the page's linked selection.
+
+    >>> class S: pass
+    >>> snaps = [S() for _ in range(4)]
+    >>> for s, k in zip(snaps, (0, 1, 8, 64)): s.step = k
+    >>> pick(snaps, 2, 10).step, pick(snaps, 20, 30).step, pick(snaps, 100, 200).step
+    (8, 8, 64)
+    """
+    snaps = list(snaps)
+    if not snaps:
+        return None
+    lo, hi = min(lo, hi), max(lo, hi)
+    inside = [s for s in snaps if lo <= s.step <= hi]
+    if inside:
+        return max(inside, key=lambda s: s.step)
+    return min(snaps, key=lambda s: (min(abs(s.step - lo), abs(s.step - hi)), -s.step))
+
+
+def strongest_previous_token_head(snap: Snapshot) -> tuple[int, int, float]:
+    """(layer, head, mean weight on the previous token) of the head that looks back one token the
+    most. For comparison: uniform causal attention over T tokens gives mean_i 1/(i+1), ~0.1 at T=32."""
+    L, H = snap.prev_token.shape
+    i = int(snap.prev_token.argmax())
+    return i // H, i % H, float(snap.prev_token.view(-1)[i])
 
 
 # -----------------------------------------------------------------------------

@@ -6,8 +6,8 @@ import torch
 
 from lmviz.model import GPT, GPTConfig
 from lmviz.replay import (PREFIX, Probe, Recorder, Snapshot, SnapshotSchedule, SnapshotStore, aligned_embeddings,
-                          procrustes, snapshots_from_tensors, snapshots_to_tensors, take_snapshot,
-                          token_classes)
+                          default_probe, pick, procrustes, snapshots_from_tensors, snapshots_to_tensors,
+                          strongest_previous_token_head, take_snapshot, token_classes)
 from lmviz.tokenizer import CharTokenizer
 from lmviz.train import Trainer, corpus_text, make_config
 
@@ -229,3 +229,22 @@ def test_catalogue_strings_format_with_computed_values(run):
                   max_entropy=math.log(V))
         for c in set(token_classes(tr.tokenizer, V)):
             assert translate(f"train.replay_class_{c}", lang) != f"train.replay_class_{c}"
+
+
+def test_pick_for_a_selected_stretch_and_strongest_head(run):
+    _, rec = run
+    snaps = rec.store.snapshots
+    assert pick(snaps, 5, 20).step == 16 and pick(snaps, 20, 5).step == 16
+    assert pick(snaps, 17, 21).step == 16 and pick(snaps, 10**6, 10**7).step == STEPS
+    assert pick([], 0, 1) is None
+    L, H, score = strongest_previous_token_head(snaps[-1])
+    assert score == float(snaps[-1].prev_token[L, H]) == float(snaps[-1].prev_token.max())
+
+
+def test_default_probe_uses_known_held_out_text():
+    for name, prompt in (("english", "The "), ("chinese", "我们")):
+        text = corpus_text(name)
+        p = default_probe(text, prompt)
+        assert 12 <= len(p.sentence) <= 32 and p.sentence in text[int(len(text) * 0.9):]
+        tok = CharTokenizer(text)
+        assert tok.encode_lossy(p.sentence)[1] == []
