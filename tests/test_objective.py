@@ -93,6 +93,16 @@ def test_loss_line_has_a_barrier(line):
     assert max(r.loss_a, r.loss_b) < math.log(a.tokenizer.vocab_size) - 1.0
 
 
+def test_gradient_noise_alone_leads_to_different_valleys():
+    text = corpus_text("english")[:LINE_TEXT_CHARS]
+    r = nonconvexity(text, LINE_CONFIG, LINE_SEEDS, alphas=[0.0, 0.5, 1.0], same_init=True)
+    assert r.same_init and r.mid_loss > max(r.loss_a, r.loss_b) and r.loss_a != r.loss_b
+    from ui.i18n import translate
+
+    for lang in ("en", "zh"):
+        assert f"{r.chord_gap:.3f}" in translate("loss.line_same_init", lang, mid=r.mid_loss, gap=r.chord_gap)
+
+
 def test_nonconvexity_end_to_end_small():
     from dataclasses import replace
     text = corpus_text("english")[:20_000]
