@@ -206,8 +206,11 @@ def take_snapshot(model, tokenizer, probe: Probe, step: int, loss: float | None 
     E = model.wte.weight.detach()[: probe.max_points].double().cpu()     # [P,d]
     Ec = E - E.mean(0, keepdim=True)
     _, S, Vh = torch.linalg.svd(Ec, full_matrices=False)                 # Ec = U S Vh
-    xy = Ec @ Vh[:2].T                                                    # [P,2] (P, d >= 2)
-    var = (S[:2] ** 2) / max(float((S ** 2).sum()), 1e-300)
+    xy = Ec @ Vh[:2].T                                                    # [P,2] ([P,1] if P or d is 1)
+    var = (S[:2] ** 2) / max(float((S ** 2).sum()), 1e-300)              # [2] (or [1])
+    if xy.shape[1] < 2:                                                   # a 1-token vocabulary: pad
+        xy = torch.cat([xy, torch.zeros(xy.shape[0], 2 - xy.shape[1], dtype=xy.dtype)], dim=1)
+        var = torch.cat([var, torch.zeros(2 - var.numel(), dtype=var.dtype)])
     return Snapshot(step=int(step), loss=None if loss is None else float(loss), layer=probe.layer,
                     probe_ids=tuple(ids), attention=w[probe.layer].float().contiguous(),
                     prev_token=prev.float().contiguous(), emb_xy=xy.float().contiguous(),
@@ -426,9 +429,11 @@ _SPEC = {  # name: (dtype, number of dims)
 }
 
 
-def snapshots_from_tensors(tensors: dict, metadata: dict) -> tuple[list[Snapshot], Probe | None]:
+def snapshots_from_tensors(tensors: dict, metadata: dict,
+                           vocab_size: int | None = None) -> tuple[list[Snapshot], Probe | None]:
     """Read back what :func:`snapshots_to_tensors` wrote (other keys are ignored). A file with no
-    replay gives ([], None); a malformed one raises ValueError with a plain message."""
+    replay gives ([], None); a malformed one raises ValueError with a plain message. Pass the
+    checkpoint's ``vocab_size`` to check that every stored token id is one of its ids."""
     raw = (metadata or {}).get("replay")
     if raw is None:
         return [], None
@@ -456,6 +461,13 @@ def snapshots_from_tensors(tensors: dict, metadata: dict) -> tuple[list[Snapshot
           and t["prev_token"].shape[2] == H)
     if not ok:
         raise ValueError("the replay tensors do not fit together")
+    steps = t["step"].tolist()
+    if steps != sorted(set(steps)) or steps[0] < 0:
+        raise ValueError("the replay steps are not increasing")
+    if vocab_size is not None:
+        ids = torch.cat([t["top_ids"].reshape(-1), t["probe_ids"], t["prompt_ids"]])
+        if (ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size)) or t["emb_xy"].shape[1] > vocab_size:
+            raise ValueError("the replay refers to token ids the tokenizer does not have")
     probe_ids, prompt_ids = tuple(t["probe_ids"].tolist()), tuple(t["prompt_ids"].tolist())
     snaps = []
     for i in range(n):

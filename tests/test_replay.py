@@ -115,6 +115,13 @@ def test_procrustes_undoes_a_flip_and_turn():
     assert torch.allclose(Y @ procrustes(Y, Y @ Q), Y @ Q, atol=1e-5)
 
 
+def test_one_token_vocabulary_still_gives_two_columns():
+    tok = CharTokenizer("aaaa")
+    model = GPT(GPTConfig(vocab_size=1, block_size=8, n_layer=1, n_head=1, n_kv_head=1, d_model=4))
+    s = take_snapshot(model, tok, Probe("aaa", "a"), 0)
+    assert s.emb_xy.shape == (1, 2) and s.emb_var.shape == (2,) and s.entropy == 0.0
+
+
 def test_token_classes():
     tok = CharTokenizer("aZ 7,学")
     assert token_classes(tok, tok.vocab_size) == ["space", "punct", "digit", "upper", "lower", "cjk"]
@@ -199,6 +206,14 @@ def test_from_tensors_rejects_bad_input_and_accepts_none(run):
         snapshots_from_tensors(broken, meta)
     broken = dict(tensors)
     broken[PREFIX + "step"] = broken[PREFIX + "step"].float()
+    with pytest.raises(ValueError):
+        snapshots_from_tensors(broken, meta)
+    V = run[0].tokenizer.vocab_size
+    assert len(snapshots_from_tensors(tensors, meta, vocab_size=V)[0]) == len(rec.store)
+    with pytest.raises(ValueError):
+        snapshots_from_tensors(tensors, meta, vocab_size=3)
+    broken = dict(tensors)
+    broken[PREFIX + "step"] = broken[PREFIX + "step"].flip(0)
     with pytest.raises(ValueError):
         snapshots_from_tensors(broken, meta)
     mixed = list(rec.store.snapshots)
