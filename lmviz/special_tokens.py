@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-__all__ = ["PAD_LABEL", "ROLES", "Reserved", "SpecialTokens", "special_tokens", "UnknownResult",
+__all__ = ["PAD_LABEL", "ROLES", "MARKERS", "Reserved", "SpecialTokens", "special_tokens", "UnknownResult",
            "encode_unknown", "WordPieces", "word_pieces", "word_counts", "RareVsCommon", "rare_vs_common"]
 
 PAD_LABEL = -1  # the label of a padded position: GPT.forward's cross_entropy(ignore_index=-1) skips it

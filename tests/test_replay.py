@@ -7,7 +7,7 @@ import torch
 from lmviz.model import GPT, GPTConfig
 from lmviz.replay import (PREFIX, Probe, Recorder, Snapshot, SnapshotSchedule, SnapshotStore, aligned_embeddings,
                           default_probe, pick, procrustes, snapshots_from_tensors, snapshots_to_tensors,
-                          strongest_previous_token_head, take_snapshot, token_classes)
+                          strongest_previous_token_head, take_snapshot, token_classes, class_separation)
 from lmviz.tokenizer import CharTokenizer
 from lmviz.train import Trainer, corpus_text, make_config
 
@@ -105,6 +105,16 @@ def test_aligned_axes(run):
     # the second-to-last snapshot is closer to the last once aligned than before
     raw = (snaps[-2].emb_xy - snaps[-1].emb_xy).norm()
     assert (al[-2] - al[-1]).norm() <= raw + 1e-6
+
+
+def test_character_classes_pull_apart(run):
+    tr, rec = run
+    snaps = rec.store.snapshots
+    cls = token_classes(tr.tokenizer, snaps[0].emb_xy.shape[0])
+    first, last = class_separation(snaps[0].emb_xy, cls), class_separation(snaps[-1].emb_xy, cls)
+    assert first < 0.2 and last > first + 0.3
+    al = aligned_embeddings(snaps)
+    assert class_separation(al[0], cls) == pytest.approx(first, abs=1e-6)  # rotation changes nothing
 
 
 def test_procrustes_undoes_a_flip_and_turn():
@@ -242,7 +252,10 @@ def test_catalogue_strings_format_with_computed_values(run):
         translate("train.replay_emb", lang, var=float(s.emb_var.sum()))
         translate("train.replay_dist", lang, prompt=PROBE.prompt, k=len(s.top_ids), entropy=s.entropy, v=V,
                   max_entropy=math.log(V))
-        for c in set(token_classes(tr.tokenizer, V)):
+        cls = token_classes(tr.tokenizer, V)
+        sep, sep0 = class_separation(s.emb_xy, cls), class_separation(rec.store.snapshots[0].emb_xy, cls)
+        assert f"{sep:.0%}" in translate("train.replay_sep", lang, sep=sep, sep0=sep0)
+        for c in set(cls):
             assert translate(f"train.replay_class_{c}", lang) != f"train.replay_class_{c}"
 
 
