@@ -1,0 +1,83 @@
+"""Multi-head concatenation and output projection (lmviz.heads) on real models."""
+import pytest
+import torch
+
+from lmviz.checkpoint import load_default
+from lmviz.heads import multi_head, sublayer_output
+from lmviz.model import GPT, GPTConfig
+
+
+def _small(**kw):
+    torch.manual_seed(0)
+    return GPT(GPTConfig(vocab_size=11, block_size=16, n_layer=2, n_head=4, d_model=32, **kw)).eval()
+
+
+@pytest.mark.parametrize("kw", [{}, {"n_kv_head": 2, "pos": "rope"}, {"norm": "rmsnorm", "pos": "sinusoidal"}])
+def test_concat_projection_equals_sublayer_random_small(kw):
+    model = _small(**kw)
+    ids = [3, 1, 4, 1, 5, 9, 2, 6]
+    for layer in range(model.cfg.n_layer):
+        mh = multi_head(model, ids, layer)
+        ref = sublayer_output(model, ids, layer)
+        assert torch.allclose(mh.projected, ref, atol=1e-5, rtol=1e-4)
+
+
+def test_shapes_and_head_columns_random_small():
+    model = _small()
+    mh = multi_head(model, [1, 2, 3, 4, 5], layer=1)
+    T, H, dh, d = 5, 4, 8, 32
+    assert [(s.name, s.shape) for s in mh.shapes] == [
+        ("input", (T, d)), ("heads", (H, T, dh)), ("concat", (T, d)), ("projected", (T, d))]
+    assert mh.weights.shape == (H, T, T) and mh.per_head.shape == (H, T, d)
+    # head h occupies columns [h*dh, (h+1)*dh) of the concatenation, unchanged
+    for h in range(H):
+        a, b = mh.head_columns(h)
+        assert torch.equal(mh.concat[:, a:b], mh.head_out[h])
+    # the projection is a sum of per-head contributions through slices of W_O
+    assert torch.allclose(mh.per_head.sum(0), mh.projected, atol=1e-6)
+    # causal: no head looks ahead
+    assert float(mh.weights.triu(1).abs().max()) == 0.0
+
+
+def test_concat_projection_equals_sublayer_default_model():
+    model, tok, _ = load_default()
+    ids = tok.encode("The cat sat on the mat. 我们")
+    for layer in range(model.cfg.n_layer):
+        mh = multi_head(model, ids, layer)
+        ref = sublayer_output(model, ids, layer)
+        assert mh.shapes[1].shape == (model.cfg.n_head, len(ids), model.cfg.head_dim)
+        assert torch.allclose(mh.projected, ref, atol=1e-5, rtol=1e-4)
+
+
+def test_bad_input():
+    model = _small()
+    with pytest.raises(ValueError):
+        multi_head(model, [], 0)
+    with pytest.raises(ValueError):
+        multi_head(model, [1, 2], 5)
+    with pytest.raises(ValueError):
+        multi_head(model, list(range(11)) * 2, 0)  # 22 tokens > block_size 16
+
+
+def test_doctests():
+    import doctest
+
+    from lmviz import heads
+    assert doctest.testmod(heads).failed == 0
+
+
+def test_catalogue_strings_format_with_computed_values():
+    from ui.i18n import translate
+
+    model = _small()
+    mh = multi_head(model, [1, 2, 3, 4], 0)
+    err = float((mh.projected - sublayer_output(model, [1, 2, 3, 4], 0)).abs().max())
+    for lang in ("en", "zh"):
+        out = translate("att.mh_caption", lang, layer=mh.layer, t=len(mh.ids), h=mh.n_head, dh=mh.d_head,
+                        d=mh.d_model, dh_last=mh.d_head - 1)
+        assert f"[{len(mh.ids)} × {mh.d_head}]" in out
+        translate("att.mh_check", lang, err=err)
+        translate("att.mh_mix", lang, h=mh.n_head, dh=mh.d_head)
+        for step in mh.shapes:
+            translate("att.mh_shape", lang, name=translate(f"att.mh_step_{step.name}", lang),
+                      shape=" × ".join(map(str, step.shape)))
