@@ -74,3 +74,11 @@ def holdout_units(units, val_frac: float = 0.1, seed: int = 0):
     held = set(random.Random(seed).sample(range(len(units)), n_val))
     return ([u for i, u in enumerate(units) if i not in held],
             [u for i, u in enumerate(units) if i in held])
+
+
+def paragraph_split(name: str, val_frac: float = 0.1, seed: int = 0) -> tuple[str, str]:
+    """(train text, held-out text) of a corpus made of blank-line separated paragraphs (the
+    English docstrings), whole paragraphs held out with ``holdout_units``."""
+    pars = [p for p in load_corpus(name).strip().split("\n\n") if p]
+    tr, va = holdout_units(pars, val_frac, seed)
+    return "\n\n".join(tr) + "\n\n", "\n\n".join(va) + "\n\n"
