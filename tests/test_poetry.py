@@ -66,8 +66,9 @@ def test_heldout_loss_is_deterministic_and_matches_cross_entropy():
     m = GPT(GPTConfig(vocab_size=7, block_size=4, n_layer=1, n_head=1, n_kv_head=1, d_model=8)).eval()
     ids = torch.randint(0, 7, (13,), generator=torch.Generator().manual_seed(1))
     # 3 windows of 4 targets: ids[0:4]->ids[1:5], ids[4:8]->ids[5:9], ids[8:12]->ids[9:13]
-    per = torch.stack([torch.nn.functional.cross_entropy(m(ids[s:s + 4][None])[0][0], ids[s + 1:s + 5],
-                                                         reduction="none") for s in (0, 4, 8)])  # [3,4]
+    with torch.no_grad():
+        per = torch.stack([torch.nn.functional.cross_entropy(m(ids[s:s + 4][None])[0][0], ids[s + 1:s + 5],
+                                                             reduction="none") for s in (0, 4, 8)])  # [3,4]
     assert math.isclose(heldout_loss(m, ids), float(per.mean()), rel_tol=1e-5)
     assert heldout_loss(m, ids, batch_size=1) == pytest.approx(heldout_loss(m, ids), rel=1e-6)
     assert math.isclose(heldout_loss(m, ids, max_tokens=5), float(per[0].mean()), rel_tol=1e-5)
