@@ -10,7 +10,8 @@ poems) and the English "tiny" preset on the English corpus, it reports:
    uniform and unigram baselines of the same tokenizer and split (lmviz.baselines);
 2. held-out loss at the end of the run;
 3. the form metric (lmviz.poetry.form_share: share of generated lines that are 5 or 7
-   characters) of the run's fixed sample at the end (and at 60 s), for the poetry preset.
+   characters) of the run's fixed sample (Trainer.sample: the preset's sample_len tokens, what
+   the page shows) at the end and at 60 s, for the poetry preset.
 
 Held-out loss is lmviz.baselines.heldout_loss on the first EVAL_TOKENS tokens of the held-out
 part (deterministic), timed out of the training clock. The machine is shared: the load average is
@@ -38,7 +39,6 @@ from lmviz.train import Trainer, corpus_text, make_config  # noqa: E402
 
 EVAL_TOKENS = 16_384
 CHECK_S = 60.0
-SAMPLE_LEN = 200          # tokens of the end-of-run sample scored for form
 
 
 def load() -> str:
@@ -58,14 +58,14 @@ def run(name: str, trainer: Trainer, check_s: float, quick: bool, prompt: str, f
             at_check = {"t": train_s, "step": trainer.steps_done,
                         "val": heldout_loss(trainer.model, trainer.val_ids, EVAL_TOKENS)}
             if form:
-                at_check["form"] = form_share(trainer.sample(prompt, SAMPLE_LEN).text)
+                at_check["form"] = form_share(trainer.sample(prompt).text)
             if quick:
                 break
     rec["check"] = at_check
     rec["end"] = {"t": train_s, "step": trainer.steps_done,
                   "val": heldout_loss(trainer.model, trainer.val_ids, EVAL_TOKENS),
                   "train": heldout_loss(trainer.model, trainer.train_ids, EVAL_TOKENS)}
-    s = trainer.sample(prompt, SAMPLE_LEN)
+    s = trainer.sample(prompt)
     rec["sample"] = s.text
     if form:
         rec["end"]["form"] = form_share(s.text)

@@ -8,8 +8,8 @@ whole poems drawn at random, and any tail of the file is too.
 Vocabulary (``poetry_tokenizer``): one token per character for the most frequent characters that
 together cover 99.5 % of the training poems, plus every character of the English corpus and of
 the app's own example sentences, plus one unknown token "□" for the rest (the rare characters:
-about 2,500 of the 6,340 distinct ones, 0.5 % of the text; poetry.json has the numbers). See
-``VOCAB_REASON``.
+about 2,500 of the 6,340 distinct ones, 0.5 % of the text; poetry.json has the numbers). The page
+explains the choice with the catalogue string ``train.vocab_reason`` and ``vocab_facts()``.
 
 Form (``form_share``): a model learns the shape of a poem before its meaning. A *line* is the
 text between two line marks (，。？！； or a line break); the share of complete lines that are
@@ -29,19 +29,6 @@ CORPUS = "poetry"                       # name for lmviz.data.load_corpus
 LINE_MARKS = "，。？！；\n"             # a line of a poem ends at one of these
 FORM_LENGTHS = (5, 7)                   # 五言 and 七言
 PROMPT = "春"                           # a one-character prompt for live samples
-
-# why the vocabulary is what it is, for the page (numbers are filled in from poetry_stats())
-VOCAB_REASON = {
-    "en": ("One token per character: the {n_cover:,} most frequent characters cover {coverage:.1%} "
-           "of the training poems; the other {n_rare:,} characters (each rare) share one unknown "
-           "token “{unk}”, so no token is trained on a handful of examples. Every character of "
-           "the English corpus and of this app's example sentences is in the vocabulary as well: "
-           "{vocab_size:,} tokens in all."),
-    "zh": ("每个汉字一个 token：最常用的 {n_cover:,} 个字覆盖了训练诗句的 {coverage:.1%}；其余 "
-           "{n_rare:,} 个字都很罕见，合用一个未知 token“{unk}”，免得有的 token 只见过寥寥几次。"
-           "英文语料和本应用示例句子里的每个字符也都在词表里，一共 {vocab_size:,} 个 token。"),
-}
-
 
 @dataclass(frozen=True)
 class PoetryCorpus:
@@ -81,13 +68,12 @@ def poetry_tokenizer() -> CharTokenizer:
     return CharTokenizer.from_chars(list(st["vocab"]), unk=st["unk"])
 
 
-def vocab_reason(lang: str = "en") -> str:
-    """VOCAB_REASON in lang, with the numbers of the shipped corpus."""
+def vocab_facts() -> dict:
+    """The numbers behind the vocabulary, named as the catalogue string ``train.vocab_reason``
+    expects them: ``t("train.vocab_reason", **vocab_facts())``."""
     st = poetry_stats()
-    return VOCAB_REASON["zh" if lang == "zh" else "en"].format(
-        n_cover=st["vocab_coverage_chars"], coverage=st["vocab_coverage"],
-        n_rare=st["chars_to_unk"], unk=st["unk"],
-        vocab_size=st["vocab_size"])
+    return {"n_cover": st["vocab_coverage_chars"], "coverage": st["vocab_coverage"],
+            "n_rare": st["chars_to_unk"], "unk": st["unk"], "vocab_size": st["vocab_size"]}
 
 
 def training_text() -> tuple[str, float]:

@@ -8,10 +8,11 @@
   "我喜欢学习" split as well.
 
 A ``CharTokenizer`` may name one of its characters the unknown token (``unk``, e.g. "□"): then
-every character outside the vocabulary encodes as it, and ``encode`` does not raise (the poetry
-vocabulary keeps the characters covering 99.5 % of the corpus, see ``lmviz.poetry``).
+``encode`` encodes every character outside the vocabulary as it instead of raising, while
+``encode_lossy`` still drops and reports them (the poetry vocabulary keeps the characters covering
+99.5 % of the corpus, see ``lmviz.poetry``).
 
-Both: ``encode`` (raises ``UnknownCharacters``), ``encode_lossy`` (drops unknowns, reports
+Both: ``encode`` (raises ``UnknownCharacters`` unless there is an ``unk``), ``encode_lossy`` (drops unknowns, reports
 them), ``decode``, ``vocab_size``, ``token(i)``, ``to_dict``/``from_dict`` (JSON-safe).
 """
 from __future__ import annotations
@@ -71,30 +72,28 @@ class CharTokenizer(_Tokenizer):
         return self.chars[i]
 
     def encode_lossy(self, text: str) -> tuple[list[int], list[str]]:
-        """(ids of the known characters, unknown characters in first-seen order); with an
-        ``unk`` token the unknown characters are encoded as it (and still reported)."""
+        """(ids of the known characters, unknown characters in first-seen order)."""
         ids, unknown = [], []
-        unk_id = self.stoi[self.unk] if self.unk is not None else None
         for c in text:
             i = self.stoi.get(c)
             if i is None:
                 unknown.append(c)
-                if unk_id is not None:
-                    ids.append(unk_id)
             else:
                 ids.append(i)
         return ids, _unique(unknown)
 
     def encode(self, text: str) -> list[int]:
-        """Token ids; unknown characters raise :class:`UnknownCharacters`, or become ``unk``.
+        """Token ids; unknown characters raise :class:`UnknownCharacters`, or, when the
+        vocabulary has an ``unk`` token, are encoded as it (``encode_lossy`` still drops them).
 
         >>> tok = CharTokenizer.from_chars(["a", "b", "?"], unk="?")
-        >>> tok.encode("abc"), tok.decode(tok.encode("abc"))
-        ([0, 1, 2], 'ab?')
+        >>> tok.encode("abc"), tok.decode(tok.encode("abc")), tok.encode_lossy("abc")
+        ([0, 1, 2], 'ab?', ([0, 1], ['c']))
         """
         if self.unk is None:
             return super().encode(text)
-        return self.encode_lossy(text)[0]
+        unk_id = self.stoi[self.unk]
+        return [self.stoi.get(c, unk_id) for c in text]
 
     def decode(self, ids) -> str:
         return "".join(self.chars[int(i)] for i in ids)

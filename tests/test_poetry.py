@@ -8,7 +8,7 @@ import torch
 import lmviz.baselines as B
 import lmviz.poetry as P
 from lmviz.baselines import baselines, heldout_loss, uniform_baseline, unigram_baseline
-from lmviz.poetry import form_share, load_poetry, poetry_stats, poetry_tokenizer, training_text, vocab_reason
+from lmviz.poetry import form_share, load_poetry, poetry_stats, poetry_tokenizer, training_text, vocab_facts
 from lmviz.tokenizer import CharTokenizer, UnknownCharacters, tokenizer_from_dict
 
 
@@ -84,7 +84,8 @@ def test_poetry_tokenizer_covers_corpus_and_app_sentences():
     assert tok.unk == "□" and tok.vocab_size == st["vocab_size"] == len(st["vocab"])
     assert 3000 <= tok.vocab_size <= 5000
     c = load_poetry()
-    ids, unknown = tok.encode_lossy(c.train_text)
+    ids = tok.encode(c.train_text)
+    assert len(ids) == len(c.train_text)                           # one token per character
     share_unk = ids.count(tok.stoi["□"]) / len(ids)
     assert share_unk <= 0.005 + 1e-9 and math.isclose(share_unk, st["unk_share_train"])
     for s in ("我喜欢学习数学", "我吃了一个苹果", "我买了一部苹果", "苹果发布了新产品",
@@ -115,9 +116,12 @@ def test_training_text_tail_is_exactly_the_heldout_poems():
 
 
 def test_vocab_reason_numbers_come_from_the_corpus():
+    from ui.i18n import translate
+
     st = poetry_stats()
-    en, zh = vocab_reason("en"), vocab_reason("zh")
-    for s in (en, zh):
+    for lang in ("en", "zh"):
+        s = translate("train.vocab_reason", lang, **vocab_facts())
         assert f"{st['vocab_coverage_chars']:,}" in s and f"{st['vocab_size']:,}" in s
-        assert f"{st['chars_to_unk']:,}" in s and "□" in s
-    assert "99.5%" in en and "99.5%" in zh
+        assert f"{st['chars_to_unk']:,}" in s and "□" in s and "99.5%" in s
+        # the sentence itself is readable by the shipped vocabulary's tokenizer, except quotes
+        assert set(poetry_tokenizer().encode_lossy(s)[1]) <= set("“”")
