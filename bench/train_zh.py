@@ -8,7 +8,8 @@ poems) and the English "tiny" preset on the English corpus, it reports:
 
 1. held-out loss after 60 s of training (or at the end of the run, if sooner) against the
    uniform and unigram baselines of the same tokenizer and split (lmviz.baselines);
-2. held-out loss at the end of the run;
+2. when the held-out loss first fell below the unigram baseline (checked every BEAT_EVERY
+   steps), and the held-out loss at the end of the run;
 3. the form metric (lmviz.poetry.form_share: share of generated lines that are 5 or 7
    characters) of the run's fixed sample (Trainer.sample: the preset's sample_len tokens, what
    the page shows) at the end and at 60 s, for the poetry preset.
@@ -39,6 +40,7 @@ from lmviz.train import Trainer, corpus_text, make_config  # noqa: E402
 
 EVAL_TOKENS = 16_384
 CHECK_S = 60.0
+BEAT_EVERY = 50           # steps between checks of "held-out loss below the unigram baseline yet?"
 
 
 def load() -> str:
@@ -49,26 +51,30 @@ def run(name: str, trainer: Trainer, check_s: float, quick: bool, prompt: str, f
     b = unigram_baseline(trainer.train_ids, trainer.val_ids, trainer.tokenizer.vocab_size)
     rec = {"name": name, "params": trainer.num_params(), "vocab": trainer.tokenizer.vocab_size,
            "uniform": b.uniform, "unigram": b.unigram, "load_before": load()}
-    train_s, at_check = 0.0, None
+    train_s, at_check, beat = 0.0, None, None
     while not trainer.done:
         t0 = time.perf_counter()
         trainer.step(10)
         train_s += time.perf_counter() - t0
+        if beat is None and trainer.steps_done % BEAT_EVERY == 0:
+            if heldout_loss(trainer.model, trainer.val_ids, EVAL_TOKENS) < b.unigram:
+                beat = {"t": train_s, "step": trainer.steps_done}
         if at_check is None and (train_s >= check_s or trainer.done):
             at_check = {"t": train_s, "step": trainer.steps_done,
                         "val": heldout_loss(trainer.model, trainer.val_ids, EVAL_TOKENS)}
             if form:
-                at_check["form"] = form_share(trainer.sample(prompt).text)
+                smp = trainer.sample(prompt)
+                at_check["form"] = form_share(smp.prompt + smp.text)   # the prompt begins the first line
             if quick:
                 break
-    rec["check"] = at_check
+    rec["check"], rec["beat"] = at_check, beat
     rec["end"] = {"t": train_s, "step": trainer.steps_done,
                   "val": heldout_loss(trainer.model, trainer.val_ids, EVAL_TOKENS),
                   "train": heldout_loss(trainer.model, trainer.train_ids, EVAL_TOKENS)}
     s = trainer.sample(prompt)
-    rec["sample"] = s.text
+    rec["sample"] = s.prompt + s.text
     if form:
-        rec["end"]["form"] = form_share(s.text)
+        rec["end"]["form"] = form_share(s.prompt + s.text)
     rec["load_after"] = load()
     return rec
 
@@ -93,6 +99,8 @@ def main():
         ("vocabulary", lambda r: f"{r['vocab']:,}"),
         ("uniform baseline ln V (nats)", lambda r: f"{r['uniform']:.3f}"),
         ("unigram baseline, held-out", lambda r: f"{r['unigram']:.3f}"),
+        ("first below unigram (step, s)", lambda r: f"{r['beat']['step']}, {r['beat']['t']:.0f} s"
+         if r["beat"] else "not yet"),
         (f"held-out loss at {args.check_s:.0f} s", lambda r: f"{r['check']['val']:.3f}"),
         ("  (step, train seconds)", lambda r: f"{r['check']['step']}, {r['check']['t']:.0f} s"),
         ("  below unigram by", lambda r: f"{r['unigram'] - r['check']['val']:.3f}"),

@@ -28,7 +28,7 @@ from .tokenizer import CharTokenizer
 CORPUS = "poetry"                       # name for lmviz.data.load_corpus
 LINE_MARKS = "，。？！；\n"             # a line of a poem ends at one of these
 FORM_LENGTHS = (5, 7)                   # 五言 and 七言
-PROMPT = "春"                           # a one-character prompt for live samples
+PROMPT = "\n春风"                       # live samples start a new poem (after a line break) with 春风
 
 @dataclass(frozen=True)
 class PoetryCorpus:
