@@ -112,3 +112,36 @@ def heldout_loss(model, ids, max_tokens: int | None = None, batch_size: int = 64
         count += y.numel()
     model.train(was_training)
     return total / count
+
+
+@dataclass(frozen=True)
+class LanguageReport:
+    lang: str                # "en" or "zh"
+    corpus: str              # the corpus it was measured on (english, poetry)
+    heldout_loss: float      # nats per token on held-out text
+    train_loss: float        # nats per token on a same-size sample of the training text
+    gap: float               # heldout_loss - train_loss (large: memorised)
+    unigram: float           # the unigram baseline on the same held-out text
+    uniform: float           # ln V
+
+    @property
+    def heldout_ppl(self) -> float:
+        return math.exp(self.heldout_loss)
+
+    @property
+    def unigram_ppl(self) -> float:
+        return math.exp(self.unigram)
+
+    @property
+    def uniform_ppl(self) -> float:
+        return math.exp(self.uniform)
+
+
+def language_report(meta: dict, lang: str) -> LanguageReport:
+    """The per-language numbers stored in a model's metadata (``meta["languages"][lang]``, as
+    scripts/train_default.py writes them); ValueError when the model has none for lang."""
+    m = (meta or {}).get("languages", {}).get(lang)
+    if not isinstance(m, dict):
+        raise ValueError(f"the model's metadata has no held-out numbers for {lang!r}")
+    return LanguageReport(lang, m["corpus"], m["heldout_loss"], m["train_loss"], m["gap"],
+                          m["unigram_baseline"], m["uniform_baseline"])

@@ -65,3 +65,15 @@ def test_losses_and_baselines_recomputed(shipped, lang):
     assert m["unigram_baseline"] - m["heldout_loss"] >= 1.0
     assert b.unigram - held >= 1.0 - TOL
     assert m["gap"] <= 0.3
+
+
+def test_language_report_reads_the_metadata(shipped):
+    from lmviz.baselines import language_report
+
+    _, tok, meta = shipped
+    r = language_report(meta, "zh")
+    assert r.corpus == "poetry" and r.uniform_ppl == pytest.approx(tok.vocab_size)
+    assert r.heldout_ppl < r.unigram_ppl < r.uniform_ppl
+    assert language_report(meta, "en").heldout_loss == meta["languages"]["en"]["heldout_loss"]
+    with pytest.raises(ValueError):
+        language_report({}, "zh")
