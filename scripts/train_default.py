@@ -14,7 +14,8 @@ holds every character of the English corpus and of the app's example sentences, 
 
 The metadata stores, per language, losses of the saved (fp16) model measured by
 lmviz.baselines.heldout_loss on fixed token samples, the uniform and unigram baselines, and
-the train - held-out gap; tests/test_default_model.py recomputes them.
+the train - held-out gap; tests/test_default_model.py recomputes them. The shipped model is this
+script with its defaults (3000 steps, 822 s on a shared 2-core machine, 1 thread).
 """
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ def main():
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--zh_share", type=float, default=0.625, help="share of each batch drawn from the poems")
+    ap.add_argument("--zh_share", type=float, default=0.6875, help="share of each batch drawn from the poems (22 of 32 rows)")
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--eval_every", type=int, default=300)
     ap.add_argument("--out", default=str(ROOT / "assets" / "models" / "default"))
