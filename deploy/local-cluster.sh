@@ -38,13 +38,16 @@ live_pid() {
   echo "$pid"
 }
 
-# wait until a URL answers with a body containing $2 (or a TCP port answers PING with PONG)
+# wait until URL $1 answers with a body containing $2 (at most $3 s; gives up early when the
+# process $4, if given, has exited)
 wait_http() {
-  "$PY" - "$1" "$2" "${3:-90}" <<'PY'
-import sys, time, urllib.request
-url, want, limit = sys.argv[1], sys.argv[2], float(sys.argv[3])
+  "$PY" - "$1" "$2" "${3:-90}" "${4:-}" <<'PY'
+import os, sys, time, urllib.request
+url, want, limit, pid = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 end = time.time() + limit
 while time.time() < end:
+    if pid and not os.path.exists(f"/proc/{pid}"):
+        sys.exit(1)
     try:
         with urllib.request.urlopen(url, timeout=3) as r:
             if want in r.read().decode():
@@ -175,6 +178,7 @@ cmd_up() {
   for ((i = 0; i < N; i++)); do
     name=${NAMES[$i]}
     wait_http "http://$(cat "$RUN/replica-$name.addr")/_stcore/health" ok 120 \
+      "$(cat "$RUN/replica-$name.pid")" \
       || die "replica $name did not become healthy (see $RUN/replica-$name.log)"
     log "replica $name on $(cat "$RUN/replica-$name.addr")"
   done
