@@ -45,6 +45,21 @@ def test_without_a_url_the_store_is_in_process_and_redis_is_not_imported():
     assert isinstance(store_from_env({"LMVIZ_REDIS_URL": "  "})._db, MemoryBackend)
 
 
+def test_a_url_without_the_redis_package_says_what_to_install():
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["redis"] = None                 # as if the package were not installed
+        from lmviz.classroom import store_from_env
+        try:
+            store_from_env({"LMVIZ_REDIS_URL": "redis://127.0.0.1:1/0"})
+        except RuntimeError as e:
+            print(e)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)
+    assert "requirements-cluster.txt" in out.stdout, out.stderr
+
+
 @pytest.fixture
 def server():
     redis_util.require_redis()
