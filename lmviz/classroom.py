@@ -19,20 +19,43 @@ Backend method              meaning                                     Redis
 ``zlive(key, now)``         drop members whose score < now; count rest  ``ZREMRANGEBYSCORE``+``ZCARD``
 ==========================  ==========================================  =======================
 
+and four compound steps, each a read-check-write that must be atomic across processes (one Lua
+script each in :mod:`lmviz.classroom_redis`; here they are built from the methods above, under
+the store's lock):
+
+=====================================  =================================================================
+``put_if(key, v, ttl, field, expect)``  replace a record only while ``record[field] == expect`` (CAS)
+``create_bounded(k, v, ttl, z, m, s,    store a new record and ``zadd(z, m, s)`` only while fewer than
+max, now)``                             ``max`` members of z are live; 1 stored, 0 key taken, -1 full
+``put_once_counted(k, v, ttl, h, f,     store an answer once, ``hincr(h, f)`` and ``incr`` each counter,
+counters, guard, now)``                 only while every counter is below its bound and the guard
+                                        record's field is unchanged; 1, 0 taken, -1 full, -2 guard moved
+``zadd_bounded(key, m, s, max, now)``   ``zadd`` only while fewer than ``max`` members are live
+=====================================  =================================================================
+
 Every value is a JSON-serialisable record (the memory backend round-trips it through ``json``,
 so a record that Redis could not hold fails here too). "Answer once" is atomic through
 ``put_if_absent`` (``SET NX``); the histogram is ``hincr`` (``HINCRBY``); rate limits are
 ``incr`` with a TTL. In one process the store's lock makes every operation atomic, bounds
-included. With Redis across processes the single-command steps stay atomic, while the
-read-modify-write of a class record (publish) and the bound checks would need a Lua script
-(or ``WATCH``/``MULTI``) to stay exact; without one a bound can be overshot by at most the
-number of concurrent writers.
+included. A backend that is shared by several processes (``backend.shared``, the Redis one)
+needs no lock: every write that depends on what was read goes through one of the compound
+steps. A class record carries a revision ``rev`` that every write bumps; a write made from a
+stale read fails its ``put_if`` and the whole store operation is run again on a fresh read (so
+two replicas ending, heartbeating or publishing one class never lose an update). What stays
+approximate across processes: the failed-look-up rate limit (read, then counted) may let a
+session make a few more attempts than the limit when it sends them concurrently.
+
+A backend that cannot be reached raises :class:`BackendUnavailable`; every store operation
+turns it into its usual record with reason ``"store_unavailable"`` (status
+``"unavailable"`` for a follower), and works again once the backend is back.
+:func:`store_from_env` picks the backend: Redis when ``LMVIZ_REDIS_URL`` is set, else memory.
 
 Keys (``{c}`` a class code, ``{q}`` a question id, ``{s}`` a session id):
 ``class:{c}`` the class record; ``ans:{c}:{q}:{s}`` one student's answer (an option id);
 ``hist:{c}:{q}`` counts per option id; ``n:{c}:{q}`` answers to one question; ``n:{c}`` answers
 in the class; ``fol:{c}`` followers (zset); ``classes`` live classes (zset); ``fail:{s}``
-failed code look-ups of a session in the current minute.
+failed code look-ups of a session in the current minute. (The Redis backend puts a prefix,
+``lmviz:`` by default, before every key.)
 
 Security: a class code (7 characters from an alphabet without look-alikes, ~2.8e10 codes) is
 what a student types or follows by link; the lecturer's secret (``secrets.token_urlsafe``, 192
@@ -48,9 +71,12 @@ with ``ok``/``status`` and a ``reason`` (a short word the page turns into ``clas
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import hmac
 import json
+import os
 import re
 import secrets
 import threading
@@ -59,9 +85,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 __all__ = [
-    "ALPHABET", "CODE_LEN", "ClassLimits", "Backend", "MemoryBackend", "ClassStore", "Created",
-    "OpResult", "FollowView", "QuestionView", "LecturerView", "Histogram", "normalise_code",
-    "REASONS",
+    "ALPHABET", "CODE_LEN", "ClassLimits", "Backend", "BackendUnavailable", "MemoryBackend",
+    "ClassStore", "Created", "OpResult", "FollowView", "QuestionView", "LecturerView", "Histogram",
+    "normalise_code", "store_from_env", "REASONS",
 ]
 
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: easy to read aloud and type
@@ -79,7 +105,7 @@ REASONS = (
     "full", "not_found", "bad_code", "rate_limited", "bad_session", "wrong_secret", "ended",
     "ended_by_lecturer", "lecturer_gone", "too_long", "bad_state", "bad_question", "no_question",
     "other_question", "closed", "bad_option", "already_answered", "too_many_answers",
-    "too_many_questions",
+    "too_many_questions", "store_unavailable",
 )
 
 
@@ -126,7 +152,8 @@ class QuestionView:
 
 @dataclass(frozen=True)
 class FollowView:
-    status: str                  # "live", "ended", "not_found", "bad_code", "rate_limited", "bad_session"
+    status: str                  # "live", "ended", "not_found", "bad_code", "rate_limited", "bad_session",
+                                 # "unavailable" (the shared store cannot be reached right now)
     reason: str                  # why (for "ended": ended_by_lecturer, lecturer_gone or too_long)
     code: str = ""               # the normalised class code
     version: int = -1            # bumps on every change a follower should see
@@ -175,9 +202,61 @@ class Backend(Protocol):
     def zadd(self, key: str, member: str, score: float) -> None: ...
     def zrem(self, key: str, member: str) -> None: ...
     def zlive(self, key: str, now: float) -> int: ...
+    # compound read-check-write steps (see the module docstring)
+    def put_if(self, key: str, value: Any, ttl_s: float | None, field: str, expect: Any) -> bool: ...
+    def create_bounded(self, key: str, value: Any, ttl_s: float | None, zkey: str, member: str,
+                       score: float, max_live: int, now: float) -> int: ...
+    def put_once_counted(self, key: str, value: Any, ttl_s: float | None, hkey: str, hfield: str,
+                         counters: Sequence[tuple[str, int]], guard: tuple[str, str, Any] | None,
+                         now: float) -> int: ...
+    def zadd_bounded(self, key: str, member: str, score: float, max_live: int, now: float) -> None: ...
 
 
-class MemoryBackend:
+class BackendUnavailable(Exception):
+    """The backend cannot be reached (connection refused or lost, timeout, server loading)."""
+
+
+class _Compound:
+    """The compound steps built from the single-command methods. Atomic only under the store's
+    lock: what the memory backend uses. A shared backend overrides each with one atomic step."""
+
+    shared = False   # True: atomic across processes and thread-safe; the store takes no lock
+
+    def put_if(self, key, value, ttl_s, field, expect):
+        cur = self.get(key)
+        if not isinstance(cur, dict) or cur.get(field) != expect:
+            return False
+        self.put(key, value, ttl_s)
+        return True
+
+    def create_bounded(self, key, value, ttl_s, zkey, member, score, max_live, now):
+        if self.zlive(zkey, now) >= max_live:
+            return -1
+        if not self.put_if_absent(key, value, ttl_s):
+            return 0
+        self.zadd(zkey, member, score)
+        return 1
+
+    def put_once_counted(self, key, value, ttl_s, hkey, hfield, counters, guard, now):
+        if guard is not None:
+            rec = self.get(guard[0])
+            if not isinstance(rec, dict) or rec.get(guard[1]) != guard[2]:
+                return -2
+        if any((self.get(k) or 0) >= bound for k, bound in counters):
+            return -1
+        if not self.put_if_absent(key, value, ttl_s):
+            return 0
+        self.hincr(hkey, hfield, ttl_s)
+        for k, _ in counters:
+            self.incr(k, ttl_s)
+        return 1
+
+    def zadd_bounded(self, key, member, score, max_live, now):
+        if self.zlive(key, now) < max_live:
+            self.zadd(key, member, score)
+
+
+class MemoryBackend(_Compound):
     """The in-process backend: dicts with expiry times. NOT thread-safe by itself: the store's
     lock serialises every call. Values are copied through JSON on the way in and out, so records
     stay JSON-serialisable and callers never share a mutable record."""
@@ -322,6 +401,36 @@ def _valid_id(x: Any) -> bool:
 # -----------------------------------------------------------------------------
 # the store
 
+class _Conflict(Exception):
+    """A class record changed between this operation's read and its write: run it again."""
+
+
+_RETRIES = 25   # runs of one operation before giving up on a class that keeps changing
+
+
+def _guarded(unavailable: Callable[[], Any]):
+    """Run a store operation under the store's lock (a no-op for a shared backend), again after a
+    write conflict, and as ``unavailable()`` when the backend cannot be reached."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def op(self, *args, **kwargs):
+            try:
+                for _ in range(_RETRIES):
+                    with self._lock:
+                        try:
+                            return fn(self, *args, **kwargs)
+                        except _Conflict:
+                            continue
+                return unavailable()
+            except BackendUnavailable:
+                return unavailable()
+        return op
+    return wrap
+
+
+_OP_DOWN = functools.partial(OpResult, False, "store_unavailable")
+
+
 class ClassStore:
     """Classes shared by the sessions of one process (or, with a Redis backend, of several).
 
@@ -334,7 +443,8 @@ class ClassStore:
         self.limits = limits
         self._clock = clock
         self._db = backend if backend is not None else MemoryBackend(clock)
-        self._lock = threading.Lock()
+        # one lock serialises a process-local backend; a shared one is atomic step by step
+        self._lock = contextlib.nullcontext() if getattr(self._db, "shared", False) else threading.Lock()
 
     # -- internals (call with the lock held) ----------------------------------------------------
     def _ttl_live(self) -> float:
@@ -352,14 +462,21 @@ class ClassStore:
             return self._end(code, rec, "too_long")
         return rec
 
+    def _write(self, code: str, rec: dict, ttl_s: float) -> None:
+        """Store a class record read earlier in this operation, unless someone wrote it since."""
+        seen = rec.get("rev", 0)
+        rec["rev"] = seen + 1
+        if not self._db.put_if(f"class:{code}", rec, ttl_s, "rev", seen):
+            raise _Conflict(code)
+
     def _end(self, code: str, rec: dict, reason: str) -> dict:
         rec.update(status="ended", reason=reason, ended_at=self._clock(), version=rec["version"] + 1)
-        self._db.put(f"class:{code}", rec, self.limits.ended_keep_s)
+        self._write(code, rec, self.limits.ended_keep_s)
         self._db.zrem("classes", code)
         return rec
 
     def _save(self, code: str, rec: dict) -> None:
-        self._db.put(f"class:{code}", rec, self._ttl_live())
+        self._write(code, rec, self._ttl_live())
         self._db.zadd("classes", code, self._clock() + self.limits.idle_expiry_s)
 
     def _lecturer(self, code: Any, secret: Any) -> tuple[str | None, dict | None, str]:
@@ -395,227 +512,256 @@ class ClassStore:
         return n is not None and int(n) >= self.limits.lookup_failures_per_min
 
     # -- lecturer ---------------------------------------------------------------------------------
+    @_guarded(functools.partial(Created, False, "store_unavailable"))
     def create_class(self) -> Created:
         """A new class with a fresh code and secret; ``reason="full"`` when max_classes are live."""
-        with self._lock:
-            now = self._clock()
-            if self._db.zlive("classes", now) >= self.limits.max_classes:
+        now = self._clock()
+        secret = secrets.token_urlsafe(24)
+        rec = {"created": now, "heartbeat": now, "status": "live", "reason": "", "version": 0,
+               "rev": 0, "secret_sha256": _digest(secret), "chapter": "", "section": "",
+               "settings": {}, "updated": now, "question": None, "asked": {}}
+        for _ in range(20):
+            code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LEN))
+            got = self._db.create_bounded(f"class:{code}", rec, self._ttl_live(), "classes", code,
+                                          now + self.limits.idle_expiry_s, self.limits.max_classes, now)
+            if got == 1:
+                return Created(True, "", code, secret)
+            if got < 0:
                 return Created(False, "full")
-            secret = secrets.token_urlsafe(24)
-            rec = {"created": now, "heartbeat": now, "status": "live", "reason": "", "version": 0,
-                   "secret_sha256": _digest(secret), "chapter": "", "section": "", "settings": {},
-                   "updated": now, "question": None, "asked": {}}
-            for _ in range(20):
-                code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LEN))
-                if self._db.put_if_absent(f"class:{code}", rec, self._ttl_live()):
-                    self._db.zadd("classes", code, now + self.limits.idle_expiry_s)
-                    return Created(True, "", code, secret)
-            return Created(False, "full")  # 20 collisions in a row: the code space is crowded
+        return Created(False, "full")  # 20 collisions in a row: the code space is crowded
 
+    @_guarded(_OP_DOWN)
     def publish(self, code: str, secret: str, chapter: str, section: str = "",
                 settings: Mapping[str, str] | None = None) -> OpResult:
         """Set what followers see (also a heartbeat). The version bumps only when it changed."""
         settings = {} if settings is None else settings
-        with self._lock:
-            c, rec, why = self._lecturer(code, secret)
-            if rec is None:
-                return OpResult(False, why)
-            clean = _valid_settings(settings, self.limits)
-            if (clean is None or not isinstance(chapter, str) or not _SLUG_RE.fullmatch(chapter)
-                    or not isinstance(section, str) or not _SECTION_RE.fullmatch(section)):
-                return OpResult(False, "bad_state", rec["version"])
-            now = self._clock()
-            rec["heartbeat"] = now
-            if (rec["chapter"], rec["section"], rec["settings"]) != (chapter, section, clean):
-                rec.update(chapter=chapter, section=section, settings=clean, updated=now,
-                           version=rec["version"] + 1)
-            self._save(c, rec)
-            return OpResult(True, "", rec["version"])
+        c, rec, why = self._lecturer(code, secret)
+        if rec is None:
+            return OpResult(False, why)
+        clean = _valid_settings(settings, self.limits)
+        if (clean is None or not isinstance(chapter, str) or not _SLUG_RE.fullmatch(chapter)
+                or not isinstance(section, str) or not _SECTION_RE.fullmatch(section)):
+            return OpResult(False, "bad_state", rec["version"])
+        now = self._clock()
+        rec["heartbeat"] = now
+        if (rec["chapter"], rec["section"], rec["settings"]) != (chapter, section, clean):
+            rec.update(chapter=chapter, section=section, settings=clean, updated=now,
+                       version=rec["version"] + 1)
+        self._save(c, rec)
+        return OpResult(True, "", rec["version"])
 
+    @_guarded(_OP_DOWN)
     def heartbeat(self, code: str, secret: str) -> OpResult:
         """The lecturer's page is still open (call every few seconds; followers are not told)."""
-        with self._lock:
-            c, rec, why = self._lecturer(code, secret)
-            if rec is None:
-                return OpResult(False, why)
-            rec["heartbeat"] = self._clock()
-            self._save(c, rec)
-            return OpResult(True, "", rec["version"])
+        c, rec, why = self._lecturer(code, secret)
+        if rec is None:
+            return OpResult(False, why)
+        rec["heartbeat"] = self._clock()
+        self._save(c, rec)
+        return OpResult(True, "", rec["version"])
 
+    @_guarded(_OP_DOWN)
     def end_class(self, code: str, secret: str) -> OpResult:
         """End the class now: followers get status "ended", reason "ended_by_lecturer"."""
-        with self._lock:
-            c, rec, why = self._lecturer(code, secret)
-            if rec is None:
-                return OpResult(False, why)
-            rec = self._end(c, rec, "ended_by_lecturer")
-            return OpResult(True, "", rec["version"])
+        c, rec, why = self._lecturer(code, secret)
+        if rec is None:
+            return OpResult(False, why)
+        rec = self._end(c, rec, "ended_by_lecturer")
+        return OpResult(True, "", rec["version"])
 
+    @_guarded(_OP_DOWN)
     def open_question(self, code: str, secret: str, question_id: str,
                       options: Sequence[str]) -> OpResult:
         """Ask a question (closing any other). Re-opening one keeps its answers, un-revealed."""
-        with self._lock:
-            c, rec, why = self._lecturer(code, secret)
-            if rec is None:
-                return OpResult(False, why)
-            opts = list(options) if isinstance(options, (list, tuple)) else None
-            if (not _valid_id(question_id) or opts is None
-                    or not 2 <= len(opts) <= self.limits.max_options
-                    or not all(_valid_id(o) and len(o) <= 32 for o in opts) or len(set(opts)) != len(opts)):
-                return OpResult(False, "bad_question", rec["version"])
-            if question_id not in rec["asked"] and len(rec["asked"]) >= self.limits.max_questions:
-                return OpResult(False, "too_many_questions", rec["version"])
-            rec["asked"][question_id] = opts
-            rec["question"] = {"id": question_id, "options": opts, "revealed": False}
-            rec["heartbeat"] = self._clock()
-            rec["version"] += 1
-            self._save(c, rec)
-            return OpResult(True, "", rec["version"])
+        c, rec, why = self._lecturer(code, secret)
+        if rec is None:
+            return OpResult(False, why)
+        opts = list(options) if isinstance(options, (list, tuple)) else None
+        if (not _valid_id(question_id) or opts is None
+                or not 2 <= len(opts) <= self.limits.max_options
+                or not all(_valid_id(o) and len(o) <= 32 for o in opts) or len(set(opts)) != len(opts)):
+            return OpResult(False, "bad_question", rec["version"])
+        if question_id not in rec["asked"] and len(rec["asked"]) >= self.limits.max_questions:
+            return OpResult(False, "too_many_questions", rec["version"])
+        rec["asked"][question_id] = opts
+        rec["question"] = {"id": question_id, "options": opts, "revealed": False}
+        rec["heartbeat"] = self._clock()
+        rec["version"] += 1
+        self._save(c, rec)
+        return OpResult(True, "", rec["version"])
 
+    @_guarded(_OP_DOWN)
     def reveal(self, code: str, secret: str, question_id: str | None = None) -> OpResult:
         """Reveal the open question (only when question_id, if given, is the open one)."""
-        with self._lock:
-            c, rec, why = self._lecturer(code, secret)
-            if rec is None:
-                return OpResult(False, why)
-            q = rec["question"]
-            if not q:
-                return OpResult(False, "no_question", rec["version"])
-            if question_id is not None and question_id != q["id"]:
-                return OpResult(False, "other_question", rec["version"])
-            if not q["revealed"]:
-                q["revealed"] = True
-                rec["version"] += 1
-            rec["heartbeat"] = self._clock()
-            self._save(c, rec)
-            return OpResult(True, "", rec["version"])
+        c, rec, why = self._lecturer(code, secret)
+        if rec is None:
+            return OpResult(False, why)
+        q = rec["question"]
+        if not q:
+            return OpResult(False, "no_question", rec["version"])
+        if question_id is not None and question_id != q["id"]:
+            return OpResult(False, "other_question", rec["version"])
+        if not q["revealed"]:
+            q["revealed"] = True
+            rec["version"] += 1
+        rec["heartbeat"] = self._clock()
+        self._save(c, rec)
+        return OpResult(True, "", rec["version"])
 
+    @_guarded(_OP_DOWN)
     def close_question(self, code: str, secret: str) -> OpResult:
         """Put the open question away (followers see no question; its answers are kept)."""
-        with self._lock:
-            c, rec, why = self._lecturer(code, secret)
-            if rec is None:
-                return OpResult(False, why)
-            if rec["question"]:
-                rec["question"] = None
-                rec["version"] += 1
-            rec["heartbeat"] = self._clock()
-            self._save(c, rec)
-            return OpResult(True, "", rec["version"])
+        c, rec, why = self._lecturer(code, secret)
+        if rec is None:
+            return OpResult(False, why)
+        if rec["question"]:
+            rec["question"] = None
+            rec["version"] += 1
+        rec["heartbeat"] = self._clock()
+        self._save(c, rec)
+        return OpResult(True, "", rec["version"])
 
+    @_guarded(functools.partial(Histogram, False, "store_unavailable"))
     def histogram(self, code: str, secret: str, question_id: str | None = None) -> Histogram:
         """Anonymous counts per option of the open question (or of an earlier one by id)."""
-        with self._lock:
-            c, rec, why = self._lecturer(code, secret)
-            if rec is None:
-                return Histogram(False, why)
-            q = rec["question"]
-            qid = q["id"] if question_id is None and q else question_id
-            if qid is None or qid not in rec["asked"]:
-                return Histogram(False, "no_question")
-            h = self._db.hgetall(f"hist:{c}:{qid}")
-            counts = {o: int(h.get(o, 0)) for o in rec["asked"][qid]}
-            revealed = q["revealed"] if q and q["id"] == qid else True
-            return Histogram(True, "", qid, counts, sum(counts.values()), revealed)
+        c, rec, why = self._lecturer(code, secret)
+        if rec is None:
+            return Histogram(False, why)
+        q = rec["question"]
+        qid = q["id"] if question_id is None and q else question_id
+        if qid is None or qid not in rec["asked"]:
+            return Histogram(False, "no_question")
+        h = self._db.hgetall(f"hist:{c}:{qid}")
+        counts = {o: int(h.get(o, 0)) for o in rec["asked"][qid]}
+        revealed = q["revealed"] if q and q["id"] == qid else True
+        return Histogram(True, "", qid, counts, sum(counts.values()), revealed)
 
+    @_guarded(functools.partial(LecturerView, False, "store_unavailable"))
     def lecturer_view(self, code: str, secret: str) -> LecturerView:
         """What the lecturer's panel shows: followers, the open question with live counts."""
-        with self._lock:
-            c = normalise_code(code)
-            _, rec, why = self._lecturer(code, secret)
-            if rec is None:
-                if why == "ended":
-                    full = self._db.get(f"class:{c}")
-                    return LecturerView(False, full["reason"] if full else why, "ended")
-                return LecturerView(False, why)
-            now = self._clock()
-            return LecturerView(True, "", "live", rec["version"], self._db.zlive(f"fol:{c}", now),
-                                self._question_view(c, rec["question"], True), now - rec["heartbeat"])
+        c = normalise_code(code)
+        _, rec, why = self._lecturer(code, secret)
+        if rec is None:
+            if why == "ended":
+                full = self._db.get(f"class:{c}")
+                return LecturerView(False, full["reason"] if full else why, "ended")
+            return LecturerView(False, why)
+        now = self._clock()
+        return LecturerView(True, "", "live", rec["version"], self._db.zlive(f"fol:{c}", now),
+                            self._question_view(c, rec["question"], True), now - rec["heartbeat"])
 
     # -- students ---------------------------------------------------------------------------------
+    @_guarded(functools.partial(FollowView, "unavailable", "store_unavailable"))
     def follow(self, code: Any, session_id: Any, known_version: int = -1) -> FollowView:
         """What a follower shows. Cheap: one record read; ``changed`` says whether to redraw.
 
         Never raises: an unknown, malformed or ended class comes back as a status and a reason.
         """
-        with self._lock:
-            if not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id):
-                return FollowView("bad_session", "bad_session")
-            if self._rate_limited(session_id):
-                return FollowView("rate_limited", "rate_limited")
-            c = normalise_code(code)
-            if c is None:
-                self._failed_lookup(session_id)
-                return FollowView("bad_code", "bad_code")
-            rec = self._load(c)
-            if rec is None:
-                self._failed_lookup(session_id)
-                return FollowView("not_found", "not_found", c)
-            v = rec["version"]
-            if rec["status"] != "live":
-                self._db.zrem(f"fol:{c}", session_id)
-                return FollowView("ended", rec["reason"], c, v, v != known_version)
-            now = self._clock()
-            fkey = f"fol:{c}"
-            if self._db.zlive(fkey, now) < self.limits.max_followers:
-                self._db.zadd(fkey, session_id, now + self.limits.follower_ttl_s)
-            return FollowView("live", "", c, v, v != known_version, rec["chapter"], rec["section"],
-                              rec["settings"], self._question_view(c, rec["question"], False),
-                              rec["updated"])
+        if not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id):
+            return FollowView("bad_session", "bad_session")
+        if self._rate_limited(session_id):
+            return FollowView("rate_limited", "rate_limited")
+        c = normalise_code(code)
+        if c is None:
+            self._failed_lookup(session_id)
+            return FollowView("bad_code", "bad_code")
+        rec = self._load(c)
+        if rec is None:
+            self._failed_lookup(session_id)
+            return FollowView("not_found", "not_found", c)
+        v = rec["version"]
+        if rec["status"] != "live":
+            self._db.zrem(f"fol:{c}", session_id)
+            return FollowView("ended", rec["reason"], c, v, v != known_version)
+        now = self._clock()
+        self._db.zadd_bounded(f"fol:{c}", session_id, now + self.limits.follower_ttl_s,
+                              self.limits.max_followers, now)
+        return FollowView("live", "", c, v, v != known_version, rec["chapter"], rec["section"],
+                          rec["settings"], self._question_view(c, rec["question"], False),
+                          rec["updated"])
 
+    @_guarded(lambda: None)
     def leave(self, code: Any, session_id: Any) -> None:
         """A follower stepped away or closed the tab: stop counting it."""
-        with self._lock:
-            c = normalise_code(code)
-            if c is not None and isinstance(session_id, str):
-                self._db.zrem(f"fol:{c}", session_id)
+        c = normalise_code(code)
+        if c is not None and isinstance(session_id, str):
+            self._db.zrem(f"fol:{c}", session_id)
 
+    @_guarded(_OP_DOWN)
     def answer(self, code: Any, session_id: Any, question_id: Any, option_id: Any) -> OpResult:
         """Count one answer: once per session per question, only for the open, unrevealed question
         and only an option id of that question."""
-        with self._lock:
-            if not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id):
-                return OpResult(False, "bad_session")
-            if self._rate_limited(session_id):
-                return OpResult(False, "rate_limited")
-            c = normalise_code(code)
-            rec = self._load(c) if c is not None else None
-            if rec is None:
-                self._failed_lookup(session_id)
-                return OpResult(False, "bad_code" if c is None else "not_found")
-            if rec["status"] != "live":
-                return OpResult(False, "ended", rec["version"])
-            q = rec["question"]
-            if not q:
-                return OpResult(False, "no_question", rec["version"])
-            if question_id != q["id"]:
-                return OpResult(False, "other_question", rec["version"])
-            if q["revealed"]:
-                return OpResult(False, "closed", rec["version"])
-            if not isinstance(option_id, str) or option_id not in q["options"]:
-                return OpResult(False, "bad_option", rec["version"])
-            ttl = self._ttl_live() + self.limits.max_age_s
-            nq, nc = self._db.get(f"n:{c}:{q['id']}") or 0, self._db.get(f"n:{c}") or 0
-            if nq >= self.limits.max_answers_per_question or nc >= self.limits.max_answers_per_class:
-                return OpResult(False, "too_many_answers", rec["version"])
-            if not self._db.put_if_absent(f"ans:{c}:{q['id']}:{session_id}", option_id, ttl):
-                return OpResult(False, "already_answered", rec["version"])
-            self._db.hincr(f"hist:{c}:{q['id']}", option_id, ttl)
-            self._db.incr(f"n:{c}:{q['id']}", ttl)
-            self._db.incr(f"n:{c}", ttl)
-            return OpResult(True, "", rec["version"])
+        if not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id):
+            return OpResult(False, "bad_session")
+        if self._rate_limited(session_id):
+            return OpResult(False, "rate_limited")
+        c = normalise_code(code)
+        rec = self._load(c) if c is not None else None
+        if rec is None:
+            self._failed_lookup(session_id)
+            return OpResult(False, "bad_code" if c is None else "not_found")
+        if rec["status"] != "live":
+            return OpResult(False, "ended", rec["version"])
+        q = rec["question"]
+        if not q:
+            return OpResult(False, "no_question", rec["version"])
+        if question_id != q["id"]:
+            return OpResult(False, "other_question", rec["version"])
+        if q["revealed"]:
+            return OpResult(False, "closed", rec["version"])
+        if not isinstance(option_id, str) or option_id not in q["options"]:
+            return OpResult(False, "bad_option", rec["version"])
+        ttl = self._ttl_live() + self.limits.max_age_s
+        # counted only while the question is still the one checked above (the class's version
+        # is unchanged: no reveal, close or other question in between, in any process)
+        got = self._db.put_once_counted(
+            f"ans:{c}:{q['id']}:{session_id}", option_id, ttl, f"hist:{c}:{q['id']}", option_id,
+            [(f"n:{c}:{q['id']}", self.limits.max_answers_per_question),
+             (f"n:{c}", self.limits.max_answers_per_class)],
+            (f"class:{c}", "version", rec["version"]), self._clock())
+        if got == -2:
+            raise _Conflict(c)
+        if got == -1:
+            return OpResult(False, "too_many_answers", rec["version"])
+        if got == 0:
+            return OpResult(False, "already_answered", rec["version"])
+        return OpResult(True, "", rec["version"])
 
+    @_guarded(lambda: None)
     def my_answer(self, code: Any, session_id: Any, question_id: Any) -> str | None:
         """The option id this session answered to a question, or None."""
-        with self._lock:
-            c = normalise_code(code)
-            if (c is None or not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id)
-                    or not _valid_id(question_id)):
-                return None
-            return self._db.get(f"ans:{c}:{question_id}:{session_id}")
+        c = normalise_code(code)
+        if (c is None or not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id)
+                or not _valid_id(question_id)):
+            return None
+        return self._db.get(f"ans:{c}:{question_id}:{session_id}")
 
     # -- monitoring -------------------------------------------------------------------------------
+    @_guarded(lambda: -1)
     def live_classes(self) -> int:
-        """Classes currently counted against max_classes."""
-        with self._lock:
-            return self._db.zlive("classes", self._clock())
+        """Classes currently counted against max_classes (-1 when the store cannot be reached)."""
+        return self._db.zlive("classes", self._clock())
+
+
+# -----------------------------------------------------------------------------
+# choosing the backend
+
+def store_from_env(environ: Mapping[str, str] | None = None, limits: ClassLimits = ClassLimits(),
+                   clock: Callable[[], float] = time.time) -> ClassStore:
+    """The class store this process should use: shared through Redis when ``LMVIZ_REDIS_URL`` is
+    set (e.g. ``redis://10.0.0.5:6379/0``; ``LMVIZ_REDIS_PREFIX`` names the key prefix, default
+    ``lmviz:``), else in this process's memory. Connecting is lazy: an unreachable Redis shows
+    up as ``store_unavailable`` in the results, not here. The ``redis`` package is imported only
+    when the URL is set (``pip install -r requirements-cluster.txt``)."""
+    env = os.environ if environ is None else environ
+    url = env.get("LMVIZ_REDIS_URL", "").strip()
+    if not url:
+        return ClassStore(limits=limits, clock=clock)
+    try:
+        from lmviz.classroom_redis import RedisBackend   # imports redis: only here
+    except ImportError as e:
+        raise RuntimeError("LMVIZ_REDIS_URL is set but the redis package is missing "
+                           "(pip install -r requirements-cluster.txt)") from e
+
+    return ClassStore(RedisBackend.from_url(url, prefix=env.get("LMVIZ_REDIS_PREFIX", "lmviz:"),
+                                            clock=clock), limits, clock)

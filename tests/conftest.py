@@ -17,6 +17,8 @@ os.chdir(ROOT)  # AppTest.from_file("app.py") and relative asset paths
 def pytest_configure(config):
     config.addinivalue_line("markers", "browser: drives the running app in headless Chromium")
     config.addinivalue_line("markers", "apptest: runs pages through streamlit.testing AppTest")
+    config.addinivalue_line("markers", "cluster: deploy/local-cluster.sh (nginx, redis, replicas); "
+                            "runs with LMVIZ_CLUSTER_TESTS=1")
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,11 @@
 """The class store (lmviz/classroom.py): follow, answer once, reveal, bounds, expiry, secrets,
-rate limits, hostile input and concurrency. Time comes from a fake clock: no test sleeps."""
+rate limits, hostile input and concurrency. Time comes from a fake clock: no test sleeps.
+
+Every semantic test runs on both backends: ``memory`` (in-process, under the store's lock) and
+``redis`` (lmviz/classroom_redis.py on a redis-server started for the run, no lock: atomic Lua
+steps). The redis cases skip with a reason when redis-server or the redis package is missing,
+except under CI=true. Redis-only cases (outages, restarts, several processes) are in
+tests/test_classroom_redis.py."""
 from __future__ import annotations
 
 import threading
@@ -8,6 +14,7 @@ import pytest
 
 from lmviz.classroom import (ALPHABET, CODE_LEN, ClassLimits, ClassStore, MemoryBackend,
                              normalise_code)
+from tests import redis_util
 
 
 class Clock:
@@ -26,12 +33,29 @@ def clock():
     return Clock()
 
 
-def make(clock, **limits):
-    return ClassStore(limits=ClassLimits(**limits), clock=clock)
+@pytest.fixture(params=["memory", "redis"])
+def new_backend(request):
+    """backend(clock) -> a fresh, empty backend of the kind under test."""
+    if request.param == "memory":
+        return MemoryBackend
+    redis_util.require_redis()
+    return redis_util.backend
+
+
+def stored(db) -> str:
+    """Everything a backend holds, as text (to look for what must not be there)."""
+    return repr(db._data) if isinstance(db, MemoryBackend) else repr(db.dump())
 
 
 @pytest.fixture
-def store(clock):
+def make(new_backend):
+    def make(clock, **limits):
+        return ClassStore(new_backend(clock), limits=ClassLimits(**limits), clock=clock)
+    return make
+
+
+@pytest.fixture
+def store(clock, make):
     return make(clock)
 
 
@@ -63,11 +87,11 @@ def test_code_typing_is_forgiving_but_not_guessing():
         assert normalise_code(bad) is None
 
 
-def test_the_secret_is_not_stored_in_clear(clock):
-    db = MemoryBackend(clock)
+def test_the_secret_is_not_stored_in_clear(clock, new_backend):
+    db = new_backend(clock)
     s = ClassStore(db, clock=clock)
     c = s.create_class()
-    assert c.secret not in repr(db._data)
+    assert c.code in stored(db) and c.secret not in stored(db)
 
 
 # -- publish and follow --------------------------------------------------------------------------
@@ -112,7 +136,7 @@ def test_followers_are_counted_and_leave(store, cls, clock):
     assert store.lecturer_view(cls.code, cls.secret).followers == 1
 
 
-def test_followers_beyond_the_bound_still_follow_uncounted(clock):
+def test_followers_beyond_the_bound_still_follow_uncounted(clock, make):
     s = make(clock, max_followers=3)
     c = s.create_class()
     views = [s.follow(c.code, f"s{i}") for i in range(10)]
@@ -181,7 +205,7 @@ def test_bad_questions_are_refused(store, cls):
 
 
 # -- bounds --------------------------------------------------------------------------------------
-def test_max_classes_then_room_again_after_expiry(clock):
+def test_max_classes_then_room_again_after_expiry(clock, make):
     s = make(clock, max_classes=3)
     made = [s.create_class() for _ in range(3)]
     assert all(c.ok for c in made)
@@ -195,7 +219,7 @@ def test_max_classes_then_room_again_after_expiry(clock):
     assert s.create_class().ok
 
 
-def test_answer_bounds_per_question_and_per_class(clock):
+def test_answer_bounds_per_question_and_per_class(clock, make):
     s = make(clock, max_answers_per_question=5, max_answers_per_class=8)
     c = s.create_class()
     s.open_question(c.code, c.secret, "q1", ["a", "b"])
@@ -209,7 +233,7 @@ def test_answer_bounds_per_question_and_per_class(clock):
     assert s.histogram(c.code, c.secret, "q1").total == 5
 
 
-def test_max_questions(clock):
+def test_max_questions(clock, make):
     s = make(clock, max_questions=3)
     c = s.create_class()
     assert all(s.open_question(c.code, c.secret, f"q{i}", ["a", "b"]).ok for i in range(3))
@@ -278,7 +302,7 @@ def test_end_class_explicitly(store, cls):
     assert store.end_class(cls.code, cls.secret).reason == "ended"
 
 
-def test_a_class_has_a_longest_life(clock):
+def test_a_class_has_a_longest_life(clock, make):
     s = make(clock, max_age_s=1000.0, idle_expiry_s=100.0)
     c = s.create_class()
     for _ in range(12):
@@ -346,8 +370,8 @@ def test_hostile_session_ids_cannot_answer(store, cls):
 
 
 # -- the backend ---------------------------------------------------------------------------------
-def test_memory_backend_semantics(clock):
-    db = MemoryBackend(clock)
+def test_backend_semantics(clock, new_backend):
+    db = new_backend(clock)
     assert db.put_if_absent("k", {"a": [1, 2]}, 10) and not db.put_if_absent("k", 1, 10)
     got = db.get("k")
     got["a"].append(3)
@@ -372,7 +396,7 @@ def test_memory_backend_semantics(clock):
 
 
 def test_memory_backend_sweeps_expired_keys(clock):
-    s = make(clock)
+    s = ClassStore(clock=clock)
     for i in range(400):                     # 400 sessions each fail once: 400 short-lived keys
         s.follow("ZZZZZZZ", f"s{i}")
     clock.advance(61)
@@ -414,7 +438,7 @@ def test_many_threads_answering_at_once_count_exactly(store, cls):
     assert store.lecturer_view(cls.code, cls.secret).followers == n
 
 
-def test_concurrent_creates_respect_max_classes(clock):
+def test_concurrent_creates_respect_max_classes(clock, make):
     s = make(clock, max_classes=25)
     made, lock = [], threading.Lock()
     start = threading.Barrier(8)
@@ -436,7 +460,7 @@ def test_concurrent_creates_respect_max_classes(clock):
 
 
 def test_follower_sets_of_vanished_classes_are_swept(clock):
-    s = make(clock)
+    s = ClassStore(clock=clock)
     c = s.create_class()
     for i in range(20):
         s.follow(c.code, f"s{i}")

@@ -1,0 +1,251 @@
+"""The local cluster of deploy/ (``deploy/local-cluster.sh``): nginx in front of two Streamlit
+replicas, class state in Redis, everything on 127.0.0.1 and free ports.
+
+- through nginx, one browser stays on one replica across reruns, reloads and an upload (the
+  replica is read from nginx's access log, which names the upstream of every request), while
+  new browsers are spread over both replicas;
+- Streamlit's websocket origin check still holds behind the proxy (Host passed through);
+- a class a lecturer drives from replica A's process is followed and answered from replica B's
+  process, through the cluster's Redis;
+- ``down`` stops exactly what ``up`` started.
+
+Out of the default run: runs with LMVIZ_CLUSTER_TESTS=1 (``.ci/run`` sets it). Skips with a
+reason when nginx, redis-server, the redis package or Chromium is missing, except under CI=true,
+where it fails instead.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests import redis_util
+from tests.conftest import ROOT
+
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.skipif(os.environ.get("LMVIZ_CLUSTER_TESTS") != "1",
+                       reason="cluster tests run with LMVIZ_CLUSTER_TESTS=1 (.ci/run sets it)"),
+]
+
+SCRIPT = ROOT / "deploy" / "local-cluster.sh"
+LOG_RE = re.compile(r'"(?P<method>\S+) (?P<path>\S+) [^"]*" (?P<status>\d+) \d+ '
+                    r'upstream=(?P<upstream>\S+) route=(?P<route>\S+)')
+
+
+def _require(ok: bool, problem: str) -> None:
+    if not ok:
+        if redis_util.in_ci():
+            pytest.fail(f"cluster tests are required in CI but: {problem}")
+        pytest.skip(problem)
+
+
+class Cluster:
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="lmviz-cluster-test-"))
+        self.env = dict(os.environ, LMVIZ_CLUSTER_DIR=str(self.dir), LMVIZ_PYTHON=sys.executable,
+                        LMVIZ_REPLICAS="2", LMVIZ_THREADS="1")
+
+    def run(self, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(SCRIPT), *args], env=self.env, capture_output=True,
+                              text=True, timeout=timeout)
+
+    def up(self) -> None:
+        r = self.run("up")
+        assert r.returncode == 0, r.stdout + r.stderr
+        self.state = dict(line.split("=", 1) for line in (self.dir / "state").read_text().split())
+        self.port = int(self.state["NGINX_PORT"])
+        self.replicas = {(self.dir / f"replica-{n}.addr").read_text().strip(): n for n in "ab"}
+
+    def url(self, path: str = "") -> str:
+        return f"http://127.0.0.1:{self.port}/{path}"
+
+    def log(self) -> list[dict]:
+        """nginx's access log, one dict per request, with the replica name that served it."""
+        out = []
+        for line in (self.dir / "nginx-access.log").read_text().splitlines():
+            m = LOG_RE.search(line)
+            if m:
+                d = m.groupdict()
+                d["replica"] = self.replicas.get(d["upstream"], d["upstream"])
+                out.append(d)
+        return out
+
+    def pids(self) -> list[int]:
+        return [int(p.read_text().strip()) for p in self.dir.glob("*.pid")]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    _require(shutil.which("nginx") is not None or Path("/usr/sbin/nginx").exists(),
+             "nginx not found (apt-get install nginx)")
+    _require(shutil.which("redis-server") is not None, "redis-server not found (apt-get install redis-server)")
+    try:
+        import redis  # noqa: F401
+        have_redis = True
+    except ImportError:
+        have_redis = False
+    _require(have_redis, "the redis package is missing (pip install -r requirements-cluster.txt)")
+    c = Cluster()
+    c.up()
+    yield c
+    c.run("down")
+    shutil.rmtree(c.dir, ignore_errors=True)
+
+
+def _get(url: str, cookie: str | None = None) -> tuple[int, dict]:
+    req = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        r.read()
+        return r.status, dict(r.headers)
+
+
+def test_status_names_every_part(cluster):
+    r = cluster.run("status")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"redis\s+up", r.stdout) and re.search(r"nginx\s+up", r.stdout)
+    assert len(re.findall(r"replica\s+up", r.stdout)) == 2
+    again = cluster.run("up")
+    assert again.returncode != 0 and "already up" in again.stderr
+
+
+def test_a_routing_cookie_pins_requests_and_new_visitors_spread(cluster):
+    before = len(cluster.log())
+    routes = []
+    for _ in range(16):                               # 16 new visitors (no cookie yet)
+        status, headers = _get(cluster.url())
+        assert status == 200
+        m = re.match(r"lmviz_route=([0-9a-f]{32});", headers.get("Set-Cookie", ""))
+        assert m and "HttpOnly" in headers["Set-Cookie"], headers
+        routes.append(m.group(1))
+    for r in routes[:4]:                              # each comes back with its cookie, 5 times
+        for _ in range(5):
+            status, headers = _get(cluster.url("_stcore/health"), f"lmviz_route={r}")
+            assert status == 200 and "Set-Cookie" not in headers    # the key is kept, not renewed
+    seen = cluster.log()[before:]
+    by_route: dict[str, set] = {}
+    for e in seen:
+        by_route.setdefault(e["route"], set()).add(e["replica"])
+    assert all(len(by_route[r]) == 1 for r in routes), by_route          # sticky
+    assert {next(iter(by_route[r])) for r in routes} == {"a", "b"}       # both replicas used
+
+
+def _upgrade(port: int, host: str, origin: str) -> str:
+    """The status line nginx returns for a websocket upgrade of /_stcore/stream."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        key = base64.b64encode(os.urandom(16)).decode()
+        s.sendall((f"GET /_stcore/stream HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
+                   f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                   f"Sec-WebSocket-Protocol: streamlit\r\nOrigin: {origin}\r\n\r\n").encode())
+        return s.recv(4096).decode("latin-1").split("\r\n")[0]
+
+
+def test_websocket_upgrade_and_origin_check_behind_the_proxy(cluster):
+    # a public host name as a department would serve it: same origin -> upgraded
+    assert " 101 " in _upgrade(cluster.port, "lmviz.example.edu", "http://lmviz.example.edu")
+    assert " 101 " in _upgrade(cluster.port, "lmviz.example.edu:8443", "https://lmviz.example.edu:8443")
+    # another site's page opening the websocket -> refused by Streamlit, as without the proxy
+    assert " 403 " in _upgrade(cluster.port, "lmviz.example.edu", "http://evil.example")
+
+
+def test_a_browser_stays_on_one_replica_across_reruns_reloads_and_an_upload(cluster):
+    from tests.browser_util import (CHROMIUM, LAUNCH_ARGS, exceptions, move_first_slider,
+                                    require_browser, wait_idle)
+
+    if redis_util.in_ci():
+        os.environ.setdefault("LMVIZ_REQUIRE_BROWSER", "1")
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    before = len(cluster.log())
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
+        try:
+            ctx = b.new_context(viewport={"width": 1280, "height": 900})
+            page = ctx.new_page()
+            page.goto(cluster.url("tokenization?lang=en&corpus=upload"), timeout=120_000)
+            wait_idle(page, 120_000)
+            route = next(c["value"] for c in ctx.cookies() if c["name"] == "lmviz_route")
+            # an upload: POST with Streamlit's XSRF cookie and header, through the proxy
+            text = "low lower lowest newer newest " * 20
+            page.locator("input[type=file]").first.set_input_files(
+                {"name": "mine.txt", "mimeType": "text/plain", "buffer": text.encode()})
+            page.get_by_text(f"Show the corpus ({len(text)} characters)").wait_for(timeout=60_000)
+            wait_idle(page)
+            for _ in range(3):                                    # reruns on one websocket
+                assert move_first_slider(page) is not None
+            for _ in range(2):                                    # new websockets
+                page.reload(timeout=120_000)
+                wait_idle(page, 120_000)
+            assert exceptions(page) == []
+            ctx.close()
+        finally:
+            b.close()
+    mine = [e for e in cluster.log()[before:] if e["route"] == route]
+    streams = [e for e in mine if e["path"].startswith("/_stcore/stream")]
+    uploads = [e for e in mine if e["path"].startswith("/_stcore/upload_file")]
+    assert len(streams) >= 3 and uploads and all(e["status"] in ("101", "200", "204") for e in uploads)
+    assert len({e["replica"] for e in mine}) == 1, mine       # page, assets, websockets, upload
+
+
+def test_a_class_on_replica_a_is_followed_from_replica_b(cluster):
+    """Two OS processes, each configured as one replica (LMVIZ_REPLICA, LMVIZ_REDIS_URL), share a
+    class through the cluster's Redis with store_from_env."""
+    def replica(name: str, code: str) -> dict:
+        env = dict(os.environ, LMVIZ_REPLICA=name, LMVIZ_REDIS_URL=cluster.state["REDIS_URL"])
+        out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=60, input="")
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    lecturer = replica("a", """
+        import json
+        from lmviz.classroom import store_from_env
+        s = store_from_env()
+        c = s.create_class()
+        s.publish(c.code, c.secret, "generation", "temperature", {"tau": "0.5"})
+        s.open_question(c.code, c.secret, "gen_tau_half", ["rises", "falls", "same"])
+        print(json.dumps({"code": c.code, "secret": c.secret, "backend": type(s._db).__name__}))
+    """)
+    assert lecturer["backend"] == "RedisBackend"
+    student = replica("b", f"""
+        import json
+        from lmviz.classroom import store_from_env
+        s = store_from_env()
+        f = s.follow({lecturer["code"]!r}, "student-1")
+        ok = s.answer({lecturer["code"]!r}, "student-1", "gen_tau_half", "falls").ok
+        twice = s.answer({lecturer["code"]!r}, "student-1", "gen_tau_half", "rises").reason
+        drive = s.publish({lecturer["code"]!r}, "not-the-secret", "attention").reason
+        print(json.dumps([f.status, f.chapter, dict(f.settings), f.question.id, ok, twice, drive]))
+    """)
+    assert student == ["live", "generation", {"tau": "0.5"}, "gen_tau_half", True,
+                       "already_answered", "wrong_secret"]
+    seen = replica("a", f"""
+        import json
+        from lmviz.classroom import store_from_env
+        s = store_from_env()
+        v = s.lecturer_view({lecturer["code"]!r}, {lecturer["secret"]!r})
+        print(json.dumps([v.followers, dict(v.question.counts)]))
+    """)
+    assert seen == [1, {"rises": 0, "falls": 1, "same": 0}]
+
+
+def test_down_stops_exactly_what_up_started(cluster):
+    pids = cluster.pids()
+    assert len(pids) == 4                             # redis, nginx, two replicas
+    r = cluster.run("down")
+    assert r.returncode == 0, r.stderr
+    assert not any(Path(f"/proc/{p}").exists() for p in pids)
+    assert cluster.pids() == []
+    assert cluster.run("status").returncode == 3
