@@ -82,3 +82,20 @@ def test_the_note_shows_a_link_value_as_text(payload):
     rest = code_spans_removed(notes[0])
     for marker in ("](", "![", "<", "http", "www.", "**", ":red[", "$"):
         assert marker not in rest, (marker, rest)
+
+
+def test_the_note_stays_through_reruns_until_the_value_changes():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = "en"
+    at.query_params["T"] = PAYLOADS[0]
+    at.run()
+    at.switch_page("pages/autoregression.py").run()
+
+    def notes():
+        return [el.value for el in at.info if "“T”" in el.value]
+
+    assert len(notes()) == 1
+    at.run()                                                     # a rerun of the whole app
+    assert len(notes()) == 1
+    at.slider(key="ar_mask_T").set_value(3).run()               # the user picks a value
+    assert notes() == []

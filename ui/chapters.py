@@ -1,4 +1,15 @@
-"""The chapters of lmviz, in teaching order. ``app.py`` registers those whose page file exists."""
+"""The chapters of lmviz, in teaching order. ``app.py`` registers those whose page file exists.
+
+A fresh server's first visitor (Streamlit 1.67): the first script run of a server process with a
+``pages/`` folder is run by Streamlit's legacy ``pages/`` mode (``PagesManager.
+uses_pages_directory`` is decided once per process, before ``app.py`` has run, and only
+``st.navigation`` turns it off). That mode knows a page only by its file stem, so a link to
+``/kv-cache`` (``pages/kv_cache.py``) got a "Page not found" dialog before ``app.py`` could
+resolve it. Every chapter whose URL path differs from its file's stem therefore has an **alias**
+``pages/<url path>.py`` that only calls :func:`leave_legacy_mode`: the legacy lookup finds it,
+and the rerun goes through ``app.py``'s navigation, which resolves the same URL path (a page's
+identity is its URL path) to the real chapter. ``st.navigation`` never lists the aliases.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,6 +44,25 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter("cost", "pages/cost.py", "cost.nav", ":material/speed:"),
     Chapter("beyond", "pages/beyond.py", "bey.nav", ":material/explore:"),
 )
+
+
+def alias_file(c: Chapter) -> str | None:
+    """``pages/<slug>.py`` when the chapter's URL path is not its file's stem (else None)."""
+    if not c.slug or Path(c.file).stem == c.slug:
+        return None
+    return f"pages/{c.slug}.py"
+
+
+def leave_legacy_mode() -> None:
+    """Run by an alias page in Streamlit's legacy ``pages/`` mode (a fresh server's first run):
+    switch that mode off for the server and rerun through ``app.py``, which shows the chapter
+    the URL names. A no-op once ``app.py``'s navigation has run."""
+    import streamlit as st
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory is not False:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 def registered() -> list[Chapter]:

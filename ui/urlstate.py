@@ -57,7 +57,16 @@ def seed_from_url(param: str, key: str, default: Any, parse: Callable[[str], Any
               valid: Callable[[Any], bool]) -> None:
     """Seed ``st.session_state[key]`` from ``?param=`` once per session (for widgets built by hand,
     e.g. a preset that fills several sliders)."""
+    # The note stays above the widget on later runs (a rerun of the whole app, e.g. when the
+    # model finishes loading, must not make it vanish) until the widget's value is changed.
+    notes = st.session_state.setdefault("lmviz_url_notes", {})
     if key in st.session_state:
+        if key in notes:
+            note_param, note_raw, seeded = notes[key]
+            if st.session_state[key] == seeded:
+                bad_value_note(note_param, note_raw)
+            else:
+                del notes[key]
         return
     # A link's value applies once per session: a widget whose key changes later (say, the merge
     # count of another corpus) starts from its default, not from a value meant for another view.
@@ -73,6 +82,7 @@ def seed_from_url(param: str, key: str, default: Any, parse: Callable[[str], Any
             value = parsed
         except (ValueError, TypeError):
             bad_value_note(param, raw)
+            notes[key] = (param, raw, value)
     st.session_state[key] = value
 
 
