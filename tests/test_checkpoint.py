@@ -163,6 +163,9 @@ def _hostile_cases():
         "wrong dtype (float64)": (_with_entry(blob, first, dtype="F64"), "ckpt.err_tensor_dtype"),
         "wrong dtype (bf16)": (_with_entry(half, first, dtype="BF16"), "ckpt.err_tensor_dtype"),
         "missing tensor": (_with_entry(blob, first, drop=True), "ckpt.err_tensor_missing"),
+        "20,000 fake tensors in a 1.9 MB header": (
+            _join({**header, **{f"t{i}": {"dtype": "F32", "shape": [10**6, 10**6], "data_offsets": [0, 4 * 10**12]}
+                                for i in range(20_000)}}, body), "ckpt.err_tensor_extra"),
         "extra tensor": (_with_entry(blob, "evil.weight", dtype="F32", shape=[0], data_offsets=[0, 0]),
                          "ckpt.err_tensor_extra"),
         "offsets claiming 1 TB": (_with_entry(blob, first, data_offsets=[0, 10**12]), "ckpt.err_tensor_offsets"),
