@@ -1,4 +1,4 @@
-"""Alias of pages/kv_cache.py for a fresh server's first visitor of /kv-cache (see ui/chapters.py)."""
-from ui.chapters import leave_legacy_mode
+"""Alias of pages/kv_cache.py for Streamlit's legacy pages/ lookup of /kv-cache (see ui/chapters.py)."""
+from ui.chapters import run_app
 
-leave_legacy_mode()
+run_app()

@@ -1,4 +1,4 @@
-"""Alias of pages/loss_and_gradients.py for a fresh server's first visitor of /loss-and-gradients (see ui/chapters.py)."""
-from ui.chapters import leave_legacy_mode
+"""Alias of pages/loss_and_gradients.py for Streamlit's legacy pages/ lookup of /loss-and-gradients (see ui/chapters.py)."""
+from ui.chapters import run_app
 
-leave_legacy_mode()
+run_app()

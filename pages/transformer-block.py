@@ -1,4 +1,4 @@
-"""Alias of pages/transformer_block.py for a fresh server's first visitor of /transformer-block (see ui/chapters.py)."""
-from ui.chapters import leave_legacy_mode
+"""Alias of pages/transformer_block.py for Streamlit's legacy pages/ lookup of /transformer-block (see ui/chapters.py)."""
+from ui.chapters import run_app
 
-leave_legacy_mode()
+run_app()

@@ -1,7 +1,7 @@
 """Every chapter URL resolves in Streamlit's legacy pages/ mode too (a fresh server's first run).
 
 See ui/chapters.py: a chapter whose URL path is not its file's stem has an alias page named after
-the URL path that only leaves the legacy mode; tests/test_browser_first_visit.py checks the real
+the URL path that only runs app.py (whose navigation resolves the path); tests/test_browser_first_visit.py checks the real
 first visit in Chromium.
 """
 from __future__ import annotations
@@ -23,13 +23,13 @@ def test_every_chapter_url_has_a_file_named_after_it():
             assert (ROOT / c.file).is_file()
 
 
-def test_alias_pages_only_leave_the_legacy_mode():
+def test_alias_pages_only_run_the_app():
     aliases = {alias_file(c) for c in CHAPTERS} - {None}
     assert aliases == {"pages/kv-cache.py", "pages/loss-and-gradients.py", "pages/transformer-block.py"}
     for a in aliases:
         tree = ast.parse((ROOT / a).read_text(encoding="utf-8"))
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
-        assert [ast.unparse(c.func) for c in calls] == ["leave_legacy_mode"], a
+        assert [ast.unparse(c.func) for c in calls] == ["run_app"], a
 
 
 def test_no_other_stray_pages():

@@ -6,9 +6,10 @@ uses_pages_directory`` is decided once per process, before ``app.py`` has run, a
 ``st.navigation`` turns it off). That mode knows a page only by its file stem, so a link to
 ``/kv-cache`` (``pages/kv_cache.py``) got a "Page not found" dialog before ``app.py`` could
 resolve it. Every chapter whose URL path differs from its file's stem therefore has an **alias**
-``pages/<url path>.py`` that only calls :func:`leave_legacy_mode`: the legacy lookup finds it,
-and the rerun goes through ``app.py``'s navigation, which resolves the same URL path (a page's
-identity is its URL path) to the real chapter. ``st.navigation`` never lists the aliases.
+``pages/<url path>.py`` that only calls :func:`run_app`: the legacy lookup finds it, and
+``app.py``'s navigation, run from there, resolves the same URL path (a page's identity is its URL
+path) to the real chapter. ``st.navigation`` never lists the aliases. (Paths equal to a stem are
+handled by ``ui.render``: the legacy mode runs the chapter itself, which reruns through app.py.)
 """
 from __future__ import annotations
 
@@ -53,16 +54,15 @@ def alias_file(c: Chapter) -> str | None:
     return f"pages/{c.slug}.py"
 
 
-def leave_legacy_mode() -> None:
-    """Run by an alias page in Streamlit's legacy ``pages/`` mode (a fresh server's first run):
-    switch that mode off for the server and rerun through ``app.py``, which shows the chapter
-    the URL names. A no-op once ``app.py``'s navigation has run."""
-    import streamlit as st
-    from streamlit.runtime.pages_manager import PagesManager
+def run_app() -> None:
+    """Run ``app.py`` inside this script run: what an alias page does when Streamlit's legacy
+    ``pages/`` mode picked it (a fresh server's first run, or any AppTest run, which resets that
+    mode before each run). ``app.py``'s ``st.navigation`` then switches the mode off for the
+    server and resolves the same URL path to the real chapter, in this same run: no rerun (a
+    rerun would drop the click that started it) and no "Page not found"."""
+    import runpy
 
-    if PagesManager.uses_pages_directory is not False:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+    runpy.run_path(str(ROOT / "app.py"), run_name="__main__")
 
 
 def registered() -> list[Chapter]:
