@@ -203,12 +203,19 @@ def check_budget(cfg, vocab_size: int | None = None, device="cpu") -> BudgetChec
     >>> r = check_budget(TrainConfig(n_layer=12, d_model=1024, n_head=16, block_size=512, batch_size=256))
     >>> r.ok, [x.key for x in r.reasons]
     (False, ['budget.params', 'budget.memory', 'budget.step_time'])
+
+    ``cfg`` must pass ``cfg.validate()`` (ValueError otherwise, as ``make_config`` raises).
     """
+    problems = cfg.validate()
+    if problems:
+        raise ValueError("; ".join(problems))
     kind = _kind(device)
     mem_limit, time_limit = MAX_TRAIN_BYTES[kind], MAX_STEP_S[kind]
     est = estimate(cfg, vocab_size, kind)
     one = estimate(replace(cfg, batch_size=1), vocab_size, kind)
-    reasons = []
+    # what the checkpoint loader would refuse, so that every download can be loaded again
+    reasons = [Reason("budget.bound", p) for key, p in model_problems(cfg.model_config(
+        DEFAULT_VOCAB if vocab_size is None else int(vocab_size))) if key == "ckpt.err_bound"]
     if est.params > MAX_PARAMS:
         reasons.append(Reason("budget.params", {"params": est.params, "limit": MAX_PARAMS}))
     if one.total_bytes > mem_limit:

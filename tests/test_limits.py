@@ -93,7 +93,8 @@ def test_the_budget_grid_never_allows_what_does_not_fit():
                     assert r.estimate.total_bytes <= MAX_TRAIN_BYTES["cpu"] and r.estimate.step_s <= MAX_STEP_S["cpu"]
                     assert r.estimate.params <= MAX_PARAMS
                 else:
-                    assert r.reasons and all(x.key in ("budget.params", "budget.memory", "budget.step_time")
+                    assert r.reasons and all(x.key in ("budget.bound", "budget.params", "budget.memory",
+                                                       "budget.step_time")
                                              for x in r.reasons)
 
 
@@ -116,7 +117,7 @@ def test_vocab_bound_is_an_upper_bound():
 def test_budget_sentences_exist_in_both_languages():
     from ui.i18n import catalogue
 
-    for key in ("budget.params", "budget.memory", "budget.step_time", "budget.batch_memory", "budget.batch_time"):
+    for key in ("budget.bound", "budget.params", "budget.memory", "budget.step_time", "budget.batch_memory", "budget.batch_time"):
         assert key in catalogue("en") and key in catalogue("zh")
 
 
@@ -148,3 +149,11 @@ def test_the_estimate_is_within_a_factor_two_of_real_memory():
     assert out.returncode == 0, out.stderr[-2000:]
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert 0.5 <= r["estimate"] / r["measured"] <= 2.0, r
+
+
+def test_a_vocabulary_the_loader_would_refuse_is_refused_for_training():
+    r = check_budget(PRESETS["tiny"], vocab_size=limits.MAX_VOCAB + 1)
+    assert not r.ok and r.reasons[0].key == "budget.bound"
+    assert r.reasons[0].params == {"name": "vocab_size", "value": limits.MAX_VOCAB + 1, "limit": limits.MAX_VOCAB}
+    with pytest.raises(ValueError):
+        check_budget(TrainConfig(d_model=100, n_head=3))
