@@ -3,25 +3,64 @@
 Layout: the weights are safetensors tensors (the tied lm_head is stored once, as
 ``wte.weight``); the header's ``__metadata__`` holds three JSON strings: ``config`` (GPTConfig),
 ``tokenizer`` (its to_dict) and ``meta`` (anything JSON: corpus, steps, losses...), plus
-``format = "lmviz-gpt-1"``. Loading checks every piece and raises ValueError with a plain
-message on a bad file.
+``format = "lmviz-gpt-1"``.
+
+Loading is a checkpoint's border control: every byte of the file is checked **before** anything
+the file asks for is allocated, against the bounds of ``lmviz.limits``: the file and header
+size, the header's JSON, the model configuration (layers, width, heads, vocabulary, context,
+parameter count), the tokenizer (sizes, and the length of every BPE token its merges build), and
+the tensors (exactly the names, shapes and dtypes the configuration implies, laid out back to
+back to the end of the file). Only then are the weights read (at most ``MAX_PARAMS`` of them)
+and checked to be finite; the model is built on the ``meta`` device and takes those tensors
+as its parameters, so no second copy is made. A refused file raises :class:`CheckpointError`
+(a ``ValueError``) whose ``key``/``params`` name one catalogue sentence and whose ``str()`` is
+that sentence in English; names taken from the file are shown only when they are plain
+identifiers, so the sentence is safe to show as Markdown.
 """
 from __future__ import annotations
 
 import functools
 import json
+import math
+import re
 import struct
 from pathlib import Path
 
 import torch
 
+from . import limits
 from .model import GPT, GPTConfig
 from .tokenizer import tokenizer_from_dict
 
 FORMAT = "lmviz-gpt-1"
-MAX_BYTES = 256 * 1024 * 1024          # refuse anything larger (an upload guard)
+MAX_BYTES = limits.MAX_CHECKPOINT_BYTES   # refuse anything larger (the upload limit)
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "assets" / "models" / "default.safetensors"
 _TIED = "lm_head.weight"
+_TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16}
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_.]{1,80}")
+_INT_FIELDS = ("vocab_size", "block_size", "n_layer", "n_head", "n_kv_head", "d_model", "mlp_ratio")
+
+
+class CheckpointError(ValueError):
+    """A refused checkpoint. ``key`` is a catalogue key, ``params`` its placeholders (numbers and
+    plain names only); ``str(err)`` is the English sentence, safe to show as text or Markdown."""
+
+    def __init__(self, key: str, **params):
+        self.key, self.params = key, params
+        super().__init__(limits.english(key, params))
+
+
+def _fail(code: str, **params):
+    raise CheckpointError(f"ckpt.{code}", **params)
+
+
+def _name(s) -> str:
+    """A name from the file as it may be shown: a plain identifier, or a neutral stand-in."""
+    return s if isinstance(s, str) and _SAFE_NAME.fullmatch(s) else "(unreadable name)"
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def save_checkpoint(model: GPT, tokenizer, meta: dict | None = None, half: bool = False) -> bytes:
@@ -45,81 +84,192 @@ def save_checkpoint(model: GPT, tokenizer, meta: dict | None = None, half: bool 
     return save(tensors, metadata=metadata)
 
 
-def _read_header(data: bytes) -> dict:
-    """The safetensors JSON header: 8-byte little-endian length, then that many bytes of JSON."""
-    if len(data) < 8:
-        raise ValueError("not a safetensors file (too short)")
-    (n,) = struct.unpack("<Q", data[:8])
-    if n > len(data) - 8 or n > 100_000_000:
-        raise ValueError("not a safetensors file (bad header length)")
-    try:
-        header = json.loads(data[8:8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"not a safetensors file (header is not JSON: {e})") from None
-    if not isinstance(header, dict):
-        raise ValueError("not a safetensors file (header is not an object)")
-    return header
+# -----------------------------------------------------------------------------
+# the checks, in the order a file is read
 
-
-def load_checkpoint(src, device=None):
-    """(model in eval mode, tokenizer, meta) from bytes or a path. ValueError on a bad file."""
-    from safetensors.torch import load
-
+def _read_source(src) -> bytes:
     if isinstance(src, (str, Path)):
         p = Path(src)
         if not p.is_file():
-            raise ValueError(f"no checkpoint at {p}")
-        if p.stat().st_size > MAX_BYTES:
-            raise ValueError(f"checkpoint is larger than {MAX_BYTES // 2**20} MB")
-        data = p.read_bytes()
-    elif isinstance(src, (bytes, bytearray, memoryview)):
-        data = bytes(src)
-    else:
-        raise ValueError(f"load_checkpoint takes bytes or a path, got {type(src).__name__}")
-    if len(data) > MAX_BYTES:
-        raise ValueError(f"checkpoint is larger than {MAX_BYTES // 2**20} MB")
+            _fail("err_missing")
+        size = p.stat().st_size
+        if size > MAX_BYTES:
+            _fail("err_too_large", mb=round(size / 2**20, 1), limit_mb=limits.MAX_UPLOAD_MB)
+        return p.read_bytes()
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        if len(src) > MAX_BYTES:
+            _fail("err_too_large", mb=round(len(src) / 2**20, 1), limit_mb=limits.MAX_UPLOAD_MB)
+        return bytes(src)
+    _fail("err_source")
 
-    md = _read_header(data).get("__metadata__") or {}
-    if md.get("format") != FORMAT:
-        raise ValueError(f"not an lmviz checkpoint (format {md.get('format')!r}, expected {FORMAT!r})")
-    try:
-        cfg_d, tok_d, meta = (json.loads(md[k]) for k in ("config", "tokenizer", "meta"))
-    except (KeyError, TypeError, json.JSONDecodeError) as e:
-        raise ValueError(f"checkpoint metadata is missing or not JSON: {e}") from None
-    if not isinstance(cfg_d, dict):
-        raise ValueError("checkpoint config is not an object")
-    try:
-        cfg = GPTConfig.from_dict(cfg_d)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"checkpoint config is invalid: {e}") from None
-    if isinstance(tok_d, dict) and tok_d.get("type") == "bpe":  # a BPE trained by lmviz.train
-        from .train import TrainedBPE
 
-        tok = TrainedBPE.from_dict(tok_d)
-    else:
-        tok = tokenizer_from_dict(tok_d)
-    if tok.vocab_size != cfg.vocab_size:
-        raise ValueError(f"tokenizer has {tok.vocab_size} tokens, config says {cfg.vocab_size}")
+def _read_header(data: bytes) -> tuple[dict, int]:
+    """(the safetensors JSON header, the offset where the weights start)."""
+    if len(data) < 8:
+        _fail("err_too_short", size=len(data))
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > limits.MAX_HEADER_BYTES or n > len(data) - 8:
+        _fail("err_header_length", n=n, size=len(data), limit=limits.MAX_HEADER_BYTES)
     try:
-        tensors = load(data)
-    except Exception as e:  # safetensors raises its own error types on corrupt data
-        raise ValueError(f"could not read checkpoint tensors: {e}") from None
+        header = json.loads(data[8:8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        _fail("err_header_json")
+    if not isinstance(header, dict):
+        _fail("err_header_json")
+    return header, 8 + n
 
-    model = GPT(cfg)
-    expected = {k: v for k, v in model.state_dict().items() if k != _TIED}
-    missing, extra = set(expected) - set(tensors), set(tensors) - set(expected)
-    if missing or extra:
-        raise ValueError(f"checkpoint tensors do not match the config (missing {sorted(missing)[:5]}, "
-                         f"unexpected {sorted(extra)[:5]})")
-    for k, v in tensors.items():
-        if tuple(v.shape) != tuple(expected[k].shape):
-            raise ValueError(f"tensor {k} has shape {tuple(v.shape)}, config needs {tuple(expected[k].shape)}")
-        if not v.is_floating_point():
-            raise ValueError(f"tensor {k} is not floating point")
-    with torch.no_grad():
-        for k, p in model.state_dict().items():
-            if k != _TIED:
-                p.copy_(tensors[k].float())
+
+def _metadata(header: dict) -> tuple[dict, object, object]:
+    md = header.get("__metadata__")
+    if not isinstance(md, dict) or md.get("format") != FORMAT:
+        _fail("err_format")
+    parts = []
+    for part in ("config", "tokenizer", "meta"):
+        raw = md.get(part)
+        try:
+            if not isinstance(raw, str):
+                raise ValueError
+            parts.append(json.loads(raw))
+        except (ValueError, RecursionError):
+            _fail("err_metadata", part=part)
+    return tuple(parts)
+
+
+def _config(d) -> GPTConfig:
+    """A GPTConfig within the bounds of lmviz.limits, from the header's JSON (nothing built)."""
+    if not isinstance(d, dict):
+        _fail("err_metadata", part="config")
+    known = set(GPTConfig.__dataclass_fields__)
+    for k in sorted(set(d) - known, key=str)[:1]:
+        _fail("err_config_field", name=_name(k))
+    for k in _INT_FIELDS:
+        if k in d and not _is_int(d[k]):
+            _fail("err_config_field", name=k)
+    for k, hi in (("n_layer", limits.MAX_LAYERS), ("n_head", limits.MAX_HEADS), ("n_kv_head", limits.MAX_HEADS),
+                  ("d_model", limits.MAX_WIDTH), ("block_size", limits.MAX_CONTEXT),
+                  ("vocab_size", limits.MAX_VOCAB), ("mlp_ratio", limits.MAX_MLP_RATIO)):
+        if k in d and d[k] > hi:
+            _fail("err_bound", name=k, value=d[k], limit=hi)
+    if not isinstance(d.get("pos", ""), str) or not isinstance(d.get("norm", ""), str):
+        _fail("err_config_field", name="pos" if not isinstance(d.get("pos", ""), str) else "norm")
+    if "vocab_size" not in d:
+        _fail("err_config_field", name="vocab_size")
+    try:
+        cfg = GPTConfig(**d)
+    except (TypeError, ValueError):
+        _fail("err_config_invalid")
+    for key, params in limits.model_problems(cfg):
+        raise CheckpointError(key, **params)
+    return cfg
+
+
+def _tokenizer(d, vocab_size: int):
+    """The tokenizer, after its sizes are checked (a BPE's merges could otherwise build tokens of
+    exponential length: merge (a, a), then (aa, aa), ...)."""
+    if not isinstance(d, dict):
+        _fail("err_tokenizer")
+    kind = d.get("type")
+    lists = {"char": ("chars",), "word": ("words",), "bpe": ("alphabet", "merges")}.get(kind)
+    if lists is None:
+        _fail("err_tokenizer")
+    for k in lists:
+        v = d.get(k)
+        if not isinstance(v, list):
+            _fail("err_tokenizer")
+        if len(v) > limits.MAX_VOCAB:
+            _fail("err_tokenizer_size", n=len(v), expected=vocab_size)
+    if kind == "word" and any(not isinstance(w, str) or len(w) > limits.MAX_TOKEN_CHARS for w in d["words"]):
+        _fail("err_token_long", limit=limits.MAX_TOKEN_CHARS)
+    if kind == "bpe":
+        lengths = [1] * (1 + len(d["alphabet"]))          # <unk> and the alphabet
+        for m in d["merges"]:
+            if (not isinstance(m, list) or len(m) != 2 or not all(_is_int(i) for i in m)
+                    or not all(0 <= i < len(lengths) for i in m)):
+                _fail("err_tokenizer")
+            lengths.append(lengths[m[0]] + lengths[m[1]])
+            if lengths[-1] > limits.MAX_TOKEN_CHARS:
+                _fail("err_token_long", limit=limits.MAX_TOKEN_CHARS)
+    try:
+        if kind == "bpe":
+            from .train import TrainedBPE
+
+            tok = TrainedBPE.from_dict(d)
+        else:
+            tok = tokenizer_from_dict(d)
+    except (TypeError, ValueError):
+        _fail("err_tokenizer")
+    if tok.vocab_size != vocab_size:
+        _fail("err_tokenizer_size", n=tok.vocab_size, expected=vocab_size)
+    return tok
+
+
+def _tensor_layout(header: dict, cfg: GPTConfig, data_len: int, start: int) -> dict[str, tuple]:
+    """name -> (torch dtype, shape, begin, end) for exactly the tensors cfg implies, laid out back
+    to back from ``start`` to the end of the file; anything else is refused."""
+    expected = limits.param_shapes(cfg)
+    names = [k for k in header if k != "__metadata__"]
+    missing = sorted(set(expected) - set(names))
+    extra = sorted(set(names) - set(expected), key=str)
+    if missing:
+        _fail("err_tensor_missing", count=len(missing), name=missing[0])
+    if extra:
+        _fail("err_tensor_extra", count=len(extra), name=_name(extra[0]))
+    layout = {}
+    for k in names:
+        e = header[k]
+        if not isinstance(e, dict):
+            _fail("err_tensor_entry", name=k)
+        dtype, shape, offs = e.get("dtype"), e.get("shape"), e.get("data_offsets")
+        if (not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape)
+                or not isinstance(offs, list) or len(offs) != 2 or not all(_is_int(o) and o >= 0 for o in offs)):
+            _fail("err_tensor_entry", name=k)
+        if dtype not in limits.WEIGHT_DTYPES:
+            _fail("err_tensor_dtype", name=k, dtype=_name(dtype))
+        if tuple(shape) != expected[k]:
+            _fail("err_tensor_shape", name=k, shape=str(tuple(shape))[:60], expected=str(expected[k]))
+        nbytes = math.prod(shape) * limits.WEIGHT_DTYPES[dtype]
+        if offs[1] - offs[0] != nbytes:
+            _fail("err_tensor_offsets", name=k)
+        layout[k] = (_TORCH_DTYPES[dtype], expected[k], start + offs[0], start + offs[1])
+    pos = start
+    for k, (_, _, b, e) in sorted(layout.items(), key=lambda kv: kv[1][2]):
+        if b != pos:
+            _fail("err_tensor_offsets", name=k)
+        pos = e
+    if pos != data_len:
+        _fail("err_truncated", size=max(0, data_len - start), expected=pos - start)
+    return layout
+
+
+def check_checkpoint(data: bytes):
+    """(config, tokenizer, meta, tensor layout) of checkpoint bytes; CheckpointError when any
+    check fails. Reads the header only: the weights are not touched."""
+    header, start = _read_header(data)
+    cfg_d, tok_d, meta = _metadata(header)
+    cfg = _config(cfg_d)
+    tok = _tokenizer(tok_d, cfg.vocab_size)
+    layout = _tensor_layout(header, cfg, len(data), start)
+    return cfg, tok, meta, layout
+
+
+def load_checkpoint(src, device=None):
+    """(model in eval mode, tokenizer, meta) from bytes or a path; CheckpointError (a ValueError)
+    with one clear sentence when the file is refused. See the module docstring."""
+    data = _read_source(src)
+    cfg, tok, meta, layout = check_checkpoint(data)
+    view = memoryview(data)
+    weights = {}
+    for k, (dtype, shape, b, e) in layout.items():
+        t = torch.frombuffer(bytearray(view[b:e]), dtype=dtype).reshape(shape) if e > b \
+            else torch.empty(shape, dtype=dtype)
+        bad = int((~torch.isfinite(t)).sum())
+        if bad:
+            _fail("err_nonfinite", name=k, count=bad)
+        weights[k] = t.float() if dtype != torch.float32 else t
+    with torch.device("meta"):
+        model = GPT(cfg)
+    model.load_state_dict({**weights, _TIED: weights["wte.weight"]}, strict=True, assign=True)
+    model.lm_head.weight = model.wte.weight          # assign=True replaced both: tie them again
     if device is not None:
         model.to(device)
     return model.eval(), tok, meta if isinstance(meta, dict) else {"meta": meta}

@@ -5,7 +5,9 @@ import struct
 import pytest
 import torch
 
-from lmviz.checkpoint import DEFAULT_PATH, load_checkpoint, load_default, save_checkpoint
+from lmviz.checkpoint import (DEFAULT_PATH, MAX_BYTES, CheckpointError, load_checkpoint, load_default,
+                              save_checkpoint)
+from lmviz.limits import MAX_HEADER_BYTES, MAX_PARAMS, MAX_UPLOAD_MB, english, param_count
 from lmviz.model import GPT, GPTConfig
 from lmviz.tokenizer import CharTokenizer, toy_tokenizer
 
@@ -54,36 +56,204 @@ def test_word_tokenizer_checkpoint():
     assert tok2.decode(tok2.encode("我喜欢数学")) == "我喜欢数学"
 
 
-def _with_metadata(blob, **changes):
+def _split(blob):
     n = struct.unpack("<Q", blob[:8])[0]
-    header = json.loads(blob[8:8 + n])
-    header["__metadata__"].update(changes)
-    h = json.dumps(header).encode()
+    return json.loads(blob[8:8 + n]), blob[8 + n:]
+
+
+def _join(header, body: bytes, raw_header: bytes | None = None) -> bytes:
+    h = raw_header if raw_header is not None else json.dumps(header).encode()
     h += b" " * ((8 - len(h) % 8) % 8)
-    return struct.pack("<Q", len(h)) + h + blob[8 + n:]
+    return struct.pack("<Q", len(h)) + h + body
 
 
-def test_bad_files_give_clear_value_errors(tmp_path):
+def _with_metadata(blob, **changes):
+    header, body = _split(blob)
+    header["__metadata__"].update(changes)
+    return _join(header, body)
+
+
+def _with_config(blob, **changes):
+    header, _ = _split(blob)
+    return _with_metadata(blob, config=json.dumps({**json.loads(header["__metadata__"]["config"]), **changes}))
+
+
+def _with_entry(blob, name, **changes):
+    header, body = _split(blob)
+    if changes.get("drop"):
+        del header[name]
+    else:
+        header[name] = {**header.get(name, {}), **changes}
+    return _join(header, body)
+
+
+def _with_weight(blob, name, value):
+    """A copy of blob whose tensor ``name`` has its first element set to value (same dtype)."""
+    header, body = _split(blob)
+    e = header[name]
+    fmt = {"F32": "<f", "F16": "<e"}[e["dtype"]]
+    b = bytearray(body)
+    struct.pack_into(fmt, b, e["data_offsets"][0], value)
+    return _join(header, bytes(b))
+
+
+def _bpe_tokenizer(merges):
+    return json.dumps({"type": "bpe", "level": "char", "split_words": True, "alphabet": ["a", "b"],
+                       "merges": merges})
+
+
+def _hostile_cases():
+    """name -> (bytes, catalogue key it must be refused with). Every case a hostile student
+    could upload; kept here so that each one stays refused with its sentence."""
     m, tok = make()
     blob = save_checkpoint(m, tok)
-    cases = {
-        "too short": b"abc",
-        "bad header length": struct.pack("<Q", 10**9) + b"{}",
-        "not JSON": struct.pack("<Q", 4) + b"\xff\xfe{{",
-        "not an lmviz checkpoint": _with_metadata(blob, format="other"),
-        "config is invalid": _with_metadata(blob, config=json.dumps({**m.cfg.to_dict(), "n_kv_head": 3})),
-        "unknown GPTConfig fields": _with_metadata(blob, config=json.dumps({**m.cfg.to_dict(), "zz": 1})),
-        "tokenizer has": _with_metadata(blob, tokenizer=json.dumps({"type": "char", "chars": ["a", "b"]})),
-        "shape": _with_metadata(blob, config=json.dumps({**m.cfg.to_dict(), "d_model": 64})),
-        "not JSON ": _with_metadata(blob, meta="{oops"),
+    half = save_checkpoint(m, tok, half=True)
+    header, body = _split(blob)
+    text = json.dumps(header)
+    first, second = "blocks.0.attn.c_q.weight", "blocks.0.attn.c_k.weight"
+    return {
+        "empty file": (b"", "ckpt.err_too_short"),
+        "too short": (b"abc", "ckpt.err_too_short"),
+        "plain text, not safetensors": ("hello, this is a text file\n".encode() * 4, "ckpt.err_header_length"),
+        "a PNG, not safetensors": (b"\x89PNG\r\n\x1a\n" + bytes(64), "ckpt.err_header_length"),
+        "header length 2**63": (struct.pack("<Q", 2**63) + b"{}", "ckpt.err_header_length"),
+        "header length past the end": (struct.pack("<Q", 10**9) + b"{}", "ckpt.err_header_length"),
+        "header length over the bound": (struct.pack("<Q", 3 * 2**20) + bytes(3 * 2**20), "ckpt.err_header_length"),
+        "header not JSON": (struct.pack("<Q", 4) + b"{{{{", "ckpt.err_header_json"),
+        "header not UTF-8": (struct.pack("<Q", 4) + b"\xff\xfe{{", "ckpt.err_header_json"),
+        "non-UTF-8 metadata": (_join(None, body, text.replace('"lmviz-gpt-1"', '"lmviz-\\u0000"').encode()
+                                     .replace(b"lmviz-\\u0000", b"lmviz-\xc3\x28")), "ckpt.err_header_json"),
+        "JSON nested 100,000 deep": (_join(None, b"", b"[" * 100_000 + b"]" * 100_000), "ckpt.err_header_json"),
+        "header is a list": (_join(None, b"", b"[]"), "ckpt.err_header_json"),
+        "header with a 10,000-digit number": (_join(None, b"", b'{"x": ' + b"9" * 10_000 + b"}"), "ckpt.err_header_json"),
+        "no metadata": (_join({k: v for k, v in header.items() if k != "__metadata__"}, body), "ckpt.err_format"),
+        "other format": (_with_metadata(blob, format="other"), "ckpt.err_format"),
+        "meta not JSON": (_with_metadata(blob, meta="{oops"), "ckpt.err_metadata"),
+        "config not an object": (_with_metadata(blob, config="[1, 2]"), "ckpt.err_metadata"),
+        "config missing": (_join({**header, "__metadata__": {k: v for k, v in header["__metadata__"].items()
+                                                                if k != "config"}}, body), "ckpt.err_metadata"),
+        "unknown config field": (_with_config(blob, zz=1), "ckpt.err_config_field"),
+        "Markdown as a config field": (_with_config(blob, **{"[click](https://x.example)": 1}), "ckpt.err_config_field"),
+        "config field of the wrong type": (_with_config(blob, n_layer="2"), "ckpt.err_config_field"),
+        "boolean as a number": (_with_config(blob, n_layer=True), "ckpt.err_config_field"),
+        "config inconsistent": (_with_config(blob, n_kv_head=3), "ckpt.err_config_invalid"),
+        "a million layers": (_with_config(blob, n_layer=10**6), "ckpt.err_bound"),
+        "width 2**40": (_with_config(blob, d_model=2**40), "ckpt.err_bound"),
+        "context 10**9": (_with_config(blob, block_size=10**9), "ckpt.err_bound"),
+        "vocabulary 10**9": (_with_config(blob, vocab_size=10**9), "ckpt.err_bound"),
+        "MLP 1000x wide": (_with_config(blob, mlp_ratio=1000), "ckpt.err_bound"),
+        "every bound at once: too many parameters": (
+            _with_config(blob, n_layer=12, d_model=1024, n_head=16, n_kv_head=16, vocab_size=50_000, block_size=1024),
+            "ckpt.err_params"),
+        "tokenizer of an unknown type": (_with_metadata(blob, tokenizer='{"type": "pickle"}'), "ckpt.err_tokenizer"),
+        "tokenizer not an object": (_with_metadata(blob, tokenizer='"abc"'), "ckpt.err_tokenizer"),
+        "tokenizer of another size": (_with_metadata(blob, tokenizer='{"type": "char", "chars": ["a", "b"]}'),
+                                      "ckpt.err_tokenizer_size"),
+        "tokenizer with 60,000 entries": (_with_metadata(blob, tokenizer=json.dumps({"type": "char", "chars": ["a"] * 60_000})),
+                                             "ckpt.err_tokenizer_size"),
+        "BPE merges doubling a token 64 times": (
+            _with_metadata(blob, tokenizer=_bpe_tokenizer([[1, 1]] + [[3 + i, 3 + i] for i in range(63)])),
+            "ckpt.err_token_long"),
+        "BPE merge of a later id": (_with_metadata(blob, tokenizer=_bpe_tokenizer([[1, 7]])), "ckpt.err_tokenizer"),
+        "huge declared shape": (_with_entry(blob, first, shape=[10**12, 10**12]), "ckpt.err_tensor_shape"),
+        "transposed shape": (_with_entry(blob, "wte.weight", shape=header["wte.weight"]["shape"][::-1]),
+                             "ckpt.err_tensor_shape"),
+        "negative shape": (_with_entry(blob, first, shape=[-1, 32]), "ckpt.err_tensor_entry"),
+        "entry not an object": (_join({**header, first: [1, 2, 3]}, body), "ckpt.err_tensor_entry"),
+        "wrong dtype (int64)": (_with_entry(blob, first, dtype="I64"), "ckpt.err_tensor_dtype"),
+        "wrong dtype (float64)": (_with_entry(blob, first, dtype="F64"), "ckpt.err_tensor_dtype"),
+        "wrong dtype (bf16)": (_with_entry(half, first, dtype="BF16"), "ckpt.err_tensor_dtype"),
+        "missing tensor": (_with_entry(blob, first, drop=True), "ckpt.err_tensor_missing"),
+        "20,000 fake tensors in a 1.9 MB header": (
+            _join({**header, **{f"t{i}": {"dtype": "F32", "shape": [10**6, 10**6], "data_offsets": [0, 4 * 10**12]}
+                                for i in range(20_000)}}, body), "ckpt.err_tensor_extra"),
+        "extra tensor": (_with_entry(blob, "evil.weight", dtype="F32", shape=[0], data_offsets=[0, 0]),
+                         "ckpt.err_tensor_extra"),
+        "offsets claiming 1 TB": (_with_entry(blob, first, data_offsets=[0, 10**12]), "ckpt.err_tensor_offsets"),
+        "two tensors on the same bytes": (_with_entry(blob, second, data_offsets=header[first]["data_offsets"]),
+                                          "ckpt.err_tensor_offsets"),
+        "truncated by 100 bytes": (blob[:-100], "ckpt.err_truncated"),
+        "truncated inside the header": (blob[:200], "ckpt.err_header_length"),
+        "padded with junk": (blob + bytes(16), "ckpt.err_truncated"),
+        "a NaN weight": (_with_weight(blob, first, float("nan")), "ckpt.err_nonfinite"),
+        "an infinite weight": (_with_weight(blob, "wte.weight", float("inf")), "ckpt.err_nonfinite"),
+        "a -inf fp16 weight": (_with_weight(half, "ln_f.weight", float("-inf")), "ckpt.err_nonfinite"),
     }
-    for msg, data in cases.items():
-        with pytest.raises(ValueError, match=msg.strip()):
-            load_checkpoint(data)
-    with pytest.raises(ValueError, match="no checkpoint"):
-        load_checkpoint(tmp_path / "missing.safetensors")
-    with pytest.raises(ValueError):
-        load_checkpoint(12)
+
+
+HOSTILE = _hostile_cases()
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_hostile_file_is_refused_with_one_clear_sentence(name):
+    data, key = HOSTILE[name]
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(data)
+    err = info.value
+    assert err.key == key, (name, err.key, str(err))
+    sentence = str(err)
+    assert sentence == english(key, err.params)                 # the catalogue's sentence, filled in
+    assert not sentence.startswith("ckpt.") and "{" not in sentence and "Traceback" not in sentence
+    assert "[" not in sentence and "](" not in sentence and "<" not in sentence   # safe as Markdown
+    assert isinstance(err, ValueError)                           # callers that catch ValueError still do
+
+
+def test_every_refusal_has_both_languages():
+    from ui.i18n import catalogue
+
+    keys = {key for _, key in HOSTILE.values()} | {"ckpt.err_too_large", "ckpt.err_missing", "ckpt.err_source"}
+    for lang in ("en", "zh"):
+        assert keys <= set(catalogue(lang)), lang
+
+
+def test_size_and_source_checks_come_before_reading(tmp_path):
+    big = tmp_path / "big.safetensors"
+    with open(big, "wb") as f:                                   # sparse: no disk, no memory
+        f.truncate(MAX_BYTES + 1)
+    for src, key in ((big, "ckpt.err_too_large"), (tmp_path / "missing.safetensors", "ckpt.err_missing"),
+                     (12, "ckpt.err_source"), (memoryview(bytes(MAX_BYTES + 1)), "ckpt.err_too_large")):
+        with pytest.raises(CheckpointError) as info:
+            load_checkpoint(src)
+        assert info.value.key == key
+
+
+def test_names_from_the_file_are_never_echoed_unless_plain():
+    data, _ = HOSTILE["Markdown as a config field"]
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(data)
+    assert info.value.params["name"] == "(unreadable name)"
+
+
+def test_largest_preset_round_trips_and_fits_the_upload_limit():
+    from lmviz.train import PRESETS, TrainedBPE
+
+    text = "the quick brown fox jumps over the lazy dog, 我们喜欢学习数学。" * 20
+    tok = TrainedBPE.train(text, 50)
+    cfg = PRESETS["bigger"].model_config(tok.vocab_size)
+    torch.manual_seed(0)
+    m = GPT(cfg).eval()
+    blob = save_checkpoint(m, tok, {"steps": 1})
+    assert len(blob) < MAX_BYTES
+    m2, tok2, _ = load_checkpoint(blob)
+    assert m2.cfg == cfg and tok2.to_dict() == tok.to_dict()
+    assert m2.lm_head.weight is m2.wte.weight
+    assert sum(p.numel() for p in m2.parameters()) == param_count(cfg)
+    idx = torch.tensor([tok.encode("the fox 我们")])
+    with torch.no_grad():
+        assert torch.equal(m2(idx)[0], m(idx)[0])
+
+
+def test_the_largest_trainable_model_can_always_be_uploaded_again():
+    # MAX_PARAMS fp32 weights plus the largest header fit the one upload limit
+    assert 8 + MAX_HEADER_BYTES + 4 * MAX_PARAMS <= MAX_BYTES == MAX_UPLOAD_MB * 2**20
+
+
+def test_upload_limit_is_the_server_limit():
+    import tomllib
+    from pathlib import Path
+
+    conf = tomllib.loads((Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml").read_text())
+    assert conf["server"]["maxUploadSize"] == MAX_UPLOAD_MB
 
 
 @pytest.mark.skipif(not DEFAULT_PATH.is_file(), reason="default model not trained yet")

@@ -1,4 +1,16 @@
-"""The chapters of lmviz, in teaching order. ``app.py`` registers those whose page file exists."""
+"""The chapters of lmviz, in teaching order. ``app.py`` registers those whose page file exists.
+
+A fresh server's first visitor (Streamlit 1.67): the first script run of a server process with a
+``pages/`` folder is run by Streamlit's legacy ``pages/`` mode (``PagesManager.
+uses_pages_directory`` is decided once per process, before ``app.py`` has run, and only
+``st.navigation`` turns it off). That mode knows a page only by its file stem, so a link to
+``/kv-cache`` (``pages/kv_cache.py``) got a "Page not found" dialog before ``app.py`` could
+resolve it. Every chapter whose URL path differs from its file's stem therefore has an **alias**
+``pages/<url path>.py`` that only calls :func:`run_app`: the legacy lookup finds it, and
+``app.py``'s navigation, run from there, resolves the same URL path (a page's identity is its URL
+path) to the real chapter. ``st.navigation`` never lists the aliases. (Paths equal to a stem are
+handled by ``ui.render``: the legacy mode runs the chapter itself, which reruns through app.py.)
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,6 +45,24 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter("cost", "pages/cost.py", "cost.nav", ":material/speed:"),
     Chapter("beyond", "pages/beyond.py", "bey.nav", ":material/explore:"),
 )
+
+
+def alias_file(c: Chapter) -> str | None:
+    """``pages/<slug>.py`` when the chapter's URL path is not its file's stem (else None)."""
+    if not c.slug or Path(c.file).stem == c.slug:
+        return None
+    return f"pages/{c.slug}.py"
+
+
+def run_app() -> None:
+    """Run ``app.py`` inside this script run: what an alias page does when Streamlit's legacy
+    ``pages/`` mode picked it (a fresh server's first run, or any AppTest run, which resets that
+    mode before each run). ``app.py``'s ``st.navigation`` then switches the mode off for the
+    server and resolves the same URL path to the real chapter, in this same run: no rerun (a
+    rerun would drop the click that started it) and no "Page not found"."""
+    import runpy
+
+    runpy.run_path(str(ROOT / "app.py"), run_name="__main__")
 
 
 def registered() -> list[Chapter]:

@@ -4,6 +4,10 @@ On a session's first run the value comes from the URL when it is valid; a hand-e
 bad value falls back to the default with a note shown just above the widget, never an error.
 After each run the current value is written back to the URL.
 
+A value from a link is shown only as literal text (``literal``: a Markdown code span), never as
+Markdown or HTML: ``?tau=[click](https://x)`` must not plant a live link, nor
+``?tau=![x](http://host/x.png)`` make every visitor's browser fetch an image.
+
     temperature = urlstate.slider(label, 0.0, 5.0, 1.0, 0.05, param="tau", key="gen_tau")
 """
 from __future__ import annotations
@@ -14,11 +18,55 @@ import streamlit as st
 
 from ui.i18n import t
 
+URL_VALUE_CHARS = 40   # a bad link value is shown up to this many characters
+
+
+def literal(value: str) -> str:
+    """``value`` as Markdown that renders as exactly that text: an inline code span (inside one
+    nothing is a link, image, emphasis, HTML, emoji, math or colour directive).
+
+    Characters that are not printable (newlines, which could end the span, controls) become
+    U+FFFD; the fence is one backtick longer than the longest run inside, padded with spaces
+    when the text starts or ends with a backtick or a space.
+
+    >>> literal("[click](https://x)")
+    '`[click](https://x)`'
+    >>> literal("a`b"), literal("`x"), literal("")
+    ('``a`b``', '`` `x ``', '""')
+    >>> literal("two\\n\\nlines")
+    '`two\ufffd\ufffdlines`'
+    """
+    text = "".join(c if c.isprintable() else "\ufffd" for c in str(value))
+    if not text:
+        return '""'
+    longest, run = 0, 0
+    for c in text:
+        run = run + 1 if c == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def bad_value_note(param: str, raw: str) -> None:
+    """The note above a widget whose link value was not valid here (the value shown literally)."""
+    st.info(t("common.url_bad", param=param, value=literal(raw[:URL_VALUE_CHARS])), icon=":material/link_off:")
+
+
 def seed_from_url(param: str, key: str, default: Any, parse: Callable[[str], Any],
               valid: Callable[[Any], bool]) -> None:
     """Seed ``st.session_state[key]`` from ``?param=`` once per session (for widgets built by hand,
     e.g. a preset that fills several sliders)."""
+    # The note stays above the widget on later runs (a rerun of the whole app, e.g. when the
+    # model finishes loading, must not make it vanish) until the widget's value is changed.
+    notes = st.session_state.setdefault("lmviz_url_notes", {})
     if key in st.session_state:
+        if key in notes:
+            note_param, note_raw, seeded = notes[key]
+            if st.session_state[key] == seeded:
+                bad_value_note(note_param, note_raw)
+            else:
+                del notes[key]
         return
     # A link's value applies once per session: a widget whose key changes later (say, the merge
     # count of another corpus) starts from its default, not from a value meant for another view.
@@ -33,7 +81,8 @@ def seed_from_url(param: str, key: str, default: Any, parse: Callable[[str], Any
                 raise ValueError(raw)
             value = parsed
         except (ValueError, TypeError):
-            st.info(t("common.url_bad", param=param, value=raw[:40]), icon=":material/link_off:")
+            bad_value_note(param, raw)
+            notes[key] = (param, raw, value)
     st.session_state[key] = value
 
 

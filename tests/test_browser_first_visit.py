@@ -1,0 +1,76 @@
+"""The first visitor of a freshly started server lands on the chapter the link names.
+
+Each case starts its own ``streamlit run app.py`` (a free port) and opens ONE link in a new
+browser: the chapter's title must show in the link's language, with no "Page not found" dialog
+(``[role=dialog]``) and no exception. Paths whose name differs from their file's stem
+(``/kv-cache`` is ``pages/kv_cache.py``) used to show the dialog, and paths equal to a stem
+(``/attention``) used to run the page without the app around it (English, no sidebar): see
+``app.py`` and ``ui/chapters.py``. A hostile link value is checked in the real page too: the
+"not valid here" note shows it as text, with no link and no image.
+"""
+from __future__ import annotations
+
+from urllib.parse import quote, urlparse
+
+import pytest
+
+from tests.browser_util import CHROMIUM, LAUNCH_ARGS, Server, exceptions, require_browser, wait_idle
+from ui.chapters import by_slug
+from ui.i18n import translate
+
+pytestmark = pytest.mark.browser
+
+PHISH = "[click](https://x.example/phish)"
+PIXEL = "![x](http://h.example/x.png)"
+CASES = [  # (path, query) of the first visit
+    ("kv-cache", {"lang": "zh", "tau": "0.5"}),
+    ("loss-and-gradients", {"lang": "zh"}),
+    ("transformer-block", {"lang": "en", "sec": "2"}),
+    ("attention", {"lang": "zh"}),
+    ("generation", {"lang": "zh", "tau": quote(PHISH)}),
+    ("autoregression", {"lang": "en", "T": quote(PIXEL)}),
+    ("", {"lang": "zh"}),
+]
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.mark.parametrize("path,query", CASES, ids=[p or "home" for p, _ in CASES])
+def test_first_visit_of_a_fresh_server(chromium, path, query):
+    server = Server()
+    try:
+        ctx = chromium.new_context(viewport={"width": 1400, "height": 900})
+        page = ctx.new_page()
+        page.set_default_timeout(90_000)
+        requests = []
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(server.url(path, **query), wait_until="domcontentloaded")
+        wait_idle(page)
+        page.wait_for_selector("h1", timeout=90_000)
+        page.wait_for_timeout(1500)                     # a late dialog would have come by now
+        lang = query["lang"]
+        title = translate(by_slug(path).title_key.replace(".nav", ".title"), lang)
+        assert page.locator("[role=dialog]").count() == 0, page.locator("[role=dialog]").all_inner_texts()
+        assert title in page.locator("h1").first.inner_text()
+        assert exceptions(page) == []
+        assert f"/{path}" in page.url and f"lang={lang}" in page.url
+        # the app around the page ran: its sidebar holds the language switch
+        assert page.locator("[data-testid=stSidebar]").get_by_text("Language / 语言").count() == 1
+        if path in ("generation", "autoregression"):
+            assert page.locator("a[href*='x.example']").count() == 0
+            assert page.locator("img[src*='h.example']").count() == 0
+            assert not [u for u in requests if urlparse(u).hostname in ("h.example", "x.example")]
+            shown = PHISH if path == "generation" else PIXEL
+            assert page.locator("code").filter(has_text=shown).count() >= 1
+        ctx.close()
+    finally:
+        server.stop()
