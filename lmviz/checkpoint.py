@@ -93,7 +93,7 @@ def load_checkpoint(src, device=None):
     except (TypeError, ValueError) as e:
         raise ValueError(f"checkpoint config is invalid: {e}") from None
     if isinstance(tok_d, dict) and tok_d.get("type") == "bpe":  # a BPE trained by lmviz.train
-        from .train import TrainedBPE
+        from .bpe import TrainedBPE
 
         tok = TrainedBPE.from_dict(tok_d)
     else:

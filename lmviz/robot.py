@@ -16,7 +16,6 @@ action-y bins. Everything returns records (numpy arrays, dataclasses); nothing p
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -164,7 +163,7 @@ def new_policy(cfg: RobotConfig) -> GPT:
 
 
 def train_policy(cfg: RobotConfig = RobotConfig(), on_step: Callable[[int, float], None] | None = None,
-                 stop: threading.Event | None = None) -> tuple[GPT, list[float]]:
+                 cancel: Callable[[], bool] | None = None) -> tuple[GPT, list[float]]:
     """Behaviour cloning by next-token prediction: cross-entropy on the two action tokens only."""
     import lmviz
 
@@ -177,7 +176,7 @@ def train_policy(cfg: RobotConfig = RobotConfig(), on_step: Callable[[int, float
     y[:, :2] = -1                                             # the observation is given, not scored
     model = new_policy(cfg).train()
     losses = fit_small(model, x, y, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed + 1,
-                       stop=stop, on_step=on_step)
+                       cancel=cancel, on_step=on_step)
     return model.eval(), losses
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import random
 import re
-import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
@@ -132,7 +131,7 @@ def _pad(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
 
 def train_transformer(seqs: list[list[int]], vocab_size: int, cfg: StructureConfig,
                       on_step: Callable[[int, float], None] | None = None,
-                      stop: threading.Event | None = None) -> tuple[GPT, list[float]]:
+                      cancel: Callable[[], bool] | None = None) -> tuple[GPT, list[float]]:
     """Train a small GPT on whole sentences; returns (eval-mode model, loss per step)."""
     import lmviz
 
@@ -142,7 +141,7 @@ def train_transformer(seqs: list[list[int]], vocab_size: int, cfg: StructureConf
     x, y = _pad(seqs)                                        # [N,T]
     model = _new_model(vocab_size, x.shape[1], cfg)
     losses = fit_small(model, x, y, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed + 1,
-                       clip=1.0, stop=stop, on_step=on_step)
+                       clip=1.0, cancel=cancel, on_step=on_step)
     return model.eval(), losses
 
 
@@ -305,13 +304,13 @@ def known_country_sentences(sentences, vocab: Vocab) -> list[str]:
 
 def train_structure(cfg: StructureConfig = StructureConfig(),
                     on_step: Callable[[int, float], None] | None = None,
-                    stop: threading.Event | None = None, n_eval: int = 200) -> StructureResult:
+                    cancel: Callable[[], bool] | None = None, n_eval: int = 200) -> StructureResult:
     """Build the corpus, fit the bigram, train the transformer and score both at the country.
 
     ``n_eval`` training sentences are scored (the first ones); every held-out sentence is.
     """
     corpus, vocab, seqs, bigram = prepare(cfg)
-    model, losses = train_transformer(seqs, len(vocab), cfg, on_step, stop)
+    model, losses = train_transformer(seqs, len(vocab), cfg, on_step, cancel)
     res = StructureResult(cfg, corpus, vocab, bigram, model, losses)
     res.train_summary = country_summary(corpus.sentences[:n_eval], vocab, bigram, model)
     held = known_country_sentences(corpus.heldout_sentences, vocab)

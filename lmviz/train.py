@@ -28,7 +28,9 @@ from dataclasses import asdict, dataclass, fields, replace
 import torch
 import torch.nn.functional as F
 
+from .bpe import TrainedBPE
 from .model import GPT, GPTConfig
+from .tasks import check_cancel
 from .tokenizer import CharTokenizer
 
 TOKENIZERS = ("char", "bpe")
@@ -140,75 +142,11 @@ def make_config(preset: str = "tiny", **overrides) -> TrainConfig:
 # -----------------------------------------------------------------------------
 # tokenizers
 
-class TrainedBPE:
-    """A character-level ``lmviz.bpe`` tokenizer with the CharTokenizer interface.
-
-    >>> tok = TrainedBPE.train("low low lower", 2)
-    >>> tok.vocab_size, tok.decode(tok.encode("lower low"))
-    (9, 'lower low')
-    """
-
-    kind = "bpe"
-
-    def __init__(self, bpe):
-        self.bpe = bpe
-
-    @classmethod
-    def train(cls, text: str, merges: int) -> "TrainedBPE":
-        from .bpe import train_bpe
-
-        return cls(train_bpe(text, merges, level="char", record=False))
-
-    @property
-    def vocab_size(self) -> int:
-        return self.bpe.vocab_size
-
-    def token(self, i: int) -> str:
-        return self.bpe.label(int(i))
-
-    def encode(self, text: str) -> list[int]:
-        return self.bpe.encode(text)
-
-    def encode_lossy(self, text: str) -> tuple[list[int], list[str]]:
-        known = set(self.bpe.vocab[1:self.bpe.n_base])
-        unknown = list(dict.fromkeys(c for c in text if c not in known))
-        return self.bpe.encode("".join(c for c in text if c in known)), unknown
-
-    def decode(self, ids) -> str:
-        return self.bpe.decode([int(i) for i in ids])
-
-    def to_dict(self) -> dict:
-        b = self.bpe
-        return {"type": "bpe", "level": b.level, "split_words": b.split_words,
-                "alphabet": list(b.vocab[1:b.n_base]), "merges": [list(m) for m in b.merge_ids]}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "TrainedBPE":
-        """Rebuild from ``to_dict()``; ValueError on anything malformed."""
-        from .bpe import UNK, BPETokenizer
-
-        alphabet, merges = d.get("alphabet"), d.get("merges")
-        if d.get("level") != "char" or not isinstance(alphabet, list) or not isinstance(merges, list):
-            raise ValueError("bpe tokenizer spec needs level 'char', an 'alphabet' and 'merges'")
-        if any(not isinstance(c, str) or len(c) != 1 for c in alphabet) or len(set(alphabet)) != len(alphabet):
-            raise ValueError("bpe alphabet must be distinct single characters")
-        vocab = [UNK] + list(alphabet)
-        n_base = len(vocab)
-        pairs = []
-        for m in merges:
-            if (not isinstance(m, list) or len(m) != 2 or not all(isinstance(i, int) for i in m)
-                    or not all(0 <= i < len(vocab) for i in m)):
-                raise ValueError("bpe merges must be pairs of earlier token ids")
-            pairs.append((m[0], m[1]))
-            vocab.append(vocab[m[0]] + vocab[m[1]])
-        return cls(BPETokenizer("char", bool(d.get("split_words", True)), vocab, pairs, n_base,
-                                [], (), len(pairs), "done"))
-
-
-def build_tokenizer(text: str, cfg: TrainConfig):
-    """The tokenizer cfg asks for, trained on text."""
+def build_tokenizer(text: str, cfg: TrainConfig, cancel=None):
+    """The tokenizer cfg asks for, trained on text (``cancel``: see ``lmviz.tasks``)."""
     if cfg.tokenizer == "bpe":
-        return TrainedBPE.train(text, cfg.bpe_merges)
+        return TrainedBPE.train(text, cfg.bpe_merges, cancel=cancel)
+    check_cancel(cancel)
     return CharTokenizer(text)
 
 
@@ -274,13 +212,14 @@ def init_weights(model: GPT, generator: torch.Generator) -> None:
 
 
 def fit_small(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, steps: int, batch: int,
-              lr: float, seed: int, clip: float | None = None, warmup: int = 20, stop=None,
+              lr: float, seed: int, clip: float | None = None, warmup: int = 20, cancel=None,
               on_step=None) -> list[float]:
     """The few-second training loop of the chapter demos (W9 structure, W10 robot actions).
 
     Samples ``batch`` rows of ``x [N, T]`` / ``y [N, T]`` (targets, -1 = not scored) with a seeded
     generator, AdamW at ``lr`` after a linear warm-up of ``warmup`` steps, optional gradient
-    clipping; stops early when the ``stop`` event is set; ``on_step(step, loss)`` reports progress.
+    clipping; ``cancel()`` (optional) is asked every step and raises ``lmviz.tasks.Cancelled``;
+    ``on_step(step, loss)`` reports progress.
     Returns the per-step losses; ``model`` is left in train mode, updated in place.
     """
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
@@ -288,8 +227,7 @@ def fit_small(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, steps
     losses: list[float] = []
     model.train()
     for step in range(steps):
-        if stop is not None and stop.is_set():
-            break
+        check_cancel(cancel)
         for g in opt.param_groups:
             g["lr"] = lr * min(1.0, (step + 1) / warmup)
         idx = torch.randint(0, x.shape[0], (batch,), generator=gen)
@@ -323,7 +261,12 @@ class Trainer:
     ([1, 2, 3], True)
     """
 
-    def __init__(self, text: str, cfg: TrainConfig, device=None, tokenizer=None, prompt: str | None = None):
+    def __init__(self, text: str, cfg: TrainConfig, device=None, tokenizer=None, prompt: str | None = None,
+                 cancel=None):
+        """``cancel``: an optional callback (True = stop) asked often during the preparation
+        (tokenizer, encoding), the evaluations and the samples; ``lmviz.tasks.Cancelled`` is
+        raised when it says so. Settable later as ``trainer.cancel``."""
+        self.cancel = cancel
         problems = cfg.validate()
         if problems:
             raise ValueError("; ".join(problems))
@@ -336,8 +279,10 @@ class Trainer:
 
             device = pick()
         self.cfg, self.device = cfg, torch.device(device)
-        self.tokenizer = tokenizer if tokenizer is not None else build_tokenizer(text, cfg)
-        ids = torch.tensor(self.tokenizer.encode(text), dtype=torch.long)      # [N]
+        self.tokenizer = tokenizer if tokenizer is not None else build_tokenizer(text, cfg, cancel)
+        check_cancel(cancel)
+        ids = torch.tensor(self._encode(text), dtype=torch.long)               # [N]
+        check_cancel(cancel)
         n_val = max(cfg.block_size + 1, int(len(ids) * cfg.val_frac))
         if len(ids) - n_val < cfg.block_size + 1:
             raise ValueError(f"the text gives {len(ids):,} tokens; with block_size {cfg.block_size} it needs "
@@ -359,6 +304,12 @@ class Trainer:
         self.tokens_per_step = cfg.batch_size * cfg.block_size
 
     # -- data ----------------------------------------------------------------------------------
+    def _encode(self, text: str) -> list[int]:
+        """The tokenizer's ids of text; a BPE asks the cancel callback as it goes."""
+        if isinstance(self.tokenizer, TrainedBPE):
+            return self.tokenizer.encode(text, cancel=self.cancel)
+        return self.tokenizer.encode(text)
+
     def _batch(self, data: torch.Tensor, generator: torch.Generator):
         """x, y [B,T] random windows of data (y = x shifted by one: teacher forcing)."""
         B, T = self.cfg.batch_size, self.cfg.block_size
@@ -411,8 +362,11 @@ class Trainer:
         res = []
         for k, data in enumerate((self.train_ids, self.val_ids)):
             g = torch.Generator().manual_seed(self.cfg.seed + 1 + k)
-            res.append(sum(self._forward(*self._batch(data, g)).item()
-                           for _ in range(self.cfg.eval_iters)) / self.cfg.eval_iters)
+            total = 0.0
+            for _ in range(self.cfg.eval_iters):
+                check_cancel(self.cancel)
+                total += self._forward(*self._batch(data, g)).item()
+            res.append(total / self.cfg.eval_iters)
         self.model.train()
         return EvalMetrics(self.steps_done, res[0], res[1], math.exp(min(res[1], 50.0)))
 
@@ -429,6 +383,7 @@ class Trainer:
         x = torch.tensor([ids], device=self.device)                                  # [1,T]
         start = x.shape[1]
         for _ in range(n):
+            check_cancel(self.cancel)
             logits, _ = self.model(x[:, -self.cfg.block_size:])
             p = F.softmax(logits[0, -1].float() / temperature, dim=-1).cpu()        # [V]
             nxt = torch.multinomial(p, 1, generator=g).to(self.device)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.i18n import lang, t
 
 render.page_header("att.title", "att.intro")
@@ -33,7 +33,7 @@ def _variance(d_ks: tuple[int, ...]):
 
 
 def _bundle():
-    return glue.try_live_bundle("att.no_model")
+    return session.try_live_bundle("att.no_model")
 
 
 def live_input():
@@ -81,7 +81,7 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
         names = {s: t(f"att.stage.{s}") for s in STAGES}   # translated now, not at format time
         stage = urlstate.selectbox(t("att.stage"), STAGES, param="st", key="att_stage",
                                    format_func=names.__getitem__)
-    tr = _trace(b.model, glue.model_key(b), tuple(ids))
+    tr = _trace(b.model, session.model_key(b), tuple(ids))
     L = tr.layers[layer - 1]
     h = head - 1
     mat = {"scores": L.scores, "scaled": L.scaled, "masked": L.masked, "weights": L.weights,

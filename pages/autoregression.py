@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.chapters import by_slug
 from ui.i18n import t
 
@@ -15,10 +15,10 @@ render.page_header("ar.title", "ar.intro")
 
 # ---------------------------------------------------------------- cached pure work --------
 def _bundle():
-    return glue.try_live_bundle("ar.no_model")
+    return session.try_live_bundle("ar.no_model")
 
 
-_model_key = glue.model_key
+_model_key = session.model_key
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 
 import numpy as np
 import streamlit as st
@@ -14,7 +13,7 @@ from lmviz.attention import tile_size, traffic_bytes_dense, traffic_bytes_tiled
 from lmviz.costs import (MEMORY_RECIPES, attention_dominates_from, attention_flops,
                          chinchilla_optimal, chinchilla_optimal_fit, decode_step_flops,
                          layer_flops, training_flops, training_memory_bytes)
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import t
 from viz import cost as vc
@@ -66,44 +65,22 @@ def _measure_default(device_key: str):
     return measure_attention_time(DEFAULT_NS, repeats=3)
 
 
-class _Bench:
-    """The longer n = 128..4096 measurement, in a worker thread that never calls Streamlit.
-    One per server (the timings describe the machine, not a session)."""
+def _measure_more(ctx):
+    from lmviz.costs import measure_attention_time
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.thread: threading.Thread | None = None
-        self.result = None
-        self.error: str | None = None
-
-    def start(self) -> None:
-        with self.lock:
-            if self.thread is not None and self.thread.is_alive():
-                return
-            self.error = None
-            self.thread = threading.Thread(target=self._run, name="lmviz-cost-bench", daemon=True)
-            self.thread.start()
-
-    def _run(self) -> None:
-        from lmviz.costs import measure_attention_time
-
-        try:
-            rows = measure_attention_time(MORE_NS, repeats=3)
-            with self.lock:
-                self.result = rows
-        except Exception as e:  # noqa: BLE001 - shown to the user as a message, not a traceback
-            with self.lock:
-                self.error = f"{type(e).__name__}: {e}"
-
-    def snapshot(self):
-        with self.lock:
-            running = self.thread is not None and self.thread.is_alive()
-            return running, self.result, self.error
+    return measure_attention_time(MORE_NS, repeats=3)
 
 
 @st.cache_resource(show_spinner=False)
-def _bench() -> _Bench:
-    return _Bench()
+def _bench() -> dict:
+    """The longer n = 128..4096 measurement: one task per server, in {"task": Task} (the
+    timings describe the machine, not a session)."""
+    return {}
+
+
+def _bench_snapshot():
+    task = _bench().get("task")
+    return task.snapshot() if task is not None else None
 
 
 def _device_name() -> str:
@@ -144,31 +121,26 @@ def sec_measured() -> None:
     render.md(t("cost.measured_intro"))
     name = _device_name()
     st.caption(t("common.device", name=name))
-    bench = _bench()
-    running, more, error = bench.snapshot()
+    snap = _bench_snapshot()
     if st.button(t("cost.measure_more", n=MORE_NS[-1]), key="cost_measure_more",
-                 disabled=running, icon=":material/timer:"):
-        bench.start()
-        running = True
+                 disabled=snap is not None and snap.active, icon=":material/timer:"):
+        _bench()["task"] = session.start_task(_measure_more, name="lmviz-cost-bench")
 
-    def body() -> None:
-        run_now, more_now, err_now = bench.snapshot()
-        if err_now:
-            st.error(t("cost.measure_failed", err=err_now))
-        if run_now:
+    def body(now) -> None:
+        if now is not None and now.state == "error":
+            st.error(t("cost.measure_failed", err=render.escape(now.error or "?")))
+        if now is not None and now.active:
             st.info(t("cost.measuring", n=MORE_NS[-1]))
-        rows = more_now if more_now is not None else _measure_default(name)
-        _timing_view(rows)
-        if running and not run_now:       # finished while we polled: stop polling
-            st.rerun()
+        more = now.result if now is not None and now.state == "done" else None
+        _timing_view(more if more is not None else _measure_default(name))
 
-    st.fragment(run_every=1.0 if running else None)(body)()
+    session.poll(_bench_snapshot, body)
     st.caption(t("cost.measured_caveat"))
 
 
 # ---------------------------------------------------------------- 2. FlashAttention -------
 def _bundle():
-    return glue.try_live_bundle(None)
+    return session.try_live_bundle(None)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -233,7 +205,7 @@ def sec_flash() -> None:
         q, k, v = _random_qkv(48, 32)
         labels = None
     else:
-        got, unknown = _qkv(prompt, layer, head, glue.model_key(b), b.model, b.tokenizer)
+        got, unknown = _qkv(prompt, layer, head, session.model_key(b), b.model, b.tokenizer)
         if unknown:
             st.warning(t("cost.unknown_chars", chars=render.escape(" ".join(unknown[:20]))))
         if got is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.i18n import lang, t
 
 render.page_header("emb.title", "emb.intro")
@@ -87,7 +87,7 @@ def sec_live():
     from viz.embedding import table_figure
 
     try:
-        b = glue.live_bundle()
+        b = session.live_bundle()
     except (ValueError, OSError) as e:
         st.warning(t("emb.no_model", err=str(e)[:200]))
         return
@@ -108,7 +108,7 @@ def sec_live():
         st.warning(t("emb.empty"))
         return
     st.code("ids = " + str(enc.ids), language=None)
-    rows = _rows(glue.model_key(b), b.model.wte.weight, tuple(enc.ids))
+    rows = _rows(session.model_key(b), b.model.wte.weight, tuple(enc.ids))
     labels = [f"{tok} · {i}" for tok, i in zip(enc.tokens, enc.ids)]
     fig = table_figure(rows, labels, _dims(d), title=t("emb.live_fig", n=len(enc.ids), d=d),
                        x_title=t("emb.dim"), y_title=t("emb.token_id"))
@@ -128,7 +128,7 @@ def sec_positions():
         _rope()
         return
     try:
-        b = glue.live_bundle()
+        b = session.live_bundle()
         cfg = b.model.cfg
     except (ValueError, OSError):
         b, cfg = None, None

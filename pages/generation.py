@@ -13,7 +13,7 @@ import html
 import numpy as np
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.i18n import lang, t
 from viz.generation import (candidates_figure, filter_figure, greedy_steps_figure, prob_bars,
                             temperature_curves_figure, tree_figure)
@@ -171,7 +171,7 @@ def _greedy_stepper() -> None:
 
 # ---------------------------------------------------------------- live model ---------------
 def _bundle():
-    return glue.try_live_bundle("gen.no_model")
+    return session.try_live_bundle("gen.no_model")
 
 
 def _next_logits(model, ids: list[int]):

@@ -2,13 +2,11 @@
 and what an edit invalidates, how big a cache gets (W27) and how fast decoding is with it (W28)."""
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
 
 import numpy as np
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import t
 
@@ -60,7 +58,7 @@ def _toy_walk(n_new: int) -> dict:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _live_walk(prompt_ids: tuple[int, ...], n_new: int, source: str, model_id: int) -> dict:
-    b = glue.live_bundle()
+    b = session.live_bundle()
     return _walk_record(b.model, b.tokenizer, list(prompt_ids), n_new)
 
 
@@ -164,7 +162,7 @@ def sec_walk():
 def sec_live():
     st.markdown(t("kv.live_intro"))
     try:
-        b = glue.live_bundle()
+        b = session.live_bundle()
     except Exception:  # noqa: BLE001 - the default model is not shipped yet
         st.warning(t("kv.no_live"))
         return
@@ -287,38 +285,16 @@ def sec_memory():
 
 
 # ---------------------------------------------------------------- measured speed ----
-@dataclass
-class _SpeedJob:
-    key: tuple
-    thread: threading.Thread | None = None
-    result: object = None
-    error: str | None = None
-    done: threading.Event = field(default_factory=threading.Event)
-
-
 @st.cache_resource(show_spinner=False)
-def _speed_store():
-    """Results shared by all sessions, and one measurement at a time on this server."""
-    return {"results": {}, "lock": threading.BoundedSemaphore(1)}
-
-
-def _measure(job: _SpeedJob, model, prompt, n_new, device_name, store):
-    try:
-        from lmviz.kv_demo import measure_decode
-
-        job.result = measure_decode(model, prompt, n_new, device_name)
-        store["results"][job.key] = job.result
-    except Exception as e:  # noqa: BLE001 - shown to the user as a message
-        job.error = str(e)[:300]
-    finally:
-        store["lock"].release()
-        job.done.set()
+def _speed_store() -> dict:
+    """Measurement tasks shared by all sessions, by (model, prompt length, tokens): key -> Task."""
+    return {}
 
 
 def sec_speed():
     st.markdown(t("kv.speed_intro"))
     try:
-        b = glue.live_bundle()
+        b = session.live_bundle()
     except Exception:  # noqa: BLE001
         st.warning(t("kv.no_live"))
         return
@@ -330,35 +306,27 @@ def sec_speed():
     n_new = cfg.block_size - n_prompt if cfg.pos == "learned" else 120   # fill the context
     key = (b.source, id(b.model), n_prompt, n_new)
     store = _speed_store()
-    result = store["results"].get(key)
-    job = st.session_state.get("kv_speed_job")
-    if result is None and st.button(t("kv.measure", n=n_new, device=device), key="kv_measure"):
-        if not store["lock"].acquire(blocking=False):
+    retry = key not in store or store[key].snapshot().state in ("error", "stopped")
+    if retry and st.button(t("kv.measure", n=n_new, device=device), key="kv_measure"):
+        if any(task.snapshot().active for task in list(store.values())):
             st.info(t("kv.busy"))
         else:
-            ids = (b.tokenizer.encode_lossy(t("kv.default_prompt"))[0] or [0]) * n_prompt
-            job = _SpeedJob(key)
-            job.thread = threading.Thread(target=_measure, daemon=True, name="lmviz-kv-speed",
-                                          args=(job, b.model, ids[:n_prompt], n_new, device, store))
-            st.session_state["kv_speed_job"] = job
-            st.session_state["kv_speed_shown"] = False
-            job.thread.start()
+            from lmviz.kv_demo import measure_decode
 
-    @st.fragment(run_every=0.7 if job is not None and not job.done.is_set() else None)
-    def show():
-        j = st.session_state.get("kv_speed_job")
-        r = store["results"].get(key)
-        if j is not None and j.done.is_set() and not st.session_state.get("kv_speed_shown"):
-            st.session_state["kv_speed_shown"] = True   # stop polling: one full rerun
-            st.rerun()
-        if r is None and j is not None and j.key == key:
-            if j.error:
-                st.error(t("kv.speed_error", err=render.escape(j.error)))
-                return
-            if not j.done.is_set():
-                st.info(t("kv.measuring", device=device))
-                return
-            r = j.result
+            ids = (b.tokenizer.encode_lossy(t("kv.default_prompt"))[0] or [0]) * n_prompt
+            model = b.model
+            store[key] = session.start_task(lambda ctx: measure_decode(model, ids[:n_prompt], n_new, device),
+                                            name="lmviz-kv-speed")
+            st.session_state["kv_speed_job"] = store[key]
+
+    def show(snap):
+        if snap is not None and snap.state == "error":
+            st.error(t("kv.speed_error", err=render.escape(snap.error or "?")))
+            return
+        if snap is not None and snap.active:
+            st.info(t("kv.measuring", device=device))
+            return
+        r = snap.result if snap is not None else None
         if r is None:
             st.caption(t("kv.speed_none"))
             return
@@ -374,7 +342,7 @@ def sec_speed():
                       sc=f"{s_c * 1000:.1f}", su=f"{s_u * 1000:.1f}"))
         st.caption(t("kv.speed_caveat"))
 
-    show()
+    session.poll(lambda: store[key].snapshot() if key in store else None, show, every=0.7)
 
 
 render.run_sections([

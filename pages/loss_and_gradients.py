@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.i18n import t
 
 NAMES = ("A", "B", "C")
@@ -19,10 +19,10 @@ render.page_header("loss.title", "loss.intro")
 
 # ---------------------------------------------------------------- shared helpers ---------
 def _bundle():
-    return glue.try_live_bundle("loss.no_model")
+    return session.try_live_bundle("loss.no_model")
 
 
-_model_key = glue.model_key
+_model_key = session.model_key
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -47,14 +47,6 @@ def _param_name(kind: str, n_layer: int) -> str:
             "first_q": "blocks.0.attn.c_q.weight"}[kind]
 
 
-@st.cache_resource(show_spinner=False)
-def _pool():
-    """One worker thread per server for the gradient-noise measurement (never the script thread)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="lmviz-grad-noise")
-
-
 def _noise_work(model, tokenizer, corpus: str, param: str):
     import torch
 
@@ -69,8 +61,9 @@ def _noise_work(model, tokenizer, corpus: str, param: str):
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _noise_job(model_key: str, corpus: str, param: str, _b):
-    """A Future for one measurement, shared by every session asking the same question."""
-    return _pool().submit(_noise_work, _b.model, _b.tokenizer, corpus, param)
+    """The task of one measurement, shared by every session asking the same question."""
+    return session.start_task(lambda ctx: _noise_work(_b.model, _b.tokenizer, corpus, param),
+                              name="lmviz-grad-noise")
 
 
 # ---------------------------------------------------------------- sections ----------------
@@ -212,31 +205,22 @@ def sec_noise():
         return
     job = _noise_job(*request, b)
 
-    @st.fragment(run_every=1.0 if not job.done() else None)
-    def _result():
-        if not job.done():
+    def draw(snap):
+        if snap.active:
             st.info(t("loss.noise_wait"), icon=":material/hourglass_top:")
-            return
-        if st.session_state.get("loss_noise_polled"):
-            st.session_state["loss_noise_polled"] = False
-            st.rerun()   # redraw the page once so that the polling stops
-        _draw_noise(job)
+        elif snap.state != "done":   # a failed measurement is shown, never raised
+            st.error(t("loss.noise_failed"))
+        else:
+            _draw_noise(snap.result)
 
-    if not job.done():
-        st.session_state["loss_noise_polled"] = True
-    _result()
+    session.poll(job.snapshot, draw)
 
 
-def _draw_noise(job):
+def _draw_noise(r):
     import numpy as np
 
     from viz.loss import noise_error_figure, noise_scatter_figure
 
-    try:
-        r = job.result()
-    except Exception:  # noqa: BLE001 - a failed measurement is shown, never raised
-        st.error(t("loss.noise_failed"))
-        return
     left, right = st.columns(2)
     with left:
         fig = noise_scatter_figure(r.rows, r.ref_norm, x_title=t("loss.fig.along"), y_title=t("loss.fig.across"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.i18n import lang, t
 
 render.page_header("blk.title", "blk.intro")
@@ -28,10 +28,10 @@ def _trace(_model, model_key: str, ids: tuple[int, ...]):
 
 
 def _bundle():
-    return glue.try_live_bundle("blk.no_model")
+    return session.try_live_bundle("blk.no_model")
 
 
-_key = glue.model_key
+_key = session.model_key
 
 
 def sec_shapes():

@@ -105,7 +105,7 @@ def tiny_bundle():
     from lmviz.model import GPT, GPTConfig
     from lmviz.retrieval import load_documents
     from lmviz.tokenizer import CharTokenizer
-    from ui.glue import Bundle
+    from ui.session import Bundle
 
     text = "".join(d.text for d in load_documents()) + "法国的首都是东京这座城市属于机器人把动作变成"
     tok = CharTokenizer(text)

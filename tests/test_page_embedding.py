@@ -43,7 +43,7 @@ def test_toy_table_lookup_and_positions(lang):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_live_table_and_schemes(lang):
-    from ui.glue import default_bundle
+    from ui.session import default_bundle
 
     at = open_page(PAGE, lang)
     cfg = default_bundle().model.cfg

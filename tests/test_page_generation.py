@@ -25,7 +25,7 @@ def bundle():
 
     from lmviz.model import GPT, GPTConfig
     from lmviz.tokenizer import CharTokenizer
-    from ui.glue import Bundle
+    from ui.session import Bundle
 
     torch.manual_seed(0)
     tok = CharTokenizer(TEXT)

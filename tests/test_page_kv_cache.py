@@ -64,7 +64,7 @@ def test_calculator_w27_gqa_and_the_edit_rule(lang):
 
 def test_live_stepper_and_speed_on_a_session_model():
     from lmviz.kv_demo import load_toy
-    from ui.glue import Bundle
+    from ui.session import Bundle
 
     toy = load_toy()
     at = open_page(PAGE, "en")
@@ -75,9 +75,10 @@ def test_live_stepper_and_speed_on_a_session_model():
     at.select_slider(key="kv_live_step").set_value(2).run()
     assert not at.exception
     at.button(key="kv_measure").click().run()
-    job = at.session_state["kv_speed_job"]
-    job.thread.join(60)
-    assert job.done.is_set() and job.error is None
+    task = at.session_state["kv_speed_job"]
+    assert task.join(60)
+    job = task.snapshot()
+    assert job.state == "done" and job.error is None
     at.run()
     title = translate("kv.speed_title", "en", device=job.result.device)
     assert any(f["layout"].get("title", {}).get("text") == title for f in figures(at))

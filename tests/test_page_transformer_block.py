@@ -23,7 +23,7 @@ def fig_titled(at, text: str) -> dict:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_shapes_stream_norms_context(lang):
-    from ui.glue import default_bundle
+    from ui.session import default_bundle
 
     cfg = default_bundle().model.cfg
     at = open_page(PAGE, lang)
