@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .sampling import greedy, next_logits
+
 # bytes per element of common storage formats (FP4 packs two numbers in a byte)
 DTYPE_BYTES = {"FP32": 4, "FP16": 2, "BF16": 2, "INT8": 1, "FP4": 0.5}
 
@@ -173,7 +175,7 @@ def generate_cached(model, idx, n_new: int, max_len: int | None = None, record: 
     x = torch.tensor([prompt], dtype=torch.long, device=dev)
     for _ in range(n_new):
         logits = model.forward_cached(x, cache)[0, -1]          # [V]
-        nxt = int(torch.argmax(logits))
+        nxt = greedy(logits)
         logits_steps.append(logits.float().cpu())
         out.append(nxt)
         x = torch.tensor([[nxt]], dtype=torch.long, device=dev)
@@ -189,16 +191,11 @@ def generate_uncached(model, idx, n_new: int) -> Generation:
     """
     prompt = _prompt_ids(idx)
     model.eval()
-    seq = list(prompt)
-    out, logits_steps = [], []
-    B = model.cfg.block_size
+    seq, out, logits_steps = list(prompt), [], []
     for _ in range(n_new):
-        ctx = torch.tensor([seq[-B:]], dtype=torch.long, device=model.device)
-        logits, _ = model(ctx)
-        logits = logits[0, -1]
-        nxt = int(torch.argmax(logits))
-        logits_steps.append(logits.float().cpu())
-        out.append(nxt)
-        seq.append(nxt)
+        logits = next_logits(model, seq)                        # [V], context cropped to block_size
+        out.append(greedy(logits))
+        logits_steps.append(logits)
+        seq.append(out[-1])
     V = model.cfg.vocab_size
     return Generation(prompt, out, torch.stack(logits_steps) if out else torch.zeros(0, V))

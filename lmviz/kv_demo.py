@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from lmviz.kv_cache import KVCache, CacheSnapshot, kv_cache_bytes
+from lmviz.kv_cache import KVCache, CacheSnapshot, generate_cached, kv_cache_bytes
 from lmviz.model import GPT, GPTConfig
+from lmviz.sampling import greedy, next_logits
 from lmviz.tokenizer import TOY_ZH, WordTokenizer
 
 # -----------------------------------------------------------------------------
@@ -153,18 +154,12 @@ def walkthrough(model: GPT, prompt: list[int], n_new: int) -> Walkthrough:
     if len(prompt) > model.cfg.block_size:
         raise ValueError(f"the prompt ({len(prompt)} tokens) does not fit block_size {model.cfg.block_size}")
     n_new = max(1, min(n_new, model.cfg.block_size - len(prompt) + 1))  # last input fits block_size
-    cache = KVCache.for_model(model, record=True)
-    dev = model.device
+    gen = generate_cached(model, prompt, n_new, max_len=model.cfg.block_size, record=True)
     seq, steps = list(prompt), []
-    x = torch.tensor([prompt], dtype=torch.long, device=dev)
-    for _ in range(n_new):
-        logits = model.forward_cached(x, cache)[0, -1].float().cpu()          # [V]
-        full, _ = model(torch.tensor([seq], dtype=torch.long, device=dev))    # no cache: all rows
-        diff = float((full[0, -1].float().cpu() - logits).abs().max())
-        nxt = int(torch.argmax(logits))
-        steps.append(WalkStep(cache.snapshots[-1], x[0].tolist(), nxt, F.softmax(logits, -1), diff))
+    for snap, nxt, logits in zip(gen.cache.snapshots, gen.tokens, gen.step_logits):
+        diff = float((next_logits(model, seq) - logits).abs().max())          # no cache: all rows
+        steps.append(WalkStep(snap, list(snap.tokens), nxt, F.softmax(logits, -1), diff))
         seq.append(nxt)
-        x = torch.tensor([[nxt]], dtype=torch.long, device=dev)
     return Walkthrough(list(prompt), steps)
 
 
@@ -319,15 +314,15 @@ def measure_decode(model: GPT, prompt: list[int], n_new: int, device_name: str =
     dev = model.device
     cache = KVCache.for_model(model, max_len=len(prompt) + n_new)
     logits = model.forward_cached(torch.tensor([prompt], device=dev), cache)[0, -1]  # prefill, untimed
-    seq = list(prompt) + [int(torch.argmax(logits))]
+    seq = list(prompt) + [greedy(logits)]
     lens, c_ms, u_ms = [], [], []
     for _ in range(n_new - 1):
         x = torch.tensor([[seq[-1]]], device=dev)
         _sync(dev); t0 = time.perf_counter()
         logits = model.forward_cached(x, cache)[0, -1]
-        nxt = int(torch.argmax(logits)); _sync(dev); t1 = time.perf_counter()
-        full, _ = model(torch.tensor([seq], device=dev))
-        int(torch.argmax(full[0, -1])); _sync(dev); t2 = time.perf_counter()
+        nxt = greedy(logits); _sync(dev); t1 = time.perf_counter()
+        full, _ = model(torch.tensor([seq], device=dev))              # the whole context, uncropped
+        greedy(full[0, -1]); _sync(dev); t2 = time.perf_counter()
         lens.append(len(seq))
         c_ms.append((t1 - t0) * 1e3)
         u_ms.append((t2 - t1) * 1e3)

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from lmviz.model import GPT, GPTConfig
+from lmviz.sampling import next_logits
 
 __all__ = ["INSTRUCTIONS", "RobotConfig", "encode_bins", "decode_bins", "RoundTrip", "round_trip",
            "expert_action", "step_tokens", "token_label", "make_dataset", "new_policy",
@@ -199,9 +200,8 @@ def predict_step(model: GPT, offset, instruction: str, cfg: RobotConfig) -> Step
     ids = ex_tokens[:3]
     probs = []
     for part in ("ax", "ay"):
-        logits, _ = model(torch.tensor(ids)[None])            # [1,T,V]
         lo = cfg.offset(part)
-        p = F.softmax(logits[0, -1, lo:lo + cfg.n_bins].float(), -1).numpy()   # [n_bins]
+        p = F.softmax(next_logits(model, ids)[lo:lo + cfg.n_bins], -1).numpy()   # [n_bins]
         probs.append(p)
         ids = ids + [lo + int(p.argmax())]
     bins = [ids[3] - cfg.offset("ax"), ids[4] - cfg.offset("ay")]

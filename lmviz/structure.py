@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from lmviz.corpora import TEMPLATES, Pair, _holdable, capital_corpus, load_pairs, template_positions
 from lmviz.corpora import render as render_sentence
 from lmviz.model import GPT, GPTConfig
+from lmviz.sampling import next_logits
 
 __all__ = ["StructureConfig", "Vocab", "tokenize", "BigramModel", "SentenceLoss", "CountrySummary",
            "StructureResult", "encode_sentence", "train_transformer", "sentence_losses",
@@ -227,8 +228,7 @@ def country_summary(sentences, vocab: Vocab, bigram: BigramModel, model: GPT) ->
         prev, target = ids[c - 1], ids[c]
         bl.append(-math.log(bigram.probs[prev, target]))
         ba.append(float(np.argmax(bigram.probs[prev]) == target))
-        logits, _ = model(torch.tensor(ids[:c])[None])
-        logp = F.log_softmax(logits[0, -1].float(), -1)
+        logp = F.log_softmax(next_logits(model, ids[:c]), -1)
         tl.append(-float(logp[target]))
         ta.append(float(int(logp.argmax()) == target))
     n = len(bl)

@@ -26,10 +26,10 @@ import time
 from dataclasses import asdict, dataclass, fields, replace
 
 import torch
-import torch.nn.functional as F
 
 from .bpe import TrainedBPE
 from .model import GPT, GPTConfig
+from .sampling import generate, model_step
 from .tasks import check_cancel
 from .tokenizer import CharTokenizer
 
@@ -380,16 +380,11 @@ class Trainer:
             ids = [int(self.train_ids[0])]
         g = torch.Generator().manual_seed(self.cfg.seed)
         self.model.eval()
-        x = torch.tensor([ids], device=self.device)                                  # [1,T]
-        start = x.shape[1]
-        for _ in range(n):
-            check_cancel(self.cancel)
-            logits, _ = self.model(x[:, -self.cfg.block_size:])
-            p = F.softmax(logits[0, -1].float() / temperature, dim=-1).cpu()        # [V]
-            nxt = torch.multinomial(p, 1, generator=g).to(self.device)
-            x = torch.cat([x, nxt[None]], dim=1)
-        self.model.train()
-        return Sample(self.steps_done, prompt, self.tokenizer.decode(x[0, start:].tolist()))
+        try:
+            new = [st.token for st in generate(model_step(self.model), ids, n, g, temperature, cancel=self.cancel)]
+        finally:
+            self.model.train()
+        return Sample(self.steps_done, prompt, self.tokenizer.decode(new))
 
     @torch.no_grad()
     def attention(self, prompt: str | None = None):

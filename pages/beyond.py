@@ -237,12 +237,12 @@ def _next_probs(text: str, source: str, model_id: int) -> tuple[np.ndarray, list
     characters were read (the front is cut to the model's context)."""
     import torch
 
+    from lmviz.sampling import next_logits
+
     b = session.live_bundle()
     ids, _ = b.tokenizer.encode_lossy(text)
     ids = ids[-b.model.cfg.block_size:] or [0]
-    with torch.no_grad():
-        logits, _ = b.model(torch.tensor([ids], device=b.model.device))
-    p = torch.softmax(logits[0, -1].float(), -1).cpu().numpy()
+    p = torch.softmax(next_logits(b.model, ids), -1).numpy()
     return p, [b.tokenizer.token(i) for i in range(len(p))], len(ids)
 
 

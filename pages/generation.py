@@ -174,16 +174,6 @@ def _bundle():
     return session.try_live_bundle("gen.no_model")
 
 
-def _next_logits(model, ids: list[int]):
-    """Logits [V] of the token after `ids`; the model sees at most its last block_size ids."""
-    import torch
-
-    ctx = ids[-model.cfg.block_size:]
-    with torch.no_grad():
-        logits, _ = model(torch.tensor([ctx], dtype=torch.long, device=model.device))
-    return logits[0, -1].float().cpu()                        # [V]
-
-
 def _encode_prompt(b, prompt: str) -> list[int] | None:
     """Prompt text -> ids with the messages the issue asks for; None when nothing is usable."""
     if not prompt:
@@ -206,6 +196,8 @@ def _live_state(b, ids: list[int], seed: int) -> dict:
     """The stepper's session record; a new prompt, seed or model starts it afresh."""
     import torch
 
+    from lmviz.sampling import next_logits
+
     key = (b.source, id(b.model), tuple(ids), int(seed))
     s = st.session_state.get("gen_live")
     if s is None or s["key"] != key:
@@ -214,7 +206,7 @@ def _live_state(b, ids: list[int], seed: int) -> dict:
              "logits": None, "logits_len": -1, "spread": None}
         st.session_state["gen_live"] = s
     if s["logits_len"] != len(s["ids"]):   # the model runs only when the text has grown
-        s["logits"], s["logits_len"] = _next_logits(b.model, s["ids"]), len(s["ids"])
+        s["logits"], s["logits_len"] = next_logits(b.model, s["ids"]), len(s["ids"])
     return s
 
 
@@ -231,7 +223,7 @@ def _take_step(b, s: dict, tau: float, k: int, p: float) -> None:
     """Sample one token from the cached logits with the session's generator and append it."""
     import torch
 
-    from lmviz.sampling import sample_next_token
+    from lmviz.sampling import next_logits, sample_next_token
 
     g = torch.Generator()
     g.set_state(s["rng"])
@@ -249,7 +241,7 @@ def _take_step(b, s: dict, tau: float, k: int, p: float) -> None:
         "p": round(step.prob, 3),
     })
     s["ids"].append(step.token)
-    s["logits"], s["logits_len"] = _next_logits(b.model, s["ids"]), len(s["ids"])
+    s["logits"], s["logits_len"] = next_logits(b.model, s["ids"]), len(s["ids"])
     s["spread"] = None
 
 
@@ -258,17 +250,14 @@ def _spread(b, s: dict, seed: int, tau: float, k: int, p: float) -> list[str]:
     each with its own generator (seed + 1 + i), computed as one batch."""
     import torch
 
-    from lmviz.sampling import sample_next_token
+    from lmviz.sampling import next_logits, sample_next_token
 
     gens = [torch.Generator().manual_seed(int(seed) + 1 + i) for i in range(N_SPREAD)]
     rows = [list(s["ids"]) for _ in range(N_SPREAD)]
-    B = b.model.cfg.block_size
-    with torch.no_grad():
-        for _ in range(SPREAD_LEN):
-            x = torch.tensor([r[-B:] for r in rows], dtype=torch.long, device=b.model.device)
-            logits = b.model(x)[0][:, -1].float().cpu()       # [N_SPREAD, V]
-            for r, g, z in zip(rows, gens, logits):
-                r.append(sample_next_token(z, g, tau, k or None, p).token)
+    for _ in range(SPREAD_LEN):
+        logits = next_logits(b.model, rows)                   # [N_SPREAD, V]: one batch
+        for r, g, z in zip(rows, gens, logits):
+            r.append(sample_next_token(z, g, tau, k or None, p).token)
     return [b.tokenizer.decode(r[len(s["ids"]):]) for r in rows]
 
 
@@ -337,12 +326,11 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
     st.html(_running_text_html(b, s))
 
     # the pending step: filters re-applied to the cached logits (no model call here)
-    from lmviz.sampling import distributions, softmax_t
+    from lmviz.sampling import distributions, pick, softmax_t
 
     d = distributions(s["logits"], tau, k or None, p)
     u = _peek_u(s)
-    cum = np.cumsum(d.p_final[d.kept].numpy())
-    nxt = d.kept[min(int((cum <= u).sum()), len(d.kept) - 1)]
+    nxt = pick(d, u)
     raw = softmax_t(s["logits"]).numpy()
     show = list(np.argsort(-raw, kind="stable")[:N_SHOW])
     show += [i for i in d.kept if i not in show][: max(0, N_SHOW + 4 - len(show))]
@@ -387,20 +375,21 @@ def _toy_search():
 
 
 def _live_search(b, prompt: str, depth: int, branch: int):
-    """Exhaustive search over the `branch` most probable characters per step, on the live model."""
-    from lmviz.sampling import best_sequence, softmax_t
+    """Exhaustive search over the `branch` most probable tokens per step, on the live model (paths
+    of token ids: any tokenizer, characters or BPE)."""
+    from lmviz.sampling import best_sequence, next_logits, softmax_t
 
     key = ("gen_tree", b.source, id(b.model), prompt, depth, branch)
     hit = st.session_state.get("gen_tree_cache")
     if hit is not None and hit[0] == key:
         return hit[1]
     ids, _ = b.tokenizer.encode_lossy(prompt)
-    vocab = b.tokenizer.chars
 
-    def prob_fn(path):
-        return softmax_t(_next_logits(b.model, ids + [b.tokenizer.stoi[c] for c in path])).tolist()
+    def prob_fn(path):                       # path: token ids after the prompt
+        return softmax_t(next_logits(b.model, ids + list(path))).tolist()
 
-    res = best_sequence(prob_fn, start=(), depth=depth, vocab=vocab, eos=None, branch=branch)
+    res = best_sequence(prob_fn, start=(), depth=depth, vocab=range(b.model.cfg.vocab_size), eos=None,
+                        branch=branch)
     st.session_state["gen_tree_cache"] = (key, res)
     return res
 
@@ -414,7 +403,7 @@ def sec_tree() -> None:
     if src == "toy":
         res = _toy_search()
         st.caption(t("common.filled_gap") + " " + t("gen.tree_made_up"))
-        root = "<BOS>"
+        root, word = "<BOS>", str
     else:
         b = _bundle()
         if b is None:
@@ -428,15 +417,15 @@ def sec_tree() -> None:
         depth = c1.radio(t("gen.tree_depth"), (2, 3), index=1, horizontal=True, key="gen_tree_depth")
         branch = c2.radio(t("gen.tree_branch"), (2, 3), index=0, horizontal=True, key="gen_tree_branch")
         res = _live_search(b, prompt, int(depth), int(branch))
-        root = "…" + _vis(b.tokenizer.decode(ids[-8:]))
+        root, word = "…" + _vis(b.tokenizer.decode(ids[-8:])), b.tokenizer.token
         st.caption(t("gen.tree_live_note", branch=branch))
-    labels = [root if not n.path else _vis(str(n.path[-1])) for n in res.nodes]
+    labels = [root if not n.path else _vis(word(n.path[-1])) for n in res.nodes]
     fig = tree_figure(res.nodes, labels, res.greedy, res.best,
                       names=(t("gen.fig.greedy_path"), t("gen.fig.best_path"), t("gen.fig.other_path")),
                       title=t("gen.fig.tree_title"))
     render.plot(fig, key="gen_tree_fig", filename="greedy-vs-best")
-    g = " ".join(_vis(str(x)) for x in res.greedy)
-    bst = " ".join(_vis(str(x)) for x in res.best)
+    g = " ".join(_vis(word(x)) for x in res.greedy)
+    bst = " ".join(_vis(word(x)) for x in res.best)
     if res.best != res.greedy and res.best_joint > res.greedy_joint:
         st.markdown(t("gen.tree_result", g=html.escape(g), gj=f"{res.greedy_joint:.3f}",
                       b=html.escape(bst), bj=f"{res.best_joint:.3f}"))

@@ -198,14 +198,15 @@ def sec_why():
     rec = _toy_walk(TOY_NEW)
     toy = _toy()
     words = rec["words"][:-1]                      # <开始> 我 喜欢 学习 数学
-    ids = [toy.tokenizer.stoi[w] for w in words]
+    ids = toy.tokenizer.encode_lossy(" ".join(words))[0]
     c1, c2 = st.columns(2)
     with c1:
         pos = st.selectbox(t("kv.edit_pos"), list(range(1, len(words))), index=0,
                            format_func=lambda i: f"{i} {words[i]}", key="kv_edit_pos")
     choices = list(range(toy.tokenizer.vocab_size))   # fixed options: a stored choice stays valid
     with c2:
-        default = choices.index(toy.tokenizer.stoi["你"]) if toy.tokenizer.stoi["你"] in choices else 0
+        you = toy.tokenizer.encode_lossy("你")[0]
+        default = choices.index(you[0]) if you and you[0] in choices else 0
         new_id = st.selectbox(t("kv.edit_to"), choices, index=default, format_func=toy.tokenizer.token,
                               key="kv_edit_to")
     kd, vd, changed = _edit(tuple(ids), pos, new_id)

@@ -182,6 +182,29 @@ def test_w22_tree_greedy_is_not_best(bundle):
     assert fig_by_key(at, "gen_tree_fig")["data"]
 
 
+def test_live_tree_search_on_a_bpe_trained_session_model():
+    """A session model trained with a BPE tokenizer has no .chars/.stoi: the tree search goes
+    through the tokenizer's public interface (ids in, token labels out)."""
+    from lmviz.train import Trainer, make_config
+    from ui.session import Bundle
+
+    text = "the cat sat on the mat. the dog sat on the log. " * 30
+    tr = Trainer(text, make_config("tiny", n_layer=1, n_head=2, d_model=16, block_size=16, batch_size=4,
+                                   max_steps=20, tokenizer="bpe", bpe_merges=20), device="cpu")
+    tr.step(20)
+    model = tr.model.eval()
+    assert not hasattr(tr.tokenizer, "stoi")
+    at = open_gen(Bundle(model, tr.tokenizer, {}, "session"))
+    at.text_input(key="gen_prompt").set_value("the cat").run()
+    at.radio(key="gen_tree_src").set_value("live").run()
+    assert not at.exception, [e.value for e in at.exception]
+    spec = fig_by_key(at, "gen_tree_fig")
+    assert spec["data"]
+    res = at.session_state["gen_tree_cache"][1]
+    assert len(res.best) == 3 and all(isinstance(i, int) for i in res.best)
+    assert all(isinstance(tr.tokenizer.token(i), str) for i in res.best + res.greedy)
+
+
 # ---------------------------------------------------------------- real browser -------------
 def _chart_y(page, index: int, trace: int = 0) -> list[float]:
     """y of one trace of the index-th Plotly chart on the page (as drawn: _fullData)."""
