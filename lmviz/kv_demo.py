@@ -86,15 +86,9 @@ def train_toy(cfg: ToyTrainConfig = ToyTrainConfig()) -> ToyModel:
         torch.manual_seed(cfg.seed)
         model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=8, n_layer=cfg.n_layer,
                               n_head=cfg.n_head, n_kv_head=cfg.n_head, d_model=cfg.d_model))
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
-    losses = []
-    model.train()
-    for _ in range(cfg.steps):
-        _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    from lmviz.train import fit_small
+
+    losses = fit_small(model, x, y, steps=cfg.steps, batch=None, lr=cfg.lr, seed=cfg.seed, warmup=0)
     model.eval()
     return ToyModel(model, tok, losses)
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lmviz.model import GPT, GPTConfig
+from lmviz.model import GPT, GPTConfig, init_weights
 from lmviz.sampling import next_logits
 
 __all__ = ["INSTRUCTIONS", "RobotConfig", "encode_bins", "decode_bins", "RoundTrip", "round_trip",
@@ -155,8 +155,6 @@ def make_dataset(cfg: RobotConfig, n: int | None = None, seed: int | None = None
 
 def new_policy(cfg: RobotConfig) -> GPT:
     """The policy transformer at its seeded initial weights (eval mode): the untrained robot."""
-    from lmviz.train import init_weights
-
     model = GPT(GPTConfig(vocab_size=cfg.vocab_size, block_size=5, n_layer=cfg.n_layer,
                           n_head=cfg.n_head, n_kv_head=cfg.n_head, d_model=cfg.d_model))
     init_weights(model, torch.Generator().manual_seed(cfg.seed))

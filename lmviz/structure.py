@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from lmviz.corpora import TEMPLATES, Pair, _holdable, capital_corpus, load_pairs, template_positions
 from lmviz.corpora import render as render_sentence
-from lmviz.model import GPT, GPTConfig
+from lmviz.model import GPT, GPTConfig, init_weights
 from lmviz.sampling import next_logits
 
 __all__ = ["StructureConfig", "Vocab", "tokenize", "BigramModel", "SentenceLoss", "CountrySummary",
@@ -113,8 +113,6 @@ def _new_model(vocab_size: int, block_size: int, cfg: StructureConfig) -> GPT:
     gen = torch.Generator().manual_seed(cfg.seed)
     model = GPT(GPTConfig(vocab_size=vocab_size, block_size=block_size, n_layer=cfg.n_layer,
                           n_head=cfg.n_head, n_kv_head=cfg.n_head, d_model=cfg.d_model))
-    from lmviz.train import init_weights
-
     init_weights(model, gen)
     return model
 

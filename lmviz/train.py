@@ -24,11 +24,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, fields, replace
+from typing import Callable, Iterator
 
 import torch
 
 from .bpe import TrainedBPE
-from .model import GPT, GPTConfig
+from .model import GPT, GPTConfig, init_weights
 from .sampling import generate, model_step
 from .tasks import check_cancel
 from .tokenizer import CharTokenizer
@@ -196,50 +197,64 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return lo + 0.5 * (cfg.lr - lo) * (1.0 + math.cos(math.pi * frac))
 
 
-def init_weights(model: GPT, generator: torch.Generator) -> None:
-    """nanoGPT's init drawn from ``generator``: N(0, 0.02) matrices, residual projections scaled
-    by 1/sqrt(2 n_layer), zero biases, unit norm gains."""
-    std_proj = 0.02 / math.sqrt(2 * model.cfg.n_layer)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.dim() >= 2:
-                std = std_proj if name.endswith("c_proj.weight") else 0.02
-                p.copy_(torch.randn(p.shape, generator=generator) * std)
-            elif name.endswith("bias"):
-                p.zero_()
-            else:
-                p.fill_(1.0)
+def train_steps(model: torch.nn.Module, opt: torch.optim.Optimizer, batch: Callable[[], tuple],
+                lr: Callable[[int], float], n: int, *, start: int = 0, clip: float | None = None,
+                loss_of: Callable | None = None, cancel=None) -> Iterator[tuple[int, float, float, float]]:
+    """The one training loop of lmviz: ``n`` optimizer steps, yielding (step, loss, lr, grad norm)
+    after each (1-based step, counted on from ``start``).
+
+    Each step: set the learning rate ``lr(step - 1)``, draw ``batch() -> (x, y)``, loss
+    ``loss_of(x, y)`` (default ``model(x, y)[1]``), backward, clip the global gradient norm to
+    ``clip`` (None/0: no clipping; the norm before clipping is reported either way), AdamW step.
+    ``cancel()`` (optional) is asked before every step and raises ``lmviz.tasks.Cancelled``.
+    Used by the Trainer, the chapter demos (``fit_small``) and the KV chapter's toy model.
+    """
+    params = [p for g in opt.param_groups for p in g["params"]]
+    loss_of = loss_of or (lambda x, y: model(x, y)[1])
+    for k in range(start, start + n):
+        check_cancel(cancel)
+        rate = lr(k)
+        for g in opt.param_groups:
+            g["lr"] = rate
+        x, y = batch()
+        loss = loss_of(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip:
+            norm = torch.nn.utils.clip_grad_norm_(params, clip)
+        else:
+            norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params if p.grad is not None]))
+        opt.step()
+        yield k + 1, loss.item(), rate, norm.item()          # one device sync per step
 
 
-def fit_small(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, steps: int, batch: int,
+def fit_small(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, steps: int, batch: int | None,
               lr: float, seed: int, clip: float | None = None, warmup: int = 20, cancel=None,
               on_step=None) -> list[float]:
-    """The few-second training loop of the chapter demos (W9 structure, W10 robot actions).
+    """The few-second training of the chapter demos (structure, robot actions, the KV toy model).
 
     Samples ``batch`` rows of ``x [N, T]`` / ``y [N, T]`` (targets, -1 = not scored) with a seeded
-    generator, AdamW at ``lr`` after a linear warm-up of ``warmup`` steps, optional gradient
-    clipping; ``cancel()`` (optional) is asked every step and raises ``lmviz.tasks.Cancelled``;
-    ``on_step(step, loss)`` reports progress.
+    generator (``batch=None``: every row, every step), AdamW at ``lr`` after a linear warm-up of
+    ``warmup`` steps (0: none), optional gradient clipping, through :func:`train_steps`;
+    ``cancel()`` is asked every step; ``on_step(step, loss)`` reports progress.
     Returns the per-step losses; ``model`` is left in train mode, updated in place.
     """
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(seed)
+
+    def draw():
+        if batch is None:
+            return x, y
+        idx = torch.randint(0, x.shape[0], (batch,), generator=gen)
+        return x[idx], y[idx]
+
     losses: list[float] = []
     model.train()
-    for step in range(steps):
-        check_cancel(cancel)
-        for g in opt.param_groups:
-            g["lr"] = lr * min(1.0, (step + 1) / warmup)
-        idx = torch.randint(0, x.shape[0], (batch,), generator=gen)
-        _, loss = model(x[idx], y[idx])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-        opt.step()
-        losses.append(loss.item())
+    for step, loss, _, _ in train_steps(model, opt, draw, lambda k: lr * min(1.0, (k + 1) / max(1, warmup)),
+                                        steps, clip=clip, cancel=cancel):
+        losses.append(loss)
         if on_step is not None:
-            on_step(step + 1, losses[-1])
+            on_step(step, loss)
     return losses
 
 
@@ -330,29 +345,16 @@ class Trainer:
     # -- training ------------------------------------------------------------------------------
     def step(self, n: int = 1) -> list[StepMetrics]:
         """Take up to n optimizer steps (never past max_steps); one record per step."""
-        out = []
-        clip = self.cfg.grad_clip
-        for _ in range(n):
-            if self.done:
-                break
-            t0 = time.perf_counter()
-            lr = lr_at(self.steps_done, self.cfg)
-            for g in self.opt.param_groups:
-                g["lr"] = lr
-            x, y = self._batch(self.train_ids, self.gen)
-            loss = self._forward(x, y)
-            self.opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if clip > 0:
-                norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
-            else:
-                norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in self.model.parameters()
-                                                             if p.grad is not None]))
-            self.opt.step()
-            loss_f, norm_f = loss.item(), norm.item()       # one device sync per step
-            dt = time.perf_counter() - t0
-            self.steps_done += 1
-            out.append(StepMetrics(self.steps_done, loss_f, lr, norm_f, self.tokens_per_step / dt, dt * 1e3))
+        out: list[StepMetrics] = []
+        n = max(0, min(n, self.cfg.max_steps - self.steps_done))
+        t0 = time.perf_counter()
+        for step, loss, lr, norm in train_steps(self.model, self.opt, lambda: self._batch(self.train_ids, self.gen),
+                                                lambda k: lr_at(k, self.cfg), n, start=self.steps_done,
+                                                clip=self.cfg.grad_clip, loss_of=self._forward):
+            t1 = time.perf_counter()
+            dt, t0 = t1 - t0, t1
+            self.steps_done = step
+            out.append(StepMetrics(step, loss, lr, norm, self.tokens_per_step / dt, dt * 1e3))
         return out
 
     @torch.no_grad()
