@@ -29,7 +29,7 @@ import torch  # noqa: E402
 
 from lmviz import device as default_device, device_name  # noqa: E402
 from lmviz.attention import dense_attention, tiled_attention  # noqa: E402
-from lmviz.costs import loglog_slope, measure_attention_time  # noqa: E402
+from lmviz.chapters.cost import loglog_slope, measure_attention_time  # noqa: E402
 
 
 def _median_time(fn, repeats: int, sync) -> float:

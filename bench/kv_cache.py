@@ -3,7 +3,7 @@
 A 6-layer, 256-wide GPT (8 heads, RoPE so the context is not capped by learned positions) reads a
 512-token prompt and generates 256 tokens twice, step by step: once with a KV cache (one token
 per step) and once rerunning the whole context every step. The two runs alternate at every step
-(lmviz.kv_demo.measure_decode), so both see the same machine load. Prints the totals, the
+(lmviz.chapters.kv_cache.measure_decode), so both see the same machine load. Prints the totals, the
 speed-up (target >= 8x on CPU), and the slope of the per-step cached time against the cache
 length (attention still reads every cached row, so it grows roughly linearly).
 
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 import lmviz  # noqa: E402
-from lmviz.kv_demo import measure_decode, slope  # noqa: E402
+from lmviz.chapters.kv_cache import measure_decode, slope  # noqa: E402
 from lmviz.model import GPT, GPTConfig  # noqa: E402
 
 

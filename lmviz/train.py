@@ -433,7 +433,7 @@ def corpus_text(name: str) -> str:
         raise ValueError(f"unknown corpus {name!r}; choose one of {', '.join(CORPORA)}")
     kind, arg = CORPORA[name][0].split(":")
     if kind == "capital":
-        from .corpora import capital_corpus
+        from .chapters.capitals import capital_corpus
 
         return capital_corpus(arg, n_sentences=3000, seed=0).text
     from .data import load_corpus

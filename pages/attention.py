@@ -38,7 +38,7 @@ def _bundle():
 
 def live_input():
     """The sentence box, encoded for the live model (None when there is nothing to show)."""
-    from lmviz.explain import encode_for_model
+    from lmviz.chapters.embedding import encode_for_model
 
     b = _bundle()
     if b is None:
@@ -119,7 +119,7 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
 # The figures below depend only on the language (and d_k): built once, shared read-only.
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _w17_fig(code: str):
-    from lmviz.explain import weighted_sum_terms
+    from lmviz.chapters.attention import weighted_sum_terms
     from viz.attention import weighted_sum_figure
 
     ws = weighted_sum_terms([0.2, 0.3, 0.5], [[1, 0], [0, 2], [2, 2]])
@@ -139,7 +139,7 @@ def _scale_figs(code: str):
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _one_query_fig(code: str, d_k: int):
-    from lmviz.explain import softmax_example
+    from lmviz.chapters.attention import softmax_example
     from viz.attention import softmax_pair_figure
 
     p = softmax_example(d_k)
@@ -149,7 +149,8 @@ def _one_query_fig(code: str, d_k: int):
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _mask_figs(code: str):
-    from lmviz.explain import causal_demo, toy_embedding
+    from lmviz.chapters.attention import causal_demo
+    from lmviz.chapters.embedding import toy_embedding
     from viz.attention import heatmap
 
     e = toy_embedding()
@@ -162,7 +163,7 @@ def _mask_figs(code: str):
 
 
 def sec_w17():
-    from lmviz.explain import weighted_sum_terms
+    from lmviz.chapters.attention import weighted_sum_terms
 
     ws = weighted_sum_terms([0.2, 0.3, 0.5], [[1, 0], [0, 2], [2, 2]])
     terms = "\n       + ".join(f"{float(w):g} × {v.tolist()}" for w, v in zip(ws.weights, ws.values.int()))
@@ -200,7 +201,8 @@ def _one_query():
 
 
 def sec_mask():
-    from lmviz.explain import causal_demo, toy_embedding
+    from lmviz.chapters.attention import causal_demo
+    from lmviz.chapters.embedding import toy_embedding
     from lmviz.model import causal_mask
 
     st.markdown(t("att.mask_text"))

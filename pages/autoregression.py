@@ -23,14 +23,14 @@ _model_key = session.model_key
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _live_chain(text: str, model_key: str, _b):
-    from lmviz.lessons import sequence_log_probs
+    from lmviz.chapters.autoregression import sequence_log_probs
 
     return sequence_log_probs(_b.model, _b.tokenizer, text)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _parallel(ids: tuple[int, ...], model_key: str, _b):
-    from lmviz.lessons import parallel_vs_sequential
+    from lmviz.chapters.autoregression import parallel_vs_sequential
 
     return parallel_vs_sequential(_b.model, list(ids))
 
@@ -50,7 +50,7 @@ def _sentence() -> str:
 
 # ---------------------------------------------------------------- sections ----------------
 def sec_chain():
-    from lmviz.lessons import toy_chain_rule
+    from lmviz.chapters.autoregression import toy_chain_rule
     from viz.autoregression import chain_figure
 
     render.md(t("ar.chain_md"))
@@ -105,7 +105,7 @@ def sec_live():
 
 
 def sec_teacher():
-    from lmviz.lessons import teacher_forcing, toy_teacher_forcing
+    from lmviz.chapters.autoregression import teacher_forcing, toy_teacher_forcing
 
     render.md(t("ar.tf_md"))
     cols = st.columns(2)
@@ -154,7 +154,7 @@ def sec_parallel():
 def sec_mask():
     import numpy as np
 
-    from lmviz.lessons import causal_mask_demo, toy_scores
+    from lmviz.chapters.autoregression import causal_mask_demo, toy_scores
     from lmviz.tokenizer import TOY_EN
     from viz.autoregression import attention_figure, mask_figure
 

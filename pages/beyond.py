@@ -18,7 +18,7 @@ START, TARGET = (-0.8, -0.6), (0.7, 0.5)
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _structure_job(lang_code: str, steps: int):
     """Shared by every session: the same settings give the same (seeded) models."""
-    from lmviz.structure import StructureConfig, train_structure
+    from lmviz.chapters.structure import StructureConfig, train_structure
 
     cfg = StructureConfig(lang=lang_code, steps=steps)
     return session.start_task(lambda ctx: train_structure(cfg, on_step=lambda s, _: ctx.progress(s),
@@ -28,7 +28,7 @@ def _structure_job(lang_code: str, steps: int):
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _robot_job(n_bins: int, steps: int):
-    from lmviz.robot import RobotConfig, train_policy
+    from lmviz.chapters.robot import RobotConfig, train_policy
 
     cfg = RobotConfig(n_bins=n_bins, steps=steps)
     return session.start_task(lambda ctx: train_policy(cfg, on_step=lambda s, _: ctx.progress(s),
@@ -52,14 +52,14 @@ def _result(snap):
 # ---------------------------------------------------------------- W9: structure ----
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _prepared(lang_code: str):
-    from lmviz.structure import StructureConfig, prepare
+    from lmviz.chapters.structure import StructureConfig, prepare
 
     return prepare(StructureConfig(lang=lang_code))
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _untrained(lang_code: str, vocab_size: int, block: int):
-    from lmviz.structure import StructureConfig, untrained_transformer
+    from lmviz.chapters.structure import StructureConfig, untrained_transformer
 
     return untrained_transformer(vocab_size, block, StructureConfig(lang=lang_code))
 
@@ -85,7 +85,7 @@ def sec_structure():
     def body(snap):
         import torch
 
-        from lmviz.structure import country_attention, sentence_losses
+        from lmviz.chapters.structure import country_attention, sentence_losses
 
         res = _result(snap)
         if res is None:
@@ -139,13 +139,13 @@ def sec_structure():
 # ---------------------------------------------------------------- W10: robot ----
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _untrained_policy(n_bins: int):
-    from lmviz.robot import RobotConfig, new_policy
+    from lmviz.chapters.robot import RobotConfig, new_policy
 
     return new_policy(RobotConfig(n_bins=n_bins))
 
 
 def sec_robot():
-    from lmviz.robot import INSTRUCTIONS, RobotConfig, decode_bins, round_trip, rollout, token_label
+    from lmviz.chapters.robot import INSTRUCTIONS, RobotConfig, decode_bins, round_trip, rollout, token_label
     from viz.beyond import bin_probs_figure, binning_figure, rollout_figure, token_row_figure
 
     render.md(t("bey.robot_md"))

@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 from lmviz.attention import tile_size, traffic_bytes_dense, traffic_bytes_tiled
-from lmviz.costs import (MEMORY_RECIPES, attention_dominates_from, attention_flops,
+from lmviz.chapters.cost import (MEMORY_RECIPES, attention_dominates_from, attention_flops,
                          chinchilla_optimal, chinchilla_optimal_fit, decode_step_flops,
                          layer_flops, training_flops, training_memory_bytes)
 from ui import session, render, urlstate
@@ -60,13 +60,13 @@ def _mib(b: float) -> str:
 # ---------------------------------------------------------------- 1. measured n^2 ---------
 @st.cache_data(show_spinner=False)
 def _measure_default(device_key: str):
-    from lmviz.costs import measure_attention_time
+    from lmviz.chapters.cost import measure_attention_time
 
     return measure_attention_time(DEFAULT_NS, repeats=3)
 
 
 def _measure_more(ctx):
-    from lmviz.costs import measure_attention_time
+    from lmviz.chapters.cost import measure_attention_time
 
     return measure_attention_time(MORE_NS, repeats=3)
 
@@ -108,7 +108,7 @@ def _timing_view(rows) -> None:
         }
         st.dataframe(table, hide_index=True, width="stretch")
     last = rows[-1]
-    from lmviz.costs import loglog_slope
+    from lmviz.chapters.cost import loglog_slope
 
     fit = [r for r in rows if r.n >= 256] or rows
     slope = loglog_slope([r.n for r in fit], [r.t_full for r in fit])

@@ -21,7 +21,7 @@ def _dims(d: int) -> list[str]:
 
 
 def sec_toy():
-    from lmviz.explain import lookup, toy_embedding
+    from lmviz.chapters.embedding import lookup, toy_embedding
     from viz.embedding import table_figure
 
     e = toy_embedding()
@@ -47,7 +47,7 @@ def sec_toy():
 def sec_position():
     import torch
 
-    from lmviz.explain import TOY_P3, add_position, order_check, toy_embedding
+    from lmviz.chapters.embedding import TOY_P3, add_position, order_check, toy_embedding
     from viz.embedding import two_orders_figure, vector_sum_figure
     from viz.theme import COLORS
 
@@ -83,7 +83,7 @@ def _rows(model_key: str, _E, ids: tuple[int, ...]):
 
 
 def sec_live():
-    from lmviz.explain import encode_for_model
+    from lmviz.chapters.embedding import encode_for_model
     from viz.embedding import table_figure
 
     try:
@@ -157,7 +157,7 @@ def sec_positions():
 def _rope():
     import torch
 
-    from lmviz.explain import rope_offset_demo
+    from lmviz.chapters.embedding import rope_offset_demo
     from viz.attention import heatmap
     from viz.embedding import rope_plane_figure
 

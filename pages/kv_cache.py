@@ -19,7 +19,7 @@ LIVE_MAX_PROMPT = 48  # characters of the live prompt
 # ---------------------------------------------------------------- cached computations ----
 @st.cache_resource(show_spinner=False)
 def _toy():
-    from lmviz.kv_demo import load_toy
+    from lmviz.chapters.kv_cache import load_toy
 
     return load_toy()
 
@@ -28,7 +28,7 @@ def _walk_record(model, tok, ids: list[int], n_new: int) -> dict:
     """A walkthrough as plain numpy/lists (cheap to cache and to draw)."""
     import torch
 
-    from lmviz.kv_demo import cache_rows, walkthrough
+    from lmviz.chapters.kv_cache import cache_rows, walkthrough
 
     with torch.no_grad():
         w = walkthrough(model, ids, n_new)
@@ -50,7 +50,7 @@ def _walk_record(model, tok, ids: list[int], n_new: int) -> dict:
 
 @st.cache_data(show_spinner=False)
 def _toy_walk(n_new: int) -> dict:
-    from lmviz.kv_demo import TOY_PROMPT
+    from lmviz.chapters.kv_cache import TOY_PROMPT
 
     toy = _toy()
     return _walk_record(toy.model, toy.tokenizer, toy.tokenizer.encode(TOY_PROMPT), n_new)
@@ -64,7 +64,7 @@ def _live_walk(prompt_ids: tuple[int, ...], n_new: int, source: str, model_id: i
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _edit(ids: tuple[int, ...], pos: int, new_id: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    from lmviz.kv_demo import edit_effect
+    from lmviz.chapters.kv_cache import edit_effect
 
     e = edit_effect(_toy().model, list(ids), pos, new_id)
     return e.k_diff.numpy(), e.v_diff.numpy(), e.changed_rows()
@@ -80,7 +80,7 @@ def _labels(words: list[str]) -> list[str]:
 def _draw_step(rec: dict, step: int, key: str, layers: list[int] | None = None) -> None:
     """Cache heatmaps, the new q's attention, the next-token bar and the recompute grid."""
     from viz.kv_cache import cache_figure, next_token_figure, query_figure, recompute_figure
-    from lmviz.kv_demo import recompute_plan
+    from lmviz.chapters.kv_cache import recompute_plan
 
     start, end = rec["spans"][step]
     words, labels = rec["words"], _labels(rec["words"])
@@ -222,7 +222,7 @@ def sec_why():
 
 
 def _apply_preset():
-    from lmviz.kv_demo import MODEL_SHAPES
+    from lmviz.chapters.kv_cache import MODEL_SHAPES
 
     s = MODEL_SHAPES[st.session_state["kv_preset"]]
     st.session_state.update(kv_L=s.n_layer, kv_hq=s.n_head, kv_hkv=s.n_kv_head, kv_dh=s.head_dim,
@@ -231,7 +231,7 @@ def _apply_preset():
 
 def sec_memory():
     from lmviz.kv_cache import DTYPE_BYTES, kv_cache_bytes, max_tokens_for_budget
-    from lmviz.kv_demo import MODEL_SHAPES, attention_variants
+    from lmviz.chapters.kv_cache import MODEL_SHAPES, attention_variants
     from viz.kv_cache import bytes_figure, variants_figure
 
     st.markdown(t("kv.mem_intro"))
@@ -312,7 +312,7 @@ def sec_speed():
         if any(task.snapshot().active for task in list(store.values())):
             st.info(t("kv.busy"))
         else:
-            from lmviz.kv_demo import measure_decode
+            from lmviz.chapters.kv_cache import measure_decode
 
             ids = (b.tokenizer.encode_lossy(t("kv.default_prompt"))[0] or [0]) * n_prompt
             model = b.model
@@ -331,7 +331,7 @@ def sec_speed():
         if r is None:
             st.caption(t("kv.speed_none"))
             return
-        from lmviz.kv_demo import slope
+        from lmviz.chapters.kv_cache import slope
         from viz.kv_cache import speed_figure
 
         render.plot(speed_figure(r.cache_len, r.cached_ms, r.uncached_ms, cached_name=t("kv.with"),

@@ -36,7 +36,7 @@ def _heldout(name: str) -> str:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _ppl(text: str, model_key: str, _b):
-    from lmviz.lessons import perplexity
+    from lmviz.chapters.loss import perplexity
 
     return perplexity(_b.model, _b.tokenizer, text)
 
@@ -51,7 +51,7 @@ def _noise_work(model, tokenizer, corpus: str, param: str):
     import torch
 
     from lmviz.data import load_corpus, split
-    from lmviz.lessons import gradient_noise
+    from lmviz.chapters.loss import gradient_noise
 
     text = split(load_corpus(corpus), 0.1)[0][:400_000]
     ids, _ = tokenizer.encode_lossy(text)
@@ -69,7 +69,7 @@ def _noise_job(model_key: str, corpus: str, param: str, _b):
 # ---------------------------------------------------------------- sections ----------------
 @st.fragment
 def sec_softmax():
-    from lmviz.lessons import cross_entropy
+    from lmviz.chapters.loss import cross_entropy
     from viz.loss import nll_curve_figure, softmax_figure
 
     render.md(t("loss.softmax_md"))
@@ -143,7 +143,7 @@ def sec_ppl():
 
 @st.fragment
 def sec_onestep():
-    from lmviz.lessons import one_param_autograd, one_param_descent, one_param_step
+    from lmviz.chapters.loss import one_param_autograd, one_param_descent, one_param_step
     from viz.loss import descent_figure
 
     render.md(t("loss.one_md"))
@@ -176,7 +176,7 @@ def sec_onestep():
 
 
 def sec_sgd():
-    from lmviz.lessons import sgd_step
+    from lmviz.chapters.loss import sgd_step
 
     render.md(t("loss.sgd_md"))
     s = sgd_step(0.80, 0.30, 0.10)

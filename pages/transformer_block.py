@@ -35,7 +35,7 @@ _key = session.model_key
 
 
 def sec_shapes():
-    from lmviz.explain import encode_for_model
+    from lmviz.chapters.embedding import encode_for_model
     from viz.pipeline import Stage, pipeline_figure
     from viz.theme import TOKEN_CYCLE
 
@@ -106,7 +106,7 @@ def _parse_vector(raw: str) -> list[float] | None:
 
 
 def sec_norms():
-    from lmviz.explain import norm_steps
+    from lmviz.chapters.block import norm_steps
     from viz.block import norms_figure
 
     st.markdown(t("blk.norm_text"))
@@ -135,7 +135,8 @@ def sec_norms():
 
 
 def sec_context():
-    from lmviz.explain import contextual_cosine, encode_for_model, find_word
+    from lmviz.chapters.block import contextual_cosine, find_word
+    from lmviz.chapters.embedding import encode_for_model
     from viz.block import cosine_figure
 
     b = _bundle()

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from lmviz.lessons import toy_chain_rule
+from lmviz.chapters.autoregression import toy_chain_rule
 from tests.apptest_util import decode, figures, open_page
 from ui.i18n import translate
 

@@ -12,7 +12,7 @@ import pytest
 
 import viz.cost as vc
 from lmviz.attention import traffic_bytes_dense, traffic_bytes_tiled
-from lmviz.costs import chinchilla_optimal, decode_step_flops, layer_flops
+from lmviz.chapters.cost import chinchilla_optimal, decode_step_flops, layer_flops
 from tests.apptest_util import all_text, decode, figures, open_page
 from ui.i18n import catalogue, translate
 

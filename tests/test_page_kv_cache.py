@@ -63,7 +63,7 @@ def test_calculator_w27_gqa_and_the_edit_rule(lang):
 
 
 def test_live_stepper_and_speed_on_a_session_model():
-    from lmviz.kv_demo import load_toy
+    from lmviz.chapters.kv_cache import load_toy
     from ui.session import Bundle
 
     toy = load_toy()

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lmviz.robot import (INSTRUCTIONS, RobotConfig, expert_action, new_policy, predict_step, round_trip,
+from lmviz.chapters.robot import (INSTRUCTIONS, RobotConfig, expert_action, new_policy, predict_step, round_trip,
                          rollout, step_tokens, token_label, train_policy)
 
 

@@ -218,7 +218,7 @@ def flops_share_figure(records, *, names: dict, x_title: str, y_title: str, cros
                        crossover_text: str, title: str | None = None,
                        height: int = 380) -> go.Figure:
     """Share of a forward pass's FLOPs per component (attention, projections, MLP), one
-    stacked bar per n. `records`: lmviz.costs.LayerFlops; `names`: part -> legend label.
+    stacked bar per n. `records`: lmviz.chapters.cost.LayerFlops; `names`: part -> legend label.
     The dashed line marks the n where attention passes the rest (n = (2 + r) d).
     """
     x = [str(r.n) for r in records]

@@ -31,7 +31,7 @@ __all__ = [
     "country_floor",
 ]
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 CAPITALS_JSON = ASSETS / "data" / "capitals.json"
 LANGS = ("en", "zh")
 

@@ -93,11 +93,11 @@ def train_toy(cfg: ToyTrainConfig = ToyTrainConfig()) -> ToyModel:
     return ToyModel(model, tok, losses)
 
 
-TOY_PATH = Path(__file__).resolve().parent.parent / "assets" / "models" / "kv_toy.safetensors"
+TOY_PATH = Path(__file__).resolve().parents[2] / "assets" / "models" / "kv_toy.safetensors"
 
 
 def load_toy(path: Path = TOY_PATH) -> ToyModel:
-    """The shipped toy model (written by ``python -m lmviz.kv_demo``, i.e. ``train_toy()``):
+    """The shipped toy model (written by ``python -m lmviz.chapters.kv_cache``, i.e. ``train_toy()``):
     training takes a second on an idle core but much longer on a busy shared server, so the app
     loads these few kilobytes instead. Runs on CPU (the model is tiny)."""
     from lmviz.checkpoint import load_checkpoint
@@ -343,7 +343,7 @@ if __name__ == "__main__":  # rebuild the shipped toy weights
 
     tm = train_toy()
     TOY_PATH.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"what": "W25 toy model, lmviz.kv_demo.train_toy()", "losses": tm.losses[::10] + tm.losses[-1:]}
+    meta = {"what": "W25 toy model, lmviz.chapters.kv_cache.train_toy()", "losses": tm.losses[::10] + tm.losses[-1:]}
     TOY_PATH.write_bytes(save_checkpoint(tm.model, tm.tokenizer, meta))
     w = walkthrough(tm.model, tm.tokenizer.encode(TOY_PROMPT), 3)
     print(f"wrote {TOY_PATH} ({TOY_PATH.stat().st_size} bytes); final loss {tm.losses[-1]:.3f}; "
