@@ -4,7 +4,7 @@ Run:  .venv/bin/python bench/attention.py [--max-n 4096] [--d 64] [--repeats 3] 
 
 Part 1 times the score matrix Q K^T and full attention softmax(Q K^T / sqrt(d)) V for
 n = 128, 256, ... (doubling) and prints the ratio at each doubling: ~4 once n is large enough
-that per-call overhead no longer hides the n^2 work (W23).
+that per-call overhead no longer hides the n^2 work (n² attention-cost example).
 
 Part 2 times dense_attention against tiled_attention (causal) side by side in one run, with a
 small and a large tile. The tiled version is plain Python looping over tiles, one library call

@@ -1,4 +1,4 @@
-"""Cached vs uncached greedy decoding, measured side by side in one run (issue 7, W28).
+"""Cached vs uncached greedy decoding, measured side by side in one run (issue 7, decode-speed example).
 
 A 6-layer, 256-wide GPT (8 heads, RoPE so the context is not capped by learned positions) reads a
 512-token prompt and generates 256 tokens twice, step by step: once with a KV cache (one token

@@ -298,7 +298,7 @@ def generate(step_fn: Callable[[list[int]], torch.Tensor], prompt_ids: Sequence[
 
 
 # -----------------------------------------------------------------------------
-# toy tables for the notes' hand examples (W8, W22)
+# toy tables for the notes' hand examples (greedy-decoding example, greedy-vs-best example)
 
 TOY_VOCAB = ("<BOS>", "I", "love", "robot", "s", "<EOS>")  # the notes' 6-token toy vocabulary
 
@@ -315,7 +315,7 @@ TOY_GREEDY_TABLE: dict[tuple[str, ...], tuple[float, ...]] = {
     ("<BOS>", "I", "love", "robot", "s"):  (0.00, 0.05, 0.05, 0.05, 0.05, 0.80),
 }
 
-# A second made-up table (W22) where greedy is not the most probable sequence: "I" wins the
+# A second made-up table (greedy-vs-best example) where greedy is not the most probable sequence: "I" wins the
 # first step (0.5 vs 0.4), but after "I" the mass is spread out (best 0.4), while after
 # "robot" it is concentrated (0.9). Greedy "I love" has joint 0.5*0.4 = 0.20; "robot s" has
 # 0.4*0.9 = 0.36. Prefixes not in the table end the sequence.
@@ -339,7 +339,7 @@ class GreedyStep:
 def greedy_trace(prob_table: Mapping[tuple[str, ...], Sequence[float]],
                  start: Sequence[str] = ("<BOS>",), vocab: Sequence[str] = TOY_VOCAB,
                  eos: str = "<EOS>", max_steps: int = 50) -> list[GreedyStep]:
-    """Greedy decoding on a fixed table: one record per generated token (W8).
+    """Greedy decoding on a fixed table: one record per generated token (greedy-decoding example).
 
     Stops after `eos`, when the prefix is missing from the table, or after max_steps.
 
@@ -386,7 +386,7 @@ def best_sequence(prob_fn: Callable[[tuple], Sequence[float] | None], start: Seq
                   depth: int = 2, vocab: Sequence = TOY_VOCAB, eos="<EOS>",
                   beam_width: int | None = None, branch: int | None = None,
                   min_prob: float = 0.0) -> SearchResult:
-    """Search continuations of `start` up to `depth` tokens and compare with greedy (W22).
+    """Search continuations of `start` up to `depth` tokens and compare with greedy (greedy-vs-best example).
 
     Exhaustive by default; `beam_width` keeps only the most probable open paths per level and
     `branch` expands only each node's most probable children (for a live model's large

@@ -424,7 +424,7 @@ CORPORA = {
 
 
 def corpus_text(name: str) -> str:
-    """The text of a bundled corpus (see CORPORA); the capital corpora are generated (W9).
+    """The text of a bundled corpus (see CORPORA); the capital corpora are generated (capital-corpus example).
 
     >>> corpus_text("toy").splitlines()[0]
     '<BOS> I love robot s <EOS>'

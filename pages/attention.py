@@ -1,6 +1,6 @@
 """Chapter 4 · Attention: QKᵀ → ÷√d_k → + mask → softmax → ×V on the live model, step by step,
-for a chosen layer and head; all heads of a layer; the notes' weighted sum (W17), the √d_k
-experiment (W18) and the causal mask (W6)."""
+for a chosen layer and head; all heads of a layer; the notes' weighted sum (weighted-sum example), the √d_k
+experiment (√d_k-scaling example) and the causal mask (causal-mask example)."""
 from __future__ import annotations
 
 import streamlit as st

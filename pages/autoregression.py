@@ -1,5 +1,5 @@
-"""Chapter 3 · Autoregression: the chain rule (W4) on the toy sequence and on the live model,
-teacher forcing (W5), why training is parallel and generation is not, and the causal mask (W6)."""
+"""Chapter 3 · Autoregression: the chain rule (chain-rule example) on the toy sequence and on the live model,
+teacher forcing (teacher-forcing example), why training is parallel and generation is not, and the causal mask (causal-mask example)."""
 from __future__ import annotations
 
 import streamlit as st

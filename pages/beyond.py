@@ -1,5 +1,5 @@
-"""Chapter: beyond next-token prediction. Why it learns structure (W9, trained live), robot actions
-as tokens (W10, trained live), and where knowledge lives: weights, context, retrieval."""
+"""Chapter: beyond next-token prediction. Why it learns structure (capital-corpus example, trained live), robot actions
+as tokens (robot-actions example, trained live), and where knowledge lives: weights, context, retrieval."""
 from __future__ import annotations
 
 import numpy as np
@@ -49,7 +49,7 @@ def _result(snap):
     return snap.result if done else None
 
 
-# ---------------------------------------------------------------- W9: structure ----
+# ---------------------------------------------------------------- capital-corpus example: structure ----
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _prepared(lang_code: str):
     from lmviz.chapters.structure import StructureConfig, prepare
@@ -136,7 +136,7 @@ def sec_structure():
     session.poll(lambda: _structure_job(corpus_lang, steps).snapshot() if started else None, body)
 
 
-# ---------------------------------------------------------------- W10: robot ----
+# ---------------------------------------------------------------- robot-actions example: robot ----
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _untrained_policy(n_bins: int):
     from lmviz.chapters.robot import RobotConfig, new_policy

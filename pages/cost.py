@@ -1,6 +1,6 @@
-"""Chapter 10 · Cost: attention's O(n^2) measured on this machine (W23), FlashAttention's tiles
-stepped through on the live model's own q, k, v and proven exact (W24), FLOPs per component of
-the live model, and the budget calculators: 6ND, Chinchilla, training memory (W30)."""
+"""Chapter 10 · Cost: attention's O(n^2) measured on this machine (n² attention-cost example), FlashAttention's tiles
+stepped through on the live model's own q, k, v and proven exact (FlashAttention example), FLOPs per component of
+the live model, and the budget calculators: 6ND, Chinchilla, training memory (compute-budget example)."""
 from __future__ import annotations
 
 import math

@@ -1,5 +1,5 @@
-"""Chapter 2 · Embeddings and positions: the notes' toy table (W1), robot + P3 (W2), two orders
-without positions (W3), the live model's table [V, d] (W12) and its position signal: learned,
+"""Chapter 2 · Embeddings and positions: the notes' toy table (toy embedding table), robot + P3 (position-vector example), two orders
+without positions (word-order example), the live model's table [V, d] (embedding-table example) and its position signal: learned,
 sinusoidal and RoPE."""
 from __future__ import annotations
 

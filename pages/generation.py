@@ -1,6 +1,6 @@
-"""Chapter 8 · Generation: temperature (W13, W20), top-k / top-p (W21), greedy stepping on the
-toy table (W8), step-by-step sampling from the live model with a seed, and why greedy is not
-the most probable sequence (W22).
+"""Chapter 8 · Generation: temperature (softmax example, temperature example), top-k / top-p (top-k/top-p example), greedy stepping on the
+toy table (greedy-decoding example), step-by-step sampling from the live model with a seed, and why greedy is not
+the most probable sequence (greedy-vs-best example).
 
 Every interactive section is an ``st.fragment``: a slider reruns only its own section. The live
 section keeps the current step's logits in session state, so moving τ, k or p only re-applies
@@ -18,10 +18,10 @@ from ui.i18n import lang, t
 from viz.generation import (candidates_figure, filter_figure, greedy_steps_figure, prob_bars,
                             temperature_curves_figure, tree_figure)
 
-LOGITS = (2.0, 1.0, -1.0)           # the notes' three candidates (W13, W20)
-LOGIT_LABELS = ("A", "B", "C")      # the notes call them A, B, C (W14: "the answer is B")
+LOGITS = (2.0, 1.0, -1.0)           # the notes' three candidates (softmax example, temperature example)
+LOGIT_LABELS = ("A", "B", "C")      # the notes call them A, B, C (cross-entropy example: "the answer is B")
 TABLE_TAUS = (0.5, 1.0, 2.0)        # the three temperatures of the notes' table
-PROBS = (0.50, 0.30, 0.15, 0.05)    # the notes' top-k / top-p distribution (W21)
+PROBS = (0.50, 0.30, 0.15, 0.05)    # the notes' top-k / top-p distribution (top-k/top-p example)
 PROB_LABELS = ("A", "B", "C", "D")
 MAX_PROMPT = 400                    # characters in the live prompt box
 MAX_NEW = 300                       # tokens the live stepper generates at most
@@ -42,7 +42,7 @@ def _fmt_setting(tau: float, k: int, p: float) -> str:
             + f" · k={k if k else t('gen.off')} · p={p:g}" + (f" ({t('gen.off')})" if p >= 1 else ""))
 
 
-# ---------------------------------------------------------------- W13 / W20 temperature ----
+# ---------------------------------------------------------------- softmax example / temperature example temperature ----
 @st.cache_data(show_spinner=False)
 def _curves():
     from lmviz.sampling import temperature_curves
@@ -93,7 +93,7 @@ def sec_temperature() -> None:
     st.markdown(t("gen.temp_limits"))
 
 
-# ---------------------------------------------------------------- W21 top-k / top-p --------
+# ---------------------------------------------------------------- top-k/top-p example top-k / top-p --------
 @st.fragment
 def sec_filters() -> None:
     from lmviz.sampling import distributions
@@ -129,7 +129,7 @@ def sec_filters() -> None:
     st.markdown(t("gen.filter_why"))
 
 
-# ---------------------------------------------------------------- W8 greedy stepping -------
+# ---------------------------------------------------------------- greedy-decoding example greedy stepping -------
 def sec_greedy() -> None:
     st.markdown(t("gen.greedy_intro"))
     st.caption(t("common.filled_gap") + " " + t("gen.greedy_made_up"))
@@ -366,7 +366,7 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
         st.caption(t("gen.spread_note"))
 
 
-# ---------------------------------------------------------------- W22 greedy vs best -------
+# ---------------------------------------------------------------- greedy-vs-best example greedy vs best -------
 @st.cache_data(show_spinner=False)
 def _toy_search():
     from lmviz.sampling import TOY_BRANCHING_TABLE, best_sequence, table_prob_fn

@@ -1,5 +1,5 @@
-"""Chapter 9: the KV cache. Prefill and decode on real tensors (W25, W26), why reuse is valid
-and what an edit invalidates, how big a cache gets (W27) and how fast decoding is with it (W28)."""
+"""Chapter 9: the KV cache. Prefill and decode on real tensors (KV-cache walk-through, cached-equals-uncached example), why reuse is valid
+and what an edit invalidates, how big a cache gets (KV-cache-size example) and how fast decoding is with it (decode-speed example)."""
 from __future__ import annotations
 
 
@@ -12,7 +12,7 @@ from ui.i18n import t
 
 render.page_header("kv.title", "kv.intro")
 
-TOY_NEW = 3          # W25: 学习, 数学, then <结束>
+TOY_NEW = 3          # KV-cache walk-through: 学习, 数学, then <结束>
 LIVE_MAX_PROMPT = 48  # characters of the live prompt
 
 

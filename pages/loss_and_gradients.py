@@ -1,6 +1,6 @@
-"""Chapter 6 · Logits, loss and gradients: softmax and cross-entropy on [2, 1, -1] (W13, W14),
-perplexity of the live model (W15), the one-parameter model stepped by hand and by autograd (W16),
-one SGD step on an embedding entry (W7), and mini-batch gradient noise measured on the live model."""
+"""Chapter 6 · Logits, loss and gradients: softmax and cross-entropy on [2, 1, -1] (softmax example, cross-entropy example),
+perplexity of the live model (perplexity example), the one-parameter model stepped by hand and by autograd (one-parameter-model example),
+one SGD step on an embedding entry (one-SGD-step example), and mini-batch gradient noise measured on the live model."""
 from __future__ import annotations
 
 import streamlit as st

@@ -1,5 +1,5 @@
 """Chapter 1 · Tokens and BPE: learn merges on a corpus step by step, encode new text, and
-measure the vocabulary-size trade-off (W11, W12)."""
+measure the vocabulary-size trade-off (BPE 'low lower' example, embedding-table example)."""
 from __future__ import annotations
 
 import re

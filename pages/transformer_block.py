@@ -1,6 +1,6 @@
 """Chapter 5 · The Transformer block: the residual stream's shapes ([n, d] through the blocks,
-[n, |V|] at the head), LayerNorm vs RMSNorm on one vector (W19), and contextual vectors: the same
-token in two sentences, cosine per layer on the live model (W29)."""
+[n, |V|] at the head), LayerNorm vs RMSNorm on one vector (LayerNorm/RMSNorm example), and contextual vectors: the same
+token in two sentences, cosine per layer on the live model (contextual-vector example)."""
 from __future__ import annotations
 
 import streamlit as st

@@ -1,4 +1,4 @@
-"""The KV-cache chapter's computations: W25 walk-through, W26 equality, W27 bytes, W28 saving,
+"""The KV-cache chapter's computations: KV-cache walk-through walk-through, cached-equals-uncached example equality, KV-cache-size example bytes, decode-speed example saving,
 the edit (invalidation) rule and the timing record."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pins the worked examples W4-W7 and W13-W16 (lmviz/chapters/autoregression.py, loss.py) and checks the live-model
+"""Pins the worked examples the chain-rule example to the one-SGD-step example and the softmax example to the one-parameter-model example (lmviz/chapters/autoregression.py, loss.py) and checks the live-model
 lessons on a small random GPT (fast, CPU)."""
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def small():
     return GPT(cfg).eval(), tok
 
 
-# W4 -------------------------------------------------------------------------------------
+# chain-rule example -------------------------------------------------------------------------------------
 def test_w4_toy_sequence_is_five_conditional_factors():
     r = autoregression.toy_chain_rule()
     assert len(r.factors) == 5
@@ -62,7 +62,7 @@ def test_live_chain_rule_drops_unknown_and_cuts_to_block(small):
         autoregression.sequence_log_probs(model, tok, "Q")
 
 
-# W5 -------------------------------------------------------------------------------------
+# teacher-forcing example -------------------------------------------------------------------------------------
 def test_w5_teacher_forcing_pairs():
     en, zh = autoregression.toy_teacher_forcing("en"), autoregression.toy_teacher_forcing("zh")
     assert en.inputs == ["<BOS>", "I", "love", "robot", "s"]
@@ -72,7 +72,7 @@ def test_w5_teacher_forcing_pairs():
     assert len(zh.pairs) == 4 and zh.pairs[-1].target == "<结束>"
 
 
-# W6 -------------------------------------------------------------------------------------
+# causal-mask example -------------------------------------------------------------------------------------
 def test_w6_causal_mask_gives_lower_triangular_weights():
     d = autoregression.causal_mask_demo(autoregression.toy_scores(5))
     w = d.weights
@@ -91,13 +91,13 @@ def test_w6_one_masked_pass_equals_prefix_passes(small):
     assert c.last_diff > 0          # ... but it does change the last position
 
 
-# W7 -------------------------------------------------------------------------------------
+# one-SGD-step example -------------------------------------------------------------------------------------
 def test_w7_sgd_on_one_embedding_entry():
     s = loss_chapter.sgd_step(0.80, 0.30, 0.10)
     assert s.new == pytest.approx(0.77) and s.new_torch == pytest.approx(0.77)
 
 
-# W13 / W14 -------------------------------------------------------------------------------
+# softmax example / cross-entropy example -------------------------------------------------------------------------------
 def test_w13_w14_softmax_and_cross_entropy():
     ce = loss_chapter.cross_entropy([2, 1, -1], target=1)
     assert [round(p, 3) for p in ce.probs] == [0.705, 0.259, 0.035]
@@ -108,7 +108,7 @@ def test_w13_w14_softmax_and_cross_entropy():
         loss_chapter.cross_entropy([1, 2], 5)
 
 
-# W15 ------------------------------------------------------------------------------------
+# perplexity example ------------------------------------------------------------------------------------
 def test_w15_perplexity_is_exp_mean_loss(small):
     model, tok = small
     r = loss_chapter.perplexity(model, tok, TEXT)
@@ -135,7 +135,7 @@ def test_w15_uniform_model_has_perplexity_vocab_size(small):
     assert r.ppl == pytest.approx(tok.vocab_size, rel=1e-5)
 
 
-# W16 ------------------------------------------------------------------------------------
+# one-parameter-model example ------------------------------------------------------------------------------------
 def test_w16_one_parameter_model_by_hand_and_by_autograd():
     for s in (loss_chapter.one_param_step(1.0, 2.0, 6.0, 0.1), loss_chapter.one_param_autograd(1.0, 2.0, 6.0, 0.1)):
         assert s.y_hat == pytest.approx(2.0) and s.loss == pytest.approx(8.0)

@@ -1,4 +1,4 @@
-"""The /kv-cache page in AppTest, both languages: step the W25 walk-through, move the W27
+"""The /kv-cache page in AppTest, both languages: step the KV-cache walk-through walk-through, move the KV-cache-size example
 calculator, edit a token, and run the live stepper and the speed measurement on a session model."""
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_walkthrough_steps_add_one_row_per_layer(lang):
 def test_calculator_w27_gqa_and_the_edit_rule(lang):
     at = open_page(PAGE, lang)
     values = [m.value for m in at.metric]
-    assert "2,147,483,648" in values                    # W27: 2 GiB
+    assert "2,147,483,648" in values                    # KV-cache-size example: 2 GiB
     assert "2.000" in values
     at.slider(key="kv_hkv").set_value(32).run()          # MHA: 4x the GQA cache
     assert "8,589,934,592" in [m.value for m in at.metric]

@@ -1,5 +1,5 @@
 """AppTest of /loss-and-gradients in both languages: the logits sliders drive softmax and
-cross-entropy (W13/W14), W16 by hand equals autograd, perplexity is exp(mean loss) (W15), and the
+cross-entropy (softmax example/cross-entropy example), one-parameter-model example by hand equals autograd, perplexity is exp(mean loss) (perplexity example), and the
 background mini-batch measurement ends with noise that shrinks as the batch grows."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""W10: action binning, the token layout of one step, and a policy trained by next-token loss."""
+"""robot-actions example: action binning, the token layout of one step, and a policy trained by next-token loss."""
 from __future__ import annotations
 
 import numpy as np

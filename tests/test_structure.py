@@ -1,4 +1,4 @@
-"""W9 trained for real: the capital corpus, a bigram model and a small transformer."""
+"""capital-corpus example trained for real: the capital corpus, a bigram model and a small transformer."""
 from __future__ import annotations
 
 import math

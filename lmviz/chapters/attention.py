@@ -17,7 +17,7 @@ from lmviz.chapters.embedding import toy_embedding  # noqa: F401  (the doctests 
 from lmviz.model import causal_mask
 
 # -----------------------------------------------------------------------------
-# W6: the causal mask on the toy sentence
+# causal-mask example: the causal mask on the toy sentence
 
 @dataclass(frozen=True)
 class CausalDemo:
@@ -40,7 +40,7 @@ def causal_demo(X: torch.Tensor) -> CausalDemo:
 
 
 # -----------------------------------------------------------------------------
-# W17: the weighted sum of values
+# weighted-sum example: the weighted sum of values
 
 @dataclass(frozen=True)
 class WeightedSum:
@@ -51,7 +51,7 @@ class WeightedSum:
 
 
 def weighted_sum_terms(weights, values) -> WeightedSum:
-    """Attention's last step with each term kept (W17).
+    """Attention's last step with each term kept (weighted-sum example).
 
     >>> weighted_sum_terms([0.2, 0.3, 0.5], [[1, 0], [0, 2], [2, 2]]).output.tolist()
     [1.2, 1.6]
@@ -64,7 +64,7 @@ def weighted_sum_terms(weights, values) -> WeightedSum:
 
 
 # -----------------------------------------------------------------------------
-# W18 for one query: softmax of raw vs scaled scores
+# √d_k-scaling example for one query: softmax of raw vs scaled scores
 
 @dataclass(frozen=True)
 class SoftmaxPair:

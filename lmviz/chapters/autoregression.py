@@ -23,13 +23,13 @@ from lmviz.model import causal_mask
 from lmviz.sampling import TOY_GREEDY_TABLE
 from lmviz.tokenizer import TOY_EN, toy_tokenizer
 
-# the two toy sentences of the notes (W5), as text the toy tokenizers split
+# the two toy sentences of the notes (teacher-forcing example), as text the toy tokenizers split
 TOY_SENTENCE = {"en": "<BOS> I love robot s <EOS>", "zh": "<开始> 我 喜欢 学习 <结束>"}
 
 
 
 # -----------------------------------------------------------------------------
-# W4: the chain rule on the toy sequence
+# chain-rule example: the chain rule on the toy sequence
 
 @dataclass(frozen=True)
 class Factor:
@@ -73,12 +73,12 @@ def chain_rule(tokens: Sequence[str], table=TOY_GREEDY_TABLE, vocab: Sequence[st
 
 
 def toy_chain_rule() -> ChainRule:
-    """W4: the toy sequence <BOS> I love robot s <EOS> as five conditional probabilities."""
+    """chain-rule example: the toy sequence <BOS> I love robot s <EOS> as five conditional probabilities."""
     return chain_rule(TOY_SENTENCE["en"].split())
 
 
 # -----------------------------------------------------------------------------
-# W4 on a real model: P(x_t | x_<t) at every position of a text
+# chain-rule example on a real model: P(x_t | x_<t) at every position of a text
 
 @dataclass(frozen=True)
 class SequenceLogProbs:
@@ -120,7 +120,7 @@ def sequence_log_probs(model, tokenizer, text: str) -> SequenceLogProbs:
 
 
 # -----------------------------------------------------------------------------
-# W5: teacher forcing
+# teacher-forcing example: teacher forcing
 
 @dataclass(frozen=True)
 class TrainingPair:
@@ -151,14 +151,14 @@ def teacher_forcing(tokens: Sequence[str]) -> TeacherForcing:
 
 
 def toy_teacher_forcing(lang: str = "en") -> TeacherForcing:
-    """W5 on the notes' sentences: 5 pairs in English, 4 in Chinese (tokens via the toy vocab)."""
+    """teacher-forcing example on the notes' sentences: 5 pairs in English, 4 in Chinese (tokens via the toy vocab)."""
     tok = toy_tokenizer(lang)
     ids = tok.encode(TOY_SENTENCE[lang])
     return teacher_forcing([tok.token(i) for i in ids])
 
 
 # -----------------------------------------------------------------------------
-# W6: the causal mask
+# causal-mask example: the causal mask
 
 @dataclass(frozen=True)
 class MaskDemo:
@@ -174,7 +174,7 @@ def toy_scores(T: int = 5, seed: int = 0) -> torch.Tensor:
 
 
 def causal_mask_demo(scores: torch.Tensor) -> MaskDemo:
-    """W6: mask the future of a score matrix and softmax each row.
+    """causal-mask example: mask the future of a score matrix and softmax each row.
 
     >>> d = causal_mask_demo(torch.zeros(3, 3))
     >>> d.weights.tolist()[1]  # row 1 sees keys 0 and 1 only, equally

@@ -14,7 +14,7 @@ import torch
 from lmviz.model import NORM_EPS
 
 # -----------------------------------------------------------------------------
-# W19: LayerNorm and RMSNorm on one vector, step by step
+# LayerNorm/RMSNorm example: LayerNorm and RMSNorm on one vector, step by step
 
 @dataclass(frozen=True)
 class NormSteps:
@@ -53,7 +53,7 @@ def norm_steps(h, gamma=None, beta=None, eps: float = NORM_EPS) -> NormSteps:
 
 
 # -----------------------------------------------------------------------------
-# W29: the same token in two sentences, layer by layer
+# contextual-vector example: the same token in two sentences, layer by layer
 
 @dataclass(frozen=True)
 class ContextCosine:

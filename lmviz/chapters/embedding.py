@@ -18,7 +18,7 @@ import torch
 from lmviz.tokenizer import TOY_EN
 
 # -----------------------------------------------------------------------------
-# W1-W3: the toy embedding table of the notes (000 §2)
+# the toy embedding table to the word-order example: the toy embedding table of the notes (000 §2)
 
 # Rows 0-4 are the notes' numbers. The notes lost the sixth token and its row; <EOS> fits
 # §3-4 (the sequence ends with it), and its row is filled in by lmviz (FILLED_ROWS says so).
@@ -63,7 +63,7 @@ def lookup(E: torch.Tensor, ids) -> torch.Tensor:
 
 
 def add_position(token_vec, pos_vec) -> torch.Tensor:
-    """Additive positions: the input vector is token row + position vector (W2), rounded to 1e-12.
+    """Additive positions: the input vector is token row + position vector (position-vector example), rounded to 1e-12.
 
     >>> add_position(toy_embedding().E[3], TOY_P3).tolist()  # robot at position 3
     [0.85, 0.0, -0.2]
@@ -89,7 +89,7 @@ def _rows_key(rows: torch.Tensor) -> list[tuple[float, ...]]:
 
 
 def order_check(E: torch.Tensor, ids_a, ids_b, P: torch.Tensor) -> OrderCheck:
-    """W3: without positions two orderings of the same tokens give the same rows, reordered;
+    """word-order example: without positions two orderings of the same tokens give the same rows, reordered;
     adding position vectors P [n, d] tells them apart.
 
     >>> e = toy_embedding().E; P = torch.tensor([[0.0, 0, 0], [0.05, -0.1, 0.2]], dtype=torch.float64)

@@ -1,16 +1,16 @@
-"""The KV-cache chapter's computations: the W25 walk-through, the edit rule, sizes and speed.
+"""The KV-cache chapter's computations: the KV-cache walk-through walk-through, the edit rule, sizes and speed.
 
 - ``toy_model()``        a tiny word-level GPT over the notes' vocabulary, trained in about a
                          second with a fixed seed, so that after ``<开始> 我 喜欢`` it really
-                         predicts 学习 and then 数学 (W25).
+                         predicts 学习 and then 数学 (KV-cache walk-through).
 - ``walkthrough()``      prefill + decode with ``KVCache(record=True)``: one ``WalkStep`` per
                          model call (the cache rows it added, the new q, its attention), and the
-                         uncached logits beside them (W26).
+                         uncached logits beside them (cached-equals-uncached example).
 - ``edit_effect()``      edit one early token and measure how every layer's K changes per row:
                          rows before the edit are untouched, rows from it on must be recomputed.
 - ``MODEL_SHAPES``, ``attention_variants()``   the memory calculator's presets and the
-                         MHA/GQA/MQA saving (W27, W28).
-- ``measure_decode()``   per-step decode time with and without the cache, measured (W28).
+                         MHA/GQA/MQA saving (KV-cache-size example, decode-speed example).
+- ``measure_decode()``   per-step decode time with and without the cache, measured (decode-speed example).
 
 Everything here is torch only and returns records; the page draws them.
 """
@@ -29,9 +29,9 @@ from lmviz.sampling import greedy, next_logits
 from lmviz.tokenizer import TOY_ZH, WordTokenizer
 
 # -----------------------------------------------------------------------------
-# the toy model of W25
+# the toy model of KV-cache walk-through
 
-# the notes' six words first (so their ids match W1/W5), then two more subjects for variety
+# the notes' six words first (so their ids match toy embedding table/teacher-forcing example), then two more subjects for variety
 TOY_WORDS = TOY_ZH + ["你", "他"]
 # training sentences with how often each appears: after "<开始> 我 喜欢" the most frequent next
 # word is 学习 (4 of 5), and after "... 学习" it is 数学 (3 of 4): the notes' continuation
@@ -73,7 +73,7 @@ def toy_tokenizer() -> WordTokenizer:
 
 
 def train_toy(cfg: ToyTrainConfig = ToyTrainConfig()) -> ToyModel:
-    """Train the W25 toy model on TOY_SENTENCES (next-word cross-entropy, padding ignored)."""
+    """Train the KV-cache walk-through toy model on TOY_SENTENCES (next-word cross-entropy, padding ignored)."""
     tok = toy_tokenizer()
     rows = [tok.encode(s) for s, n in TOY_SENTENCES for _ in range(n)]
     T = max(len(r) for r in rows)
@@ -115,7 +115,7 @@ class WalkStep:
     inputs: list[int]          # token ids fed in (the whole prompt at prefill, one id after)
     predicted: int             # the greedy next token read from the last position's logits
     probs: torch.Tensor        # [V] softmax of those logits
-    uncached_max_diff: float   # max |cached - uncached logits| at this step (W26: ~1e-6)
+    uncached_max_diff: float   # max |cached - uncached logits| at this step (cached-equals-uncached example: ~1e-6)
 
     @property
     def is_prefill(self) -> bool:
@@ -231,7 +231,7 @@ def edit_effect(model: GPT, ids: list[int], pos: int, new_id: int) -> EditEffect
 
 
 # -----------------------------------------------------------------------------
-# sizes (W27) and the GQA/MQA saving (W28)
+# sizes (KV-cache-size example) and the GQA/MQA saving (decode-speed example)
 
 @dataclass(frozen=True)
 class ModelShape:
@@ -243,7 +243,7 @@ class ModelShape:
     dtype: str         # storage format of the cache
 
 
-# published shapes (config.json of each release); "W27" is the lecture notes' example
+# published shapes (config.json of each release); "KV-cache-size example" is the lecture notes' example
 MODEL_SHAPES: dict[str, ModelShape] = {
     "W27": ModelShape(32, 32, 8, 128, 16384, "FP16"),
     "Llama-2-7B": ModelShape(32, 32, 32, 128, 4096, "FP16"),
@@ -265,7 +265,7 @@ def attention_variants(batch: int, n_layer: int, n_tokens: int, n_head: int, n_k
                        head_dim: int, bytes_per_element: float) -> list[Variant]:
     """Cache size with one KV head per query head (MHA), the given n_kv_head (GQA) and 1 (MQA).
 
-    W28 on the notes' shape: 32 query heads sharing 8 KV heads cache 4x less than MHA.
+    decode-speed example on the notes' shape: 32 query heads sharing 8 KV heads cache 4x less than MHA.
     >>> [(v.name, v.saving) for v in attention_variants(1, 32, 16384, 32, 8, 128, 2)]
     [('MHA', 1.0), ('GQA', 4.0), ('MQA', 32.0)]
     """
@@ -278,7 +278,7 @@ def attention_variants(batch: int, n_layer: int, n_tokens: int, n_head: int, n_k
 
 
 # -----------------------------------------------------------------------------
-# measured speed (W28)
+# measured speed (decode-speed example)
 
 @dataclass
 class DecodeTiming:

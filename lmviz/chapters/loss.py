@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from lmviz.sampling import softmax_t
 
 # -----------------------------------------------------------------------------
-# W7: one SGD step on one embedding entry
+# one-SGD-step example: one SGD step on one embedding entry
 
 @dataclass(frozen=True)
 class SGDStep:
@@ -34,7 +34,7 @@ class SGDStep:
 
 
 def sgd_step(param: float = 0.80, grad: float = 0.30, lr: float = 0.10) -> SGDStep:
-    """W7: theta <- theta - eta * gradient, by hand and by torch.optim.SGD.
+    """one-SGD-step example: theta <- theta - eta * gradient, by hand and by torch.optim.SGD.
 
     >>> s = sgd_step()
     >>> round(s.new, 2), round(s.new_torch, 2)
@@ -47,7 +47,7 @@ def sgd_step(param: float = 0.80, grad: float = 0.30, lr: float = 0.10) -> SGDSt
 
 
 # -----------------------------------------------------------------------------
-# W13/W14: softmax and cross-entropy
+# softmax example/cross-entropy example: softmax and cross-entropy
 
 @dataclass(frozen=True)
 class CrossEntropy:
@@ -60,7 +60,7 @@ class CrossEntropy:
 
 
 def cross_entropy(logits: Sequence[float], target: int) -> CrossEntropy:
-    """W13/W14: softmax of the logits, the loss of the right answer and its gradient.
+    """softmax example/cross-entropy example: softmax of the logits, the loss of the right answer and its gradient.
 
     >>> ce = cross_entropy([2.0, 1.0, -1.0], 1)
     >>> [round(p, 3) for p in ce.probs], round(ce.loss, 2)
@@ -81,7 +81,7 @@ def cross_entropy(logits: Sequence[float], target: int) -> CrossEntropy:
 
 
 # -----------------------------------------------------------------------------
-# W15: perplexity
+# perplexity example: perplexity
 
 @dataclass(frozen=True)
 class Perplexity:
@@ -111,7 +111,7 @@ def perplexity_from_losses(losses: Sequence[float]) -> float:
 
 @torch.no_grad()
 def perplexity(model, tokenizer, text: str, max_tokens: int = 4096) -> Perplexity:
-    """W15: the model's perplexity on ``text`` (natural log, averaged per token).
+    """perplexity example: the model's perplexity on ``text`` (natural log, averaged per token).
 
     The text is scored in windows of block_size + 1 tokens that overlap by one, so every token
     but the first is predicted once; the context restarts at each window (a page caveat).
@@ -139,7 +139,7 @@ def perplexity(model, tokenizer, text: str, max_tokens: int = 4096) -> Perplexit
 
 
 # -----------------------------------------------------------------------------
-# W16: the one-parameter model y_hat = w x
+# one-parameter-model example: the one-parameter model y_hat = w x
 
 @dataclass(frozen=True)
 class OneParamStep:
@@ -157,7 +157,7 @@ def _one_param_loss(w: float, x: float, y: float) -> float:
 
 
 def one_param_step(w: float = 1.0, x: float = 2.0, y: float = 6.0, lr: float = 0.1) -> OneParamStep:
-    """W16 by hand: L = (w x - y)^2 / 2, dL/dw = (w x - y) x, w <- w - lr dL/dw.
+    """one-parameter-model example by hand: L = (w x - y)^2 / 2, dL/dw = (w x - y) x, w <- w - lr dL/dw.
 
     >>> s = one_param_step()
     >>> s.loss, s.grad, round(s.w_new, 6), round(s.y_hat_new, 6), round(s.loss_new, 6)
@@ -170,7 +170,7 @@ def one_param_step(w: float = 1.0, x: float = 2.0, y: float = 6.0, lr: float = 0
 
 
 def one_param_autograd(w: float = 1.0, x: float = 2.0, y: float = 6.0, lr: float = 0.1) -> OneParamStep:
-    """W16 by torch.autograd: the same record, with the derivative computed by backward().
+    """one-parameter-model example by torch.autograd: the same record, with the derivative computed by backward().
 
     >>> one_param_autograd().grad
     -8.0

@@ -1,4 +1,4 @@
-"""W10: robot actions as tokens. A 2-D point robot, an RT-style action tokenizer, and a small
+"""robot-actions example: robot actions as tokens. A 2-D point robot, an RT-style action tokenizer, and a small
 transformer that predicts the action tokens one after the other, like words.
 
 One control step is a five-token sequence:
