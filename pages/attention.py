@@ -46,9 +46,7 @@ def live_input():
     text = urlstate.text(t("att.sentence"), DEFAULT_TEXT[lang()], param="s", key="att_text",
                          max_chars=MAX_CHARS)
     enc = encode_for_model(b.tokenizer, text, b.model.cfg.block_size)
-    if enc.unknown:
-        shown = " ".join(enc.unknown[:12])
-        st.warning(t("att.unknown", chars=shown, n=len(enc.unknown)))
+    render.unknown_chars(enc.unknown)
     if enc.truncated:
         st.info(t("att.truncated", n=b.model.cfg.block_size))
     if not enc.ids:
@@ -59,7 +57,7 @@ def live_input():
 
 # ---------------------------------------------------------------- sections ----------------
 def sec_live():
-    st.markdown(t("att.live_intro"))
+    render.md(t("att.live_intro"))
     got = live_input()
     if got is None:
         return
@@ -87,7 +85,7 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
     mat = {"scores": L.scores, "scaled": L.scaled, "masked": L.masked, "weights": L.weights,
            "out": L.head_out}[stage][h]
     T = len(ids)
-    st.markdown(t(f"att.explain.{stage}", dh=dh, sq=f"{dh ** 0.5:.2f}", T=T))
+    render.md(t(f"att.explain.{stage}", dh=dh, sq=f"{dh ** 0.5:.2f}", T=T))
     left, right = st.columns([3, 2])
     with left:
         is_out = stage == "out"
@@ -109,7 +107,7 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
         top = last.argmax().item()
         st.caption(t("att.last_row", tok=render.escape(tokens[-1]), top=render.escape(tokens[top]),
                      w=f"{float(last[top]):.2f}"))
-    st.markdown("#### " + t("att.heads_title", layer=layer))
+    render.md("#### " + t("att.heads_title", layer=layer))
     fig = heads_figure(L.weights, tokens, [t("att.head_n", h=i + 1) for i in range(n_head)],
                        x_title=t("att.fig.key"), y_title=t("att.fig.query"), highlight=h)
     render.plot(fig, key="att_heads_fig", filename=f"attention-heads-L{layer}")
@@ -170,15 +168,15 @@ def sec_w17():
     out = [round(float(x), 6) for x in ws.output]
     c1, c2 = st.columns([2, 3])
     with c1:
-        st.markdown(t("att.w17_text"))
+        render.md(t("att.w17_text"))
         st.code(f"output = {terms}\n       = {out}", language=None)
-        st.markdown(t("att.w17_after"))
+        render.md(t("att.w17_after"))
     with c2:
         render.plot(_w17_fig(lang()), key="att_w17", filename="attention-weighted-sum")
 
 
 def sec_scale():
-    st.markdown(t("att.scale_text"))
+    render.md(t("att.scale_text"))
     rows = _variance((4, 16, 64, 256, 1024))
     fig_var, fig_sat = _scale_figs(lang())
     c1, c2 = st.columns(2)
@@ -205,7 +203,7 @@ def sec_mask():
     from lmviz.chapters.embedding import toy_embedding
     from lmviz.model import causal_mask
 
-    st.markdown(t("att.mask_text"))
+    render.md(t("att.mask_text"))
     d = causal_demo(toy_embedding().E[:5])
     fig_s, fig_w = _mask_figs(lang())
     c1, c2 = st.columns(2)
@@ -220,7 +218,7 @@ def sec_mask():
 
 
 def sec_softmaxes():
-    st.markdown(t("att.two_softmax"))
+    render.md(t("att.two_softmax"))
 
 
 render.run_sections([

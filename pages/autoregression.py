@@ -89,8 +89,7 @@ def sec_live():
     except ValueError:
         st.warning(t("ar.too_short"))
         return
-    if r.unknown:
-        st.warning(t("ar.unknown", chars=render.escape(" ".join(r.unknown[:20]))))
+    render.unknown_chars(r.unknown, limit=20)
     if r.truncated:
         st.info(t("ar.truncated", n=len(r.tokens)))
     fig = chain_figure(r.tokens[1:], r.probs, contexts=["".join(r.tokens[: i + 1]) for i in range(len(r.probs))],
@@ -112,7 +111,7 @@ def sec_teacher():
     for col, code in zip(cols, ("en", "zh")):
         tf = toy_teacher_forcing(code)
         with col:
-            st.markdown(f"**{t('ar.tf_pairs', n=len(tf.pairs))}**")
+            render.md(f"**{t('ar.tf_pairs', n=len(tf.pairs))}**")
             rows = [{"t": i + 1, t("ar.col.input"): " ".join(p.context), t("ar.col.label"): p.target}
                     for i, p in enumerate(tf.pairs)]
             st.dataframe(rows, hide_index=True, width="stretch")
@@ -125,7 +124,7 @@ def sec_teacher():
         toks = [b.tokenizer.token(i) for i in ids[:12]]
         if len(toks) >= 2:
             tf = teacher_forcing(toks)
-            st.markdown(t("ar.tf_live", n=len(tf.pairs)))
+            render.md(t("ar.tf_live", n=len(tf.pairs)))
             st.dataframe([{"": t("ar.col.input"), **{str(i + 1): repr(v)[1:-1] for i, v in enumerate(tf.inputs)}},
                           {"": t("ar.col.label"), **{str(i + 1): repr(v)[1:-1] for i, v in enumerate(tf.labels)}}],
                          hide_index=True, width="stretch")

@@ -248,12 +248,13 @@ def _next_probs(text: str, source: str, model_id: int) -> tuple[np.ndarray, list
 
 def _shift(prompt: str, context: str, names: tuple[str, str], key: str, title: str) -> None:
     from viz.beyond import shift_figure
+    from viz.tokenization import visible
 
     b = _bundle()
     p0, vocab, _ = _next_probs(prompt, b.source, id(b.model))
     p1, _, n_read = _next_probs(context + prompt, b.source, id(b.model))
     top = sorted(set(np.argsort(-p0)[:6]) | set(np.argsort(-p1)[:6]), key=lambda i: -p1[i])
-    shown = [repr(vocab[i])[1:-1] if vocab[i].isspace() else vocab[i] for i in top]
+    shown = [visible(vocab[i]) for i in top]
     render.plot(shift_figure(shown, p0[top], p1[top], names=names, y_label=t("bey.prob"), title=title),
                 key=key, filename=key)
     kl = float(np.sum(p1 * (np.log(p1 + 1e-12) - np.log(p0 + 1e-12))))
@@ -288,7 +289,7 @@ def sec_knowledge():
         render.plot(scores_figure([docs[i].name for i in order], scores[order], 0, x_label=t("bey.bm25"),
                                   title=t("bey.ret_title")), key="bey_scores", filename="retrieval-scores")
     with right:
-        st.markdown(t("bey.passage", name=render.escape(docs[best].name)))
+        render.md(t("bey.passage", name=render.escape(docs[best].name)))
         st.code(passage, language=None)
         _shift(query, passage + " ", (t("bey.without_ctx"), t("bey.with_ctx")), "bey_shift", t("bey.shift_title"))
     render.md(t("bey.know_caveat"))

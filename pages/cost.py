@@ -17,6 +17,7 @@ from ui import session, render, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import t
 from viz import cost as vc
+from viz.tokenization import visible
 
 DEFAULT_NS = (128, 256, 512, 1024)            # measured once per server, cached (well under 1 s)
 MORE_NS = (128, 256, 512, 1024, 2048, 4096)   # on request, in a background thread
@@ -206,8 +207,7 @@ def sec_flash() -> None:
         labels = None
     else:
         got, unknown = _qkv(prompt, layer, head, session.model_key(b), b.model, b.tokenizer)
-        if unknown:
-            st.warning(t("cost.unknown_chars", chars=render.escape(" ".join(unknown[:20]))))
+        render.unknown_chars(unknown, limit=20)
         if got is None:
             st.warning(t("cost.empty_prompt"))
             return
@@ -252,7 +252,7 @@ def sec_flash() -> None:
             states, bq, bk, row=row,
             state_names=[t(f"cost.state.{s}") for s in ("pending", "done", "current", "skipped", "masked")],
             x_title=t("cost.fig.keys"), y_title=t("cost.fig.queries"), row_text=t("cost.fig.traced"),
-            tick_labels=[lab.replace(" ", "␣") for lab in labels] if labels else None)
+            tick_labels=[visible(lab) for lab in labels] if labels else None)
         render.plot(fig, key="cost_tiles", filename="flash-tiles")
     with g2:
         if updates:
@@ -385,7 +385,7 @@ def sec_budget() -> None:
             render.md(t("cost.live_budget", n=_human(p), d=_human(seen), c=_sci(training_flops(p, seen)),
                         r=f"{seen / p:,.0f}"))
 
-    st.markdown(f"#### {t('cost.chinchilla_h')}")
+    render.md(f"#### {t('cost.chinchilla_h')}")
     logc = urlstate.slider(t("cost.log_c"), 18.0, 26.0, 23.76, 0.01, param="c", key="cost_logc")
     cbud = 10 ** logc
     rule, fit = chinchilla_optimal(cbud), chinchilla_optimal_fit(cbud)
@@ -404,7 +404,7 @@ def sec_budget() -> None:
     render.md(t("cost.chinchilla_read", c=_sci(cbud), n=_human(rule.n_params), d=_human(rule.n_tokens),
                 nf=_human(fit.n_params)))
 
-    st.markdown(f"#### {t('cost.memory_h')}")
+    render.md(f"#### {t('cost.memory_h')}")
     n_mem = st.number_input(t("cost.params_b"), 0.001, 10_000.0, 7.0, key="cost_nmem")
     recipes = list(MEMORY_RECIPES)
     names = [_recipe_label(r) for r in recipes]

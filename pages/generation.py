@@ -17,6 +17,7 @@ from ui import session, render, urlstate
 from ui.i18n import lang, t
 from viz.generation import (candidates_figure, filter_figure, greedy_steps_figure, prob_bars,
                             temperature_curves_figure, tree_figure)
+from viz.tokenization import visible
 
 LOGITS = (2.0, 1.0, -1.0)           # the notes' three candidates (softmax example, temperature example)
 LOGIT_LABELS = ("A", "B", "C")      # the notes call them A, B, C (cross-entropy example: "the answer is B")
@@ -28,13 +29,6 @@ MAX_NEW = 300                       # tokens the live stepper generates at most
 N_SHOW = 12                         # candidates drawn per live step
 N_SPREAD, SPREAD_LEN = 5, 40        # "sample 5 times": continuations and their length
 PLAY_EVERY = 0.5                    # seconds between tokens while playing
-
-def _vis(s: str) -> str:
-    """Whitespace made visible in a token label (␣ for a space)."""
-    from viz.tokenization import visible
-
-    return visible(s)
-
 
 def _fmt_setting(tau: float, k: int, p: float) -> str:
     """Short human label of the sampling settings, e.g. 'τ=0.8 · k=off · p=0.9'."""
@@ -73,7 +67,7 @@ def _temp_figures(tau: float, lang_code: str):
 def sec_temperature() -> None:
     from lmviz.sampling import softmax_t
 
-    st.markdown(t("gen.temp_intro"))
+    render.md(t("gen.temp_intro"))
     tau = urlstate.slider(t("gen.tau"), 0.0, 5.0, 1.0, 0.05, param="tau", key="gen_tau")
     if tau == 0:
         st.info(t("gen.tau_zero"))
@@ -90,7 +84,7 @@ def sec_temperature() -> None:
                      + (f" ({t('gen.greedy_word')})" if tv == 0 else ""),
                      **{f"p({a})": round(v, 3) for a, v in zip(LOGIT_LABELS, q)}})
     st.dataframe(rows, hide_index=True, width="stretch")
-    st.markdown(t("gen.temp_limits"))
+    render.md(t("gen.temp_limits"))
 
 
 # ---------------------------------------------------------------- top-k/top-p example top-k / top-p --------
@@ -98,7 +92,7 @@ def sec_temperature() -> None:
 def sec_filters() -> None:
     from lmviz.sampling import distributions
 
-    st.markdown(t("gen.filter_intro"))
+    render.md(t("gen.filter_intro"))
     c1, c2 = st.columns(2)
     with c1:
         k = urlstate.slider(t("gen.k"), 0, len(PROBS), 0, 1, param="k", key="gen_k",
@@ -124,14 +118,14 @@ def sec_filters() -> None:
     for n in notes:
         st.caption(n)
     mass_k = float(sum(PROBS[i] for i in d.kept_k))
-    st.markdown(t("gen.kept_msg", n=len(kept), kept=", ".join(kept), mass=f"{mass_k:.2f}",
+    render.md(t("gen.kept_msg", n=len(kept), kept=", ".join(kept), mass=f"{mass_k:.2f}",
                   probs=", ".join(f"{PROB_LABELS[i]}={float(d.p_final[i]):.3f}" for i in d.kept)))
-    st.markdown(t("gen.filter_why"))
+    render.md(t("gen.filter_why"))
 
 
 # ---------------------------------------------------------------- greedy-decoding example greedy stepping -------
 def sec_greedy() -> None:
-    st.markdown(t("gen.greedy_intro"))
+    render.md(t("gen.greedy_intro"))
     st.caption(t("common.filled_gap") + " " + t("gen.greedy_made_up"))
     _greedy_stepper()
 
@@ -184,8 +178,7 @@ def _encode_prompt(b, prompt: str) -> list[int] | None:
     if not ids:
         st.error(t("gen.err_all_unknown", chars=html.escape(shown)))
         return None
-    if unknown:
-        st.warning(t("gen.warn_unknown", n=len(unknown), chars=html.escape(shown)))
+    render.unknown_chars(unknown)
     B = b.model.cfg.block_size
     if len(ids) > B:
         st.info(t("gen.warn_long", n=len(ids), b=B))
@@ -233,11 +226,11 @@ def _take_step(b, s: dict, tau: float, k: int, p: float) -> None:
     s["steps"].append({
         "#": len(s["steps"]) + 1,
         "settings": _fmt_setting(tau, k, p),
-        "top3": "  ".join(f"{_vis(b.tokenizer.token(int(i)))} {float(v):.2f}"
+        "top3": "  ".join(f"{visible(b.tokenizer.token(int(i)))} {float(v):.2f}"
                           for v, i in zip(before.values, before.indices)),
         "kept": len(step.dist.kept),
         "u": round(step.u, 3),
-        "pick": _vis(b.tokenizer.token(step.token)),
+        "pick": visible(b.tokenizer.token(step.token)),
         "p": round(step.prob, 3),
     })
     s["ids"].append(step.token)
@@ -272,7 +265,7 @@ def _running_text_html(b, s: dict) -> str:
 
 
 def sec_live() -> None:
-    st.markdown(t("gen.live_intro"))
+    render.md(t("gen.live_intro"))
     b = _bundle()
     if b is None:
         return
@@ -336,7 +329,7 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
     show += [i for i in d.kept if i not in show][: max(0, N_SHOW + 4 - len(show))]
     if nxt not in show:
         show.append(nxt)
-    labels = [f"{_vis(b.tokenizer.token(int(i)))}" for i in show]
+    labels = [f"{visible(b.tokenizer.token(int(i)))}" for i in show]
     # two tokens can look alike once whitespace is made visible: keep labels unique
     labels = [lab if labels.count(lab) == 1 else f"{lab}#{int(i)}" for lab, i in zip(labels, show)]
     series = [(t("gen.fig.raw"), raw[show]), (t("gen.fig.after_tau", tau=f"{tau:g}"), d.p_temp.numpy()[show]),
@@ -344,7 +337,7 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
     render.plot(candidates_figure(labels, series, chosen=show.index(nxt), y_title=t("gen.fig.prob"),
                                   title=t("gen.fig.live_title", n=len(s["steps"]) + 1)),
                 key="gen_live_fig", filename="live-step")
-    st.markdown(t("gen.next_pick", u=f"{u:.3f}", tok=html.escape(_vis(b.tokenizer.token(nxt))),
+    render.md(t("gen.next_pick", u=f"{u:.3f}", tok=html.escape(visible(b.tokenizer.token(nxt))),
                   p=f"{float(d.p_final[nxt]):.3f}", kept=len(d.kept), v=len(raw)))
     if tau == 0:
         st.caption(t("gen.tau_zero_live"))
@@ -358,7 +351,7 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
         s["spread"] = (_fmt_setting(tau, k, p), _spread(b, s, seed, tau, k, p))
     if s.get("spread"):
         setting, outs = s["spread"]
-        st.markdown(t("gen.spread_title", n=len(outs), setting=setting))
+        render.md(t("gen.spread_title", n=len(outs), setting=setting))
         st.html("".join(
             "<div style='font-family:monospace;white-space:pre-wrap;border-left:4px solid #56B4E9;"
             f"padding:2px 8px;margin:4px 0'><b>{i + 1}.</b> {html.escape(o)}</div>"
@@ -396,7 +389,7 @@ def _live_search(b, prompt: str, depth: int, branch: int):
 
 @st.fragment
 def sec_tree() -> None:
-    st.markdown(t("gen.tree_intro"))
+    render.md(t("gen.tree_intro"))
     names = {s: t(f"gen.tree_src.{s}") for s in ("toy", "live")}  # resolved now, not in the lambda
     src = st.radio(t("gen.tree_source"), ("toy", "live"), horizontal=True, key="gen_tree_src",
                    format_func=names.get)
@@ -417,21 +410,21 @@ def sec_tree() -> None:
         depth = c1.radio(t("gen.tree_depth"), (2, 3), index=1, horizontal=True, key="gen_tree_depth")
         branch = c2.radio(t("gen.tree_branch"), (2, 3), index=0, horizontal=True, key="gen_tree_branch")
         res = _live_search(b, prompt, int(depth), int(branch))
-        root, word = "…" + _vis(b.tokenizer.decode(ids[-8:])), b.tokenizer.token
+        root, word = "…" + visible(b.tokenizer.decode(ids[-8:])), b.tokenizer.token
         st.caption(t("gen.tree_live_note", branch=branch))
-    labels = [root if not n.path else _vis(word(n.path[-1])) for n in res.nodes]
+    labels = [root if not n.path else visible(word(n.path[-1])) for n in res.nodes]
     fig = tree_figure(res.nodes, labels, res.greedy, res.best,
                       names=(t("gen.fig.greedy_path"), t("gen.fig.best_path"), t("gen.fig.other_path")),
                       title=t("gen.fig.tree_title"))
     render.plot(fig, key="gen_tree_fig", filename="greedy-vs-best")
-    g = " ".join(_vis(word(x)) for x in res.greedy)
-    bst = " ".join(_vis(word(x)) for x in res.best)
+    g = " ".join(visible(word(x)) for x in res.greedy)
+    bst = " ".join(visible(word(x)) for x in res.best)
     if res.best != res.greedy and res.best_joint > res.greedy_joint:
-        st.markdown(t("gen.tree_result", g=html.escape(g), gj=f"{res.greedy_joint:.3f}",
+        render.md(t("gen.tree_result", g=html.escape(g), gj=f"{res.greedy_joint:.3f}",
                       b=html.escape(bst), bj=f"{res.best_joint:.3f}"))
     else:
-        st.markdown(t("gen.tree_same", g=html.escape(g), gj=f"{res.greedy_joint:.3f}"))
-    st.markdown(t("gen.tree_caveat"))
+        render.md(t("gen.tree_same", g=html.escape(g), gj=f"{res.greedy_joint:.3f}"))
+    render.md(t("gen.tree_caveat"))
 
 
 def main() -> None:

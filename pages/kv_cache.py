@@ -9,6 +9,7 @@ import streamlit as st
 from ui import session, render, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import t
+from viz.tokenization import visible
 
 render.page_header("kv.title", "kv.intro")
 
@@ -72,8 +73,7 @@ def _edit(ids: tuple[int, ...], pos: int, new_id: int) -> tuple[np.ndarray, np.n
 
 def _labels(words: list[str]) -> list[str]:
     """'position token' labels; blanks made visible (a character model has them)."""
-    vis = {" ": "␣", "\n": "⏎", "\t": "⇥"}
-    return [f"{i} {vis.get(w, w)}" for i, w in enumerate(words)]
+    return [f"{i} {visible(w)}" for i, w in enumerate(words)]
 
 
 # ---------------------------------------------------------------- the stepper ----
@@ -88,10 +88,10 @@ def _draw_step(rec: dict, step: int, key: str, layers: list[int] | None = None) 
     pred = rec["vocab"][rec["predicted"][step]]
     p = float(rec["probs"][step][rec["predicted"][step]])
     if step == 0:
-        st.markdown(t("kv.step_prefill", n=end, tokens=render.escape(inputs), rows=f"0–{end - 1}",
+        render.md(t("kv.step_prefill", n=end, tokens=render.escape(inputs), rows=f"0–{end - 1}",
                       pred=render.escape(pred), p=p))
     else:
-        st.markdown(t("kv.step_decode", step=step, token=render.escape(inputs), row=start,
+        render.md(t("kv.step_decode", step=step, token=render.escape(inputs), row=start,
                       pred=render.escape(pred), p=p, n=end))
     T = len(words)
     layers = layers if layers is not None else list(range(rec["K"].shape[0]))
@@ -129,14 +129,14 @@ def _top_next(rec: dict, step: int, k: int = 10):
 
     probs = rec["probs"][step]
     top = np.argsort(-probs)[:k]
-    words = [repr(rec["vocab"][i])[1:-1] or "␣" for i in top]
+    words = [visible(rec["vocab"][i]) for i in top]
     chosen = int(np.where(top == rec["predicted"][step])[0][0]) if rec["predicted"][step] in top else -1
     return next_token_figure(words, probs[top], chosen, title=t("kv.next_title"))
 
 
 # ---------------------------------------------------------------- sections ----
 def sec_walk():
-    st.markdown(t("kv.walk_intro"))
+    render.md(t("kv.walk_intro"))
     st.latex(r"K_{\mathrm{cache}}=[K_{\mathrm{past}};\,k_t],\quad V_{\mathrm{cache}}=[V_{\mathrm{past}};\,v_t],\quad "
              r"o_t=\mathrm{softmax}\!\left(\frac{q_t K_{\mathrm{cache}}^{\top}}{\sqrt{d_h}}\right)V_{\mathrm{cache}}")
     try:
@@ -160,7 +160,7 @@ def sec_walk():
 
 
 def sec_live():
-    st.markdown(t("kv.live_intro"))
+    render.md(t("kv.live_intro"))
     try:
         b = session.live_bundle()
     except Exception:  # noqa: BLE001 - the default model is not shipped yet
@@ -172,8 +172,7 @@ def sec_live():
         text = urlstate.text(t("kv.prompt"), t("kv.default_prompt"), param="prompt", key="kv_prompt",
                              max_chars=LIVE_MAX_PROMPT)
     ids, unknown = tok.encode_lossy(text)
-    if unknown:
-        st.warning(t("kv.unknown", chars=render.escape(" ".join(unknown[:10]))))
+    render.unknown_chars(unknown, limit=10)
     if not ids:
         st.warning(t("kv.empty_prompt"))
         return
@@ -190,11 +189,11 @@ def sec_live():
 
 
 def sec_why():
-    st.markdown(t("kv.why_text"))
+    render.md(t("kv.why_text"))
     if any(c.slug == "attention" for c in registered()):
         st.page_link(by_slug("attention").file, label=t("kv.link_attention"), icon=":material/visibility:")
     else:
-        st.markdown(f"[{t('kv.link_attention')}](/attention)")
+        render.md(f"[{t('kv.link_attention')}](/attention)")
     rec = _toy_walk(TOY_NEW)
     toy = _toy()
     words = rec["words"][:-1]                      # <开始> 我 喜欢 学习 数学
@@ -217,7 +216,7 @@ def sec_why():
     render.plot(edit_figure(kd, _labels(edited), pos, title=t("kv.edit_title"), layer_label=t("kv.layer"),
                             color_label="max |ΔK|"), key="kv_edit", filename="kv-edit")
     kept = ", ".join(words[:pos])
-    st.markdown(t("kv.edit_result", kept=render.escape(kept), n_kept=pos, n_redo=len(words) - pos,
+    render.md(t("kv.edit_result", kept=render.escape(kept), n_kept=pos, n_redo=len(words) - pos,
                   rows=", ".join(str(r) for r in changed)))
 
 
@@ -234,7 +233,7 @@ def sec_memory():
     from lmviz.chapters.kv_cache import MODEL_SHAPES, attention_variants
     from viz.kv_cache import bytes_figure, variants_figure
 
-    st.markdown(t("kv.mem_intro"))
+    render.md(t("kv.mem_intro"))
     names = list(MODEL_SHAPES)
     if "kv_L" not in st.session_state:  # first run (or a shared link): fill the sliders from the preset
         urlstate.seed_from_url("preset", "kv_preset", "W27", str, lambda v: v in names)
@@ -263,11 +262,11 @@ def sec_memory():
     m1.metric(t("kv.bytes"), f"{total:,}")
     m2.metric("GiB", f"{total / 2**30:,.3f}")
     m3.metric(t("kv.per_token"), f"{total / max(n, 1) / 2**10:,.1f} KiB")
-    st.markdown(t("kv.formula", B=B, L=L, n=f"{n:,}", hkv=hkv, dh=dh, s=f"{s:g}", total=f"{total:,}",
+    render.md(t("kv.formula", B=B, L=L, n=f"{n:,}", hkv=hkv, dh=dh, s=f"{s:g}", total=f"{total:,}",
                   gib=f"{total / 2**30:,.3f}"))
     budget = st.number_input(t("kv.budget"), 0.5, 4096.0, 24.0, 0.5, key="kv_budget")
     fit = max_tokens_for_budget(budget * 2**30, B, L, hkv, dh, s)
-    st.markdown(t("kv.budget_result", budget=f"{budget:g}", n=f"{fit:,}", B=B))
+    render.md(t("kv.budget_result", budget=f"{budget:g}", n=f"{fit:,}", B=B))
     variants = attention_variants(B, L, n, hq, min(hkv, hq), dh, s)
     grid = np.array(ns)
     series = [(f"{v.name} (H_kv={v.n_kv_head})", np.array([kv_cache_bytes(B, L, x, v.n_kv_head, dh, s) for x in ns]))
@@ -281,7 +280,7 @@ def sec_memory():
                                     [v.saving for v in variants], y_label="GiB", title=t("kv.variants_title")),
                     key="kv_variants", filename="kv-variants")
     g = variants[1]
-    st.markdown(t("kv.gqa_result", hq=hq, hkv=g.n_kv_head, saving=f"{g.saving:g}", mqa=f"{variants[2].saving:g}"))
+    render.md(t("kv.gqa_result", hq=hq, hkv=g.n_kv_head, saving=f"{g.saving:g}", mqa=f"{variants[2].saving:g}"))
     st.caption(t("kv.mem_caveat"))
 
 
@@ -293,7 +292,7 @@ def _speed_store() -> dict:
 
 
 def sec_speed():
-    st.markdown(t("kv.speed_intro"))
+    render.md(t("kv.speed_intro"))
     try:
         b = session.live_bundle()
     except Exception:  # noqa: BLE001
@@ -338,7 +337,7 @@ def sec_speed():
                                  uncached_name=t("kv.without"), x_label=t("kv.ctx_len"), y_label="ms",
                                  title=t("kv.speed_title", device=r.device)), key="kv_speed", filename="kv-speed")
         s_c, s_u = slope(r.cache_len, r.cached_ms), slope(r.cache_len, r.uncached_ms)
-        st.markdown(t("kv.speed_result", n=len(r.cache_len) + 1, c=f"{r.total_cached_s:.3f}",
+        render.md(t("kv.speed_result", n=len(r.cache_len) + 1, c=f"{r.total_cached_s:.3f}",
                       u=f"{r.total_uncached_s:.3f}", x=f"{r.speedup:.1f}", device=r.device,
                       sc=f"{s_c * 1000:.1f}", su=f"{s_u * 1000:.1f}"))
         st.caption(t("kv.speed_caveat"))

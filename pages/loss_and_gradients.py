@@ -130,8 +130,7 @@ def sec_ppl():
     except ValueError:
         st.warning(t("loss.too_short"))
         return
-    if r.unknown:
-        st.warning(t("loss.unknown", n=len(r.unknown), chars=render.escape(" ".join(r.unknown[:20]))))
+    render.unknown_chars(r.unknown, limit=20)
     c = st.columns(4)
     c[0].metric(t("loss.mean_loss"), f"{r.mean_loss:.3f}")
     c[1].metric(t("loss.ppl"), f"{r.ppl:.2f}")

@@ -210,7 +210,7 @@ def _curves(snap) -> None:
 
 
 def _samples(snap) -> None:
-    st.markdown(f"**{t('train.samples')}**")
+    render.md(f"**{t('train.samples')}**")
     st.caption(t("train.samples_note"))
     for s in reversed(snap.samples[-6:]):
         st.caption(t("train.sample_at", step=s.step))
@@ -220,7 +220,7 @@ def _samples(snap) -> None:
 def _attention(snap) -> None:
     from viz.training import attention_figure, entropy
 
-    st.markdown(f"**{t('train.att')}**")
+    render.md(f"**{t('train.att')}**")
     if snap.attention is None:
         return
     labels, w = snap.attention                       # w [L,H,T,T]
@@ -253,7 +253,7 @@ def _download(snap) -> None:
 
 # ------------------------------------------------------------------ checkpoint upload ------
 def sec_upload() -> None:
-    st.markdown(t("train.upload_intro"))
+    render.md(t("train.upload_intro"))
     up = st.file_uploader(t("train.upload_ckpt"), type=["safetensors"], key="train_upload_ckpt")
     if up is None:
         return
