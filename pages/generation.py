@@ -24,6 +24,7 @@ LOGIT_LABELS = ("A", "B", "C")      # the notes call them A, B, C (cross-entropy
 TABLE_TAUS = (0.5, 1.0, 2.0)        # the three temperatures of the notes' table
 PROBS = (0.50, 0.30, 0.15, 0.05)    # the notes' top-k / top-p distribution (top-k/top-p example)
 PROB_LABELS = ("A", "B", "C", "D")
+NOTES_P, NOTES_K = 0.9, 2           # the notes' top-p and top-k settings for PROBS
 MAX_PROMPT = 400                    # characters in the live prompt box
 MAX_NEW = 300                       # tokens the live stepper generates at most
 N_SHOW = 12                         # candidates drawn per live step
@@ -63,11 +64,29 @@ def _temp_figures(tau: float, lang_code: str):
     return bars, curves
 
 
+def _vector(xs, fmt: str) -> str:
+    """[2, 1, −1]: numbers as the notes write them (a true minus sign)."""
+    return "[" + ", ".join(format(float(x), fmt).replace("-", "−") for x in xs) + "]"
+
+
+def _filter_why() -> str:
+    """The notes' example (p = 0.9, k = 2 on PROBS) explained with the filters' own results."""
+    from lmviz.sampling import top_k_filter, top_p_filter
+
+    kept = top_p_filter(PROBS, NOTES_P).kept
+    first, nxt = kept[:-1], kept[-1]
+    and_ = t("common.and")
+    return t("gen.filter_why", p=f"{NOTES_P:g}", n=len(kept), first=and_.join(PROB_LABELS[i] for i in first),
+             sum=" + ".join(f"{PROBS[i]:.2f}" for i in first), mass=f"{sum(PROBS[i] for i in first):.2f}",
+             next=PROB_LABELS[nxt], mass_next=f"{sum(PROBS[i] for i in kept):.2f}", k=NOTES_K,
+             topk=and_.join(PROB_LABELS[i] for i in top_k_filter(PROBS, NOTES_K).kept))
+
+
 @st.fragment
 def sec_temperature() -> None:
     from lmviz.sampling import softmax_t
 
-    render.md(t("gen.temp_intro"))
+    render.md(t("gen.temp_intro", z=_vector(LOGITS, "g"), p=_vector(softmax_t(LOGITS).tolist(), ".3f")))
     tau = urlstate.slider(t("gen.tau"), 0.0, 5.0, 1.0, 0.05, param="tau", key="gen_tau")
     if tau == 0:
         st.info(t("gen.tau_zero"))
@@ -120,7 +139,7 @@ def sec_filters() -> None:
     mass_k = float(sum(PROBS[i] for i in d.kept_k))
     render.md(t("gen.kept_msg", n=len(kept), kept=", ".join(kept), mass=f"{mass_k:.2f}",
                   probs=", ".join(f"{PROB_LABELS[i]}={float(d.p_final[i]):.3f}" for i in d.kept)))
-    render.md(t("gen.filter_why"))
+    render.md(_filter_why())
 
 
 # ---------------------------------------------------------------- greedy-decoding example greedy stepping -------

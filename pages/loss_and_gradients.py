@@ -142,7 +142,7 @@ def sec_ppl():
 
 @st.fragment
 def sec_onestep():
-    from lmviz.chapters.loss import one_param_autograd, one_param_descent, one_param_step
+    from lmviz.chapters.loss import one_param_autograd, one_param_contraction, one_param_descent, one_param_step
     from viz.loss import descent_figure
 
     render.md(t("loss.one_md"))
@@ -166,9 +166,10 @@ def sec_onestep():
         rows = [{"": label, t("loss.by_hand"): f"{getattr(hand, f):.4g}",
                  t("loss.by_autograd"): f"{getattr(auto, f):.4g}"} for label, f in fields]
         st.dataframe(rows, hide_index=True, width="stretch")
-        factor = 1 - lr * 4
-        key = "loss.converges" if abs(factor) < 1 else "loss.diverges"
-        (st.success if abs(factor) < 1 else st.warning)(t(key, f=f"{factor:+.2f}", lr=f"{lr:g}"))
+        c = one_param_contraction(2.0, 6.0, lr)
+        ok = abs(c.factor) < 1
+        (st.success if ok else st.warning)(t("loss.converges" if ok else "loss.diverges", f=f"{c.factor:+.2f}",
+                                             lr=f"{lr:g}", best=f"{c.best:g}", c=f"{c.curvature:g}"))
     n = one_param_step(1.0, 2.0, 6.0, 0.1)
     st.caption(t("loss.one_caption", L=f"{n.loss:g}", g=f"{n.grad:g}", w=f"{n.w_new:.4g}", y=f"{n.y_hat_new:.4g}",
                  L2=f"{n.loss_new:.4g}"))

@@ -49,7 +49,7 @@ def test_one_parameter_step_by_hand_equals_autograd(lang):
     assert hand == auto == ["2", "8", "-8", "1.8", "3.6", "2.88"]
     assert at.success and not at.warning
     at.slider(key="loss_lr").set_value(0.6).run()            # 1 - 4 * 0.6 = -1.4: diverges
-    assert any(translate("loss.diverges", lang, f="-1.40", lr="0.6") == w.value for w in at.warning)
+    assert any(translate("loss.diverges", lang, f="-1.40", lr="0.6", best="3", c="4") == w.value for w in at.warning)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

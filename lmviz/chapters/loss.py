@@ -169,6 +169,24 @@ def one_param_step(w: float = 1.0, x: float = 2.0, y: float = 6.0, lr: float = 0
                         _one_param_loss(w_new, x, y))
 
 
+@dataclass(frozen=True)
+class Contraction:
+    best: float        # the w with zero loss: y / x
+    curvature: float   # d²L/dw² = x² (the same at every w: the loss is a parabola)
+    factor: float      # 1 - lr * x²: each step multiplies the distance to `best` by this
+
+
+def one_param_contraction(x: float = 2.0, y: float = 6.0, lr: float = 0.1) -> Contraction:
+    """Why a learning rate converges or diverges on L = (w x - y)^2 / 2: one step maps
+    w - best to (1 - lr x^2)(w - best), so |factor| < 1 converges.
+
+    >>> c = one_param_contraction(2.0, 6.0, 0.1)
+    >>> c.best, c.curvature, round(c.factor, 6)
+    (3.0, 4.0, 0.6)
+    """
+    return Contraction(y / x, x * x, 1 - lr * x * x)
+
+
 def one_param_autograd(w: float = 1.0, x: float = 2.0, y: float = 6.0, lr: float = 0.1) -> OneParamStep:
     """one-parameter-model example by torch.autograd: the same record, with the derivative computed by backward().
 
