@@ -62,16 +62,18 @@ def _takes_cancel(make: Callable) -> bool:
         return False
 
 
-class TrainingJob:
-    """One training run as a Task. ``make_trainer(cancel)`` (or ``make_trainer()``) builds the
-    Trainer on the worker thread, after the semaphore slot is acquired."""
+class TrainingJob(Task):
+    """One training run as a Task (start, pause, resume, join, queue_position are Task's; stop
+    is cancel). ``make_trainer(cancel)`` (or ``make_trainer()``) builds the Trainer on the worker
+    thread, after the semaphore slot is acquired."""
 
     def __init__(self, make_trainer: Callable[..., Any], semaphore: threading.BoundedSemaphore | None = None,
                  chunk: int = 5, poll_s: float = 0.05, on_eval: Callable[[Any], None] | None = None):
+        super().__init__(self._work, semaphore, name="lmviz-training", poll_s=poll_s)
         self._make = make_trainer
         self._chunk = chunk                   # steps between looks at pause/cancel
         self._on_eval = on_eval               # optional hook(trainer) after each evaluation (tests)
-        self._lock = threading.Lock()
+        self._records = threading.Lock()      # guards the records below (the Task's lock guards its state)
         self._steps: list = []
         self._evals: list = []
         self._samples: list = []
@@ -83,44 +85,22 @@ class TrainingJob:
         self._max_steps = 0
         self._elapsed = 0.0
         self.trainer = None                   # the live Trainer, for tests and the checkpoint
-        self.task = Task(self._work, semaphore, name="lmviz-training", poll_s=poll_s)
-
-    # -- control (any thread) ------------------------------------------------------------------
-    def start(self) -> "TrainingJob":
-        self.task.start()
-        return self
-
-    def pause(self) -> None:
-        self.task.pause()
-
-    def resume(self) -> None:
-        self.task.resume()
 
     def stop(self) -> None:
-        self.task.cancel()
-
-    def join(self, timeout: float | None = None) -> bool:
-        return self.task.join(timeout)
-
-    @property
-    def paused(self) -> bool:
-        return self.task.paused
+        self.cancel()
 
     @property
     def state(self) -> str:
-        return self._state(self.task.snapshot())
+        return self._state_of(super().snapshot())
 
     @staticmethod
-    def _state(ts) -> str:
+    def _state_of(ts) -> str:
         return "preparing" if ts.state == "running" and ts.phase == "preparing" else ts.state
-
-    def queue_position(self) -> int:
-        return self.task.queue_position()
 
     def snapshot(self, last: int | None = None) -> JobSnapshot:
         """A consistent copy of everything the page draws (``last``: keep only the newest steps)."""
-        ts = self.task.snapshot()
-        with self._lock:
+        ts = super().snapshot()
+        with self._records:
             steps = self._steps[-last:] if last else list(self._steps)
             recent = self._steps[-20:]
             tps = sum(m.tokens_per_s for m in recent) / len(recent) if recent else 0.0
@@ -129,7 +109,7 @@ class TrainingJob:
             if recent and self._max_steps:
                 ms = sum(m.dt_ms for m in recent) / len(recent)
                 eta = (self._max_steps - step) * ms / 1e3
-            return JobSnapshot(self._state(ts), step, self._max_steps, ts.queue_position, tps, eta,
+            return JobSnapshot(self._state_of(ts), step, self._max_steps, ts.queue_position, tps, eta,
                                self._elapsed, steps, list(self._evals), list(self._samples), self._attention,
                                self._model, self._version, self._tokenizer, dict(self._info), ts.error)
 
@@ -140,7 +120,7 @@ class TrainingJob:
         check_cancel(ctx.cancelled)
         tr.cancel = ctx.cancelled
         self.trainer = tr
-        with self._lock:
+        with self._records:
             self._max_steps, self._tokenizer = tr.cfg.max_steps, tr.tokenizer
             self._info = {"params": tr.num_params(), "vocab_size": tr.tokenizer.vocab_size,
                           "train_tokens": len(tr.train_ids), "val_tokens": len(tr.val_ids),
@@ -152,7 +132,7 @@ class TrainingJob:
             t0 = time.perf_counter()
             n = min(self._chunk, tr.cfg.eval_every - tr.steps_done % tr.cfg.eval_every)
             ms = tr.step(n)
-            with self._lock:
+            with self._records:
                 self._steps.extend(ms)
                 self._elapsed += time.perf_counter() - t0
             ctx.progress(tr.steps_done, tr.cfg.max_steps)
@@ -167,7 +147,7 @@ class TrainingJob:
         sm = tr.sample()
         att = tr.attention()
         model = copy_model(tr.model)
-        with self._lock:
+        with self._records:
             self._evals.append(ev)
             self._samples.append(sm)
             self._attention = (att[0], att[1].numpy())

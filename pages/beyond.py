@@ -15,25 +15,25 @@ START, TARGET = (-0.8, -0.6), (0.7, 0.5)
 
 
 # ---------------------------------------------------------------- background training ----
+def _demo_task(train, cfg, name: str):
+    """A chapter demo's training as a task: progress per step, stopped by cancel."""
+    return session.start_task(lambda ctx: train(cfg, on_step=lambda s, _: ctx.progress(s), cancel=ctx.cancelled),
+                              name=name, total=cfg.steps)
+
+
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _structure_job(lang_code: str, steps: int):
     """Shared by every session: the same settings give the same (seeded) models."""
     from lmviz.chapters.structure import StructureConfig, train_structure
 
-    cfg = StructureConfig(lang=lang_code, steps=steps)
-    return session.start_task(lambda ctx: train_structure(cfg, on_step=lambda s, _: ctx.progress(s),
-                                                          cancel=ctx.cancelled),
-                              name="lmviz-beyond-structure", total=steps)
+    return _demo_task(train_structure, StructureConfig(lang=lang_code, steps=steps), "lmviz-beyond-structure")
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _robot_job(n_bins: int, steps: int):
     from lmviz.chapters.robot import RobotConfig, train_policy
 
-    cfg = RobotConfig(n_bins=n_bins, steps=steps)
-    return session.start_task(lambda ctx: train_policy(cfg, on_step=lambda s, _: ctx.progress(s),
-                                                       cancel=ctx.cancelled),
-                              name="lmviz-beyond-robot", total=steps)
+    return _demo_task(train_policy, RobotConfig(n_bins=n_bins, steps=steps), "lmviz-beyond-robot")
 
 
 def _train_button(label_key: str, flag: str, key: str) -> bool:

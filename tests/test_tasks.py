@@ -9,15 +9,7 @@ import time
 import pytest
 
 from lmviz.tasks import Cancelled, Task, check_cancel, human_message
-
-
-def wait_for(pred, timeout=10.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.01)
-    return False
+from tests.test_train import wait_for
 
 
 def test_result_progress_and_done():
