@@ -48,8 +48,11 @@ def corpus(n_bytes: int) -> str:
     return "".join(parts)
 
 
-def hf_train(pieces: list[str], num_merges: int, min_count: int = 2):
-    """Train HF tokenizers' BPE on our pre-split pieces; returns its merges as string pairs."""
+def hf_train(pieces: list[str] | str, num_merges: int, min_count: int = 2):
+    """Train HF tokenizers' BPE on our pre-split pieces (a text is pre-split here first);
+    returns its merges as string pairs."""
+    if isinstance(pieces, str):
+        pieces = pre_split(pieces)
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())

@@ -17,7 +17,7 @@ from lmviz.chapters.embedding import toy_embedding  # noqa: F401  (the doctests 
 from lmviz.model import causal_mask
 
 # -----------------------------------------------------------------------------
-# causal-mask example: the causal mask on the toy sentence
+# the causal mask on the toy sentence
 
 @dataclass(frozen=True)
 class CausalDemo:
@@ -40,7 +40,7 @@ def causal_demo(X: torch.Tensor) -> CausalDemo:
 
 
 # -----------------------------------------------------------------------------
-# weighted-sum example: the weighted sum of values
+# the weighted sum of values
 
 @dataclass(frozen=True)
 class WeightedSum:

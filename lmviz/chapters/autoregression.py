@@ -29,7 +29,7 @@ TOY_SENTENCE = {"en": "<BOS> I love robot s <EOS>", "zh": "<开始> 我 喜欢 �
 
 
 # -----------------------------------------------------------------------------
-# chain-rule example: the chain rule on the toy sequence
+# the chain rule on the toy sequence
 
 @dataclass(frozen=True)
 class Factor:
@@ -120,7 +120,7 @@ def sequence_log_probs(model, tokenizer, text: str) -> SequenceLogProbs:
 
 
 # -----------------------------------------------------------------------------
-# teacher-forcing example: teacher forcing
+# teacher forcing
 
 @dataclass(frozen=True)
 class TrainingPair:
@@ -158,7 +158,7 @@ def toy_teacher_forcing(lang: str = "en") -> TeacherForcing:
 
 
 # -----------------------------------------------------------------------------
-# causal-mask example: the causal mask
+# the causal mask
 
 @dataclass(frozen=True)
 class MaskDemo:

@@ -14,7 +14,7 @@ import torch
 from lmviz.model import NORM_EPS
 
 # -----------------------------------------------------------------------------
-# LayerNorm/RMSNorm example: LayerNorm and RMSNorm on one vector, step by step
+# LayerNorm and RMSNorm on one vector, step by step
 
 @dataclass(frozen=True)
 class NormSteps:

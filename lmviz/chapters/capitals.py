@@ -1,4 +1,4 @@
-"""The capital-corpus example "capital" corpus: why next-token prediction needs more than the previous word.
+"""The "capital" corpus of the capital-corpus example: why next-token prediction needs more than the previous word.
 
 The notes' example is a tiny corpus
 

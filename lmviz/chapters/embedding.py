@@ -18,7 +18,7 @@ import torch
 from lmviz.tokenizer import TOY_EN
 
 # -----------------------------------------------------------------------------
-# the toy embedding table to the word-order example: the toy embedding table of the notes (000 §2)
+# the toy embedding table of the notes (000 §2): lookup, position, word order
 
 # Rows 0-4 are the notes' numbers. The notes lost the sixth token and its row; <EOS> fits
 # §3-4 (the sequence ends with it), and its row is filled in by lmviz (FILLED_ROWS says so).

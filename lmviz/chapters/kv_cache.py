@@ -1,4 +1,4 @@
-"""The KV-cache chapter's computations: the KV-cache walk-through walk-through, the edit rule, sizes and speed.
+"""The KV-cache chapter's computations: the KV-cache walk-through, the edit rule, sizes and speed.
 
 - ``toy_model()``        a tiny word-level GPT over the notes' vocabulary, trained in about a
                          second with a fixed seed, so that after ``<开始> 我 喜欢`` it really

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from lmviz.sampling import softmax_t
 
 # -----------------------------------------------------------------------------
-# one-SGD-step example: one SGD step on one embedding entry
+# one SGD step on one embedding entry
 
 @dataclass(frozen=True)
 class SGDStep:
@@ -47,7 +47,7 @@ def sgd_step(param: float = 0.80, grad: float = 0.30, lr: float = 0.10) -> SGDSt
 
 
 # -----------------------------------------------------------------------------
-# softmax example/cross-entropy example: softmax and cross-entropy
+# softmax and cross-entropy
 
 @dataclass(frozen=True)
 class CrossEntropy:
@@ -81,7 +81,7 @@ def cross_entropy(logits: Sequence[float], target: int) -> CrossEntropy:
 
 
 # -----------------------------------------------------------------------------
-# perplexity example: perplexity
+# perplexity
 
 @dataclass(frozen=True)
 class Perplexity:
@@ -139,7 +139,7 @@ def perplexity(model, tokenizer, text: str, max_tokens: int = 4096) -> Perplexit
 
 
 # -----------------------------------------------------------------------------
-# one-parameter-model example: the one-parameter model y_hat = w x
+# the one-parameter model y_hat = w x
 
 @dataclass(frozen=True)
 class OneParamStep:

@@ -1,4 +1,4 @@
-"""robot-actions example: robot actions as tokens. A 2-D point robot, an RT-style action tokenizer, and a small
+"""Robot actions as tokens (the robot-actions example). A 2-D point robot, an RT-style action tokenizer, and a small
 transformer that predicts the action tokens one after the other, like words.
 
 One control step is a five-token sequence:

@@ -1,4 +1,4 @@
-"""capital-corpus example trained for real: a bigram (count) model against a small transformer on the capital corpus.
+"""The capital-corpus example trained for real: a bigram (count) model against a small transformer on the capital corpus.
 
 The corpus (lmviz.chapters.capitals.capital_corpus) puts a city first and its country last:
 
