@@ -22,7 +22,6 @@ from viz.tokenization import visible
 DEFAULT_NS = (128, 256, 512, 1024)            # measured once per server, cached (well under 1 s)
 MORE_NS = (128, 256, 512, 1024, 2048, 4096)   # on request, in a background thread
 MAX_PROMPT = 64                               # characters: the live model's context is 64
-DEFAULT_PROMPT = "the cat sat on the mat and then the dog ran to the door."
 SRAM_KB = (16, 64, 100, 192, 228)             # on-chip budgets (228 KB: an H100 SM's shared memory)
 # Hoffmann et al. 2022, Table 3 (approach 1): compute-optimal (FLOPs, parameters)
 CHINCHILLA_TABLE3 = [(1.92e19, 400e6), (1.21e20, 1e9), (1.23e22, 10e9), (5.76e23, 67e9),
@@ -199,7 +198,7 @@ def sec_flash() -> None:
                                            key="cost_layer")
                 head = urlstate.selectbox(t("cost.head"), list(range(cfg.n_head)), param="fh",
                                           key="cost_head")
-            prompt = urlstate.text(t("cost.prompt"), DEFAULT_PROMPT, param="fp", key="cost_prompt",
+            prompt = urlstate.text(t("cost.prompt"), t("cost.prompt_default"), param="fp", key="cost_prompt",
                                    max_chars=MAX_PROMPT)
     if b is None:
         st.info(t("cost.no_model"))

@@ -106,7 +106,7 @@ def sec_temperature() -> None:
     render.md(t("gen.temp_limits"))
 
 
-# ---------------------------------------------------------------- top-k/top-p example top-k / top-p --------
+# ---------------------------------------------------------------- top-k / top-p ----------------------
 @st.fragment
 def sec_filters() -> None:
     from lmviz.sampling import distributions

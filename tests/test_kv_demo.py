@@ -1,4 +1,4 @@
-"""The KV-cache chapter's computations: KV-cache walk-through walk-through, cached-equals-uncached example equality, KV-cache-size example bytes, decode-speed example saving,
+"""The KV-cache chapter's computations: KV-cache walk-through, cached-equals-uncached equality, KV-cache-size example bytes, decode-speed example saving,
 the edit (invalidation) rule and the timing record."""
 from __future__ import annotations
 
