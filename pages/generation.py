@@ -8,6 +8,7 @@ the filters (lmviz.sampling.distributions) to cached numbers; the model runs onl
 """
 from __future__ import annotations
 
+import functools
 import html
 
 import numpy as np
@@ -69,6 +70,14 @@ def _vector(xs, fmt: str) -> str:
     return "[" + ", ".join(format(float(x), fmt).replace("-", "−") for x in xs) + "]"
 
 
+@functools.lru_cache(maxsize=1)
+def _plain_softmax() -> str:
+    """softmax(LOGITS) at τ = 1, as the notes write it (computed once per process)."""
+    from lmviz.sampling import softmax_t
+
+    return _vector(softmax_t(LOGITS).tolist(), ".3f")
+
+
 def _filter_why() -> str:
     """The notes' example (p = 0.9, k = 2 on PROBS) explained with the filters' own results."""
     from lmviz.sampling import top_k_filter, top_p_filter
@@ -86,7 +95,7 @@ def _filter_why() -> str:
 def sec_temperature() -> None:
     from lmviz.sampling import softmax_t
 
-    render.md(t("gen.temp_intro", z=_vector(LOGITS, "g"), p=_vector(softmax_t(LOGITS).tolist(), ".3f")))
+    render.md(t("gen.temp_intro", z=_vector(LOGITS, "g"), p=_plain_softmax()))
     tau = urlstate.slider(t("gen.tau"), 0.0, 5.0, 1.0, 0.05, param="tau", key="gen_tau")
     if tau == 0:
         st.info(t("gen.tau_zero"))
