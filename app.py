@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import glue
+from ui import session
 from ui.chapters import registered
 from ui.i18n import LANG_NAMES, LANGS, t
 
@@ -63,11 +63,11 @@ def _in_fragment_rerun() -> bool:
 with st.sidebar:
     # The badge polls once a second only while torch is still loading in the background, then
     # reruns the app once so that the polling stops.
-    polling = glue.device_info() is None
+    polling = session.device_info() is None
 
     @st.fragment(run_every=1.0 if polling else None)
     def _device_badge() -> None:
-        name = glue.device_info()
+        name = session.device_info()
         if name is None:
             st.caption(t("common.device_loading"))
             return
@@ -81,4 +81,4 @@ with st.sidebar:
     st.page_link(pages[0], label=t("common.chapter_list"), icon=":material/list:")
 
 nav.run()
-glue.start_warmup()
+session.start_warmup()

@@ -4,7 +4,9 @@ Run:  .venv/bin/python bench/attention.py [--max-n 4096] [--d 64] [--repeats 3] 
 
 Part 1 times the score matrix Q K^T and full attention softmax(Q K^T / sqrt(d)) V for
 n = 128, 256, ... (doubling) and prints the ratio at each doubling: ~4 once n is large enough
-that per-call overhead no longer hides the n^2 work (W23).
+that per-call overhead no longer hides the n^2 work (n² attention-cost example).
+
+Part 1 reports the fastest of --repeats samples (the least disturbed one), part 2 the median.
 
 Part 2 times dense_attention against tiled_attention (causal) side by side in one run, with a
 small and a large tile. The tiled version is plain Python looping over tiles, one library call
@@ -29,7 +31,7 @@ import torch  # noqa: E402
 
 from lmviz import device as default_device, device_name  # noqa: E402
 from lmviz.attention import dense_attention, tiled_attention  # noqa: E402
-from lmviz.costs import loglog_slope, measure_attention_time  # noqa: E402
+from lmviz.chapters.cost import loglog_slope, measure_attention_time  # noqa: E402
 
 
 def _median_time(fn, repeats: int, sync) -> float:
@@ -52,9 +54,10 @@ def main() -> None:
     dev = torch.device(args.device) if args.device else default_device()
     name = device_name() if dev.type == default_device().type else str(dev)
     ns = [n for n in (128, 256, 512, 1024, 2048, 4096, 8192, 16384) if n <= args.max_n]
-    print(f"device: {name}   threads: {torch.get_num_threads()}   d={args.d}   fp32   fastest of {args.repeats} samples")
+    print(f"device: {name}   threads: {torch.get_num_threads()}   d={args.d}   fp32")
 
-    print("\n[1] O(n^2): time per attention call (one head), ratio to the previous n")
+    print(f"\n[1] O(n^2): time per attention call (one head; the fastest of {args.repeats} samples), "
+          "ratio to the previous n")
     print(f"{'n':>6} {'scores ms':>10} {'x':>6} {'full ms':>10} {'x':>6} {'[n,n] MiB':>10}")
     recs = measure_attention_time(ns, d=args.d, device=dev, repeats=args.repeats)
     for r in recs:
@@ -68,7 +71,8 @@ def main() -> None:
             print(f"log-log slope for n >= {big[0].n} ({label}): {slope:.2f}  (2 = quadratic; one doubling = 2^slope = {2 ** slope:.2f}x)")
 
     b1, b2 = args.blocks
-    print(f"\n[2] dense vs tiled, causal, tiles {b1} and {b2} (Python loops over tiles; same result)")
+    print(f"\n[2] dense vs tiled, causal, tiles {b1} and {b2} (Python loops over tiles; same result; "
+          f"the median of {args.repeats} runs)")
     print(f"{'n':>6} {'dense ms':>10} {f'tiled{b1} ms':>11} {'/dense':>7} {f'tiled{b2} ms':>12} {'/dense':>7}"
           f" {'max |diff|':>11} {'largest block vs [n,n]':>23}")
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)

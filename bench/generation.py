@@ -49,7 +49,7 @@ page.sec_temperature()
 
 def _bundle():
     """The default model if it is there, else a random one of the same shape."""
-    from ui.glue import Bundle
+    from ui.session import Bundle
 
     try:
         from lmviz.checkpoint import load_default

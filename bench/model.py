@@ -48,7 +48,7 @@ def main():
 
     import lmviz
     from lmviz import checkpoint as ck
-    from lmviz.explain import encode_for_model
+    from lmviz.chapters.embedding import encode_for_model
 
     lmviz.set_threads()
     path, note = ck.DEFAULT_PATH, "default model"

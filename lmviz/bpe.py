@@ -37,9 +37,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from .tasks import check_cancel
+
 __all__ = ["PRE_SPLIT", "Candidate", "MergeStep", "Token", "BPETokenizer", "train_bpe",
            "VocabPoint", "split_heldout", "vocab_tradeoff", "text_from_bytes",
-           "pre_split", "byte_label", "UNK"]
+           "pre_split", "byte_label", "UNK", "TrainedBPE"]
 
 # chunks: a run of word characters, a run of punctuation/symbols, or a run of whitespace
 PRE_SPLIT = r"\w+|[^\w\s]+|\s+"
@@ -176,10 +178,13 @@ class BPETokenizer:
             self._cache[chunk] = ids
         return ids
 
-    def encode(self, text: str) -> list[int]:
-        """Text -> token IDs, by applying the learned merges by rank to each chunk."""
+    def encode(self, text: str, cancel=None) -> list[int]:
+        """Text -> token IDs, by applying the learned merges by rank to each chunk (``cancel``:
+        an optional callback asked every 1,024 chunks, see ``train_bpe``)."""
         out: list[int] = []
-        for chunk in pre_split(text, self.split_words):
+        for k, chunk in enumerate(pre_split(text, self.split_words)):
+            if k % 1024 == 0:
+                check_cancel(cancel)
             out.extend(self._encode_chunk(chunk))
         return out
 
@@ -272,8 +277,11 @@ def _merge_delta(ids: list[int], pair: tuple[int, int], new: int, f: int, delta:
 
 def train_bpe(text: str, num_merges: int, *, level: str = "char", split_words: bool = True,
               min_count: int = 2, record: bool = True, history_top: int = 40,
-              history_words: int = 60, history_tokens: int = 80) -> BPETokenizer:
+              history_words: int = 60, history_tokens: int = 80, cancel=None) -> BPETokenizer:
     """Learn up to num_merges merges on text; see the module docstring for the rules.
+
+    ``cancel``: an optional callback, asked between merges; when it returns True the training
+    raises ``lmviz.tasks.Cancelled`` (a background task was stopped).
 
     record=True keeps a MergeStep per merge with the top history_top candidate pairs (plus every
     pair tied for first) and the segmentation of the history_words most frequent chunks.
@@ -286,7 +294,9 @@ def train_bpe(text: str, num_merges: int, *, level: str = "char", split_words: b
         raise ValueError(f"level must be 'char' or 'byte', got {level!r}")
     if num_merges < 0:
         raise ValueError("num_merges must be >= 0")
+    check_cancel(cancel)
     chunk_counts = Counter(pre_split(text, split_words))  # chunk -> frequency
+    check_cancel(cancel)
     chunks = list(chunk_counts)  # distinct chunks, in order of first appearance
     freqs = [chunk_counts[c] for c in chunks]
 
@@ -309,6 +319,8 @@ def train_bpe(text: str, num_merges: int, *, level: str = "char", split_words: b
     counts: dict[tuple[int, int], int] = {}
     where: dict[tuple[int, int], set[int]] = {}
     for w, (ids, f) in enumerate(zip(words, freqs)):
+        if w % 4096 == 0:
+            check_cancel(cancel)
         for p in zip(ids, ids[1:]):
             counts[p] = counts.get(p, 0) + f
             s = where.get(p)
@@ -332,6 +344,7 @@ def train_bpe(text: str, num_merges: int, *, level: str = "char", split_words: b
     history: list[MergeStep] = []
     stop = "done"
     while len(merge_ids) < num_merges:
+        check_cancel(cancel)
         # pop the best live entry (lazy deletion: skip entries whose count is stale)
         best = None
         while heap:
@@ -444,3 +457,68 @@ def text_from_bytes(data: bytes, max_bytes: int) -> tuple[str | None, str]:
         return data.decode("utf-8"), "ok"
     except UnicodeDecodeError:
         return None, "utf8"
+
+
+# -----------------------------------------------------------------------------
+# the tokenizer a training uses
+
+class TrainedBPE:
+    """A character-level BPE tokenizer with the ``CharTokenizer`` interface (what a training uses
+    and a checkpoint stores).
+
+    >>> tok = TrainedBPE.train("low low lower", 2)
+    >>> tok.vocab_size, tok.decode(tok.encode("lower low"))
+    (9, 'lower low')
+    """
+
+    kind = "bpe"
+
+    def __init__(self, bpe):
+        self.bpe = bpe
+
+    @classmethod
+    def train(cls, text: str, merges: int, cancel=None) -> "TrainedBPE":
+        return cls(train_bpe(text, merges, level="char", record=False, cancel=cancel))
+
+    @property
+    def vocab_size(self) -> int:
+        return self.bpe.vocab_size
+
+    def token(self, i: int) -> str:
+        return self.bpe.label(int(i))
+
+    def encode(self, text: str, cancel=None) -> list[int]:
+        return self.bpe.encode(text, cancel=cancel)
+
+    def encode_lossy(self, text: str) -> tuple[list[int], list[str]]:
+        known = set(self.bpe.vocab[1:self.bpe.n_base])
+        unknown = list(dict.fromkeys(c for c in text if c not in known))
+        return self.bpe.encode("".join(c for c in text if c in known)), unknown
+
+    def decode(self, ids) -> str:
+        return self.bpe.decode([int(i) for i in ids])
+
+    def to_dict(self) -> dict:
+        b = self.bpe
+        return {"type": "bpe", "level": b.level, "split_words": b.split_words,
+                "alphabet": list(b.vocab[1:b.n_base]), "merges": [list(m) for m in b.merge_ids]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainedBPE":
+        """Rebuild from ``to_dict()``; ValueError on anything malformed."""
+        alphabet, merges = d.get("alphabet"), d.get("merges")
+        if d.get("level") != "char" or not isinstance(alphabet, list) or not isinstance(merges, list):
+            raise ValueError("bpe tokenizer spec needs level 'char', an 'alphabet' and 'merges'")
+        if any(not isinstance(c, str) or len(c) != 1 for c in alphabet) or len(set(alphabet)) != len(alphabet):
+            raise ValueError("bpe alphabet must be distinct single characters")
+        vocab = [UNK] + list(alphabet)
+        n_base = len(vocab)
+        pairs = []
+        for m in merges:
+            if (not isinstance(m, list) or len(m) != 2 or not all(isinstance(i, int) for i in m)
+                    or not all(0 <= i < len(vocab) for i in m)):
+                raise ValueError("bpe merges must be pairs of earlier token ids")
+            pairs.append((m[0], m[1]))
+            vocab.append(vocab[m[0]] + vocab[m[1]])
+        return cls(BPETokenizer("char", bool(d.get("split_words", True)), vocab, pairs, n_base,
+                                [], (), len(pairs), "done"))

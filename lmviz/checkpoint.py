@@ -191,7 +191,7 @@ def _tokenizer(d, vocab_size: int):
                 _fail("err_token_long", limit=limits.MAX_TOKEN_CHARS)
     try:
         if kind == "bpe":
-            from .train import TrainedBPE
+            from .bpe import TrainedBPE
 
             tok = TrainedBPE.from_dict(d)
         else:

@@ -5,7 +5,7 @@ them), so recomputing them at every decode step is wasted work. The cache stores
 layer; each step computes q, k, v for the new token only, appends k, v, and attends over the
 cache. Q is never cached: a query is only needed at the step that asks it.
 
-Size (W27): 2 (K and V) x batch x layers x tokens x kv_heads x head_dim x bytes per element.
+Size (KV-cache-size example): 2 (K and V) x batch x layers x tokens x kv_heads x head_dim x bytes per element.
 """
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 
 import torch
+
+from .sampling import greedy, next_logits
 
 # bytes per element of common storage formats (FP4 packs two numbers in a byte)
 DTYPE_BYTES = {"FP32": 4, "FP16": 2, "BF16": 2, "INT8": 1, "FP4": 0.5}
@@ -22,7 +24,7 @@ def kv_cache_bytes(batch: int, n_layers: int, n_tokens: int, n_kv_heads: int, he
                    bytes_per_element: float) -> int:
     """Bytes a KV cache needs: 2 x B x L x n x H_kv x d_h x s (the 2 is K and V).
 
-    W27, a 32-layer model with 8 kv heads of 128 dims, 16k tokens in FP16 = 2 GiB:
+    KV-cache-size example, a 32-layer model with 8 kv heads of 128 dims, 16k tokens in FP16 = 2 GiB:
     >>> kv_cache_bytes(1, 32, 16384, 8, 128, 2)
     2147483648
     """
@@ -128,13 +130,13 @@ class KVCache:
         return sum(t.numel() * t.element_size() for t in self.k + self.v)
 
     def used_nbytes(self) -> int:
-        """Bytes of the valid rows only (what the W27 formula counts for length tokens)."""
+        """Bytes of the valid rows only (what the KV-cache-size example formula counts for length tokens)."""
         return kv_cache_bytes(self.batch, self.n_layer, self.length, self.n_kv_head, self.head_dim,
                               self.k[0].element_size())
 
 
 # -----------------------------------------------------------------------------
-# greedy generation, with and without the cache (W26: same tokens, same logits)
+# greedy generation, with and without the cache (cached-equals-uncached example: same tokens, same logits)
 
 @dataclass
 class Generation:
@@ -173,7 +175,7 @@ def generate_cached(model, idx, n_new: int, max_len: int | None = None, record: 
     x = torch.tensor([prompt], dtype=torch.long, device=dev)
     for _ in range(n_new):
         logits = model.forward_cached(x, cache)[0, -1]          # [V]
-        nxt = int(torch.argmax(logits))
+        nxt = greedy(logits)
         logits_steps.append(logits.float().cpu())
         out.append(nxt)
         x = torch.tensor([[nxt]], dtype=torch.long, device=dev)
@@ -189,16 +191,11 @@ def generate_uncached(model, idx, n_new: int) -> Generation:
     """
     prompt = _prompt_ids(idx)
     model.eval()
-    seq = list(prompt)
-    out, logits_steps = [], []
-    B = model.cfg.block_size
+    seq, out, logits_steps = list(prompt), [], []
     for _ in range(n_new):
-        ctx = torch.tensor([seq[-B:]], dtype=torch.long, device=model.device)
-        logits, _ = model(ctx)
-        logits = logits[0, -1]
-        nxt = int(torch.argmax(logits))
-        logits_steps.append(logits.float().cpu())
-        out.append(nxt)
-        seq.append(nxt)
+        logits = next_logits(model, seq)                        # [V], context cropped to block_size
+        out.append(greedy(logits))
+        logits_steps.append(logits)
+        seq.append(out[-1])
     V = model.cfg.vocab_size
     return Generation(prompt, out, torch.stack(logits_steps) if out else torch.zeros(0, V))

@@ -322,6 +322,22 @@ def _cpu(x: torch.Tensor) -> torch.Tensor:
 # -----------------------------------------------------------------------------
 # the model
 
+def init_weights(model: nn.Module, generator: torch.Generator | None = None) -> None:
+    """The one weight init (nanoGPT's): N(0, 0.02) matrices and embeddings, residual projections
+    scaled by 1/sqrt(2 n_layer), zero biases, unit norm gains; drawn from ``generator`` (None:
+    torch's global generator). A GPT calls it when built; a training re-draws with its own seed."""
+    std_proj = 0.02 / math.sqrt(2 * model.cfg.n_layer)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2:
+                std = std_proj if name.endswith("c_proj.weight") else 0.02
+                p.copy_(torch.randn(p.shape, generator=generator) * std)
+            elif name.endswith("bias"):
+                p.zero_()
+            else:
+                p.fill_(1.0)
+
+
 class GPT(nn.Module):
 
     def __init__(self, cfg: GPTConfig):
@@ -334,20 +350,7 @@ class GPT(nn.Module):
         self.ln_f = Norm(cfg.d_model, cfg.norm)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight  # weight tying (nanoGPT): one table reads and writes tokens
-        # nanoGPT init: N(0, 0.02), zero biases, residual projections scaled by 1/sqrt(2 n_layer)
-        self.apply(self._init_weights)
-        for name, p in self.named_parameters():
-            if name.endswith("c_proj.weight"):
-                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
-
-    @staticmethod
-    def _init_weights(m):
-        if isinstance(m, nn.Linear):
-            nn.init.normal_(m.weight, mean=0.0, std=0.02)
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
-        elif isinstance(m, nn.Embedding):
-            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+        init_weights(self)
 
     def num_params(self, non_embedding: bool = False) -> int:
         """Parameter count (the tied token table counted once); optionally without embeddings."""

@@ -2,7 +2,7 @@
 
 Each chapter has 1-3 :class:`Question` records. A question's right option and the numbers of
 its explanation are COMPUTED by the same core function the chapter draws with (``lmviz.bpe``,
-``lmviz.sampling``, ``lmviz.lessons``, ...), never typed; wrong options are computed too, each
+``lmviz.sampling``, ``lmviz.chapters``, ...), never typed; wrong options are computed too, each
 from a common mistake (forgetting the 2 of K and V, reading the wrong token, ...).
 
 Text lives in the catalogues: ``q.<id>.prompt`` (the question), ``q.<id>.explain`` (the reveal)
@@ -149,12 +149,12 @@ def _tok_lower_tokens() -> Solution:
 
 
 # -----------------------------------------------------------------------------
-# 2 embedding (lmviz.explain: the notes' toy table, W2 and W3)
+# 2 embedding (lmviz.chapters.embedding: the notes' toy table, the position example and the word-order example)
 
 def _emb_order() -> Solution:
     import torch
 
-    from lmviz.explain import lookup, order_check, toy_embedding
+    from lmviz.chapters.embedding import lookup, order_check, toy_embedding
 
     e = toy_embedding()
     robot, love = e.tokens.index("robot"), e.tokens.index("love")
@@ -170,7 +170,7 @@ def _emb_order() -> Solution:
 def _emb_add_pos() -> Solution:
     import torch
 
-    from lmviz.explain import TOY_P3, add_position, toy_embedding
+    from lmviz.chapters.embedding import TOY_P3, add_position, toy_embedding
 
     e = toy_embedding()
     row = e.E[e.tokens.index("robot")]
@@ -185,13 +185,13 @@ def _emb_add_pos() -> Solution:
 
 
 # -----------------------------------------------------------------------------
-# 3 autoregression (lmviz.lessons: W5 teacher forcing, W6 the causal mask)
+# 3 autoregression (lmviz.chapters.autoregression: teacher forcing, the causal mask)
 
 MASK_T = 5   # pages/autoregression.py: the mask slider's default T
 
 
 def _ar_pairs() -> Solution:
-    from lmviz.lessons import toy_teacher_forcing
+    from lmviz.chapters.autoregression import toy_teacher_forcing
 
     tf = toy_teacher_forcing("en")
     T, n = len(tf.tokens), len(tf.pairs)
@@ -203,7 +203,7 @@ def _ar_pairs() -> Solution:
 
 
 def _ar_mask_zero() -> Solution:
-    from lmviz.lessons import causal_mask_demo, toy_scores
+    from lmviz.chapters.autoregression import causal_mask_demo, toy_scores
 
     d = causal_mask_demo(toy_scores(MASK_T))
     w = d.weights
@@ -224,7 +224,7 @@ def _ar_mask_zero() -> Solution:
 
 
 # -----------------------------------------------------------------------------
-# 4 attention (lmviz.explain: W17 and the one-query softmax at d_k = 256)
+# 4 attention (lmviz.chapters.attention: the weighted sum of values and the one-query softmax at d_k = 256)
 
 W17_WEIGHTS = (0.2, 0.3, 0.5)              # pages/attention.py sec_w17
 W17_VALUES = ((1, 0), (0, 2), (2, 2))
@@ -234,7 +234,7 @@ SCALE_DK = 256                              # pages/attention.py: the d_k picker
 def _att_weighted_sum() -> Solution:
     import torch
 
-    from lmviz.explain import weighted_sum_terms
+    from lmviz.chapters.attention import weighted_sum_terms
 
     ws = weighted_sum_terms(W17_WEIGHTS, W17_VALUES)
     v = ws.values
@@ -250,7 +250,7 @@ def _att_weighted_sum() -> Solution:
 
 
 def _att_scale() -> Solution:
-    from lmviz.explain import softmax_example
+    from lmviz.chapters.attention import softmax_example
 
     p = softmax_example(SCALE_DK)
     raw, scaled = float(p.raw.max()), float(p.scaled.max())
@@ -262,13 +262,13 @@ def _att_scale() -> Solution:
 
 
 # -----------------------------------------------------------------------------
-# 5 transformer block (lmviz.explain.norm_steps on the chapter's default vector)
+# 5 transformer block (lmviz.chapters.block.norm_steps on the chapter's default vector)
 
 NORM_VECTOR = (2.0, -1.0, 0.5, 3.5)   # pages/transformer_block.py: the vector box's default
 
 
 def _blk_norm_mean() -> Solution:
-    from lmviz.explain import norm_steps
+    from lmviz.chapters.block import norm_steps
 
     s = norm_steps(list(NORM_VECTOR))
     ln_mean, rms_mean = float(s.layernorm.mean()), float(s.rmsnorm.mean())
@@ -284,7 +284,7 @@ def _blk_norm_mean() -> Solution:
 
 
 # -----------------------------------------------------------------------------
-# 6 loss and gradients (lmviz.lessons: W13/W14 and W16)
+# 6 loss and gradients (lmviz.chapters.loss: softmax and cross-entropy, the one-parameter model)
 
 CE_LOGITS = (2.0, 1.0, -1.0)    # pages/loss_and_gradients.py: the logit sliders' defaults (A, B, C)
 CE_NAMES = ("A", "B", "C")
@@ -294,7 +294,7 @@ BIG_LR = 0.6                    # the issue's η = 0.6 (the page's η slider rea
 
 
 def _loss_ce() -> Solution:
-    from lmviz.lessons import cross_entropy
+    from lmviz.chapters.loss import cross_entropy
 
     ce = cross_entropy(CE_LOGITS, CE_TARGET)
     p = ce.probs
@@ -310,7 +310,7 @@ def _loss_ce() -> Solution:
 
 
 def _loss_big_lr() -> Solution:
-    from lmviz.lessons import one_param_step
+    from lmviz.chapters.loss import one_param_step
 
     s = one_param_step(lr=BIG_LR, **ONE_PARAM)
     w_star = ONE_PARAM["y"] / ONE_PARAM["x"]
@@ -392,7 +392,7 @@ def _gen_greedy_best() -> Solution:
 
 
 # -----------------------------------------------------------------------------
-# 9 KV cache (lmviz.kv_cache.kv_cache_bytes, lmviz.kv_demo: the notes' W27 shape)
+# 9 KV cache (lmviz.kv_cache.kv_cache_bytes, lmviz.chapters.kv_cache: the notes' 32-layer cache example)
 
 KV_PRESET = "W27"   # pages/kv_cache.py: the preset selectbox's default
 
@@ -403,7 +403,7 @@ def _gib(n: float) -> str:
 
 def _kv_bytes() -> Solution:
     from lmviz.kv_cache import DTYPE_BYTES, kv_cache_bytes
-    from lmviz.kv_demo import MODEL_SHAPES
+    from lmviz.chapters.kv_cache import MODEL_SHAPES
 
     s = MODEL_SHAPES[KV_PRESET]
     b = DTYPE_BYTES[s.dtype]
@@ -423,7 +423,7 @@ def _kv_bytes() -> Solution:
 
 def _kv_gqa() -> Solution:
     from lmviz.kv_cache import DTYPE_BYTES
-    from lmviz.kv_demo import MODEL_SHAPES, attention_variants
+    from lmviz.chapters.kv_cache import MODEL_SHAPES, attention_variants
 
     s = MODEL_SHAPES[KV_PRESET]
     v = {x.name: x for x in attention_variants(1, s.n_layer, s.n_tokens, s.n_head, s.n_kv_head,
@@ -438,7 +438,7 @@ def _kv_gqa() -> Solution:
 
 
 # -----------------------------------------------------------------------------
-# 10 cost (lmviz.costs: W23 and where attention starts to dominate)
+# 10 cost (lmviz.chapters.cost: doubling n and where attention starts to dominate)
 
 COST_D = 64                  # head width of the O(n^2) example (pages/cost.py: d = 64)
 COST_N = 1024
@@ -446,7 +446,7 @@ WHERE_D, WHERE_R = 128, 4    # pages/cost.py sec_where: the default model's d_mo
 
 
 def _cost_double_n() -> Solution:
-    from lmviz.costs import attention_flops, mlp_flops, projection_flops
+    from lmviz.chapters.cost import attention_flops, mlp_flops, projection_flops
 
     f1, f2 = attention_flops(COST_N, COST_D), attention_flops(2 * COST_N, COST_D)
     r = f2 / f1
@@ -461,7 +461,7 @@ def _cost_double_n() -> Solution:
 
 
 def _cost_crossover() -> Solution:
-    from lmviz.costs import attention_dominates_from, layer_flops
+    from lmviz.chapters.cost import attention_dominates_from, layer_flops
 
     n = attention_dominates_from(WHERE_D, WHERE_R)
     f = layer_flops(int(n), WHERE_D, WHERE_R)
@@ -476,12 +476,12 @@ def _cost_crossover() -> Solution:
 
 
 # -----------------------------------------------------------------------------
-# 11 beyond (lmviz.robot: W10, actions as tokens)
+# 11 beyond (lmviz.chapters.robot: actions as tokens)
 
 def _bey_bins() -> Solution:
     import numpy as np
 
-    from lmviz.robot import RobotConfig, round_trip
+    from lmviz.chapters.robot import RobotConfig, round_trip
 
     cfg = RobotConfig()   # pages/beyond.py: the bins slider's default is RobotConfig's n_bins
     r = round_trip(np.linspace(-cfg.max_step, cfg.max_step, 1001), cfg)

@@ -1,9 +1,16 @@
-"""Turning logits into the next token: temperature, top-k, top-p, and the sampling loop.
+"""Turning logits into the next token: the one generation path of lmviz.
 
-Everything here is a pure function on a 1-D tensor of logits or probabilities over the
-vocabulary ([V]); nothing depends on a particular model. A model enters only through
-``step_fn(ids) -> logits [V]`` in :func:`generate`, so the same code serves the notes' toy
-tables, the char-level GPT trained in the app and any other model.
+- :func:`next_logits` is the only place a model is asked for the next token's scores (its
+  context is cropped to the model's ``block_size``; one row or a batch of rows);
+- :func:`distributions` applies temperature -> top-k -> top-p, :func:`pick` picks the token
+  from the final distribution with one uniform draw, :func:`sample_next_token` does both and
+  returns the whole step as a record, :func:`greedy` is the arg-max;
+- :func:`generate` is the loop (``step_fn(ids) -> logits [V]``; :func:`model_step` wraps a GPT):
+  the trainer's samples, the generation chapter and the tests all use it.
+
+Apart from ``next_logits`` everything here is a pure function on a 1-D tensor of logits or
+probabilities over the vocabulary ([V]), so the same code serves the notes' toy tables, the GPT
+trained in the app and any other model.
 
 Conventions (each one is pinned by a test):
 
@@ -37,9 +44,12 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 import torch
 
+from .tasks import check_cancel
+
 __all__ = [
     "Filtered", "Distributions", "SampleStep", "softmax_t", "temperature_curves",
     "top_k_filter", "top_p_filter", "distributions", "sample_next_token", "generate",
+    "next_logits", "model_step", "pick", "greedy",
     "TOY_VOCAB", "TOY_GREEDY_TABLE", "TOY_BRANCHING_TABLE", "GreedyStep", "greedy_trace",
     "table_prob_fn", "TreeNode", "SearchResult", "best_sequence",
 ]
@@ -199,6 +209,54 @@ def distributions(logits, temperature: float = 1.0, top_k: int | None = None,
         top_p=float(top_p) if top_p is not None and float(top_p) < 1.0 else None)
 
 
+def pick(d: Distributions, u: float) -> int:
+    """The token whose slice of the cumulative bar (kept tokens, most probable first) holds u.
+
+    >>> d = distributions([2.0, 1.0, -1.0])
+    >>> pick(d, 0.0), pick(d, 0.8), pick(d, 0.99)
+    (0, 1, 2)
+    """
+    cum = torch.cumsum(d.p_final[torch.as_tensor(d.kept, dtype=torch.long)], 0)  # [m]
+    j = min(int((cum <= u).sum()), len(d.kept) - 1)  # first slice whose right edge exceeds u
+    return d.kept[j]
+
+
+def greedy(logits) -> int:
+    """The arg-max token id (the lowest id among equal maxima).
+
+    >>> greedy(torch.tensor([1.0, 3.0, 3.0]))
+    1
+    """
+    return int(torch.argmax(torch.as_tensor(logits)))
+
+
+@torch.no_grad()
+def next_logits(model, ids) -> torch.Tensor:
+    """Logits of the token after ``ids``: [V] for one sequence of ids, [N, V] for N rows of equal
+    length. The model sees at most its last ``block_size`` ids. float32 on the CPU.
+
+    >>> from lmviz.model import GPT, GPTConfig
+    >>> m = GPT(GPTConfig(vocab_size=5, block_size=4, n_layer=1, n_head=1, n_kv_head=1, d_model=8)).eval()
+    >>> z = next_logits(m, [1, 2, 3, 4, 0, 1])          # cropped to the last 4 ids
+    >>> z.shape, torch.allclose(z, next_logits(m, [3, 4, 0, 1])), next_logits(m, [[3, 4, 0, 1]] * 2).shape
+    (torch.Size([5]), True, torch.Size([2, 5]))
+    """
+    x = torch.as_tensor(ids, dtype=torch.long)
+    one = x.ndim == 1
+    if one:
+        x = x[None]
+    if x.shape[-1] == 0:
+        raise ValueError("the prompt must contain at least one token")
+    x = x[:, -model.cfg.block_size:].to(model.device)
+    logits = model(x)[0][:, -1].float().cpu()                  # [N, V]
+    return logits[0] if one else logits
+
+
+def model_step(model) -> Callable[[list[int]], torch.Tensor]:
+    """``step_fn`` for :func:`generate`: ids -> next_logits(model, ids)."""
+    return lambda ids: next_logits(model, ids)
+
+
 def sample_next_token(logits, rng: torch.Generator, temperature: float = 1.0,
                       top_k: int | None = None, top_p: float | None = None) -> SampleStep:
     """Filter the logits, draw one u ~ U[0,1) from `rng`, return the whole step as a record.
@@ -209,20 +267,19 @@ def sample_next_token(logits, rng: torch.Generator, temperature: float = 1.0,
     """
     d = distributions(logits, temperature, top_k, top_p)
     u = float(torch.rand((), generator=rng, dtype=torch.float64))
-    cum = torch.cumsum(d.p_final[torch.as_tensor(d.kept, dtype=torch.long)], 0)  # [m] the cumulative bar, most probable first
-    j = min(int((cum <= u).sum()), len(d.kept) - 1)  # first slice whose right edge exceeds u
-    tok = d.kept[j]
+    tok = pick(d, u)
     return SampleStep(dist=d, u=u, token=tok, prob=float(d.p_final[tok]),
                       prob_raw=float(softmax_t(d.logits)[tok]))
 
 
 def generate(step_fn: Callable[[list[int]], torch.Tensor], prompt_ids: Sequence[int], n: int,
              rng: torch.Generator, temperature: float = 1.0, top_k: int | None = None,
-             top_p: float | None = None, stop_ids: Sequence[int] = ()) -> Iterator[SampleStep]:
+             top_p: float | None = None, stop_ids: Sequence[int] = (), cancel=None) -> Iterator[SampleStep]:
     """Yield one SampleStep per new token: call the model, sample, append, repeat.
 
     `step_fn(ids)` returns the logits [V] for the token after `ids` (a model wrapper handles
-    context truncation). Stops after `n` tokens, or right after yielding a token in `stop_ids`.
+    context truncation; see model_step). Stops after `n` tokens, or right after yielding a token
+    in `stop_ids`. ``cancel`` (optional) is asked before every token (see lmviz.tasks).
 
     >>> step = lambda ids: torch.tensor([0.0, 5.0]) if ids[-1] == 0 else torch.tensor([5.0, 0.0])
     >>> [s.token for s in generate(step, [0], 4, torch.Generator().manual_seed(0), temperature=0)]
@@ -232,6 +289,7 @@ def generate(step_fn: Callable[[list[int]], torch.Tensor], prompt_ids: Sequence[
     if not ids:
         raise ValueError("the prompt must contain at least one token")
     for _ in range(int(n)):
+        check_cancel(cancel)
         s = sample_next_token(step_fn(list(ids)), rng, temperature, top_k, top_p)
         yield replace(s, prefix=tuple(ids))
         ids.append(s.token)
@@ -240,7 +298,7 @@ def generate(step_fn: Callable[[list[int]], torch.Tensor], prompt_ids: Sequence[
 
 
 # -----------------------------------------------------------------------------
-# toy tables for the notes' hand examples (W8, W22)
+# toy tables for the notes' hand examples (greedy-decoding example, greedy-vs-best example)
 
 TOY_VOCAB = ("<BOS>", "I", "love", "robot", "s", "<EOS>")  # the notes' 6-token toy vocabulary
 
@@ -257,7 +315,7 @@ TOY_GREEDY_TABLE: dict[tuple[str, ...], tuple[float, ...]] = {
     ("<BOS>", "I", "love", "robot", "s"):  (0.00, 0.05, 0.05, 0.05, 0.05, 0.80),
 }
 
-# A second made-up table (W22) where greedy is not the most probable sequence: "I" wins the
+# A second made-up table (greedy-vs-best example) where greedy is not the most probable sequence: "I" wins the
 # first step (0.5 vs 0.4), but after "I" the mass is spread out (best 0.4), while after
 # "robot" it is concentrated (0.9). Greedy "I love" has joint 0.5*0.4 = 0.20; "robot s" has
 # 0.4*0.9 = 0.36. Prefixes not in the table end the sequence.
@@ -281,7 +339,7 @@ class GreedyStep:
 def greedy_trace(prob_table: Mapping[tuple[str, ...], Sequence[float]],
                  start: Sequence[str] = ("<BOS>",), vocab: Sequence[str] = TOY_VOCAB,
                  eos: str = "<EOS>", max_steps: int = 50) -> list[GreedyStep]:
-    """Greedy decoding on a fixed table: one record per generated token (W8).
+    """Greedy decoding on a fixed table: one record per generated token (greedy-decoding example).
 
     Stops after `eos`, when the prefix is missing from the table, or after max_steps.
 
@@ -328,7 +386,7 @@ def best_sequence(prob_fn: Callable[[tuple], Sequence[float] | None], start: Seq
                   depth: int = 2, vocab: Sequence = TOY_VOCAB, eos="<EOS>",
                   beam_width: int | None = None, branch: int | None = None,
                   min_prob: float = 0.0) -> SearchResult:
-    """Search continuations of `start` up to `depth` tokens and compare with greedy (W22).
+    """Search continuations of `start` up to `depth` tokens and compare with greedy (greedy-vs-best example).
 
     Exhaustive by default; `beam_width` keeps only the most probable open paths per level and
     `branch` expands only each node's most probable children (for a live model's large

@@ -24,11 +24,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, fields, replace
+from typing import Callable, Iterator
 
 import torch
-import torch.nn.functional as F
 
-from .model import GPT, GPTConfig
+from .bpe import TrainedBPE
+from .model import GPT, GPTConfig, init_weights
+from .sampling import generate, model_step
+from .tasks import check_cancel
 from .tokenizer import CharTokenizer
 
 TOKENIZERS = ("char", "bpe")
@@ -144,75 +147,11 @@ def make_config(preset: str = "tiny", **overrides) -> TrainConfig:
 # -----------------------------------------------------------------------------
 # tokenizers
 
-class TrainedBPE:
-    """A character-level ``lmviz.bpe`` tokenizer with the CharTokenizer interface.
-
-    >>> tok = TrainedBPE.train("low low lower", 2)
-    >>> tok.vocab_size, tok.decode(tok.encode("lower low"))
-    (9, 'lower low')
-    """
-
-    kind = "bpe"
-
-    def __init__(self, bpe):
-        self.bpe = bpe
-
-    @classmethod
-    def train(cls, text: str, merges: int) -> "TrainedBPE":
-        from .bpe import train_bpe
-
-        return cls(train_bpe(text, merges, level="char", record=False))
-
-    @property
-    def vocab_size(self) -> int:
-        return self.bpe.vocab_size
-
-    def token(self, i: int) -> str:
-        return self.bpe.label(int(i))
-
-    def encode(self, text: str) -> list[int]:
-        return self.bpe.encode(text)
-
-    def encode_lossy(self, text: str) -> tuple[list[int], list[str]]:
-        known = set(self.bpe.vocab[1:self.bpe.n_base])
-        unknown = list(dict.fromkeys(c for c in text if c not in known))
-        return self.bpe.encode("".join(c for c in text if c in known)), unknown
-
-    def decode(self, ids) -> str:
-        return self.bpe.decode([int(i) for i in ids])
-
-    def to_dict(self) -> dict:
-        b = self.bpe
-        return {"type": "bpe", "level": b.level, "split_words": b.split_words,
-                "alphabet": list(b.vocab[1:b.n_base]), "merges": [list(m) for m in b.merge_ids]}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "TrainedBPE":
-        """Rebuild from ``to_dict()``; ValueError on anything malformed."""
-        from .bpe import UNK, BPETokenizer
-
-        alphabet, merges = d.get("alphabet"), d.get("merges")
-        if d.get("level") != "char" or not isinstance(alphabet, list) or not isinstance(merges, list):
-            raise ValueError("bpe tokenizer spec needs level 'char', an 'alphabet' and 'merges'")
-        if any(not isinstance(c, str) or len(c) != 1 for c in alphabet) or len(set(alphabet)) != len(alphabet):
-            raise ValueError("bpe alphabet must be distinct single characters")
-        vocab = [UNK] + list(alphabet)
-        n_base = len(vocab)
-        pairs = []
-        for m in merges:
-            if (not isinstance(m, list) or len(m) != 2 or not all(isinstance(i, int) for i in m)
-                    or not all(0 <= i < len(vocab) for i in m)):
-                raise ValueError("bpe merges must be pairs of earlier token ids")
-            pairs.append((m[0], m[1]))
-            vocab.append(vocab[m[0]] + vocab[m[1]])
-        return cls(BPETokenizer("char", bool(d.get("split_words", True)), vocab, pairs, n_base,
-                                [], (), len(pairs), "done"))
-
-
-def build_tokenizer(text: str, cfg: TrainConfig):
-    """The tokenizer cfg asks for, trained on text."""
+def build_tokenizer(text: str, cfg: TrainConfig, cancel=None):
+    """The tokenizer cfg asks for, trained on text (``cancel``: see ``lmviz.tasks``)."""
     if cfg.tokenizer == "bpe":
-        return TrainedBPE.train(text, cfg.bpe_merges)
+        return TrainedBPE.train(text, cfg.bpe_merges, cancel=cancel)
+    check_cancel(cancel)
     return CharTokenizer(text)
 
 
@@ -262,50 +201,64 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return lo + 0.5 * (cfg.lr - lo) * (1.0 + math.cos(math.pi * frac))
 
 
-def init_weights(model: GPT, generator: torch.Generator) -> None:
-    """nanoGPT's init drawn from ``generator``: N(0, 0.02) matrices, residual projections scaled
-    by 1/sqrt(2 n_layer), zero biases, unit norm gains."""
-    std_proj = 0.02 / math.sqrt(2 * model.cfg.n_layer)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.dim() >= 2:
-                std = std_proj if name.endswith("c_proj.weight") else 0.02
-                p.copy_(torch.randn(p.shape, generator=generator) * std)
-            elif name.endswith("bias"):
-                p.zero_()
-            else:
-                p.fill_(1.0)
+def train_steps(model: torch.nn.Module, opt: torch.optim.Optimizer, batch: Callable[[], tuple],
+                lr: Callable[[int], float], n: int, *, start: int = 0, clip: float | None = None,
+                loss_of: Callable | None = None, cancel=None) -> Iterator[tuple[int, float, float, float]]:
+    """The one training loop of lmviz: ``n`` optimizer steps, yielding (step, loss, lr, grad norm)
+    after each (1-based step, counted on from ``start``).
+
+    Each step: set the learning rate ``lr(step - 1)``, draw ``batch() -> (x, y)``, loss
+    ``loss_of(x, y)`` (default ``model(x, y)[1]``), backward, clip the global gradient norm to
+    ``clip`` (None/0: no clipping; the norm before clipping is reported either way), AdamW step.
+    ``cancel()`` (optional) is asked before every step and raises ``lmviz.tasks.Cancelled``.
+    Used by the Trainer, the chapter demos (``fit_small``) and the KV chapter's toy model.
+    """
+    params = [p for g in opt.param_groups for p in g["params"]]
+    loss_of = loss_of or (lambda x, y: model(x, y)[1])
+    for k in range(start, start + n):
+        check_cancel(cancel)
+        rate = lr(k)
+        for g in opt.param_groups:
+            g["lr"] = rate
+        x, y = batch()
+        loss = loss_of(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip:
+            norm = torch.nn.utils.clip_grad_norm_(params, clip)
+        else:
+            norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params if p.grad is not None]))
+        opt.step()
+        yield k + 1, loss.item(), rate, norm.item()          # one device sync per step
 
 
-def fit_small(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, steps: int, batch: int,
-              lr: float, seed: int, clip: float | None = None, warmup: int = 20, stop=None,
+def fit_small(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, steps: int, batch: int | None,
+              lr: float, seed: int, clip: float | None = None, warmup: int = 20, cancel=None,
               on_step=None) -> list[float]:
-    """The few-second training loop of the chapter demos (W9 structure, W10 robot actions).
+    """The few-second training of the chapter demos (structure, robot actions, the KV toy model).
 
     Samples ``batch`` rows of ``x [N, T]`` / ``y [N, T]`` (targets, -1 = not scored) with a seeded
-    generator, AdamW at ``lr`` after a linear warm-up of ``warmup`` steps, optional gradient
-    clipping; stops early when the ``stop`` event is set; ``on_step(step, loss)`` reports progress.
+    generator (``batch=None``: every row, every step), AdamW at ``lr`` after a linear warm-up of
+    ``warmup`` steps (0: none), optional gradient clipping, through :func:`train_steps`;
+    ``cancel()`` is asked every step; ``on_step(step, loss)`` reports progress.
     Returns the per-step losses; ``model`` is left in train mode, updated in place.
     """
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(seed)
+
+    def draw():
+        if batch is None:
+            return x, y
+        idx = torch.randint(0, x.shape[0], (batch,), generator=gen)
+        return x[idx], y[idx]
+
     losses: list[float] = []
     model.train()
-    for step in range(steps):
-        if stop is not None and stop.is_set():
-            break
-        for g in opt.param_groups:
-            g["lr"] = lr * min(1.0, (step + 1) / warmup)
-        idx = torch.randint(0, x.shape[0], (batch,), generator=gen)
-        _, loss = model(x[idx], y[idx])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-        opt.step()
-        losses.append(loss.item())
+    for step, loss, _, _ in train_steps(model, opt, draw, lambda k: lr * min(1.0, (k + 1) / max(1, warmup)),
+                                        steps, clip=clip, cancel=cancel):
+        losses.append(loss)
         if on_step is not None:
-            on_step(step + 1, losses[-1])
+            on_step(step, loss)
     return losses
 
 
@@ -327,7 +280,12 @@ class Trainer:
     ([1, 2, 3], True)
     """
 
-    def __init__(self, text: str, cfg: TrainConfig, device=None, tokenizer=None, prompt: str | None = None):
+    def __init__(self, text: str, cfg: TrainConfig, device=None, tokenizer=None, prompt: str | None = None,
+                 cancel=None):
+        """``cancel``: an optional callback (True = stop) asked often during the preparation
+        (tokenizer, encoding), the evaluations and the samples; ``lmviz.tasks.Cancelled`` is
+        raised when it says so. Settable later as ``trainer.cancel``."""
+        self.cancel = cancel
         problems = cfg.validate()
         if problems:
             raise ValueError("; ".join(problems))
@@ -340,8 +298,10 @@ class Trainer:
 
             device = pick()
         self.cfg, self.device = cfg, torch.device(device)
-        self.tokenizer = tokenizer if tokenizer is not None else build_tokenizer(text, cfg)
-        ids = torch.tensor(self.tokenizer.encode(text), dtype=torch.long)      # [N]
+        self.tokenizer = tokenizer if tokenizer is not None else build_tokenizer(text, cfg, cancel)
+        check_cancel(cancel)
+        ids = torch.tensor(self._encode(text), dtype=torch.long)               # [N]
+        check_cancel(cancel)
         n_val = max(cfg.block_size + 1, int(len(ids) * cfg.val_frac))
         if len(ids) - n_val < cfg.block_size + 1:
             raise ValueError(f"the text gives {len(ids):,} tokens; with block_size {cfg.block_size} it needs "
@@ -363,6 +323,12 @@ class Trainer:
         self.tokens_per_step = cfg.batch_size * cfg.block_size
 
     # -- data ----------------------------------------------------------------------------------
+    def _encode(self, text: str) -> list[int]:
+        """The tokenizer's ids of text; a BPE asks the cancel callback as it goes."""
+        if isinstance(self.tokenizer, TrainedBPE):
+            return self.tokenizer.encode(text, cancel=self.cancel)
+        return self.tokenizer.encode(text)
+
     def _batch(self, data: torch.Tensor, generator: torch.Generator):
         """x, y [B,T] random windows of data (y = x shifted by one: teacher forcing)."""
         B, T = self.cfg.batch_size, self.cfg.block_size
@@ -383,29 +349,16 @@ class Trainer:
     # -- training ------------------------------------------------------------------------------
     def step(self, n: int = 1) -> list[StepMetrics]:
         """Take up to n optimizer steps (never past max_steps); one record per step."""
-        out = []
-        clip = self.cfg.grad_clip
-        for _ in range(n):
-            if self.done:
-                break
-            t0 = time.perf_counter()
-            lr = lr_at(self.steps_done, self.cfg)
-            for g in self.opt.param_groups:
-                g["lr"] = lr
-            x, y = self._batch(self.train_ids, self.gen)
-            loss = self._forward(x, y)
-            self.opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if clip > 0:
-                norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
-            else:
-                norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in self.model.parameters()
-                                                             if p.grad is not None]))
-            self.opt.step()
-            loss_f, norm_f = loss.item(), norm.item()       # one device sync per step
-            dt = time.perf_counter() - t0
-            self.steps_done += 1
-            out.append(StepMetrics(self.steps_done, loss_f, lr, norm_f, self.tokens_per_step / dt, dt * 1e3))
+        out: list[StepMetrics] = []
+        n = max(0, min(n, self.cfg.max_steps - self.steps_done))
+        t0 = time.perf_counter()
+        for step, loss, lr, norm in train_steps(self.model, self.opt, lambda: self._batch(self.train_ids, self.gen),
+                                                lambda k: lr_at(k, self.cfg), n, start=self.steps_done,
+                                                clip=self.cfg.grad_clip, loss_of=self._forward):
+            t1 = time.perf_counter()
+            dt, t0 = t1 - t0, t1
+            self.steps_done = step
+            out.append(StepMetrics(step, loss, lr, norm, self.tokens_per_step / dt, dt * 1e3))
         return out
 
     @torch.no_grad()
@@ -415,8 +368,11 @@ class Trainer:
         res = []
         for k, data in enumerate((self.train_ids, self.val_ids)):
             g = torch.Generator().manual_seed(self.cfg.seed + 1 + k)
-            res.append(sum(self._forward(*self._batch(data, g)).item()
-                           for _ in range(self.cfg.eval_iters)) / self.cfg.eval_iters)
+            total = 0.0
+            for _ in range(self.cfg.eval_iters):
+                check_cancel(self.cancel)
+                total += self._forward(*self._batch(data, g)).item()
+            res.append(total / self.cfg.eval_iters)
         self.model.train()
         return EvalMetrics(self.steps_done, res[0], res[1], math.exp(min(res[1], 50.0)))
 
@@ -430,15 +386,11 @@ class Trainer:
             ids = [int(self.train_ids[0])]
         g = torch.Generator().manual_seed(self.cfg.seed)
         self.model.eval()
-        x = torch.tensor([ids], device=self.device)                                  # [1,T]
-        start = x.shape[1]
-        for _ in range(n):
-            logits, _ = self.model(x[:, -self.cfg.block_size:])
-            p = F.softmax(logits[0, -1].float() / temperature, dim=-1).cpu()        # [V]
-            nxt = torch.multinomial(p, 1, generator=g).to(self.device)
-            x = torch.cat([x, nxt[None]], dim=1)
-        self.model.train()
-        return Sample(self.steps_done, prompt, self.tokenizer.decode(x[0, start:].tolist()))
+        try:
+            new = [st.token for st in generate(model_step(self.model), ids, n, g, temperature, cancel=self.cancel)]
+        finally:
+            self.model.train()
+        return Sample(self.steps_done, prompt, self.tokenizer.decode(new))
 
     @torch.no_grad()
     def attention(self, prompt: str | None = None):
@@ -476,7 +428,7 @@ CORPORA = {
 
 
 def corpus_text(name: str) -> str:
-    """The text of a bundled corpus (see CORPORA); the capital corpora are generated (W9).
+    """The text of a bundled corpus (see CORPORA); the capital corpora are generated (capital-corpus example).
 
     >>> corpus_text("toy").splitlines()[0]
     '<BOS> I love robot s <EOS>'
@@ -485,7 +437,7 @@ def corpus_text(name: str) -> str:
         raise ValueError(f"unknown corpus {name!r}; choose one of {', '.join(CORPORA)}")
     kind, arg = CORPORA[name][0].split(":")
     if kind == "capital":
-        from .corpora import capital_corpus
+        from .chapters.capitals import capital_corpus
 
         return capital_corpus(arg, n_sentences=3000, seed=0).text
     from .data import load_corpus

@@ -1,11 +1,11 @@
 """Chapter 4 · Attention: QKᵀ → ÷√d_k → + mask → softmax → ×V on the live model, step by step,
-for a chosen layer and head; all heads of a layer; the notes' weighted sum (W17), the √d_k
-experiment (W18) and the causal mask (W6)."""
+for a chosen layer and head; all heads of a layer; the notes' weighted sum (weighted-sum example), the √d_k
+experiment (√d_k-scaling example) and the causal mask (causal-mask example)."""
 from __future__ import annotations
 
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.i18n import lang, t
 
 render.page_header("att.title", "att.intro")
@@ -33,12 +33,12 @@ def _variance(d_ks: tuple[int, ...]):
 
 
 def _bundle():
-    return glue.try_live_bundle("att.no_model")
+    return session.try_live_bundle("att.no_model")
 
 
 def live_input():
     """The sentence box, encoded for the live model (None when there is nothing to show)."""
-    from lmviz.explain import encode_for_model
+    from lmviz.chapters.embedding import encode_for_model
 
     b = _bundle()
     if b is None:
@@ -46,9 +46,7 @@ def live_input():
     text = urlstate.text(t("att.sentence"), DEFAULT_TEXT[lang()], param="s", key="att_text",
                          max_chars=MAX_CHARS)
     enc = encode_for_model(b.tokenizer, text, b.model.cfg.block_size)
-    if enc.unknown:
-        shown = " ".join(enc.unknown[:12])
-        st.warning(t("att.unknown", chars=shown, n=len(enc.unknown)))
+    render.unknown_chars(enc.unknown)
     if enc.truncated:
         st.info(t("att.truncated", n=b.model.cfg.block_size))
     if not enc.ids:
@@ -59,7 +57,7 @@ def live_input():
 
 # ---------------------------------------------------------------- sections ----------------
 def sec_live():
-    st.markdown(t("att.live_intro"))
+    render.md(t("att.live_intro"))
     got = live_input()
     if got is None:
         return
@@ -81,13 +79,13 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
         names = {s: t(f"att.stage.{s}") for s in STAGES}   # translated now, not at format time
         stage = urlstate.selectbox(t("att.stage"), STAGES, param="st", key="att_stage",
                                    format_func=names.__getitem__)
-    tr = _trace(b.model, glue.model_key(b), tuple(ids))
+    tr = _trace(b.model, session.model_key(b), tuple(ids))
     L = tr.layers[layer - 1]
     h = head - 1
     mat = {"scores": L.scores, "scaled": L.scaled, "masked": L.masked, "weights": L.weights,
            "out": L.head_out}[stage][h]
     T = len(ids)
-    st.markdown(t(f"att.explain.{stage}", dh=dh, sq=f"{dh ** 0.5:.2f}", T=T))
+    render.md(t(f"att.explain.{stage}", dh=dh, sq=f"{dh ** 0.5:.2f}", T=T))
     left, right = st.columns([3, 2])
     with left:
         is_out = stage == "out"
@@ -109,7 +107,7 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
         top = last.argmax().item()
         st.caption(t("att.last_row", tok=render.escape(tokens[-1]), top=render.escape(tokens[top]),
                      w=f"{float(last[top]):.2f}"))
-    st.markdown("#### " + t("att.heads_title", layer=layer))
+    render.md("#### " + t("att.heads_title", layer=layer))
     fig = heads_figure(L.weights, tokens, [t("att.head_n", h=i + 1) for i in range(n_head)],
                        x_title=t("att.fig.key"), y_title=t("att.fig.query"), highlight=h)
     render.plot(fig, key="att_heads_fig", filename=f"attention-heads-L{layer}")
@@ -119,7 +117,7 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
 # The figures below depend only on the language (and d_k): built once, shared read-only.
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _w17_fig(code: str):
-    from lmviz.explain import weighted_sum_terms
+    from lmviz.chapters.attention import weighted_sum_terms
     from viz.attention import weighted_sum_figure
 
     ws = weighted_sum_terms([0.2, 0.3, 0.5], [[1, 0], [0, 2], [2, 2]])
@@ -139,7 +137,7 @@ def _scale_figs(code: str):
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _one_query_fig(code: str, d_k: int):
-    from lmviz.explain import softmax_example
+    from lmviz.chapters.attention import softmax_example
     from viz.attention import softmax_pair_figure
 
     p = softmax_example(d_k)
@@ -149,7 +147,8 @@ def _one_query_fig(code: str, d_k: int):
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _mask_figs(code: str):
-    from lmviz.explain import causal_demo, toy_embedding
+    from lmviz.chapters.attention import causal_demo
+    from lmviz.chapters.embedding import toy_embedding
     from viz.attention import heatmap
 
     e = toy_embedding()
@@ -162,22 +161,22 @@ def _mask_figs(code: str):
 
 
 def sec_w17():
-    from lmviz.explain import weighted_sum_terms
+    from lmviz.chapters.attention import weighted_sum_terms
 
     ws = weighted_sum_terms([0.2, 0.3, 0.5], [[1, 0], [0, 2], [2, 2]])
     terms = "\n       + ".join(f"{float(w):g} × {v.tolist()}" for w, v in zip(ws.weights, ws.values.int()))
     out = [round(float(x), 6) for x in ws.output]
     c1, c2 = st.columns([2, 3])
     with c1:
-        st.markdown(t("att.w17_text"))
+        render.md(t("att.w17_text"))
         st.code(f"output = {terms}\n       = {out}", language=None)
-        st.markdown(t("att.w17_after"))
+        render.md(t("att.w17_after"))
     with c2:
         render.plot(_w17_fig(lang()), key="att_w17", filename="attention-weighted-sum")
 
 
 def sec_scale():
-    st.markdown(t("att.scale_text"))
+    render.md(t("att.scale_text"))
     rows = _variance((4, 16, 64, 256, 1024))
     fig_var, fig_sat = _scale_figs(lang())
     c1, c2 = st.columns(2)
@@ -200,10 +199,11 @@ def _one_query():
 
 
 def sec_mask():
-    from lmviz.explain import causal_demo, toy_embedding
+    from lmviz.chapters.attention import causal_demo
+    from lmviz.chapters.embedding import toy_embedding
     from lmviz.model import causal_mask
 
-    st.markdown(t("att.mask_text"))
+    render.md(t("att.mask_text"))
     d = causal_demo(toy_embedding().E[:5])
     fig_s, fig_w = _mask_figs(lang())
     c1, c2 = st.columns(2)
@@ -218,7 +218,7 @@ def sec_mask():
 
 
 def sec_softmaxes():
-    st.markdown(t("att.two_softmax"))
+    render.md(t("att.two_softmax"))
 
 
 render.run_sections([

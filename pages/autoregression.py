@@ -1,10 +1,10 @@
-"""Chapter 3 · Autoregression: the chain rule (W4) on the toy sequence and on the live model,
-teacher forcing (W5), why training is parallel and generation is not, and the causal mask (W6)."""
+"""Chapter 3 · Autoregression: the chain rule (chain-rule example) on the toy sequence and on the live model,
+teacher forcing (teacher-forcing example), why training is parallel and generation is not, and the causal mask (causal-mask example)."""
 from __future__ import annotations
 
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.chapters import by_slug
 from ui.i18n import t
 
@@ -15,22 +15,22 @@ render.page_header("ar.title", "ar.intro")
 
 # ---------------------------------------------------------------- cached pure work --------
 def _bundle():
-    return glue.try_live_bundle("ar.no_model")
+    return session.try_live_bundle("ar.no_model")
 
 
-_model_key = glue.model_key
+_model_key = session.model_key
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _live_chain(text: str, model_key: str, _b):
-    from lmviz.lessons import sequence_log_probs
+    from lmviz.chapters.autoregression import sequence_log_probs
 
     return sequence_log_probs(_b.model, _b.tokenizer, text)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _parallel(ids: tuple[int, ...], model_key: str, _b):
-    from lmviz.lessons import parallel_vs_sequential
+    from lmviz.chapters.autoregression import parallel_vs_sequential
 
     return parallel_vs_sequential(_b.model, list(ids))
 
@@ -50,7 +50,7 @@ def _sentence() -> str:
 
 # ---------------------------------------------------------------- sections ----------------
 def sec_chain():
-    from lmviz.lessons import toy_chain_rule
+    from lmviz.chapters.autoregression import toy_chain_rule
     from viz.autoregression import chain_figure
 
     render.md(t("ar.chain_md"))
@@ -89,8 +89,7 @@ def sec_live():
     except ValueError:
         st.warning(t("ar.too_short"))
         return
-    if r.unknown:
-        st.warning(t("ar.unknown", chars=render.escape(" ".join(r.unknown[:20]))))
+    render.unknown_chars(r.unknown, limit=20)
     if r.truncated:
         st.info(t("ar.truncated", n=len(r.tokens)))
     fig = chain_figure(r.tokens[1:], r.probs, contexts=["".join(r.tokens[: i + 1]) for i in range(len(r.probs))],
@@ -105,14 +104,14 @@ def sec_live():
 
 
 def sec_teacher():
-    from lmviz.lessons import teacher_forcing, toy_teacher_forcing
+    from lmviz.chapters.autoregression import teacher_forcing, toy_teacher_forcing
 
     render.md(t("ar.tf_md"))
     cols = st.columns(2)
     for col, code in zip(cols, ("en", "zh")):
         tf = toy_teacher_forcing(code)
         with col:
-            st.markdown(f"**{t('ar.tf_pairs', n=len(tf.pairs))}**")
+            render.md(f"**{t('ar.tf_pairs', n=len(tf.pairs))}**")
             rows = [{"t": i + 1, t("ar.col.input"): " ".join(p.context), t("ar.col.label"): p.target}
                     for i, p in enumerate(tf.pairs)]
             st.dataframe(rows, hide_index=True, width="stretch")
@@ -125,7 +124,7 @@ def sec_teacher():
         toks = [b.tokenizer.token(i) for i in ids[:12]]
         if len(toks) >= 2:
             tf = teacher_forcing(toks)
-            st.markdown(t("ar.tf_live", n=len(tf.pairs)))
+            render.md(t("ar.tf_live", n=len(tf.pairs)))
             st.dataframe([{"": t("ar.col.input"), **{str(i + 1): repr(v)[1:-1] for i, v in enumerate(tf.inputs)}},
                           {"": t("ar.col.label"), **{str(i + 1): repr(v)[1:-1] for i, v in enumerate(tf.labels)}}],
                          hide_index=True, width="stretch")
@@ -154,7 +153,7 @@ def sec_parallel():
 def sec_mask():
     import numpy as np
 
-    from lmviz.lessons import causal_mask_demo, toy_scores
+    from lmviz.chapters.autoregression import causal_mask_demo, toy_scores
     from lmviz.tokenizer import TOY_EN
     from viz.autoregression import attention_figure, mask_figure
 

@@ -1,13 +1,11 @@
-"""Chapter: beyond next-token prediction. Why it learns structure (W9, trained live), robot actions
-as tokens (W10, trained live), and where knowledge lives: weights, context, retrieval."""
+"""Chapter: beyond next-token prediction. Why it learns structure (capital-corpus example, trained live), robot actions
+as tokens (robot-actions example, trained live), and where knowledge lives: weights, context, retrieval."""
 from __future__ import annotations
-
-import threading
 
 import numpy as np
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.i18n import lang, t
 
 render.page_header("bey.title", "bey.intro")
@@ -17,55 +15,25 @@ START, TARGET = (-0.8, -0.6), (0.7, 0.5)
 
 
 # ---------------------------------------------------------------- background training ----
-class _Job:
-    """One training on a worker thread (no st.* calls there): progress, result or error."""
-
-    def __init__(self, fn, semaphore: threading.BoundedSemaphore):
-        self.lock = threading.Lock()
-        self.step, self.total, self.result, self.error = 0, 0, None, None
-        self.waiting = True
-        self._fn, self._sem = fn, semaphore
-        threading.Thread(target=self._main, daemon=True, name="lmviz-beyond").start()
-
-    def _progress(self, step: int, loss: float) -> None:
-        with self.lock:
-            self.step = step
-
-    def _main(self) -> None:
-        with self._sem:
-            self.waiting = False
-            try:
-                res = self._fn(self._progress)
-                with self.lock:
-                    self.result = res
-            except Exception as e:  # noqa: BLE001 - shown to the user as a message
-                with self.lock:
-                    self.error = f"{type(e).__name__}: {e}"
-
-    @property
-    def running(self) -> bool:
-        return self.result is None and self.error is None
+def _demo_task(train, cfg, name: str):
+    """A chapter demo's training as a task: progress per step, stopped by cancel."""
+    return session.start_task(lambda ctx: train(cfg, on_step=lambda s, _: ctx.progress(s), cancel=ctx.cancelled),
+                              name=name, total=cfg.steps)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _structure_job(lang_code: str, steps: int) -> _Job:
+def _structure_job(lang_code: str, steps: int):
     """Shared by every session: the same settings give the same (seeded) models."""
-    from lmviz.structure import StructureConfig, train_structure
+    from lmviz.chapters.structure import StructureConfig, train_structure
 
-    cfg = StructureConfig(lang=lang_code, steps=steps)
-    job = _Job(lambda cb: train_structure(cfg, on_step=cb), glue.training_semaphore())
-    job.total = steps
-    return job
+    return _demo_task(train_structure, StructureConfig(lang=lang_code, steps=steps), "lmviz-beyond-structure")
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _robot_job(n_bins: int, steps: int) -> _Job:
-    from lmviz.robot import RobotConfig, train_policy
+def _robot_job(n_bins: int, steps: int):
+    from lmviz.chapters.robot import RobotConfig, train_policy
 
-    cfg = RobotConfig(n_bins=n_bins, steps=steps)
-    job = _Job(lambda cb: train_policy(cfg, on_step=cb), glue.training_semaphore())
-    job.total = steps
-    return job
+    return _demo_task(train_policy, RobotConfig(n_bins=n_bins, steps=steps), "lmviz-beyond-robot")
 
 
 def _train_button(label_key: str, flag: str, key: str) -> bool:
@@ -74,26 +42,24 @@ def _train_button(label_key: str, flag: str, key: str) -> bool:
     return bool(st.session_state.get(flag))
 
 
-def _progress(job: _Job) -> None:
-    if job.error:
-        st.error(t("bey.train_error", error=render.escape(job.error)))
-    elif job.waiting:
-        st.info(t("bey.train_queued"))
-    else:
-        st.progress(min(1.0, job.step / max(1, job.total)), text=t("bey.training", step=job.step, n=job.total))
+def _result(snap):
+    """The task's result once it is done (None before), with its status line drawn."""
+    done = session.task_status(snap, queued_key="bey.train_queued", running_key="bey.training",
+                               error_key="bey.train_error")
+    return snap.result if done else None
 
 
-# ---------------------------------------------------------------- W9: structure ----
+# ---------------------------------------------------------------- capital-corpus example: structure ----
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _prepared(lang_code: str):
-    from lmviz.structure import StructureConfig, prepare
+    from lmviz.chapters.structure import StructureConfig, prepare
 
     return prepare(StructureConfig(lang=lang_code))
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _untrained(lang_code: str, vocab_size: int, block: int):
-    from lmviz.structure import StructureConfig, untrained_transformer
+    from lmviz.chapters.structure import StructureConfig, untrained_transformer
 
     return untrained_transformer(vocab_size, block, StructureConfig(lang=lang_code))
 
@@ -116,16 +82,12 @@ def sec_structure():
         steps = st.select_slider(t("bey.steps"), STEP_CHOICES, value=300, key="bey_wsteps")
     started = _train_button("bey.train_struct", "bey_w_started", "bey_w_train")
 
-    @st.fragment(run_every=1.0 if started and _structure_job(corpus_lang, steps).running else None)
-    def body():
+    def body(snap):
         import torch
 
-        from lmviz.structure import country_attention, sentence_losses
+        from lmviz.chapters.structure import country_attention, sentence_losses
 
-        job = _structure_job(corpus_lang, steps) if started else None
-        res = job.result if job is not None else None
-        if job is not None:
-            _progress(job)
+        res = _result(snap)
         if res is None:
             model = _untrained(corpus_lang, len(vocab), max(len(s) for s in seqs) - 1)
             st.info(t("bey.struct_untrained"))
@@ -171,19 +133,19 @@ def sec_structure():
                 render.md(t("bey.corpus_sample", n=len(corpus.sentences), h=len(corpus.heldout_sentences)))
                 st.code("\n".join(corpus.sentences[:8]), language=None)
 
-    body()
+    session.poll(lambda: _structure_job(corpus_lang, steps).snapshot() if started else None, body)
 
 
-# ---------------------------------------------------------------- W10: robot ----
+# ---------------------------------------------------------------- robot-actions example: robot ----
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _untrained_policy(n_bins: int):
-    from lmviz.robot import RobotConfig, new_policy
+    from lmviz.chapters.robot import RobotConfig, new_policy
 
     return new_policy(RobotConfig(n_bins=n_bins))
 
 
 def sec_robot():
-    from lmviz.robot import INSTRUCTIONS, RobotConfig, decode_bins, round_trip, rollout, token_label
+    from lmviz.chapters.robot import INSTRUCTIONS, RobotConfig, decode_bins, round_trip, rollout, token_label
     from viz.beyond import bin_probs_figure, binning_figure, rollout_figure, token_row_figure
 
     render.md(t("bey.robot_md"))
@@ -209,12 +171,9 @@ def sec_robot():
         steps = st.select_slider(t("bey.steps"), STEP_CHOICES, value=300, key="bey_rsteps")
     started = _train_button("bey.train_robot", "bey_r_started", "bey_r_train")
 
-    @st.fragment(run_every=1.0 if started and _robot_job(n_bins, steps).running else None)
-    def body():
-        job = _robot_job(n_bins, steps) if started else None
-        trained = job.result[0] if job is not None and job.result is not None else None
-        if job is not None:
-            _progress(job)
+    def body(snap):
+        res = _result(snap)
+        trained = res[0] if res is not None else None
         untrained = _untrained_policy(n_bins)
         model = trained if trained is not None else untrained
         name = t("bey.trained") if trained is not None else t("bey.untrained")
@@ -249,12 +208,12 @@ def sec_robot():
                     key="bey_rollout", filename="robot-rollout")
         render.md(t("bey.rollout_md", d=r_model.final_distance, model=name))
 
-    body()
+    session.poll(lambda: _robot_job(n_bins, steps).snapshot() if started else None, body)
 
 
 # ---------------------------------------------------------------- knowledge ----
 def _bundle():
-    return glue.try_live_bundle(None)
+    return session.try_live_bundle(None)
 
 
 @st.cache_resource(show_spinner=False)
@@ -278,23 +237,24 @@ def _next_probs(text: str, source: str, model_id: int) -> tuple[np.ndarray, list
     characters were read (the front is cut to the model's context)."""
     import torch
 
-    b = glue.live_bundle()
+    from lmviz.sampling import next_logits
+
+    b = session.live_bundle()
     ids, _ = b.tokenizer.encode_lossy(text)
     ids = ids[-b.model.cfg.block_size:] or [0]
-    with torch.no_grad():
-        logits, _ = b.model(torch.tensor([ids], device=b.model.device))
-    p = torch.softmax(logits[0, -1].float(), -1).cpu().numpy()
+    p = torch.softmax(next_logits(b.model, ids), -1).numpy()
     return p, [b.tokenizer.token(i) for i in range(len(p))], len(ids)
 
 
 def _shift(prompt: str, context: str, names: tuple[str, str], key: str, title: str) -> None:
     from viz.beyond import shift_figure
+    from viz.tokenization import visible
 
     b = _bundle()
     p0, vocab, _ = _next_probs(prompt, b.source, id(b.model))
     p1, _, n_read = _next_probs(context + prompt, b.source, id(b.model))
     top = sorted(set(np.argsort(-p0)[:6]) | set(np.argsort(-p1)[:6]), key=lambda i: -p1[i])
-    shown = [repr(vocab[i])[1:-1] if vocab[i].isspace() else vocab[i] for i in top]
+    shown = [visible(vocab[i]) for i in top]
     render.plot(shift_figure(shown, p0[top], p1[top], names=names, y_label=t("bey.prob"), title=title),
                 key=key, filename=key)
     kl = float(np.sum(p1 * (np.log(p1 + 1e-12) - np.log(p0 + 1e-12))))
@@ -329,7 +289,7 @@ def sec_knowledge():
         render.plot(scores_figure([docs[i].name for i in order], scores[order], 0, x_label=t("bey.bm25"),
                                   title=t("bey.ret_title")), key="bey_scores", filename="retrieval-scores")
     with right:
-        st.markdown(t("bey.passage", name=render.escape(docs[best].name)))
+        render.md(t("bey.passage", name=render.escape(docs[best].name)))
         st.code(passage, language=None)
         _shift(query, passage + " ", (t("bey.without_ctx"), t("bey.with_ctx")), "bey_shift", t("bey.shift_title"))
     render.md(t("bey.know_caveat"))

@@ -1,28 +1,27 @@
-"""Chapter 10 · Cost: attention's O(n^2) measured on this machine (W23), FlashAttention's tiles
-stepped through on the live model's own q, k, v and proven exact (W24), FLOPs per component of
-the live model, and the budget calculators: 6ND, Chinchilla, training memory (W30)."""
+"""Chapter 10 · Cost: attention's O(n^2) measured on this machine (n² attention-cost example), FlashAttention's tiles
+stepped through on the live model's own q, k, v and proven exact (FlashAttention example), FLOPs per component of
+the live model, and the budget calculators: 6ND, Chinchilla, training memory (compute-budget example)."""
 from __future__ import annotations
 
 import math
 import re
-import threading
 
 import numpy as np
 import streamlit as st
 
 from lmviz.attention import tile_size, traffic_bytes_dense, traffic_bytes_tiled
-from lmviz.costs import (MEMORY_RECIPES, attention_dominates_from, attention_flops,
+from lmviz.chapters.cost import (MEMORY_RECIPES, attention_dominates_from, attention_flops,
                          chinchilla_optimal, chinchilla_optimal_fit, decode_step_flops,
                          layer_flops, training_flops, training_memory_bytes)
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import t
 from viz import cost as vc
+from viz.tokenization import visible
 
 DEFAULT_NS = (128, 256, 512, 1024)            # measured once per server, cached (well under 1 s)
 MORE_NS = (128, 256, 512, 1024, 2048, 4096)   # on request, in a background thread
 MAX_PROMPT = 64                               # characters: the live model's context is 64
-DEFAULT_PROMPT = "the cat sat on the mat and then the dog ran to the door."
 SRAM_KB = (16, 64, 100, 192, 228)             # on-chip budgets (228 KB: an H100 SM's shared memory)
 # Hoffmann et al. 2022, Table 3 (approach 1): compute-optimal (FLOPs, parameters)
 CHINCHILLA_TABLE3 = [(1.92e19, 400e6), (1.21e20, 1e9), (1.23e22, 10e9), (5.76e23, 67e9),
@@ -61,49 +60,27 @@ def _mib(b: float) -> str:
 # ---------------------------------------------------------------- 1. measured n^2 ---------
 @st.cache_data(show_spinner=False)
 def _measure_default(device_key: str):
-    from lmviz.costs import measure_attention_time
+    from lmviz.chapters.cost import measure_attention_time
 
     return measure_attention_time(DEFAULT_NS, repeats=3)
 
 
-class _Bench:
-    """The longer n = 128..4096 measurement, in a worker thread that never calls Streamlit.
-    One per server (the timings describe the machine, not a session)."""
+def _measure_more(ctx):
+    from lmviz.chapters.cost import measure_attention_time
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.thread: threading.Thread | None = None
-        self.result = None
-        self.error: str | None = None
-
-    def start(self) -> None:
-        with self.lock:
-            if self.thread is not None and self.thread.is_alive():
-                return
-            self.error = None
-            self.thread = threading.Thread(target=self._run, name="lmviz-cost-bench", daemon=True)
-            self.thread.start()
-
-    def _run(self) -> None:
-        from lmviz.costs import measure_attention_time
-
-        try:
-            rows = measure_attention_time(MORE_NS, repeats=3)
-            with self.lock:
-                self.result = rows
-        except Exception as e:  # noqa: BLE001 - shown to the user as a message, not a traceback
-            with self.lock:
-                self.error = f"{type(e).__name__}: {e}"
-
-    def snapshot(self):
-        with self.lock:
-            running = self.thread is not None and self.thread.is_alive()
-            return running, self.result, self.error
+    return measure_attention_time(MORE_NS, repeats=3)
 
 
 @st.cache_resource(show_spinner=False)
-def _bench() -> _Bench:
-    return _Bench()
+def _bench() -> dict:
+    """The longer n = 128..4096 measurement: one task per server, in {"task": Task} (the
+    timings describe the machine, not a session)."""
+    return {}
+
+
+def _bench_snapshot():
+    task = _bench().get("task")
+    return task.snapshot() if task is not None else None
 
 
 def _device_name() -> str:
@@ -131,7 +108,7 @@ def _timing_view(rows) -> None:
         }
         st.dataframe(table, hide_index=True, width="stretch")
     last = rows[-1]
-    from lmviz.costs import loglog_slope
+    from lmviz.chapters.cost import loglog_slope
 
     fit = [r for r in rows if r.n >= 256] or rows
     slope = loglog_slope([r.n for r in fit], [r.t_full for r in fit])
@@ -144,31 +121,26 @@ def sec_measured() -> None:
     render.md(t("cost.measured_intro"))
     name = _device_name()
     st.caption(t("common.device", name=name))
-    bench = _bench()
-    running, more, error = bench.snapshot()
+    snap = _bench_snapshot()
     if st.button(t("cost.measure_more", n=MORE_NS[-1]), key="cost_measure_more",
-                 disabled=running, icon=":material/timer:"):
-        bench.start()
-        running = True
+                 disabled=snap is not None and snap.active, icon=":material/timer:"):
+        _bench()["task"] = session.start_task(_measure_more, name="lmviz-cost-bench")
 
-    def body() -> None:
-        run_now, more_now, err_now = bench.snapshot()
-        if err_now:
-            st.error(t("cost.measure_failed", err=err_now))
-        if run_now:
+    def body(now) -> None:
+        if now is not None and now.state == "error":
+            st.error(t("cost.measure_failed", err=render.escape(now.error or "?")))
+        if now is not None and now.active:
             st.info(t("cost.measuring", n=MORE_NS[-1]))
-        rows = more_now if more_now is not None else _measure_default(name)
-        _timing_view(rows)
-        if running and not run_now:       # finished while we polled: stop polling
-            st.rerun()
+        more = now.result if now is not None and now.state == "done" else None
+        _timing_view(more if more is not None else _measure_default(name))
 
-    st.fragment(run_every=1.0 if running else None)(body)()
+    session.poll(_bench_snapshot, body)
     st.caption(t("cost.measured_caveat"))
 
 
 # ---------------------------------------------------------------- 2. FlashAttention -------
 def _bundle():
-    return glue.try_live_bundle(None)
+    return session.try_live_bundle(None)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -226,16 +198,15 @@ def sec_flash() -> None:
                                            key="cost_layer")
                 head = urlstate.selectbox(t("cost.head"), list(range(cfg.n_head)), param="fh",
                                           key="cost_head")
-            prompt = urlstate.text(t("cost.prompt"), DEFAULT_PROMPT, param="fp", key="cost_prompt",
+            prompt = urlstate.text(t("cost.prompt"), t("cost.prompt_default"), param="fp", key="cost_prompt",
                                    max_chars=MAX_PROMPT)
     if b is None:
         st.info(t("cost.no_model"))
         q, k, v = _random_qkv(48, 32)
         labels = None
     else:
-        got, unknown = _qkv(prompt, layer, head, glue.model_key(b), b.model, b.tokenizer)
-        if unknown:
-            st.warning(t("cost.unknown_chars", chars=render.escape(" ".join(unknown[:20]))))
+        got, unknown = _qkv(prompt, layer, head, session.model_key(b), b.model, b.tokenizer)
+        render.unknown_chars(unknown, limit=20)
         if got is None:
             st.warning(t("cost.empty_prompt"))
             return
@@ -280,7 +251,7 @@ def sec_flash() -> None:
             states, bq, bk, row=row,
             state_names=[t(f"cost.state.{s}") for s in ("pending", "done", "current", "skipped", "masked")],
             x_title=t("cost.fig.keys"), y_title=t("cost.fig.queries"), row_text=t("cost.fig.traced"),
-            tick_labels=[lab.replace(" ", "␣") for lab in labels] if labels else None)
+            tick_labels=[visible(lab) for lab in labels] if labels else None)
         render.plot(fig, key="cost_tiles", filename="flash-tiles")
     with g2:
         if updates:
@@ -413,7 +384,7 @@ def sec_budget() -> None:
             render.md(t("cost.live_budget", n=_human(p), d=_human(seen), c=_sci(training_flops(p, seen)),
                         r=f"{seen / p:,.0f}"))
 
-    st.markdown(f"#### {t('cost.chinchilla_h')}")
+    render.md(f"#### {t('cost.chinchilla_h')}")
     logc = urlstate.slider(t("cost.log_c"), 18.0, 26.0, 23.76, 0.01, param="c", key="cost_logc")
     cbud = 10 ** logc
     rule, fit = chinchilla_optimal(cbud), chinchilla_optimal_fit(cbud)
@@ -432,7 +403,7 @@ def sec_budget() -> None:
     render.md(t("cost.chinchilla_read", c=_sci(cbud), n=_human(rule.n_params), d=_human(rule.n_tokens),
                 nf=_human(fit.n_params)))
 
-    st.markdown(f"#### {t('cost.memory_h')}")
+    render.md(f"#### {t('cost.memory_h')}")
     n_mem = st.number_input(t("cost.params_b"), 0.001, 10_000.0, 7.0, key="cost_nmem")
     recipes = list(MEMORY_RECIPES)
     names = [_recipe_label(r) for r in recipes]

@@ -1,11 +1,11 @@
-"""Chapter 2 · Embeddings and positions: the notes' toy table (W1), robot + P3 (W2), two orders
-without positions (W3), the live model's table [V, d] (W12) and its position signal: learned,
+"""Chapter 2 · Embeddings and positions: the notes' toy table (toy embedding table), robot + P3 (position-vector example), two orders
+without positions (word-order example), the live model's table [V, d] (embedding-table example) and its position signal: learned,
 sinusoidal and RoPE."""
 from __future__ import annotations
 
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.i18n import lang, t
 
 render.page_header("emb.title", "emb.intro")
@@ -21,16 +21,16 @@ def _dims(d: int) -> list[str]:
 
 
 def sec_toy():
-    from lmviz.explain import lookup, toy_embedding
+    from lmviz.chapters.embedding import lookup, toy_embedding
     from viz.embedding import table_figure
 
     e = toy_embedding()
-    st.markdown(t("emb.toy_text"))
+    render.md(t("emb.toy_text"))
     c1, c2 = st.columns([3, 2])
     with c2:
         i = urlstate.slider(t("emb.pick_id"), 0, len(e.tokens) - 1, 3, param="id", key="emb_id")
         row = lookup(e.E, [i])[0]
-        st.markdown(t("emb.lookup_result", id=i, tok=render.escape(e.tokens[i]),
+        render.md(t("emb.lookup_result", id=i, tok=render.escape(e.tokens[i]),
                       row=", ".join(f"{x:.2f}" for x in row.tolist())))
         st.code(f"E.shape = {list(e.E.shape)}\nE[{i}] = {[round(x, 2) for x in row.tolist()]}", language=None)
         if i in e.filled:
@@ -47,14 +47,14 @@ def sec_toy():
 def sec_position():
     import torch
 
-    from lmviz.explain import TOY_P3, add_position, order_check, toy_embedding
+    from lmviz.chapters.embedding import TOY_P3, add_position, order_check, toy_embedding
     from viz.embedding import two_orders_figure, vector_sum_figure
     from viz.theme import COLORS
 
     e = toy_embedding()
     robot = e.E[3]
     s = add_position(robot, TOY_P3)
-    st.markdown(t("emb.w2_text"))
+    render.md(t("emb.w2_text"))
     c1, c2 = st.columns([3, 2])
     with c1:
         fig = vector_sum_figure([(t("emb.robot_row"), robot, COLORS["token"]),
@@ -65,13 +65,13 @@ def sec_position():
         fmt = lambda v: "[" + ", ".join(f"{x:.2f}" for x in v) + "]"  # noqa: E731
         st.code(f"robot = {fmt(robot.tolist())}\nP3    = {fmt(TOY_P3)}\n"
                 f"sum   = {fmt(s.tolist())}", language=None)
-    st.markdown(t("emb.w3_text"))
+    render.md(t("emb.w3_text"))
     P = torch.tensor([P2_FILLED, TOY_P3], dtype=torch.float64)   # positions 2 and 3
     c = order_check(e.E, [3, 2], [2, 3], P)
     fig = two_orders_figure(c.rows_a, c.rows_b, ["robot", "love"], ["love", "robot"], _dims(3),
                             ["robot love", "love robot"])
     render.plot(fig, key="emb_w3", filename="two-orders")
-    st.markdown(t("emb.w3_result", same=t("emb.yes") if c.same_multiset else t("emb.no"),
+    render.md(t("emb.w3_result", same=t("emb.yes") if c.same_multiset else t("emb.no"),
                   order=t("emb.yes") if c.same_sequence else t("emb.no"),
                   withpos=t("emb.yes") if c.same_multiset_with_pos else t("emb.no")))
     st.caption(t("common.filled_gap") + " " + t("emb.p2_filled", p2=", ".join(f"{x:.2f}" for x in P2_FILLED)))
@@ -83,16 +83,16 @@ def _rows(model_key: str, _E, ids: tuple[int, ...]):
 
 
 def sec_live():
-    from lmviz.explain import encode_for_model
+    from lmviz.chapters.embedding import encode_for_model
     from viz.embedding import table_figure
 
     try:
-        b = glue.live_bundle()
+        b = session.live_bundle()
     except (ValueError, OSError) as e:
         st.warning(t("emb.no_model", err=str(e)[:200]))
         return
     V, d = b.model.cfg.vocab_size, b.model.cfg.d_model
-    st.markdown(t("emb.live_text"))
+    render.md(t("emb.live_text"))
     m1, m2, m3 = st.columns(3)
     m1.metric(t("emb.m.shape"), f"[{V}, {d}]")
     m2.metric(t("emb.m.numbers"), f"{V * d:,}")
@@ -100,15 +100,14 @@ def sec_live():
     text = urlstate.text(t("emb.live_input"), DEFAULT_TEXT[lang()], param="e", key="emb_text",
                          max_chars=MAX_CHARS)
     enc = encode_for_model(b.tokenizer, text, 32)
-    if enc.unknown:
-        st.warning(t("emb.unknown", chars=" ".join(enc.unknown[:12])))
+    render.unknown_chars(enc.unknown)
     if enc.truncated:
         st.info(t("emb.truncated", n=32))
     if not enc.ids:
         st.warning(t("emb.empty"))
         return
     st.code("ids = " + str(enc.ids), language=None)
-    rows = _rows(glue.model_key(b), b.model.wte.weight, tuple(enc.ids))
+    rows = _rows(session.model_key(b), b.model.wte.weight, tuple(enc.ids))
     labels = [f"{tok} · {i}" for tok, i in zip(enc.tokens, enc.ids)]
     fig = table_figure(rows, labels, _dims(d), title=t("emb.live_fig", n=len(enc.ids), d=d),
                        x_title=t("emb.dim"), y_title=t("emb.token_id"))
@@ -123,12 +122,12 @@ def sec_positions():
     names = {s: t(f"emb.scheme.{s}") for s in SCHEMES}   # translated now, not at format time
     scheme = urlstate.selectbox(t("emb.scheme"), SCHEMES, param="pos", key="emb_scheme",
                                 format_func=names.__getitem__)
-    st.markdown(t(f"emb.scheme_text.{scheme}"))
+    render.md(t(f"emb.scheme_text.{scheme}"))
     if scheme == "rope":
         _rope()
         return
     try:
-        b = glue.live_bundle()
+        b = session.live_bundle()
         cfg = b.model.cfg
     except (ValueError, OSError):
         b, cfg = None, None
@@ -157,7 +156,7 @@ def sec_positions():
 def _rope():
     import torch
 
-    from lmviz.explain import rope_offset_demo
+    from lmviz.chapters.embedding import rope_offset_demo
     from viz.attention import heatmap
     from viz.embedding import rope_plane_figure
 
@@ -173,7 +172,7 @@ def _rope():
                             y_labels=[str(p) for p in range(12)], title=t("emb.rope_scores"),
                             x_title=t("emb.k_pos"), y_title=t("emb.q_pos"), diverging=True, text=False,
                             height=420), key="emb_rope_scores", filename="rope-scores")
-    st.markdown(t("emb.rope_result", spread=f"{demo.max_spread:.1e}"))
+    render.md(t("emb.rope_result", spread=f"{demo.max_spread:.1e}"))
 
 
 render.run_sections([

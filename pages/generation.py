@@ -1,6 +1,6 @@
-"""Chapter 8 · Generation: temperature (W13, W20), top-k / top-p (W21), greedy stepping on the
-toy table (W8), step-by-step sampling from the live model with a seed, and why greedy is not
-the most probable sequence (W22).
+"""Chapter 8 · Generation: temperature (softmax example, temperature example), top-k / top-p (top-k/top-p example), greedy stepping on the
+toy table (greedy-decoding example), step-by-step sampling from the live model with a seed, and why greedy is not
+the most probable sequence (greedy-vs-best example).
 
 Every interactive section is an ``st.fragment``: a slider reruns only its own section. The live
 section keeps the current step's logits in session state, so moving τ, k or p only re-applies
@@ -8,33 +8,29 @@ the filters (lmviz.sampling.distributions) to cached numbers; the model runs onl
 """
 from __future__ import annotations
 
+import functools
 import html
 
 import numpy as np
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.i18n import lang, t
 from viz.generation import (candidates_figure, filter_figure, greedy_steps_figure, prob_bars,
                             temperature_curves_figure, tree_figure)
+from viz.tokenization import visible
 
-LOGITS = (2.0, 1.0, -1.0)           # the notes' three candidates (W13, W20)
-LOGIT_LABELS = ("A", "B", "C")      # the notes call them A, B, C (W14: "the answer is B")
+LOGITS = (2.0, 1.0, -1.0)           # the notes' three candidates (softmax example, temperature example)
+LOGIT_LABELS = ("A", "B", "C")      # the notes call them A, B, C (cross-entropy example: "the answer is B")
 TABLE_TAUS = (0.5, 1.0, 2.0)        # the three temperatures of the notes' table
-PROBS = (0.50, 0.30, 0.15, 0.05)    # the notes' top-k / top-p distribution (W21)
+PROBS = (0.50, 0.30, 0.15, 0.05)    # the notes' top-k / top-p distribution (top-k/top-p example)
 PROB_LABELS = ("A", "B", "C", "D")
+NOTES_P, NOTES_K = 0.9, 2           # the notes' top-p and top-k settings for PROBS
 MAX_PROMPT = 400                    # characters in the live prompt box
 MAX_NEW = 300                       # tokens the live stepper generates at most
 N_SHOW = 12                         # candidates drawn per live step
 N_SPREAD, SPREAD_LEN = 5, 40        # "sample 5 times": continuations and their length
 PLAY_EVERY = 0.5                    # seconds between tokens while playing
-
-def _vis(s: str) -> str:
-    """Whitespace made visible in a token label (␣ for a space)."""
-    from viz.tokenization import visible
-
-    return visible(s)
-
 
 def _fmt_setting(tau: float, k: int, p: float) -> str:
     """Short human label of the sampling settings, e.g. 'τ=0.8 · k=off · p=0.9'."""
@@ -42,7 +38,7 @@ def _fmt_setting(tau: float, k: int, p: float) -> str:
             + f" · k={k if k else t('gen.off')} · p={p:g}" + (f" ({t('gen.off')})" if p >= 1 else ""))
 
 
-# ---------------------------------------------------------------- W13 / W20 temperature ----
+# ---------------------------------------------------------------- softmax example / temperature example temperature ----
 @st.cache_data(show_spinner=False)
 def _curves():
     from lmviz.sampling import temperature_curves
@@ -69,11 +65,37 @@ def _temp_figures(tau: float, lang_code: str):
     return bars, curves
 
 
+def _vector(xs, fmt: str) -> str:
+    """[2, 1, −1]: numbers as the notes write them (a true minus sign)."""
+    return "[" + ", ".join(format(float(x), fmt).replace("-", "−") for x in xs) + "]"
+
+
+@functools.lru_cache(maxsize=1)
+def _plain_softmax() -> str:
+    """softmax(LOGITS) at τ = 1, as the notes write it (computed once per process)."""
+    from lmviz.sampling import softmax_t
+
+    return _vector(softmax_t(LOGITS).tolist(), ".3f")
+
+
+def _filter_why() -> str:
+    """The notes' example (p = 0.9, k = 2 on PROBS) explained with the filters' own results."""
+    from lmviz.sampling import top_k_filter, top_p_filter
+
+    kept = top_p_filter(PROBS, NOTES_P).kept
+    first, nxt = kept[:-1], kept[-1]
+    and_ = t("common.and")
+    return t("gen.filter_why", p=f"{NOTES_P:g}", n=len(kept), first=and_.join(PROB_LABELS[i] for i in first),
+             sum=" + ".join(f"{PROBS[i]:.2f}" for i in first), mass=f"{sum(PROBS[i] for i in first):.2f}",
+             next=PROB_LABELS[nxt], mass_next=f"{sum(PROBS[i] for i in kept):.2f}", k=NOTES_K,
+             topk=and_.join(PROB_LABELS[i] for i in top_k_filter(PROBS, NOTES_K).kept))
+
+
 @st.fragment
 def sec_temperature() -> None:
     from lmviz.sampling import softmax_t
 
-    st.markdown(t("gen.temp_intro"))
+    render.md(t("gen.temp_intro", z=_vector(LOGITS, "g"), p=_plain_softmax()))
     tau = urlstate.slider(t("gen.tau"), 0.0, 5.0, 1.0, 0.05, param="tau", key="gen_tau")
     if tau == 0:
         st.info(t("gen.tau_zero"))
@@ -90,15 +112,15 @@ def sec_temperature() -> None:
                      + (f" ({t('gen.greedy_word')})" if tv == 0 else ""),
                      **{f"p({a})": round(v, 3) for a, v in zip(LOGIT_LABELS, q)}})
     st.dataframe(rows, hide_index=True, width="stretch")
-    st.markdown(t("gen.temp_limits"))
+    render.md(t("gen.temp_limits"))
 
 
-# ---------------------------------------------------------------- W21 top-k / top-p --------
+# ---------------------------------------------------------------- top-k / top-p ----------------------
 @st.fragment
 def sec_filters() -> None:
     from lmviz.sampling import distributions
 
-    st.markdown(t("gen.filter_intro"))
+    render.md(t("gen.filter_intro"))
     c1, c2 = st.columns(2)
     with c1:
         k = urlstate.slider(t("gen.k"), 0, len(PROBS), 0, 1, param="k", key="gen_k",
@@ -124,14 +146,14 @@ def sec_filters() -> None:
     for n in notes:
         st.caption(n)
     mass_k = float(sum(PROBS[i] for i in d.kept_k))
-    st.markdown(t("gen.kept_msg", n=len(kept), kept=", ".join(kept), mass=f"{mass_k:.2f}",
+    render.md(t("gen.kept_msg", n=len(kept), kept=", ".join(kept), mass=f"{mass_k:.2f}",
                   probs=", ".join(f"{PROB_LABELS[i]}={float(d.p_final[i]):.3f}" for i in d.kept)))
-    st.markdown(t("gen.filter_why"))
+    render.md(_filter_why())
 
 
-# ---------------------------------------------------------------- W8 greedy stepping -------
+# ---------------------------------------------------------------- greedy-decoding example greedy stepping -------
 def sec_greedy() -> None:
-    st.markdown(t("gen.greedy_intro"))
+    render.md(t("gen.greedy_intro"))
     st.caption(t("common.filled_gap") + " " + t("gen.greedy_made_up"))
     _greedy_stepper()
 
@@ -171,17 +193,7 @@ def _greedy_stepper() -> None:
 
 # ---------------------------------------------------------------- live model ---------------
 def _bundle():
-    return glue.try_live_bundle("gen.no_model")
-
-
-def _next_logits(model, ids: list[int]):
-    """Logits [V] of the token after `ids`; the model sees at most its last block_size ids."""
-    import torch
-
-    ctx = ids[-model.cfg.block_size:]
-    with torch.no_grad():
-        logits, _ = model(torch.tensor([ctx], dtype=torch.long, device=model.device))
-    return logits[0, -1].float().cpu()                        # [V]
+    return session.try_live_bundle("gen.no_model")
 
 
 def _encode_prompt(b, prompt: str) -> list[int] | None:
@@ -194,8 +206,7 @@ def _encode_prompt(b, prompt: str) -> list[int] | None:
     if not ids:
         st.error(t("gen.err_all_unknown", chars=html.escape(shown)))
         return None
-    if unknown:
-        st.warning(t("gen.warn_unknown", n=len(unknown), chars=html.escape(shown)))
+    render.unknown_chars(unknown)
     B = b.model.cfg.block_size
     if len(ids) > B:
         st.info(t("gen.warn_long", n=len(ids), b=B))
@@ -206,6 +217,8 @@ def _live_state(b, ids: list[int], seed: int) -> dict:
     """The stepper's session record; a new prompt, seed or model starts it afresh."""
     import torch
 
+    from lmviz.sampling import next_logits
+
     key = (b.source, id(b.model), tuple(ids), int(seed))
     s = st.session_state.get("gen_live")
     if s is None or s["key"] != key:
@@ -214,7 +227,7 @@ def _live_state(b, ids: list[int], seed: int) -> dict:
              "logits": None, "logits_len": -1, "spread": None}
         st.session_state["gen_live"] = s
     if s["logits_len"] != len(s["ids"]):   # the model runs only when the text has grown
-        s["logits"], s["logits_len"] = _next_logits(b.model, s["ids"]), len(s["ids"])
+        s["logits"], s["logits_len"] = next_logits(b.model, s["ids"]), len(s["ids"])
     return s
 
 
@@ -231,7 +244,7 @@ def _take_step(b, s: dict, tau: float, k: int, p: float) -> None:
     """Sample one token from the cached logits with the session's generator and append it."""
     import torch
 
-    from lmviz.sampling import sample_next_token
+    from lmviz.sampling import next_logits, sample_next_token
 
     g = torch.Generator()
     g.set_state(s["rng"])
@@ -241,15 +254,15 @@ def _take_step(b, s: dict, tau: float, k: int, p: float) -> None:
     s["steps"].append({
         "#": len(s["steps"]) + 1,
         "settings": _fmt_setting(tau, k, p),
-        "top3": "  ".join(f"{_vis(b.tokenizer.token(int(i)))} {float(v):.2f}"
+        "top3": "  ".join(f"{visible(b.tokenizer.token(int(i)))} {float(v):.2f}"
                           for v, i in zip(before.values, before.indices)),
         "kept": len(step.dist.kept),
         "u": round(step.u, 3),
-        "pick": _vis(b.tokenizer.token(step.token)),
+        "pick": visible(b.tokenizer.token(step.token)),
         "p": round(step.prob, 3),
     })
     s["ids"].append(step.token)
-    s["logits"], s["logits_len"] = _next_logits(b.model, s["ids"]), len(s["ids"])
+    s["logits"], s["logits_len"] = next_logits(b.model, s["ids"]), len(s["ids"])
     s["spread"] = None
 
 
@@ -258,17 +271,14 @@ def _spread(b, s: dict, seed: int, tau: float, k: int, p: float) -> list[str]:
     each with its own generator (seed + 1 + i), computed as one batch."""
     import torch
 
-    from lmviz.sampling import sample_next_token
+    from lmviz.sampling import next_logits, sample_next_token
 
     gens = [torch.Generator().manual_seed(int(seed) + 1 + i) for i in range(N_SPREAD)]
     rows = [list(s["ids"]) for _ in range(N_SPREAD)]
-    B = b.model.cfg.block_size
-    with torch.no_grad():
-        for _ in range(SPREAD_LEN):
-            x = torch.tensor([r[-B:] for r in rows], dtype=torch.long, device=b.model.device)
-            logits = b.model(x)[0][:, -1].float().cpu()       # [N_SPREAD, V]
-            for r, g, z in zip(rows, gens, logits):
-                r.append(sample_next_token(z, g, tau, k or None, p).token)
+    for _ in range(SPREAD_LEN):
+        logits = next_logits(b.model, rows)                   # [N_SPREAD, V]: one batch
+        for r, g, z in zip(rows, gens, logits):
+            r.append(sample_next_token(z, g, tau, k or None, p).token)
     return [b.tokenizer.decode(r[len(s["ids"]):]) for r in rows]
 
 
@@ -283,7 +293,7 @@ def _running_text_html(b, s: dict) -> str:
 
 
 def sec_live() -> None:
-    st.markdown(t("gen.live_intro"))
+    render.md(t("gen.live_intro"))
     b = _bundle()
     if b is None:
         return
@@ -337,18 +347,17 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
     st.html(_running_text_html(b, s))
 
     # the pending step: filters re-applied to the cached logits (no model call here)
-    from lmviz.sampling import distributions, softmax_t
+    from lmviz.sampling import distributions, pick, softmax_t
 
     d = distributions(s["logits"], tau, k or None, p)
     u = _peek_u(s)
-    cum = np.cumsum(d.p_final[d.kept].numpy())
-    nxt = d.kept[min(int((cum <= u).sum()), len(d.kept) - 1)]
+    nxt = pick(d, u)
     raw = softmax_t(s["logits"]).numpy()
     show = list(np.argsort(-raw, kind="stable")[:N_SHOW])
     show += [i for i in d.kept if i not in show][: max(0, N_SHOW + 4 - len(show))]
     if nxt not in show:
         show.append(nxt)
-    labels = [f"{_vis(b.tokenizer.token(int(i)))}" for i in show]
+    labels = [f"{visible(b.tokenizer.token(int(i)))}" for i in show]
     # two tokens can look alike once whitespace is made visible: keep labels unique
     labels = [lab if labels.count(lab) == 1 else f"{lab}#{int(i)}" for lab, i in zip(labels, show)]
     series = [(t("gen.fig.raw"), raw[show]), (t("gen.fig.after_tau", tau=f"{tau:g}"), d.p_temp.numpy()[show]),
@@ -356,7 +365,7 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
     render.plot(candidates_figure(labels, series, chosen=show.index(nxt), y_title=t("gen.fig.prob"),
                                   title=t("gen.fig.live_title", n=len(s["steps"]) + 1)),
                 key="gen_live_fig", filename="live-step")
-    st.markdown(t("gen.next_pick", u=f"{u:.3f}", tok=html.escape(_vis(b.tokenizer.token(nxt))),
+    render.md(t("gen.next_pick", u=f"{u:.3f}", tok=html.escape(visible(b.tokenizer.token(nxt))),
                   p=f"{float(d.p_final[nxt]):.3f}", kept=len(d.kept), v=len(raw)))
     if tau == 0:
         st.caption(t("gen.tau_zero_live"))
@@ -370,7 +379,7 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
         s["spread"] = (_fmt_setting(tau, k, p), _spread(b, s, seed, tau, k, p))
     if s.get("spread"):
         setting, outs = s["spread"]
-        st.markdown(t("gen.spread_title", n=len(outs), setting=setting))
+        render.md(t("gen.spread_title", n=len(outs), setting=setting))
         st.html("".join(
             "<div style='font-family:monospace;white-space:pre-wrap;border-left:4px solid #56B4E9;"
             f"padding:2px 8px;margin:4px 0'><b>{i + 1}.</b> {html.escape(o)}</div>"
@@ -378,7 +387,7 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
         st.caption(t("gen.spread_note"))
 
 
-# ---------------------------------------------------------------- W22 greedy vs best -------
+# ---------------------------------------------------------------- greedy-vs-best example greedy vs best -------
 @st.cache_data(show_spinner=False)
 def _toy_search():
     from lmviz.sampling import TOY_BRANCHING_TABLE, best_sequence, table_prob_fn
@@ -387,34 +396,35 @@ def _toy_search():
 
 
 def _live_search(b, prompt: str, depth: int, branch: int):
-    """Exhaustive search over the `branch` most probable characters per step, on the live model."""
-    from lmviz.sampling import best_sequence, softmax_t
+    """Exhaustive search over the `branch` most probable tokens per step, on the live model (paths
+    of token ids: any tokenizer, characters or BPE)."""
+    from lmviz.sampling import best_sequence, next_logits, softmax_t
 
     key = ("gen_tree", b.source, id(b.model), prompt, depth, branch)
     hit = st.session_state.get("gen_tree_cache")
     if hit is not None and hit[0] == key:
         return hit[1]
     ids, _ = b.tokenizer.encode_lossy(prompt)
-    vocab = b.tokenizer.chars
 
-    def prob_fn(path):
-        return softmax_t(_next_logits(b.model, ids + [b.tokenizer.stoi[c] for c in path])).tolist()
+    def prob_fn(path):                       # path: token ids after the prompt
+        return softmax_t(next_logits(b.model, ids + list(path))).tolist()
 
-    res = best_sequence(prob_fn, start=(), depth=depth, vocab=vocab, eos=None, branch=branch)
+    res = best_sequence(prob_fn, start=(), depth=depth, vocab=range(b.model.cfg.vocab_size), eos=None,
+                        branch=branch)
     st.session_state["gen_tree_cache"] = (key, res)
     return res
 
 
 @st.fragment
 def sec_tree() -> None:
-    st.markdown(t("gen.tree_intro"))
+    render.md(t("gen.tree_intro"))
     names = {s: t(f"gen.tree_src.{s}") for s in ("toy", "live")}  # resolved now, not in the lambda
     src = st.radio(t("gen.tree_source"), ("toy", "live"), horizontal=True, key="gen_tree_src",
                    format_func=names.get)
     if src == "toy":
         res = _toy_search()
         st.caption(t("common.filled_gap") + " " + t("gen.tree_made_up"))
-        root = "<BOS>"
+        root, word = "<BOS>", str
     else:
         b = _bundle()
         if b is None:
@@ -428,21 +438,21 @@ def sec_tree() -> None:
         depth = c1.radio(t("gen.tree_depth"), (2, 3), index=1, horizontal=True, key="gen_tree_depth")
         branch = c2.radio(t("gen.tree_branch"), (2, 3), index=0, horizontal=True, key="gen_tree_branch")
         res = _live_search(b, prompt, int(depth), int(branch))
-        root = "…" + _vis(b.tokenizer.decode(ids[-8:]))
+        root, word = "…" + visible(b.tokenizer.decode(ids[-8:])), b.tokenizer.token
         st.caption(t("gen.tree_live_note", branch=branch))
-    labels = [root if not n.path else _vis(str(n.path[-1])) for n in res.nodes]
+    labels = [root if not n.path else visible(word(n.path[-1])) for n in res.nodes]
     fig = tree_figure(res.nodes, labels, res.greedy, res.best,
                       names=(t("gen.fig.greedy_path"), t("gen.fig.best_path"), t("gen.fig.other_path")),
                       title=t("gen.fig.tree_title"))
     render.plot(fig, key="gen_tree_fig", filename="greedy-vs-best")
-    g = " ".join(_vis(str(x)) for x in res.greedy)
-    bst = " ".join(_vis(str(x)) for x in res.best)
+    g = " ".join(visible(word(x)) for x in res.greedy)
+    bst = " ".join(visible(word(x)) for x in res.best)
     if res.best != res.greedy and res.best_joint > res.greedy_joint:
-        st.markdown(t("gen.tree_result", g=html.escape(g), gj=f"{res.greedy_joint:.3f}",
+        render.md(t("gen.tree_result", g=html.escape(g), gj=f"{res.greedy_joint:.3f}",
                       b=html.escape(bst), bj=f"{res.best_joint:.3f}"))
     else:
-        st.markdown(t("gen.tree_same", g=html.escape(g), gj=f"{res.greedy_joint:.3f}"))
-    st.markdown(t("gen.tree_caveat"))
+        render.md(t("gen.tree_same", g=html.escape(g), gj=f"{res.greedy_joint:.3f}"))
+    render.md(t("gen.tree_caveat"))
 
 
 def main() -> None:

@@ -1,27 +1,26 @@
-"""Chapter 9: the KV cache. Prefill and decode on real tensors (W25, W26), why reuse is valid
-and what an edit invalidates, how big a cache gets (W27) and how fast decoding is with it (W28)."""
+"""Chapter 9: the KV cache. Prefill and decode on real tensors (KV-cache walk-through, cached-equals-uncached example), why reuse is valid
+and what an edit invalidates, how big a cache gets (KV-cache-size example) and how fast decoding is with it (decode-speed example)."""
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
 
 import numpy as np
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import t
+from viz.tokenization import visible
 
 render.page_header("kv.title", "kv.intro")
 
-TOY_NEW = 3          # W25: 学习, 数学, then <结束>
+TOY_NEW = 3          # KV-cache walk-through: 学习, 数学, then <结束>
 LIVE_MAX_PROMPT = 48  # characters of the live prompt
 
 
 # ---------------------------------------------------------------- cached computations ----
 @st.cache_resource(show_spinner=False)
 def _toy():
-    from lmviz.kv_demo import load_toy
+    from lmviz.chapters.kv_cache import load_toy
 
     return load_toy()
 
@@ -30,7 +29,7 @@ def _walk_record(model, tok, ids: list[int], n_new: int) -> dict:
     """A walkthrough as plain numpy/lists (cheap to cache and to draw)."""
     import torch
 
-    from lmviz.kv_demo import cache_rows, walkthrough
+    from lmviz.chapters.kv_cache import cache_rows, walkthrough
 
     with torch.no_grad():
         w = walkthrough(model, ids, n_new)
@@ -52,7 +51,7 @@ def _walk_record(model, tok, ids: list[int], n_new: int) -> dict:
 
 @st.cache_data(show_spinner=False)
 def _toy_walk(n_new: int) -> dict:
-    from lmviz.kv_demo import TOY_PROMPT
+    from lmviz.chapters.kv_cache import TOY_PROMPT
 
     toy = _toy()
     return _walk_record(toy.model, toy.tokenizer, toy.tokenizer.encode(TOY_PROMPT), n_new)
@@ -60,13 +59,13 @@ def _toy_walk(n_new: int) -> dict:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _live_walk(prompt_ids: tuple[int, ...], n_new: int, source: str, model_id: int) -> dict:
-    b = glue.live_bundle()
+    b = session.live_bundle()
     return _walk_record(b.model, b.tokenizer, list(prompt_ids), n_new)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _edit(ids: tuple[int, ...], pos: int, new_id: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    from lmviz.kv_demo import edit_effect
+    from lmviz.chapters.kv_cache import edit_effect
 
     e = edit_effect(_toy().model, list(ids), pos, new_id)
     return e.k_diff.numpy(), e.v_diff.numpy(), e.changed_rows()
@@ -74,15 +73,14 @@ def _edit(ids: tuple[int, ...], pos: int, new_id: int) -> tuple[np.ndarray, np.n
 
 def _labels(words: list[str]) -> list[str]:
     """'position token' labels; blanks made visible (a character model has them)."""
-    vis = {" ": "␣", "\n": "⏎", "\t": "⇥"}
-    return [f"{i} {vis.get(w, w)}" for i, w in enumerate(words)]
+    return [f"{i} {visible(w)}" for i, w in enumerate(words)]
 
 
 # ---------------------------------------------------------------- the stepper ----
 def _draw_step(rec: dict, step: int, key: str, layers: list[int] | None = None) -> None:
     """Cache heatmaps, the new q's attention, the next-token bar and the recompute grid."""
     from viz.kv_cache import cache_figure, next_token_figure, query_figure, recompute_figure
-    from lmviz.kv_demo import recompute_plan
+    from lmviz.chapters.kv_cache import recompute_plan
 
     start, end = rec["spans"][step]
     words, labels = rec["words"], _labels(rec["words"])
@@ -90,10 +88,10 @@ def _draw_step(rec: dict, step: int, key: str, layers: list[int] | None = None) 
     pred = rec["vocab"][rec["predicted"][step]]
     p = float(rec["probs"][step][rec["predicted"][step]])
     if step == 0:
-        st.markdown(t("kv.step_prefill", n=end, tokens=render.escape(inputs), rows=f"0–{end - 1}",
+        render.md(t("kv.step_prefill", n=end, tokens=render.escape(inputs), rows=f"0–{end - 1}",
                       pred=render.escape(pred), p=p))
     else:
-        st.markdown(t("kv.step_decode", step=step, token=render.escape(inputs), row=start,
+        render.md(t("kv.step_decode", step=step, token=render.escape(inputs), row=start,
                       pred=render.escape(pred), p=p, n=end))
     T = len(words)
     layers = layers if layers is not None else list(range(rec["K"].shape[0]))
@@ -131,14 +129,14 @@ def _top_next(rec: dict, step: int, k: int = 10):
 
     probs = rec["probs"][step]
     top = np.argsort(-probs)[:k]
-    words = [repr(rec["vocab"][i])[1:-1] or "␣" for i in top]
+    words = [visible(rec["vocab"][i]) for i in top]
     chosen = int(np.where(top == rec["predicted"][step])[0][0]) if rec["predicted"][step] in top else -1
     return next_token_figure(words, probs[top], chosen, title=t("kv.next_title"))
 
 
 # ---------------------------------------------------------------- sections ----
 def sec_walk():
-    st.markdown(t("kv.walk_intro"))
+    render.md(t("kv.walk_intro"))
     st.latex(r"K_{\mathrm{cache}}=[K_{\mathrm{past}};\,k_t],\quad V_{\mathrm{cache}}=[V_{\mathrm{past}};\,v_t],\quad "
              r"o_t=\mathrm{softmax}\!\left(\frac{q_t K_{\mathrm{cache}}^{\top}}{\sqrt{d_h}}\right)V_{\mathrm{cache}}")
     try:
@@ -162,9 +160,9 @@ def sec_walk():
 
 
 def sec_live():
-    st.markdown(t("kv.live_intro"))
+    render.md(t("kv.live_intro"))
     try:
-        b = glue.live_bundle()
+        b = session.live_bundle()
     except Exception:  # noqa: BLE001 - the default model is not shipped yet
         st.warning(t("kv.no_live"))
         return
@@ -174,8 +172,7 @@ def sec_live():
         text = urlstate.text(t("kv.prompt"), t("kv.default_prompt"), param="prompt", key="kv_prompt",
                              max_chars=LIVE_MAX_PROMPT)
     ids, unknown = tok.encode_lossy(text)
-    if unknown:
-        st.warning(t("kv.unknown", chars=render.escape(" ".join(unknown[:10]))))
+    render.unknown_chars(unknown, limit=10)
     if not ids:
         st.warning(t("kv.empty_prompt"))
         return
@@ -192,22 +189,23 @@ def sec_live():
 
 
 def sec_why():
-    st.markdown(t("kv.why_text"))
+    render.md(t("kv.why_text"))
     if any(c.slug == "attention" for c in registered()):
         st.page_link(by_slug("attention").file, label=t("kv.link_attention"), icon=":material/visibility:")
     else:
-        st.markdown(f"[{t('kv.link_attention')}](/attention)")
+        render.md(f"[{t('kv.link_attention')}](/attention)")
     rec = _toy_walk(TOY_NEW)
     toy = _toy()
     words = rec["words"][:-1]                      # <开始> 我 喜欢 学习 数学
-    ids = [toy.tokenizer.stoi[w] for w in words]
+    ids = toy.tokenizer.encode_lossy(" ".join(words))[0]
     c1, c2 = st.columns(2)
     with c1:
         pos = st.selectbox(t("kv.edit_pos"), list(range(1, len(words))), index=0,
                            format_func=lambda i: f"{i} {words[i]}", key="kv_edit_pos")
     choices = list(range(toy.tokenizer.vocab_size))   # fixed options: a stored choice stays valid
     with c2:
-        default = choices.index(toy.tokenizer.stoi["你"]) if toy.tokenizer.stoi["你"] in choices else 0
+        you = toy.tokenizer.encode_lossy("你")[0]
+        default = choices.index(you[0]) if you and you[0] in choices else 0
         new_id = st.selectbox(t("kv.edit_to"), choices, index=default, format_func=toy.tokenizer.token,
                               key="kv_edit_to")
     kd, vd, changed = _edit(tuple(ids), pos, new_id)
@@ -218,12 +216,12 @@ def sec_why():
     render.plot(edit_figure(kd, _labels(edited), pos, title=t("kv.edit_title"), layer_label=t("kv.layer"),
                             color_label="max |ΔK|"), key="kv_edit", filename="kv-edit")
     kept = ", ".join(words[:pos])
-    st.markdown(t("kv.edit_result", kept=render.escape(kept), n_kept=pos, n_redo=len(words) - pos,
+    render.md(t("kv.edit_result", kept=render.escape(kept), n_kept=pos, n_redo=len(words) - pos,
                   rows=", ".join(str(r) for r in changed)))
 
 
 def _apply_preset():
-    from lmviz.kv_demo import MODEL_SHAPES
+    from lmviz.chapters.kv_cache import MODEL_SHAPES
 
     s = MODEL_SHAPES[st.session_state["kv_preset"]]
     st.session_state.update(kv_L=s.n_layer, kv_hq=s.n_head, kv_hkv=s.n_kv_head, kv_dh=s.head_dim,
@@ -232,10 +230,10 @@ def _apply_preset():
 
 def sec_memory():
     from lmviz.kv_cache import DTYPE_BYTES, kv_cache_bytes, max_tokens_for_budget
-    from lmviz.kv_demo import MODEL_SHAPES, attention_variants
+    from lmviz.chapters.kv_cache import MODEL_SHAPES, attention_variants
     from viz.kv_cache import bytes_figure, variants_figure
 
-    st.markdown(t("kv.mem_intro"))
+    render.md(t("kv.mem_intro"))
     names = list(MODEL_SHAPES)
     if "kv_L" not in st.session_state:  # first run (or a shared link): fill the sliders from the preset
         urlstate.seed_from_url("preset", "kv_preset", "W27", str, lambda v: v in names)
@@ -264,11 +262,11 @@ def sec_memory():
     m1.metric(t("kv.bytes"), f"{total:,}")
     m2.metric("GiB", f"{total / 2**30:,.3f}")
     m3.metric(t("kv.per_token"), f"{total / max(n, 1) / 2**10:,.1f} KiB")
-    st.markdown(t("kv.formula", B=B, L=L, n=f"{n:,}", hkv=hkv, dh=dh, s=f"{s:g}", total=f"{total:,}",
+    render.md(t("kv.formula", B=B, L=L, n=f"{n:,}", hkv=hkv, dh=dh, s=f"{s:g}", total=f"{total:,}",
                   gib=f"{total / 2**30:,.3f}"))
     budget = st.number_input(t("kv.budget"), 0.5, 4096.0, 24.0, 0.5, key="kv_budget")
     fit = max_tokens_for_budget(budget * 2**30, B, L, hkv, dh, s)
-    st.markdown(t("kv.budget_result", budget=f"{budget:g}", n=f"{fit:,}", B=B))
+    render.md(t("kv.budget_result", budget=f"{budget:g}", n=f"{fit:,}", B=B))
     variants = attention_variants(B, L, n, hq, min(hkv, hq), dh, s)
     grid = np.array(ns)
     series = [(f"{v.name} (H_kv={v.n_kv_head})", np.array([kv_cache_bytes(B, L, x, v.n_kv_head, dh, s) for x in ns]))
@@ -282,43 +280,21 @@ def sec_memory():
                                     [v.saving for v in variants], y_label="GiB", title=t("kv.variants_title")),
                     key="kv_variants", filename="kv-variants")
     g = variants[1]
-    st.markdown(t("kv.gqa_result", hq=hq, hkv=g.n_kv_head, saving=f"{g.saving:g}", mqa=f"{variants[2].saving:g}"))
+    render.md(t("kv.gqa_result", hq=hq, hkv=g.n_kv_head, saving=f"{g.saving:g}", mqa=f"{variants[2].saving:g}"))
     st.caption(t("kv.mem_caveat"))
 
 
 # ---------------------------------------------------------------- measured speed ----
-@dataclass
-class _SpeedJob:
-    key: tuple
-    thread: threading.Thread | None = None
-    result: object = None
-    error: str | None = None
-    done: threading.Event = field(default_factory=threading.Event)
-
-
 @st.cache_resource(show_spinner=False)
-def _speed_store():
-    """Results shared by all sessions, and one measurement at a time on this server."""
-    return {"results": {}, "lock": threading.BoundedSemaphore(1)}
-
-
-def _measure(job: _SpeedJob, model, prompt, n_new, device_name, store):
-    try:
-        from lmviz.kv_demo import measure_decode
-
-        job.result = measure_decode(model, prompt, n_new, device_name)
-        store["results"][job.key] = job.result
-    except Exception as e:  # noqa: BLE001 - shown to the user as a message
-        job.error = str(e)[:300]
-    finally:
-        store["lock"].release()
-        job.done.set()
+def _speed_store() -> dict:
+    """Measurement tasks shared by all sessions, by (model, prompt length, tokens): key -> Task."""
+    return {}
 
 
 def sec_speed():
-    st.markdown(t("kv.speed_intro"))
+    render.md(t("kv.speed_intro"))
     try:
-        b = glue.live_bundle()
+        b = session.live_bundle()
     except Exception:  # noqa: BLE001
         st.warning(t("kv.no_live"))
         return
@@ -330,51 +306,43 @@ def sec_speed():
     n_new = cfg.block_size - n_prompt if cfg.pos == "learned" else 120   # fill the context
     key = (b.source, id(b.model), n_prompt, n_new)
     store = _speed_store()
-    result = store["results"].get(key)
-    job = st.session_state.get("kv_speed_job")
-    if result is None and st.button(t("kv.measure", n=n_new, device=device), key="kv_measure"):
-        if not store["lock"].acquire(blocking=False):
+    retry = key not in store or store[key].snapshot().state in ("error", "stopped")
+    if retry and st.button(t("kv.measure", n=n_new, device=device), key="kv_measure"):
+        if any(task.snapshot().active for task in list(store.values())):
             st.info(t("kv.busy"))
         else:
-            ids = (b.tokenizer.encode_lossy(t("kv.default_prompt"))[0] or [0]) * n_prompt
-            job = _SpeedJob(key)
-            job.thread = threading.Thread(target=_measure, daemon=True, name="lmviz-kv-speed",
-                                          args=(job, b.model, ids[:n_prompt], n_new, device, store))
-            st.session_state["kv_speed_job"] = job
-            st.session_state["kv_speed_shown"] = False
-            job.thread.start()
+            from lmviz.chapters.kv_cache import measure_decode
 
-    @st.fragment(run_every=0.7 if job is not None and not job.done.is_set() else None)
-    def show():
-        j = st.session_state.get("kv_speed_job")
-        r = store["results"].get(key)
-        if j is not None and j.done.is_set() and not st.session_state.get("kv_speed_shown"):
-            st.session_state["kv_speed_shown"] = True   # stop polling: one full rerun
-            st.rerun()
-        if r is None and j is not None and j.key == key:
-            if j.error:
-                st.error(t("kv.speed_error", err=render.escape(j.error)))
-                return
-            if not j.done.is_set():
-                st.info(t("kv.measuring", device=device))
-                return
-            r = j.result
+            ids = (b.tokenizer.encode_lossy(t("kv.default_prompt"))[0] or [0]) * n_prompt
+            model = b.model
+            store[key] = session.start_task(lambda ctx: measure_decode(model, ids[:n_prompt], n_new, device),
+                                            name="lmviz-kv-speed")
+            st.session_state["kv_speed_job"] = store[key]
+
+    def show(snap):
+        if snap is not None and snap.state == "error":
+            st.error(t("kv.speed_error", err=render.escape(snap.error or "?")))
+            return
+        if snap is not None and snap.active:
+            st.info(t("kv.measuring", device=device))
+            return
+        r = snap.result if snap is not None else None
         if r is None:
             st.caption(t("kv.speed_none"))
             return
-        from lmviz.kv_demo import slope
+        from lmviz.chapters.kv_cache import slope
         from viz.kv_cache import speed_figure
 
         render.plot(speed_figure(r.cache_len, r.cached_ms, r.uncached_ms, cached_name=t("kv.with"),
                                  uncached_name=t("kv.without"), x_label=t("kv.ctx_len"), y_label="ms",
                                  title=t("kv.speed_title", device=r.device)), key="kv_speed", filename="kv-speed")
         s_c, s_u = slope(r.cache_len, r.cached_ms), slope(r.cache_len, r.uncached_ms)
-        st.markdown(t("kv.speed_result", n=len(r.cache_len) + 1, c=f"{r.total_cached_s:.3f}",
+        render.md(t("kv.speed_result", n=len(r.cache_len) + 1, c=f"{r.total_cached_s:.3f}",
                       u=f"{r.total_uncached_s:.3f}", x=f"{r.speedup:.1f}", device=r.device,
                       sc=f"{s_c * 1000:.1f}", su=f"{s_u * 1000:.1f}"))
         st.caption(t("kv.speed_caveat"))
 
-    show()
+    session.poll(lambda: store[key].snapshot() if key in store else None, show, every=0.7)
 
 
 render.run_sections([

@@ -1,11 +1,11 @@
-"""Chapter 6 · Logits, loss and gradients: softmax and cross-entropy on [2, 1, -1] (W13, W14),
-perplexity of the live model (W15), the one-parameter model stepped by hand and by autograd (W16),
-one SGD step on an embedding entry (W7), and mini-batch gradient noise measured on the live model."""
+"""Chapter 6 · Logits, loss and gradients: softmax and cross-entropy on [2, 1, -1] (softmax example, cross-entropy example),
+perplexity of the live model (perplexity example), the one-parameter model stepped by hand and by autograd (one-parameter-model example),
+one SGD step on an embedding entry (one-SGD-step example), and mini-batch gradient noise measured on the live model."""
 from __future__ import annotations
 
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.i18n import t
 
 NAMES = ("A", "B", "C")
@@ -19,10 +19,10 @@ render.page_header("loss.title", "loss.intro")
 
 # ---------------------------------------------------------------- shared helpers ---------
 def _bundle():
-    return glue.try_live_bundle("loss.no_model")
+    return session.try_live_bundle("loss.no_model")
 
 
-_model_key = glue.model_key
+_model_key = session.model_key
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -36,7 +36,7 @@ def _heldout(name: str) -> str:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _ppl(text: str, model_key: str, _b):
-    from lmviz.lessons import perplexity
+    from lmviz.chapters.loss import perplexity
 
     return perplexity(_b.model, _b.tokenizer, text)
 
@@ -47,19 +47,11 @@ def _param_name(kind: str, n_layer: int) -> str:
             "first_q": "blocks.0.attn.c_q.weight"}[kind]
 
 
-@st.cache_resource(show_spinner=False)
-def _pool():
-    """One worker thread per server for the gradient-noise measurement (never the script thread)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="lmviz-grad-noise")
-
-
 def _noise_work(model, tokenizer, corpus: str, param: str):
     import torch
 
     from lmviz.data import load_corpus, split
-    from lmviz.lessons import gradient_noise
+    from lmviz.chapters.loss import gradient_noise
 
     text = split(load_corpus(corpus), 0.1)[0][:400_000]
     ids, _ = tokenizer.encode_lossy(text)
@@ -69,14 +61,15 @@ def _noise_work(model, tokenizer, corpus: str, param: str):
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _noise_job(model_key: str, corpus: str, param: str, _b):
-    """A Future for one measurement, shared by every session asking the same question."""
-    return _pool().submit(_noise_work, _b.model, _b.tokenizer, corpus, param)
+    """The task of one measurement, shared by every session asking the same question."""
+    return session.start_task(lambda ctx: _noise_work(_b.model, _b.tokenizer, corpus, param),
+                              name="lmviz-grad-noise")
 
 
 # ---------------------------------------------------------------- sections ----------------
 @st.fragment
 def sec_softmax():
-    from lmviz.lessons import cross_entropy
+    from lmviz.chapters.loss import cross_entropy
     from viz.loss import nll_curve_figure, softmax_figure
 
     render.md(t("loss.softmax_md"))
@@ -137,8 +130,7 @@ def sec_ppl():
     except ValueError:
         st.warning(t("loss.too_short"))
         return
-    if r.unknown:
-        st.warning(t("loss.unknown", n=len(r.unknown), chars=render.escape(" ".join(r.unknown[:20]))))
+    render.unknown_chars(r.unknown, limit=20)
     c = st.columns(4)
     c[0].metric(t("loss.mean_loss"), f"{r.mean_loss:.3f}")
     c[1].metric(t("loss.ppl"), f"{r.ppl:.2f}")
@@ -150,7 +142,7 @@ def sec_ppl():
 
 @st.fragment
 def sec_onestep():
-    from lmviz.lessons import one_param_autograd, one_param_descent, one_param_step
+    from lmviz.chapters.loss import one_param_autograd, one_param_contraction, one_param_descent, one_param_step
     from viz.loss import descent_figure
 
     render.md(t("loss.one_md"))
@@ -174,16 +166,17 @@ def sec_onestep():
         rows = [{"": label, t("loss.by_hand"): f"{getattr(hand, f):.4g}",
                  t("loss.by_autograd"): f"{getattr(auto, f):.4g}"} for label, f in fields]
         st.dataframe(rows, hide_index=True, width="stretch")
-        factor = 1 - lr * 4
-        key = "loss.converges" if abs(factor) < 1 else "loss.diverges"
-        (st.success if abs(factor) < 1 else st.warning)(t(key, f=f"{factor:+.2f}", lr=f"{lr:g}"))
+        c = one_param_contraction(2.0, 6.0, lr)
+        ok = abs(c.factor) < 1
+        (st.success if ok else st.warning)(t("loss.converges" if ok else "loss.diverges", f=f"{c.factor:+.2f}",
+                                             lr=f"{lr:g}", best=f"{c.best:g}", c=f"{c.curvature:g}"))
     n = one_param_step(1.0, 2.0, 6.0, 0.1)
     st.caption(t("loss.one_caption", L=f"{n.loss:g}", g=f"{n.grad:g}", w=f"{n.w_new:.4g}", y=f"{n.y_hat_new:.4g}",
                  L2=f"{n.loss_new:.4g}"))
 
 
 def sec_sgd():
-    from lmviz.lessons import sgd_step
+    from lmviz.chapters.loss import sgd_step
 
     render.md(t("loss.sgd_md"))
     s = sgd_step(0.80, 0.30, 0.10)
@@ -212,31 +205,22 @@ def sec_noise():
         return
     job = _noise_job(*request, b)
 
-    @st.fragment(run_every=1.0 if not job.done() else None)
-    def _result():
-        if not job.done():
+    def draw(snap):
+        if snap.active:
             st.info(t("loss.noise_wait"), icon=":material/hourglass_top:")
-            return
-        if st.session_state.get("loss_noise_polled"):
-            st.session_state["loss_noise_polled"] = False
-            st.rerun()   # redraw the page once so that the polling stops
-        _draw_noise(job)
+        elif snap.state != "done":   # a failed measurement is shown, never raised
+            st.error(t("loss.noise_failed"))
+        else:
+            _draw_noise(snap.result)
 
-    if not job.done():
-        st.session_state["loss_noise_polled"] = True
-    _result()
+    session.poll(job.snapshot, draw)
 
 
-def _draw_noise(job):
+def _draw_noise(r):
     import numpy as np
 
     from viz.loss import noise_error_figure, noise_scatter_figure
 
-    try:
-        r = job.result()
-    except Exception:  # noqa: BLE001 - a failed measurement is shown, never raised
-        st.error(t("loss.noise_failed"))
-        return
     left, right = st.columns(2)
     with left:
         fig = noise_scatter_figure(r.rows, r.ref_norm, x_title=t("loss.fig.along"), y_title=t("loss.fig.across"),

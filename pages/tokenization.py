@@ -1,5 +1,5 @@
 """Chapter 1 · Tokens and BPE: learn merges on a corpus step by step, encode new text, and
-measure the vocabulary-size trade-off (W11, W12)."""
+measure the vocabulary-size trade-off (BPE 'low lower' example, embedding-table example)."""
 from __future__ import annotations
 
 import re
@@ -119,11 +119,11 @@ def _pair(p) -> str:
 def _show_step(k: int) -> None:
     h = tok.history[k - 1]
     before = tok.initial_words if k == 1 else tok.history[k - 2].words
-    st.markdown(t("tok.step_msg", k=k, a=_md(h.pair[0]), b=_md(h.pair[1]), tok=_md(h.token),
+    render.md(t("tok.step_msg", k=k, a=_md(h.pair[0]), b=_md(h.pair[1]), tok=_md(h.token),
                   id=h.new_id, c=h.count))
     if h.tied:
         names = ", ".join(f"({_md(a)} + {_md(b)})" for a, b in h.tied)
-        st.markdown(t("tok.tie_msg", pairs=names, c=h.count, a=_md(h.pair[0]), ida=h.ids[0],
+        render.md(t("tok.tie_msg", pairs=names, c=h.count, a=_md(h.pair[0]), ida=h.ids[0],
                       b=_md(h.pair[1]), idb=h.ids[1]))
     left, right = st.columns([3, 2])
     with left:
@@ -207,11 +207,11 @@ def _encode_section() -> None:
             st.warning(t("tok.unk_warn", n=n_unk))
         ids = [x.id for x in toks]
         st.code(str(ids[:300]) + (" …" if len(ids) > 300 else ""), language=None)
-        st.markdown(t("tok.ids_note", v=tok.vocab_size, a=ids[0], row=ids[0]))
+        render.md(t("tok.ids_note", v=tok.vocab_size, a=ids[0], row=ids[0]))
 
 
 def _tradeoff_section() -> None:
-    st.markdown(t("tok.tradeoff_intro"))
+    render.md(t("tok.tradeoff_intro"))
     d = st.select_slider(t("tok.d"), options=[64, 128, 256, 512, 768, 1024, 4096], value=768,
                          key="tok_d")
     if len(text) < 200:
@@ -226,7 +226,7 @@ def _tradeoff_section() -> None:
 
 
 def _bytes_section() -> None:
-    st.markdown(t("tok.bytes_intro"))
+    render.md(t("tok.bytes_intro"))
     sample = st.text_input(t("tok.bytes_label"), value="学习 ok 😀", max_chars=40, key="tok_bytes")
     if sample:
         st.dataframe([{t("tok.col.char"): visible(ch), "U+": f"{ord(ch):04X}",

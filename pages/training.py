@@ -5,7 +5,7 @@ import math
 
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.i18n import t
 
 CORPORA = ("english", "chinese", "code", "toy", "capital_en", "capital_zh", "own")
@@ -87,11 +87,11 @@ def sec_setup() -> None:
 # ------------------------------------------------------------------ controls ---------------
 def _make_trainer(corpus: str, cfg, text: str | None):
     """Called on the worker thread: load/encode the corpus and build the Trainer there."""
-    def make():
+    def make(cancel):
         from lmviz.train import Trainer, corpus_text, default_prompt
 
         body = text if corpus == "own" else corpus_text(corpus)
-        return Trainer(body, cfg, prompt=default_prompt(body, None if corpus == "own" else corpus))
+        return Trainer(body, cfg, prompt=default_prompt(body, None if corpus == "own" else corpus), cancel=cancel)
     return make
 
 
@@ -100,18 +100,18 @@ def _start() -> None:
     if setup is None:
         return
     corpus, preset, cfg, text = setup
-    glue.start_training(_make_trainer(corpus, cfg, text), label=f"{corpus}/{preset}")
+    session.start_training(_make_trainer(corpus, cfg, text), label=f"{corpus}/{preset}")
 
 
 def _reset() -> None:
-    slot = glue.training_slot()
+    slot = session.training_slot()
     slot.stop()
     slot.job = None
-    glue.forget_trained_model()
+    session.forget_trained_model()
 
 
 def sec_run() -> None:
-    job = glue.training_job()
+    job = session.training_job()
     state = job.state if job is not None else "none"
     active = state in ("queued", "preparing", "running", "paused")
     cols = st.columns(5)
@@ -126,19 +126,15 @@ def sec_run() -> None:
                    disabled=not active, icon=":material/stop:")
     cols[4].button(t("train.reset"), key="train_reset", on_click=_reset,
                    disabled=job is None, icon=":material/restart_alt:")
-    live(active)
+    live()
 
 
-def _live_body(was_active: bool) -> None:
-    job = glue.training_job()
-    if job is None:
-        st.info(t("train.idle", n=glue.max_trainings()))
+def _live_body(snap) -> None:
+    if snap is None:
+        st.info(t("train.idle", n=session.max_trainings()))
         return
-    snap = job.snapshot()
-    if snap.active != was_active:
-        st.rerun()                  # the job started or ended: rerun the page (polling on/off)
     _status(snap)
-    glue.publish_trained_model(snap, meta={"label": glue.training_slot().label})
+    session.publish_trained_model(snap, meta={"label": session.training_slot().label})
     if snap.model is not None:
         st.caption(t("train.published", step=snap.evals[-1].step if snap.evals else 0))
     if not snap.steps and not snap.evals:
@@ -152,18 +148,19 @@ def _live_body(was_active: bool) -> None:
     _download(snap)
 
 
-def live(active: bool) -> None:
-    """Poll the job once a second while it is active; draw once when it is not."""
-    @st.fragment(run_every=1.0 if active else None)
-    def body() -> None:
-        _live_body(active)
+def _snapshot():
+    job = session.training_job()
+    return job.snapshot() if job is not None else None
 
-    body()
+
+def live() -> None:
+    """Poll the job once a second while it is active; draw once when it is not."""
+    session.poll(_snapshot, _live_body)
 
 
 def _status(snap) -> None:
     if snap.state == "queued":
-        st.warning(t("train.queued", n=snap.queue_position, cap=glue.max_trainings()))
+        st.warning(t("train.queued", n=snap.queue_position, cap=session.max_trainings()))
         return
     if snap.state == "preparing":
         st.info(t("train.preparing"))
@@ -213,7 +210,7 @@ def _curves(snap) -> None:
 
 
 def _samples(snap) -> None:
-    st.markdown(f"**{t('train.samples')}**")
+    render.md(f"**{t('train.samples')}**")
     st.caption(t("train.samples_note"))
     for s in reversed(snap.samples[-6:]):
         st.caption(t("train.sample_at", step=s.step))
@@ -223,7 +220,7 @@ def _samples(snap) -> None:
 def _attention(snap) -> None:
     from viz.training import attention_figure, entropy
 
-    st.markdown(f"**{t('train.att')}**")
+    render.md(f"**{t('train.att')}**")
     if snap.attention is None:
         return
     labels, w = snap.attention                       # w [L,H,T,T]
@@ -247,7 +244,7 @@ def _download(snap) -> None:
     def blob() -> bytes:
         from lmviz.checkpoint import save_checkpoint
 
-        return save_checkpoint(model, tok, {"steps": step, "label": glue.training_slot().label})
+        return save_checkpoint(model, tok, {"steps": step, "label": session.training_slot().label})
 
     st.download_button(t("train.download", step=step), data=blob, file_name=f"lmviz-step{step}.safetensors",
                        mime="application/octet-stream", key="train_download", on_click="ignore",
@@ -256,7 +253,7 @@ def _download(snap) -> None:
 
 # ------------------------------------------------------------------ checkpoint upload ------
 def sec_upload() -> None:
-    st.markdown(t("train.upload_intro"))
+    render.md(t("train.upload_intro"))
     up = st.file_uploader(t("train.upload_ckpt"), type=["safetensors"], key="train_upload_ckpt")
     if up is None:
         return
@@ -265,7 +262,7 @@ def sec_upload() -> None:
         return
     key = (up.name, up.size, up.file_id if hasattr(up, "file_id") else None)
     if st.session_state.get("train_loaded_ckpt") == key:
-        st.success(t("train.upload_ok", params=f"{glue.live_bundle().model.num_params():,}"))
+        st.success(t("train.upload_ok", params=f"{session.live_bundle().model.num_params():,}"))
         return
     from lmviz.checkpoint import load_checkpoint
 
@@ -274,11 +271,11 @@ def sec_upload() -> None:
     except ValueError as e:
         st.error(t("train.err_ckpt", msg=str(e)))
         return
-    job = glue.training_job()
+    job = session.training_job()
     if job is not None and job.snapshot().active:
         st.warning(t("train.upload_busy"))
         return
-    glue.set_session_bundle(glue.Bundle(model, tok, meta, "session"))
+    session.set_session_bundle(session.Bundle(model, tok, meta, "session"))
     st.session_state["lmviz_published_model"] = model
     st.session_state["train_loaded_ckpt"] = key
     st.success(t("train.upload_ok", params=f"{model.num_params():,}"))

@@ -1,11 +1,11 @@
 """Chapter 5 · The Transformer block: the residual stream's shapes ([n, d] through the blocks,
-[n, |V|] at the head), LayerNorm vs RMSNorm on one vector (W19), and contextual vectors: the same
-token in two sentences, cosine per layer on the live model (W29)."""
+[n, |V|] at the head), LayerNorm vs RMSNorm on one vector (LayerNorm/RMSNorm example), and contextual vectors: the same
+token in two sentences, cosine per layer on the live model (contextual-vector example)."""
 from __future__ import annotations
 
 import streamlit as st
 
-from ui import glue, render, urlstate
+from ui import session, render, urlstate
 from ui.i18n import lang, t
 
 render.page_header("blk.title", "blk.intro")
@@ -28,14 +28,14 @@ def _trace(_model, model_key: str, ids: tuple[int, ...]):
 
 
 def _bundle():
-    return glue.try_live_bundle("blk.no_model")
+    return session.try_live_bundle("blk.no_model")
 
 
-_key = glue.model_key
+_key = session.model_key
 
 
 def sec_shapes():
-    from lmviz.explain import encode_for_model
+    from lmviz.chapters.embedding import encode_for_model
     from viz.pipeline import Stage, pipeline_figure
     from viz.theme import TOKEN_CYCLE
 
@@ -43,12 +43,11 @@ def sec_shapes():
     if b is None:
         return
     cfg = b.model.cfg
-    st.markdown(t("blk.shapes_text"))
+    render.md(t("blk.shapes_text"))
     text = urlstate.text(t("blk.sentence"), DEFAULT_TEXT[lang()], param="bs", key="blk_text",
                          max_chars=MAX_CHARS)
     enc = encode_for_model(b.tokenizer, text, cfg.block_size)
-    if enc.unknown:
-        st.warning(t("blk.unknown", chars=" ".join(enc.unknown[:12])))
+    render.unknown_chars(enc.unknown)
     if enc.truncated:
         st.info(t("blk.truncated", n=cfg.block_size))
     if not enc.ids:
@@ -106,10 +105,10 @@ def _parse_vector(raw: str) -> list[float] | None:
 
 
 def sec_norms():
-    from lmviz.explain import norm_steps
+    from lmviz.chapters.block import norm_steps
     from viz.block import norms_figure
 
-    st.markdown(t("blk.norm_text"))
+    render.md(t("blk.norm_text"))
     raw = urlstate.text(t("blk.vector"), "2, -1, 0.5, 3.5", param="vec", key="blk_vec", max_chars=200)
     h = _parse_vector(raw)
     if h is None:
@@ -119,29 +118,30 @@ def sec_norms():
     f = lambda v: "[" + ", ".join(f"{x:.4f}" for x in v.tolist()) + "]"  # noqa: E731
     c1, c2 = st.columns(2)
     with c1:
-        st.markdown("**LayerNorm**")
+        render.md("**LayerNorm**")
         st.code(f"mean        = {s.mean:.4f}\nh - mean    = {f(s.centered)}\n"
                 f"var         = {s.var:.4f}\nsqrt(var+ε) = {s.ln_den:.4f}\n"
                 f"LayerNorm   = {f(s.layernorm)}", language=None)
     with c2:
-        st.markdown("**RMSNorm**")
+        render.md("**RMSNorm**")
         st.code(f"mean(h²)         = {s.mean_sq:.4f}\nsqrt(mean(h²)+ε) = {s.rms_den:.4f}\n"
                 f"RMSNorm          = {f(s.rmsnorm)}", language=None)
     render.plot(norms_figure(s, names=("h", "LayerNorm", "RMSNorm"), dim_word=t("blk.dim"),
                              title=t("blk.norm_fig")), key="blk_norms", filename="layernorm-vs-rmsnorm")
-    st.markdown(t("blk.norm_result", ln_mean=f"{float(s.layernorm.mean()):.4f}",
+    render.md(t("blk.norm_result", ln_mean=f"{float(s.layernorm.mean()):.4f}",
                   rms_mean=f"{float(s.rmsnorm.mean()):.4f}",
                   rms_ms=f"{float((s.rmsnorm ** 2).mean()):.4f}", eps=f"{s.eps:g}"))
 
 
 def sec_context():
-    from lmviz.explain import contextual_cosine, encode_for_model, find_word
+    from lmviz.chapters.block import contextual_cosine, find_word
+    from lmviz.chapters.embedding import encode_for_model
     from viz.block import cosine_figure
 
     b = _bundle()
     if b is None:
         return
-    st.markdown(t("blk.ctx_text"))
+    render.md(t("blk.ctx_text"))
     da, db, dw = CONTEXTS[lang()]
     c1, c2, c3 = st.columns([3, 3, 1])
     with c1:
@@ -165,7 +165,7 @@ def sec_context():
     labels = [names.get(s, s.replace("block", t("blk.ctx.block"))) for s in cc.stages]
     render.plot(cosine_figure(labels, cc.cosine, y_title=t("blk.cos_y"),
                               title=t("blk.ctx_fig", tok=ew.tokens[-1])), key="blk_ctx", filename="contextual-cosine")
-    st.markdown(t("blk.ctx_result", tok=render.escape(ew.tokens[-1]), pa=pa, pb=pb,
+    render.md(t("blk.ctx_result", tok=render.escape(ew.tokens[-1]), pa=pa, pb=pb,
                   c0=f"{cc.cosine[0]:.3f}", c1=f"{cc.cosine[1]:.3f}", cf=f"{cc.cosine[-1]:.3f}"))
     st.caption(t("blk.ctx_caveat"))
 

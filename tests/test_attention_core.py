@@ -1,4 +1,4 @@
-"""lmviz.attention: W17 weighted sum, W18 variance, W24 tiled == dense and the traffic model."""
+"""lmviz.attention: weighted-sum example weighted sum, √d_k-scaling example variance, FlashAttention example tiled == dense and the traffic model."""
 import doctest
 import math
 

@@ -1,4 +1,4 @@
-"""lmviz.bpe: W11 (merges and the tie), W12 (IDs index a table), round-trips, the HF oracle,
+"""lmviz.bpe: BPE 'low lower' example (merges and the tie), embedding-table example (IDs index a table), round-trips, the HF oracle,
 early stopping, and the incremental trainer against a recount-everything reference."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ MIXED = ("The quick brown fox jumps over the lazy dog. 我喜欢学习，我喜�
          "Ça va? naïve café 😀🚀 <script>alert(1)</script>\n\tdef f(x): return x**2\n") * 3
 
 
-# -- W11 -----------------------------------------------------------------------------------------
+# -- BPE 'low lower' example -----------------------------------------------------------------------------------------
 def test_w11_merges_and_tie():
     tok = train_bpe("low low lower", 2)
     assert tok.merges == [("l", "o"), ("lo", "w")]
@@ -46,7 +46,7 @@ def test_no_merge_crosses_words():
     assert any(" " in a + b and (a + b).strip() for a, b in joined.merges)
 
 
-# -- W12 -----------------------------------------------------------------------------------------
+# -- embedding-table example -----------------------------------------------------------------------------------------
 def test_w12_ids_are_row_indices():
     tok = train_bpe("low low lower", 2)
     ids = tok.encode("lower low")

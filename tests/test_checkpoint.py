@@ -225,7 +225,8 @@ def test_names_from_the_file_are_never_echoed_unless_plain():
 
 
 def test_largest_preset_round_trips_and_fits_the_upload_limit():
-    from lmviz.train import PRESETS, TrainedBPE
+    from lmviz.bpe import TrainedBPE
+    from lmviz.train import PRESETS
 
     text = "the quick brown fox jumps over the lazy dog, 我们喜欢学习数学。" * 20
     tok = TrainedBPE.train(text, 50)

@@ -1,10 +1,10 @@
-"""lmviz.costs: W23 (n^2 attention), W30 (6ND, Chinchilla) and the FLOP/byte formulas."""
+"""lmviz.chapters.cost: n² attention-cost example (n^2 attention), compute-budget example (6ND, Chinchilla) and the FLOP/byte formulas."""
 import doctest
 
 import pytest
 
-from lmviz import costs
-from lmviz.costs import (MEMORY_RECIPES, activation_bytes, attention_dominates_from,
+from lmviz.chapters import cost as costs
+from lmviz.chapters.cost import (MEMORY_RECIPES, activation_bytes, attention_dominates_from,
                          attention_flops, chinchilla_loss, chinchilla_optimal,
                          chinchilla_optimal_fit, decode_step_flops, layer_flops,
                          measure_attention_time, mlp_flops, projection_flops, training_flops,

@@ -25,7 +25,7 @@ def test_doctests():
 
 
 def test_w27_kv_bytes():
-    # W27: B=1, L=32, n=16384, H_kv=8, d_h=128, FP16 -> 2 GiB
+    # KV-cache-size example: B=1, L=32, n=16384, H_kv=8, d_h=128, FP16 -> 2 GiB
     assert kv_cache_bytes(1, 32, 16384, 8, 128, DTYPE_BYTES["FP16"]) == 2147483648 == 2 * 1024**3
     assert kv_cache_bytes(1, 32, 16384, 8, 128, DTYPE_BYTES["FP4"]) == 2**29
     # GQA shrinks the cache in proportion to kv heads (32 -> 8 heads is 4x smaller)
@@ -87,7 +87,7 @@ def test_nbytes_and_capacity():
 
 
 def test_w25_record_prefill_then_decode():
-    # W25 shape: a 2-token prompt (我 喜欢), then two decode steps (学习, 数学)
+    # KV-cache walk-through shape: a 2-token prompt (我 喜欢), then two decode steps (学习, 数学)
     m = tiny(n_kv_head=2)
     cache = KVCache.for_model(m, record=True)
     m.forward_cached(torch.tensor([[7, 8]]), cache)

@@ -1,4 +1,4 @@
-"""The KV-cache chapter's computations: W25 walk-through, W26 equality, W27 bytes, W28 saving,
+"""The KV-cache chapter's computations: KV-cache walk-through, cached-equals-uncached equality, KV-cache-size example bytes, decode-speed example saving,
 the edit (invalidation) rule and the timing record."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import doctest
 import pytest
 import torch
 
-from lmviz import kv_demo
+from lmviz.chapters import kv_cache as kv_demo
 from lmviz.kv_cache import DTYPE_BYTES, kv_cache_bytes, max_tokens_for_budget
-from lmviz.kv_demo import (MODEL_SHAPES, TOY_PROMPT, attention_variants, edit_effect, invalid_rows,
+from lmviz.chapters.kv_cache import (MODEL_SHAPES, TOY_PROMPT, attention_variants, edit_effect, invalid_rows,
                            load_toy, measure_decode, recompute_plan, slope, walkthrough)
 from lmviz.model import GPT, GPTConfig
 

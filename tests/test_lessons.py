@@ -1,4 +1,4 @@
-"""Pins the worked examples W4-W7 and W13-W16 (lmviz/lessons.py) and checks the live-model
+"""Pins the worked examples the chain-rule example to the one-SGD-step example and the softmax example to the one-parameter-model example (lmviz/chapters/autoregression.py, loss.py) and checks the live-model
 lessons on a small random GPT (fast, CPU)."""
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from lmviz import lessons as L
+from lmviz.chapters import autoregression
+from lmviz.chapters import loss as loss_chapter
 from lmviz.model import GPT, GPTConfig
 from lmviz.sampling import TOY_GREEDY_TABLE
 from lmviz.tokenizer import CharTokenizer
@@ -24,9 +25,9 @@ def small():
     return GPT(cfg).eval(), tok
 
 
-# W4 -------------------------------------------------------------------------------------
+# chain-rule example -------------------------------------------------------------------------------------
 def test_w4_toy_sequence_is_five_conditional_factors():
-    r = L.toy_chain_rule()
+    r = autoregression.toy_chain_rule()
     assert len(r.factors) == 5
     assert [f.token for f in r.factors] == ["I", "love", "robot", "s", "<EOS>"]
     assert r.factors[0].prefix == ("<BOS>",) and r.factors[-1].prefix == ("<BOS>", "I", "love", "robot", "s")
@@ -39,12 +40,12 @@ def test_w4_toy_sequence_is_five_conditional_factors():
 
 def test_chain_rule_rejects_a_prefix_the_table_lacks():
     with pytest.raises(ValueError, match="no row"):
-        L.chain_rule(["<BOS>", "love", "I"])
+        autoregression.chain_rule(["<BOS>", "love", "I"])
 
 
 def test_w4_live_chain_rule_matches_the_models_loss(small):
     model, tok = small
-    r = L.sequence_log_probs(model, tok, "the cat sat")
+    r = autoregression.sequence_log_probs(model, tok, "the cat sat")
     assert len(r.probs) == len(r.tokens) - 1 == 10
     ids = torch.tensor(tok.encode("the cat sat"))[None]
     _, loss = model(ids[:, :-1], ids[:, 1:])
@@ -55,15 +56,15 @@ def test_w4_live_chain_rule_matches_the_models_loss(small):
 
 def test_live_chain_rule_drops_unknown_and_cuts_to_block(small):
     model, tok = small
-    r = L.sequence_log_probs(model, tok, "the cat ZZ sat on the mat on the log")
+    r = autoregression.sequence_log_probs(model, tok, "the cat ZZ sat on the mat on the log")
     assert r.unknown == ["Z"] and r.truncated and len(r.tokens) == 16
     with pytest.raises(ValueError):
-        L.sequence_log_probs(model, tok, "Q")
+        autoregression.sequence_log_probs(model, tok, "Q")
 
 
-# W5 -------------------------------------------------------------------------------------
+# teacher-forcing example -------------------------------------------------------------------------------------
 def test_w5_teacher_forcing_pairs():
-    en, zh = L.toy_teacher_forcing("en"), L.toy_teacher_forcing("zh")
+    en, zh = autoregression.toy_teacher_forcing("en"), autoregression.toy_teacher_forcing("zh")
     assert en.inputs == ["<BOS>", "I", "love", "robot", "s"]
     assert en.labels == ["I", "love", "robot", "s", "<EOS>"]
     assert len(en.pairs) == 5 and en.pairs[3].context == ("<BOS>", "I", "love", "robot")
@@ -71,9 +72,9 @@ def test_w5_teacher_forcing_pairs():
     assert len(zh.pairs) == 4 and zh.pairs[-1].target == "<结束>"
 
 
-# W6 -------------------------------------------------------------------------------------
+# causal-mask example -------------------------------------------------------------------------------------
 def test_w6_causal_mask_gives_lower_triangular_weights():
-    d = L.causal_mask_demo(L.toy_scores(5))
+    d = autoregression.causal_mask_demo(autoregression.toy_scores(5))
     w = d.weights
     assert torch.equal(w.triu(1), torch.zeros(5, 5))              # future weights are exactly 0
     assert torch.isinf(d.masked.triu(1)[0, 1]) and d.masked[0, 1] < 0
@@ -84,33 +85,33 @@ def test_w6_causal_mask_gives_lower_triangular_weights():
 
 def test_w6_one_masked_pass_equals_prefix_passes(small):
     model, tok = small
-    c = L.parallel_vs_sequential(model, tok.encode("the dog sat on"))
+    c = autoregression.parallel_vs_sequential(model, tok.encode("the dog sat on"))
     assert c.max_diff < 1e-4        # parallel training sees what sequential generation sees
     assert c.future_diff == 0.0     # changing the last token changes no earlier position
     assert c.last_diff > 0          # ... but it does change the last position
 
 
-# W7 -------------------------------------------------------------------------------------
+# one-SGD-step example -------------------------------------------------------------------------------------
 def test_w7_sgd_on_one_embedding_entry():
-    s = L.sgd_step(0.80, 0.30, 0.10)
+    s = loss_chapter.sgd_step(0.80, 0.30, 0.10)
     assert s.new == pytest.approx(0.77) and s.new_torch == pytest.approx(0.77)
 
 
-# W13 / W14 -------------------------------------------------------------------------------
+# softmax example / cross-entropy example -------------------------------------------------------------------------------
 def test_w13_w14_softmax_and_cross_entropy():
-    ce = L.cross_entropy([2, 1, -1], target=1)
+    ce = loss_chapter.cross_entropy([2, 1, -1], target=1)
     assert [round(p, 3) for p in ce.probs] == [0.705, 0.259, 0.035]
     assert round(ce.loss, 2) == 1.35 and ce.loss == pytest.approx(-math.log(ce.probs[1]))
     assert ce.torch_loss == pytest.approx(ce.loss)
     assert ce.grad[1] < 0 < ce.grad[0] and sum(ce.grad) == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(ValueError):
-        L.cross_entropy([1, 2], 5)
+        loss_chapter.cross_entropy([1, 2], 5)
 
 
-# W15 ------------------------------------------------------------------------------------
+# perplexity example ------------------------------------------------------------------------------------
 def test_w15_perplexity_is_exp_mean_loss(small):
     model, tok = small
-    r = L.perplexity(model, tok, TEXT)
+    r = loss_chapter.perplexity(model, tok, TEXT)
     assert r.n_tokens == len(TEXT) - 1
     assert r.ppl == pytest.approx(math.exp(r.mean_loss))
     ids = torch.tensor(tok.encode(TEXT))
@@ -119,7 +120,7 @@ def test_w15_perplexity_is_exp_mean_loss(small):
         c = ids[s:s + 17][None]
         _, loss = model(c[:, :-1], c[:, 1:])
         losses += [loss.item()] * (c.shape[1] - 1)
-    assert r.ppl == pytest.approx(L.perplexity_from_losses(losses), rel=1e-5)
+    assert r.ppl == pytest.approx(loss_chapter.perplexity_from_losses(losses), rel=1e-5)
     # the same probability counted per word gives a much larger number (the tokenizer caveat)
     assert r.ppl_per_word > r.ppl
 
@@ -130,22 +131,22 @@ def test_w15_uniform_model_has_perplexity_vocab_size(small):
     m = GPT(cfg).eval()
     with torch.no_grad():
         m.wte.weight.zero_()        # tied head: every logit is 0, every next token 1/V
-    r = L.perplexity(m, tok, TEXT)
+    r = loss_chapter.perplexity(m, tok, TEXT)
     assert r.ppl == pytest.approx(tok.vocab_size, rel=1e-5)
 
 
-# W16 ------------------------------------------------------------------------------------
+# one-parameter-model example ------------------------------------------------------------------------------------
 def test_w16_one_parameter_model_by_hand_and_by_autograd():
-    for s in (L.one_param_step(1.0, 2.0, 6.0, 0.1), L.one_param_autograd(1.0, 2.0, 6.0, 0.1)):
+    for s in (loss_chapter.one_param_step(1.0, 2.0, 6.0, 0.1), loss_chapter.one_param_autograd(1.0, 2.0, 6.0, 0.1)):
         assert s.y_hat == pytest.approx(2.0) and s.loss == pytest.approx(8.0)
         assert s.grad == pytest.approx(-8.0) and s.w_new == pytest.approx(1.8)
         assert s.y_hat_new == pytest.approx(3.6) and s.loss_new == pytest.approx(2.88)
 
 
 def test_one_param_descent_converges_below_half_and_diverges_above():
-    good = L.one_param_descent(lr=0.1, steps=20)
+    good = loss_chapter.one_param_descent(lr=0.1, steps=20)
     assert good[-1].loss_new < 1e-6 and all(a.loss_new < a.loss for a in good)
-    bad = L.one_param_descent(lr=0.6, steps=20)
+    bad = loss_chapter.one_param_descent(lr=0.6, steps=20)
     assert bad[-1].loss_new > bad[0].loss
 
 
@@ -154,7 +155,7 @@ def test_gradient_noise_shrinks_with_batch_size(small):
     model, tok = small
     data = torch.tensor(tok.encode(TEXT))
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    r = L.gradient_noise(model, data, batch_sizes=(1, 16), draws=4, ref_batch=64, block=16, seed=1)
+    r = loss_chapter.gradient_noise(model, data, batch_sizes=(1, 16), draws=4, ref_batch=64, block=16, seed=1)
     assert r.param == "blocks.1.attn.c_q.weight" and r.shape == (32, 32)
     mean = {row.batch_size: sum(row.rel_errors) / len(row.rel_errors) for row in r.rows}
     cos = {row.batch_size: sum(row.cosines) / len(row.cosines) for row in r.rows}

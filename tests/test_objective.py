@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from lmviz.checkpoint import load_default
-from lmviz.lessons import sequence_log_probs
+from lmviz.chapters.autoregression import sequence_log_probs
 from lmviz.model import GPT, GPTConfig
 from lmviz.objective import (LINE_CONFIG, LINE_SEEDS, LINE_TEXT_CHARS, corpus_likelihood, eval_windows,
                              interpolate, loss_line, nonconvexity, train_endpoints)

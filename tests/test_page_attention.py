@@ -1,5 +1,5 @@
 """The Attention page through AppTest: the five stages on the live model, layer/head sliders,
-all heads, W17, W18 and W6, bad input, both languages."""
+all heads, weighted-sum example, √d_k-scaling example and causal-mask example, bad input, both languages."""
 from __future__ import annotations
 
 import numpy as np
@@ -96,14 +96,14 @@ def test_stages_layers_heads(lang):
 def test_worked_examples(lang):
     at = open_page(PAGE, lang)
     codes = " ".join(c.value for c in at.code)
-    assert "[1.2, 1.6]" in codes                                        # W17
-    table = at.dataframe[0].value                                       # W18
+    assert "[1.2, 1.6]" in codes                                        # weighted-sum example
+    table = at.dataframe[0].value                                       # √d_k-scaling example
     var = table[translate("att.col.var_raw", lang)].to_numpy()
     dks = table["d_k"].to_numpy()
     assert np.all(np.abs(var / dks - 1) < 0.15)
     assert np.all(np.abs(table[translate("att.col.var_scaled", lang)].to_numpy() - 1) < 0.15)
     text = all_text(at)
-    assert translate("att.mask_caption", lang, zeros=10, future=10, n=5) in text  # W6
+    assert translate("att.mask_caption", lang, zeros=10, future=10, n=5) in text  # causal-mask example
     one = [f for f in figures(at) if f["data"] and f["data"][0]["type"] == "bar"][-1]
     raw, scaled = (decode(tr["y"]).astype(float) for tr in one["data"])
     assert raw.max() > scaled.max()

@@ -1,4 +1,4 @@
-"""AppTest of /autoregression in both languages: the W4 factors and W5 tables come from the core,
+"""AppTest of /autoregression in both languages: the chain-rule example factors and teacher-forcing example tables come from the core,
 the live chain rule follows the sentence, and the mask slider redraws a lower-triangular map."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from lmviz.lessons import toy_chain_rule
+from lmviz.chapters.autoregression import toy_chain_rule
 from tests.apptest_util import decode, figures, open_page
 from ui.i18n import translate
 
@@ -35,7 +35,7 @@ def test_toy_chain_rule_and_teacher_forcing(lang):
     assert np.allclose(decode(fig["data"][0]["y"]), [f.prob for f in r.factors])
     assert _metric(at, "ar.product", lang) == f"{r.joint:.4f}" == "0.1201"
     assert float(_metric(at, "ar.sum_logs", lang)) == pytest.approx(math.log(0.12012), abs=1e-4)
-    # W5: five English pairs, four Chinese pairs, labels shifted by one
+    # teacher-forcing example: five English pairs, four Chinese pairs, labels shifted by one
     pair_tables = [d.value for d in at.dataframe if translate("ar.col.label", lang) in d.value.columns]
     assert [len(t) for t in pair_tables[:2]] == [5, 4]
     assert list(pair_tables[1][translate("ar.col.label", lang)]) == ["我", "喜欢", "学习", "<结束>"]

@@ -1,4 +1,4 @@
-"""The /beyond page in AppTest, both languages: the W9 and W10 sections before and after live
+"""The /beyond page in AppTest, both languages: the capital-corpus example and robot-actions example sections before and after live
 training, the number-of-bins slider, held-out sentences, and the knowledge sections on a tiny
 session model (the shipped default may be absent)."""
 from __future__ import annotations
@@ -105,7 +105,7 @@ def tiny_bundle():
     from lmviz.model import GPT, GPTConfig
     from lmviz.retrieval import load_documents
     from lmviz.tokenizer import CharTokenizer
-    from ui.glue import Bundle
+    from ui.session import Bundle
 
     text = "".join(d.text for d in load_documents()) + "法国的首都是东京这座城市属于机器人把动作变成"
     tok = CharTokenizer(text)

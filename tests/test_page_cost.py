@@ -1,7 +1,7 @@
-"""The Cost page through AppTest, both languages: the FlashAttention tile stepper (W24) ends on
+"""The Cost page through AppTest, both languages: the FlashAttention tile stepper (FlashAttention example) ends on
 the dense row, block sizes and the causal switch change the tiles, the traffic and FLOP figures
 follow the core formulas, and the Chinchilla slider reproduces Chinchilla at Gopher's budget
-(W30). Plus the pure pieces of viz.cost."""
+(compute-budget example). Plus the pure pieces of viz.cost."""
 from __future__ import annotations
 
 import doctest
@@ -12,7 +12,7 @@ import pytest
 
 import viz.cost as vc
 from lmviz.attention import traffic_bytes_dense, traffic_bytes_tiled
-from lmviz.costs import chinchilla_optimal, decode_step_flops, layer_flops
+from lmviz.chapters.cost import chinchilla_optimal, decode_step_flops, layer_flops
 from tests.apptest_util import all_text, decode, figures, open_page
 from ui.i18n import catalogue, translate
 
@@ -139,7 +139,7 @@ def test_traffic_flops_and_budgets_follow_the_core(lang):
     d = 128  # the live model's width (default config)
     assert decode(att["y"]).tolist() == [layer_flops(1024, d).attention, decode_step_flops(1024, d).attention]
 
-    # W30: at Gopher's budget the 20-tokens rule gives Chinchilla, 70B on 1.4T tokens
+    # compute-budget example: at Gopher's budget the 20-tokens rule gives Chinchilla, 70B on 1.4T tokens
     at.slider(key="cost_logc").set_value(23.76).run()
     no_errors(at)
     p = chinchilla_optimal(10 ** 23.76)

@@ -1,5 +1,5 @@
-"""The Embedding page through AppTest: lookup by ID (W1, the filled <EOS> row), robot + P3 (W2),
-two orders (W3), the live table [V, d] (W12) and the three position schemes, both languages."""
+"""The Embedding page through AppTest: lookup by ID (toy embedding table, the filled <EOS> row), robot + P3 (position-vector example),
+two orders (word-order example), the live table [V, d] (embedding-table example) and the three position schemes, both languages."""
 from __future__ import annotations
 
 import numpy as np
@@ -28,11 +28,11 @@ def test_toy_table_lookup_and_positions(lang):
     at = open_page(PAGE, lang)
     no_errors(at)
     E = decode(figures(at)[0]["data"][0]["z"]).astype(float)
-    assert E.shape == (6, 3) and np.allclose(E[3], [0.80, 0.10, -0.40])        # W1
+    assert E.shape == (6, 3) and np.allclose(E[3], [0.80, 0.10, -0.40])        # toy embedding table
     assert framed_row(at) == 3
     codes = " ".join(c.value for c in at.code)
-    assert "sum   = [0.85, 0.00, -0.20]" in codes                               # W2
-    assert translate("emb.w3_result", lang, same=translate("emb.yes", lang),   # W3
+    assert "sum   = [0.85, 0.00, -0.20]" in codes                               # position-vector example
+    assert translate("emb.w3_result", lang, same=translate("emb.yes", lang),   # word-order example
                      order=translate("emb.no", lang), withpos=translate("emb.no", lang)) in all_text(at)
     at.slider(key="emb_id").set_value(5).run()                                 # the filled row
     no_errors(at)
@@ -43,11 +43,11 @@ def test_toy_table_lookup_and_positions(lang):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_live_table_and_schemes(lang):
-    from ui.glue import default_bundle
+    from ui.session import default_bundle
 
     at = open_page(PAGE, lang)
     cfg = default_bundle().model.cfg
-    assert f"[{cfg.vocab_size}, {cfg.d_model}]" in [m.value for m in at.metric]  # W12
+    assert f"[{cfg.vocab_size}, {cfg.d_model}]" in [m.value for m in at.metric]  # embedding-table example
     at.text_input(key="emb_text").input("abba").run()
     no_errors(at)
     ids = [int(x) for x in next(c.value for c in at.code if c.value.startswith("ids = "))[7:-1].split(",")]

@@ -1,6 +1,6 @@
-"""The /generation page (AppTest, both languages): the W20/W21 figures follow their sliders, the
-greedy stepper walks W8, the live stepper is reproducible under a seed and re-applies filters to
-cached logits, bad prompts get messages, and the W22 tree shows greedy vs best.
+"""The /generation page (AppTest, both languages): the temperature example/top-k/top-p example figures follow their sliders, the
+greedy stepper walks greedy-decoding example, the live stepper is reproducible under a seed and re-applies filters to
+cached logits, bad prompts get messages, and the greedy-vs-best example tree shows greedy vs best.
 
 The live model is a tiny random GPT injected as this session's model, so the tests do not depend
 on the shipped default (and stay fast).
@@ -25,7 +25,7 @@ def bundle():
 
     from lmviz.model import GPT, GPTConfig
     from lmviz.tokenizer import CharTokenizer
-    from ui.glue import Bundle
+    from ui.session import Bundle
 
     torch.manual_seed(0)
     tok = CharTokenizer(TEXT)
@@ -66,12 +66,12 @@ def test_temperature_slider_is_first_and_moves_the_bars(bundle, lang):
     at = open_gen(bundle, lang)
     assert at.slider[0].key == "gen_tau"
     p1 = bars(fig_by_key(at, "gen_temp_bars"))
-    assert np.round(p1, 3).tolist() == [0.705, 0.259, 0.035]  # W13 at τ = 1
+    assert np.round(p1, 3).tolist() == [0.705, 0.259, 0.035]  # softmax example at τ = 1
     at.slider(key="gen_tau").set_value(2.0).run()
     p2 = bars(fig_by_key(at, "gen_temp_bars"))
     assert p2[0] < p1[0] and p2[2] > p1[2]  # hotter: flatter
     assert not at.exception
-    # the table shows the three temperatures of the notes, computed live (W20)
+    # the table shows the three temperatures of the notes, computed live (temperature example)
     df = at.dataframe[0].value
     assert [str(x).split(" ")[0] for x in df["τ"]] == ["0.5", "1", "2"]
     assert [round(float(x), 3) for x in df["p(A)"]] == [0.879, 0.705, 0.547]
@@ -90,7 +90,7 @@ def test_tau_zero_is_greedy_by_convention(bundle):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_top_p_and_top_k_sliders_change_the_kept_set(bundle, lang):
     at = open_gen(bundle, lang)
-    final = bars(fig_by_key(at, "gen_filter"), 1)  # p = 0.9 by default: keeps three (W21)
+    final = bars(fig_by_key(at, "gen_filter"), 1)  # p = 0.9 by default: keeps three (top-k/top-p example)
     assert (final > 0).sum() == 3 and final.sum() == pytest.approx(1.0)
     at.slider(key="gen_p").set_value(0.8).run()
     assert (bars(fig_by_key(at, "gen_filter"), 1) > 0).sum() == 2
@@ -182,6 +182,29 @@ def test_w22_tree_greedy_is_not_best(bundle):
     assert fig_by_key(at, "gen_tree_fig")["data"]
 
 
+def test_live_tree_search_on_a_bpe_trained_session_model():
+    """A session model trained with a BPE tokenizer has no .chars/.stoi: the tree search goes
+    through the tokenizer's public interface (ids in, token labels out)."""
+    from lmviz.train import Trainer, make_config
+    from ui.session import Bundle
+
+    text = "the cat sat on the mat. the dog sat on the log. " * 30
+    tr = Trainer(text, make_config("tiny", n_layer=1, n_head=2, d_model=16, block_size=16, batch_size=4,
+                                   max_steps=20, tokenizer="bpe", bpe_merges=20), device="cpu")
+    tr.step(20)
+    model = tr.model.eval()
+    assert not hasattr(tr.tokenizer, "stoi")
+    at = open_gen(Bundle(model, tr.tokenizer, {}, "session"))
+    at.text_input(key="gen_prompt").set_value("the cat").run()
+    at.radio(key="gen_tree_src").set_value("live").run()
+    assert not at.exception, [e.value for e in at.exception]
+    spec = fig_by_key(at, "gen_tree_fig")
+    assert spec["data"]
+    res = at.session_state["gen_tree_cache"][1]
+    assert len(res.best) == 3 and all(isinstance(i, int) for i in res.best)
+    assert all(isinstance(tr.tokenizer.token(i), str) for i in res.best + res.greedy)
+
+
 # ---------------------------------------------------------------- real browser -------------
 def _chart_y(page, index: int, trace: int = 0) -> list[float]:
     """y of one trace of the index-th Plotly chart on the page (as drawn: _fullData)."""
@@ -209,7 +232,7 @@ def test_browser_temperature_and_top_p_sliders_redraw(server, browser, lang):
         sliders = page.locator("[data-testid=stSlider] input[type=range]")
         assert sliders.nth(0).get_attribute("step") == "0.05"          # τ is the first slider
         bars0 = _chart_y(page, 0)
-        assert [round(v, 3) for v in bars0] == [0.705, 0.259, 0.035]  # W13
+        assert [round(v, 3) for v in bars0] == [0.705, 0.259, 0.035]  # softmax example
         for _ in range(4):                                            # τ 1.00 -> 1.20
             sliders.nth(0).focus()
             page.keyboard.press("ArrowRight")
@@ -219,7 +242,7 @@ def test_browser_temperature_and_top_p_sliders_redraw(server, browser, lang):
         assert bars1[0] < bars0[0] and bars1[2] > bars0[2]
         top_p = sliders.nth(2)                                        # k, then p
         assert top_p.get_attribute("aria-valuetext") == "0.90"
-        kept0 = sum(v > 0 for v in _chart_y(page, 2, 1))             # W21: p = 0.9 keeps 3
+        kept0 = sum(v > 0 for v in _chart_y(page, 2, 1))             # top-k/top-p example: p = 0.9 keeps 3
         top_p.focus()
         for _ in range(2):                                            # 0.90 -> 0.80
             page.keyboard.press("ArrowLeft")

@@ -1,4 +1,4 @@
-"""The /kv-cache page in AppTest, both languages: step the W25 walk-through, move the W27
+"""The /kv-cache page in AppTest, both languages: step the KV-cache walk-through, move the KV-cache-size example
 calculator, edit a token, and run the live stepper and the speed measurement on a session model."""
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_walkthrough_steps_add_one_row_per_layer(lang):
 def test_calculator_w27_gqa_and_the_edit_rule(lang):
     at = open_page(PAGE, lang)
     values = [m.value for m in at.metric]
-    assert "2,147,483,648" in values                    # W27: 2 GiB
+    assert "2,147,483,648" in values                    # KV-cache-size example: 2 GiB
     assert "2.000" in values
     at.slider(key="kv_hkv").set_value(32).run()          # MHA: 4x the GQA cache
     assert "8,589,934,592" in [m.value for m in at.metric]
@@ -63,8 +63,8 @@ def test_calculator_w27_gqa_and_the_edit_rule(lang):
 
 
 def test_live_stepper_and_speed_on_a_session_model():
-    from lmviz.kv_demo import load_toy
-    from ui.glue import Bundle
+    from lmviz.chapters.kv_cache import load_toy
+    from ui.session import Bundle
 
     toy = load_toy()
     at = open_page(PAGE, "en")
@@ -75,9 +75,10 @@ def test_live_stepper_and_speed_on_a_session_model():
     at.select_slider(key="kv_live_step").set_value(2).run()
     assert not at.exception
     at.button(key="kv_measure").click().run()
-    job = at.session_state["kv_speed_job"]
-    job.thread.join(60)
-    assert job.done.is_set() and job.error is None
+    task = at.session_state["kv_speed_job"]
+    assert task.join(60)
+    job = task.snapshot()
+    assert job.state == "done" and job.error is None
     at.run()
     title = translate("kv.speed_title", "en", device=job.result.device)
     assert any(f["layout"].get("title", {}).get("text") == title for f in figures(at))

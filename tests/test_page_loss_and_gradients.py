@@ -1,5 +1,5 @@
 """AppTest of /loss-and-gradients in both languages: the logits sliders drive softmax and
-cross-entropy (W13/W14), W16 by hand equals autograd, perplexity is exp(mean loss) (W15), and the
+cross-entropy (softmax example/cross-entropy example), one-parameter-model example by hand equals autograd, perplexity is exp(mean loss) (perplexity example), and the
 background mini-batch measurement ends with noise that shrinks as the batch grows."""
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_one_parameter_step_by_hand_equals_autograd(lang):
     assert hand == auto == ["2", "8", "-8", "1.8", "3.6", "2.88"]
     assert at.success and not at.warning
     at.slider(key="loss_lr").set_value(0.6).run()            # 1 - 4 * 0.6 = -1.4: diverges
-    assert any(translate("loss.diverges", lang, f="-1.40", lr="0.6") == w.value for w in at.warning)
+    assert any(translate("loss.diverges", lang, f="-1.40", lr="0.6", best="3", c="4") == w.value for w in at.warning)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -1,4 +1,4 @@
-"""The Tokenization page through AppTest: the stepper (W11), the encoder, bad input, both languages."""
+"""The Tokenization page through AppTest: the stepper (BPE 'low lower' example), the encoder, bad input, both languages."""
 from __future__ import annotations
 
 import pytest

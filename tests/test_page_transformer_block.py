@@ -1,5 +1,5 @@
 """The Transformer-block page through AppTest: shapes [n, d] -> [n, |V|], the residual stream of
-one token, LayerNorm vs RMSNorm (W19) and the same word in two sentences (W29), both languages."""
+one token, LayerNorm vs RMSNorm (LayerNorm/RMSNorm example) and the same word in two sentences (contextual-vector example), both languages."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,7 +23,7 @@ def fig_titled(at, text: str) -> dict:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_shapes_stream_norms_context(lang):
-    from ui.glue import default_bundle
+    from ui.session import default_bundle
 
     cfg = default_bundle().model.cfg
     at = open_page(PAGE, lang)
@@ -39,11 +39,11 @@ def test_shapes_stream_norms_context(lang):
     at.slider(key="blk_pos").set_value(1).run()
     no_errors(at)
     assert not np.allclose(decode(figures(at)[1]["data"][0]["y"]).astype(float), before)
-    # W19 on the default vector
+    # LayerNorm/RMSNorm example on the default vector
     codes = " ".join(c.value for c in at.code)
     assert "mean        = 1.2500" in codes and "var         = 2.8125" in codes
     assert "mean(h²)         = 4.3750" in codes
-    # W29: the same token row (cosine 1), different final vectors (cosine < 1)
+    # contextual-vector example: the same token row (cosine 1), different final vectors (cosine < 1)
     cos = decode(figures(at)[-1]["data"][0]["y"]).astype(float)
     assert len(cos) == 3 + cfg.n_layer
     assert abs(cos[0] - 1) < 1e-5 and cos[-1] < 0.999

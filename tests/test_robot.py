@@ -1,4 +1,4 @@
-"""W10: action binning, the token layout of one step, and a policy trained by next-token loss."""
+"""robot-actions example: action binning, the token layout of one step, and a policy trained by next-token loss."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lmviz.robot import (INSTRUCTIONS, RobotConfig, expert_action, new_policy, predict_step, round_trip,
+from lmviz.chapters.robot import (INSTRUCTIONS, RobotConfig, expert_action, new_policy, predict_step, round_trip,
                          rollout, step_tokens, token_label, train_policy)
 
 

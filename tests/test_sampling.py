@@ -1,4 +1,4 @@
-"""lmviz.sampling: the notes' worked examples W8, W13, W14, W20, W21, W22 and the conventions."""
+"""lmviz.sampling: the notes' worked examples greedy-decoding example, softmax example, cross-entropy example, temperature example, top-k/top-p example, greedy-vs-best example and the conventions."""
 import doctest
 import math
 
@@ -10,8 +10,8 @@ from lmviz.sampling import (TOY_BRANCHING_TABLE, TOY_GREEDY_TABLE, TOY_VOCAB, be
                             distributions, generate, greedy_trace, sample_next_token, softmax_t,
                             table_prob_fn, temperature_curves, top_k_filter, top_p_filter)
 
-LOGITS = [2.0, 1.0, -1.0]          # the notes' three candidates (W13, W20)
-PROBS = [0.50, 0.30, 0.15, 0.05]   # the notes' top-k / top-p distribution (W21)
+LOGITS = [2.0, 1.0, -1.0]          # the notes' three candidates (softmax example, temperature example)
+PROBS = [0.50, 0.30, 0.15, 0.05]   # the notes' top-k / top-p distribution (top-k/top-p example)
 
 
 def test_docstring_examples():

@@ -6,7 +6,8 @@ from lmviz.checkpoint import load_default
 from lmviz.special_tokens import (PAD_LABEL, encode_unknown, rare_vs_common, special_tokens,
                                   word_counts, word_pieces)
 from lmviz.tokenizer import CharTokenizer, UnknownCharacters, toy_tokenizer
-from lmviz.train import TrainedBPE, corpus_text
+from lmviz.bpe import TrainedBPE
+from lmviz.train import corpus_text
 
 
 def test_char_tokenizer_reserves_nothing_and_refuses_unknown():

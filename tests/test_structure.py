@@ -1,4 +1,4 @@
-"""W9 trained for real: the capital corpus, a bigram model and a small transformer."""
+"""capital-corpus example trained for real: the capital corpus, a bigram model and a small transformer."""
 from __future__ import annotations
 
 import math
@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from lmviz.corpora import template_positions
-from lmviz.structure import (BigramModel, StructureConfig, Vocab, country_attention, sentence_losses,
+from lmviz.chapters.capitals import template_positions
+from lmviz.chapters.structure import (BigramModel, StructureConfig, Vocab, country_attention, sentence_losses,
                              tokenize, train_structure, w9_corpus)
 
 

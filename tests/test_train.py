@@ -9,8 +9,10 @@ import pytest
 import torch
 
 from lmviz.checkpoint import load_checkpoint
-from lmviz.jobs import TrainingJob
-from lmviz.train import (PRESETS, TrainConfig, Trainer, TrainedBPE, corpus_text, lr_at, make_config)
+from lmviz.bpe import TrainedBPE
+from lmviz.tasks import Cancelled
+from lmviz.train import PRESETS, TrainConfig, Trainer, corpus_text, lr_at, make_config
+from lmviz.train_job import TrainingJob
 
 torch.set_num_threads(1)
 TEXT = ("the cat sat on the mat. the dog sat on the log. " * 40)
@@ -228,3 +230,47 @@ def test_job_reports_errors_without_raising():
     s = job.snapshot()
     assert s.state == "error" and "block size" in s.error
     assert sem.acquire(blocking=False)            # slot released after the error
+
+
+# -- cancel inside the long phases -----------------------------------------------------------------
+
+BIG = " ".join(f"w{i * 7919 % 5003}x{i % 97}" for i in range(60_000))    # many distinct chunks
+
+
+def test_trainer_asks_cancel_during_preparation_evaluation_and_sampling():
+    calls = []
+    with pytest.raises(Cancelled):                # stopped inside the BPE training (3rd question)
+        Trainer(BIG, small(tokenizer="bpe", bpe_merges=2000), device="cpu",
+                cancel=lambda: calls.append(1) or len(calls) >= 3)
+    tr = Trainer(TEXT, small(eval_iters=3, sample_len=20), device="cpu")
+    asked = []
+    tr.cancel = lambda: asked.append(1) or False
+    tr.evaluate()
+    assert len(asked) >= 6                        # every evaluation batch
+    asked.clear()
+    tr.sample()
+    assert len(asked) >= 20                       # every sampled token
+    tr.cancel = lambda: True
+    with pytest.raises(Cancelled):
+        tr.evaluate()
+    with pytest.raises(Cancelled):
+        tr.sample()
+
+
+def test_stop_during_preparation_frees_the_slot():
+    sem = threading.BoundedSemaphore(1)
+    preparing = threading.Event()
+
+    def make(cancel):
+        def asked():
+            preparing.set()
+            return cancel()
+        return Trainer(BIG * 3, small(tokenizer="bpe", bpe_merges=5000), device="cpu", cancel=asked)
+
+    job = TrainingJob(make, sem).start()
+    assert preparing.wait(20) and job.state == "preparing"
+    job.stop()
+    assert job.join(5)                            # the BPE training noticed the stop
+    assert job.state == "stopped" and job.trainer is None
+    assert sem.acquire(blocking=False)            # the slot was given back
+    sem.release()

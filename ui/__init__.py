@@ -1,1 +1,1 @@
-"""Streamlit glue for lmviz: i18n, rendering helpers, session state and background jobs."""
+"""The Streamlit side of lmviz: i18n, rendering helpers, session state, shared models and tasks."""

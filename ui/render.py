@@ -54,6 +54,17 @@ def svg(markup: str, *, key: str) -> None:
     _remember("html", f"html:{key}", markup)
 
 
+def unknown_chars(unknown, *, limit: int = 12) -> None:
+    """The one message for characters the model's vocabulary lacks (they were left out of its
+    input); whitespace made visible, user text escaped. Nothing when ``unknown`` is empty."""
+    if not unknown:
+        return
+    from viz.tokenization import visible
+
+    shown = " ".join(visible(u) for u in unknown[:limit]) + (" …" if len(unknown) > limit else "")
+    st.warning(t("common.unknown_chars", n=len(unknown), chars=escape(shown)))
+
+
 def md(text: str) -> None:
     """``st.markdown`` for chapter prose (kept for the HTML hand-out). Never pass raw user text."""
     st.markdown(text)

@@ -1,4 +1,4 @@
-"""Figures for the "beyond" chapter: structure learning (W9), robot action tokens (W10), and where
+"""Figures for the "beyond" chapter: structure learning (capital-corpus example), robot action tokens (robot-actions example), and where
 knowledge lives (context, retrieval, the context window, post-training). Pure Plotly; every label
 arrives already translated."""
 from __future__ import annotations
@@ -73,7 +73,7 @@ def loss_curve_figure(curves: dict[str, list[float]], *, x_label: str, y_label: 
     return theme.apply(fig, height=280, title=title)
 
 
-# ------------------------------------------------------------------ robot (W10) -----------
+# ------------------------------------------------------------------ robot (robot-actions example) -----------
 def binning_figure(values, decoded, edges, *, x_label: str, y_label: str, err_label: str,
                    names: tuple[str, str], title: str | None = None) -> go.Figure:
     """Top: continuous action -> decoded bin centre (a staircase) with the bin edges; bottom: the

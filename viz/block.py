@@ -1,5 +1,5 @@
-"""Figures of the Transformer-block chapter: norms step by step (W19), the residual stream's
-size through the blocks, and the cosine of one token's vectors in two contexts (W29)."""
+"""Figures of the Transformer-block chapter: norms step by step (LayerNorm/RMSNorm example), the residual stream's
+size through the blocks, and the cosine of one token's vectors in two contexts (contextual-vector example)."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
@@ -10,7 +10,7 @@ from viz.theme import COLORS
 
 
 def norms_figure(steps, *, names: tuple[str, str, str], dim_word: str, title: str = "") -> go.Figure:
-    """W19: the input vector next to its LayerNorm and RMSNorm, dimension by dimension."""
+    """LayerNorm/RMSNorm example: the input vector next to its LayerNorm and RMSNorm, dimension by dimension."""
     x = [f"{dim_word} {i + 1}" for i in range(steps.h.numel())]
     fig = go.Figure()
     for name, v, c in ((names[0], steps.h, COLORS["token"]), (names[1], steps.layernorm, COLORS["query"]),
@@ -35,7 +35,7 @@ def stream_figure(stage_labels: list[str], values: list[float], *, y_title: str,
 
 def cosine_figure(stage_labels: list[str], cosines: list[float], *, y_title: str, title: str = "",
                   name: str = "") -> go.Figure:
-    """W29: cosine similarity of the two contexts' vectors at each stage (1 = same direction)."""
+    """contextual-vector example: cosine similarity of the two contexts' vectors at each stage (1 = same direction)."""
     fig = go.Figure(go.Scatter(x=list(range(len(cosines))), y=cosines, mode="lines+markers+text",
                                name=name, text=[f"{c:.3f}" for c in cosines], textposition="top center",
                                line=dict(color=COLORS["chosen"], width=3), marker=dict(size=9)))

@@ -1,6 +1,6 @@
-"""Figures of the Cost chapter: measured attention time on log-log axes with the n^2 guide (W23),
-FlashAttention's tile grid and one row's running softmax statistics (W24), memory traffic and
-FLOPs dense vs tiled, FLOPs per component of the live model, and the budget calculators (W30).
+"""Figures of the Cost chapter: measured attention time on log-log axes with the n^2 guide (n² attention-cost example),
+FlashAttention's tile grid and one row's running softmax statistics (FlashAttention example), memory traffic and
+FLOPs dense vs tiled, FLOPs per component of the live model, and the budget calculators (compute-budget example).
 
 Pure builders: numbers (lists, numpy arrays, lmviz records) and already-translated labels in,
 Plotly figures out. No streamlit, no torch import.
@@ -29,7 +29,7 @@ def _np(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-# ---------------------------------------------------------------- W23: measured n^2 -------
+# ---------------------------------------------------------------- n² attention-cost example: measured n^2 -------
 def n2_guide(ns, t_anchor: float, n_anchor: int) -> np.ndarray:
     """t(n) = t_anchor * (n / n_anchor)^2: the slope-2 line through one measured point.
 
@@ -62,7 +62,7 @@ def timing_figure(ns, t_scores, t_full, *, names: dict, x_title: str, y_title: s
     return theme.apply(fig, height=height, title=title)
 
 
-# ---------------------------------------------------------------- W24: FlashAttention -----
+# ---------------------------------------------------------------- FlashAttention example: FlashAttention -----
 def tile_states(n_q: int, n_k: int, visits, step: int, causal: bool = True) -> np.ndarray:
     """[n_q, n_k] cell states after `step` tile visits (1-based: visit step-1 is CURRENT).
 
@@ -218,7 +218,7 @@ def flops_share_figure(records, *, names: dict, x_title: str, y_title: str, cros
                        crossover_text: str, title: str | None = None,
                        height: int = 380) -> go.Figure:
     """Share of a forward pass's FLOPs per component (attention, projections, MLP), one
-    stacked bar per n. `records`: lmviz.costs.LayerFlops; `names`: part -> legend label.
+    stacked bar per n. `records`: lmviz.chapters.cost.LayerFlops; `names`: part -> legend label.
     The dashed line marks the n where attention passes the rest (n = (2 + r) d).
     """
     x = [str(r.n) for r in records]
@@ -255,7 +255,7 @@ def prefill_decode_figure(prefill, decode, *, names: dict, groups: Sequence[str]
     return theme.apply(fig, height=height, title=title)
 
 
-# ---------------------------------------------------------------- budgets (W30) ----------
+# ---------------------------------------------------------------- budgets (compute-budget example) ----------
 def chinchilla_figure(cs, n_rule, n_fit, points, c_now: float, *, names: dict, x_title: str,
                       y_title: str, title: str | None = None, height: int = 380) -> go.Figure:
     """Compute-optimal parameters vs compute on log-log axes: the 20-tokens-per-parameter line,

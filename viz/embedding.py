@@ -1,5 +1,5 @@
-"""Figures of the embedding chapter: the toy table with the looked-up row highlighted (W1),
-token + position (W2), two orders without positions (W3), position signals and RoPE."""
+"""Figures of the embedding chapter: the toy table with the looked-up row highlighted (toy embedding table),
+token + position (position-vector example), two orders without positions (word-order example), position signals and RoPE."""
 from __future__ import annotations
 
 import numpy as np
@@ -38,7 +38,7 @@ def vector_sum_figure(parts: list[tuple[str, object, str]], dim_labels: list[str
 
 
 def two_orders_figure(rows_a, rows_b, labels_a, labels_b, col_labels, titles) -> go.Figure:
-    """W3: the rows of two token orders side by side (same colours: the same rows, reordered)."""
+    """word-order example: the rows of two token orders side by side (same colours: the same rows, reordered)."""
     A, B = _np(rows_a), _np(rows_b)
     lim = float(max(np.abs(A).max(), np.abs(B).max())) or 1.0
     fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.12)

@@ -26,7 +26,7 @@ __all__ = [
 # FLOPs of one transformer layer
 
 def attention_flops(n: int, d: int, causal: bool = False) -> int:
-    """Q K^T (2 n^2 d) plus weights @ V (2 n^2 d) = 4 n^2 d; O(n^2 d) (W23).
+    """Q K^T (2 n^2 d) plus weights @ V (2 n^2 d) = 4 n^2 d; O(n^2 d) (n² attention-cost example).
 
     `causal` counts only the useful lower triangle, n (n + 1) / 2 pairs instead of n^2
     (a dense kernel computes the full square anyway; a tiled one can skip future tiles).
@@ -103,7 +103,7 @@ def attention_dominates_from(d: int, mlp_ratio: float = 4.0) -> float:
 
 def decode_step_flops(n_cache: int, d: int, mlp_ratio: float = 4.0, kv_ratio: float = 1.0) -> LayerFlops:
     """One decode step with a KV cache, per layer: the new token attends to n_cache keys
-    (itself included): attention 4 n_cache d (linear in the cache: W28), projections and MLP
+    (itself included): attention 4 n_cache d (linear in the cache: decode-speed example), projections and MLP
     for one token only. Compare with layer_flops(n, d) for prefill.
 
     >>> decode_step_flops(100, 8).attention
@@ -119,7 +119,7 @@ def decode_step_flops(n_cache: int, d: int, mlp_ratio: float = 4.0, kv_ratio: fl
 # training compute and memory
 
 def training_flops(n_params: float, n_tokens: float) -> float:
-    """C ≈ 6 N D (W30): forward 2 N per token (one multiply-add per weight), backward twice
+    """C ≈ 6 N D (compute-budget example): forward 2 N per token (one multiply-add per weight), backward twice
     the forward (gradients w.r.t. activations and w.r.t. weights). Ignores attention's n^2
     term, fine while n << 6d per the breakdown above (Kaplan et al. 2020, §2.1).
 
@@ -250,7 +250,7 @@ def chinchilla_optimal_fit(compute_flops: float) -> ChinchillaPoint:
 
 
 # -----------------------------------------------------------------------------
-# measured attention time (W23)
+# measured attention time (n² attention-cost example)
 
 @dataclass(frozen=True)
 class AttnTiming:

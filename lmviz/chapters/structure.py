@@ -1,6 +1,6 @@
-"""W9 trained for real: a bigram (count) model against a small transformer on the capital corpus.
+"""The capital-corpus example trained for real: a bigram (count) model against a small transformer on the capital corpus.
 
-The corpus (lmviz.corpora.capital_corpus) puts a city first and its country last:
+The corpus (lmviz.chapters.capitals.capital_corpus) puts a city first and its country last:
 
     Paris is a city in France .
     <bos> Paris is a city in France .        (what the models read; "France" is predicted from "in")
@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import random
 import re
-import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
@@ -26,9 +25,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lmviz.corpora import TEMPLATES, Pair, _holdable, capital_corpus, load_pairs, template_positions
-from lmviz.corpora import render as render_sentence
-from lmviz.model import GPT, GPTConfig
+from lmviz.chapters.capitals import TEMPLATES, Pair, _holdable, capital_corpus, load_pairs, template_positions
+from lmviz.chapters.capitals import render as render_sentence
+from lmviz.model import GPT, GPTConfig, init_weights
+from lmviz.sampling import next_logits
 
 __all__ = ["StructureConfig", "Vocab", "tokenize", "BigramModel", "SentenceLoss", "CountrySummary",
            "StructureResult", "encode_sentence", "train_transformer", "sentence_losses",
@@ -113,8 +113,6 @@ def _new_model(vocab_size: int, block_size: int, cfg: StructureConfig) -> GPT:
     gen = torch.Generator().manual_seed(cfg.seed)
     model = GPT(GPTConfig(vocab_size=vocab_size, block_size=block_size, n_layer=cfg.n_layer,
                           n_head=cfg.n_head, n_kv_head=cfg.n_head, d_model=cfg.d_model))
-    from lmviz.train import init_weights
-
     init_weights(model, gen)
     return model
 
@@ -132,7 +130,7 @@ def _pad(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
 
 def train_transformer(seqs: list[list[int]], vocab_size: int, cfg: StructureConfig,
                       on_step: Callable[[int, float], None] | None = None,
-                      stop: threading.Event | None = None) -> tuple[GPT, list[float]]:
+                      cancel: Callable[[], bool] | None = None) -> tuple[GPT, list[float]]:
     """Train a small GPT on whole sentences; returns (eval-mode model, loss per step)."""
     import lmviz
 
@@ -142,7 +140,7 @@ def train_transformer(seqs: list[list[int]], vocab_size: int, cfg: StructureConf
     x, y = _pad(seqs)                                        # [N,T]
     model = _new_model(vocab_size, x.shape[1], cfg)
     losses = fit_small(model, x, y, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed + 1,
-                       clip=1.0, stop=stop, on_step=on_step)
+                       clip=1.0, cancel=cancel, on_step=on_step)
     return model.eval(), losses
 
 
@@ -228,8 +226,7 @@ def country_summary(sentences, vocab: Vocab, bigram: BigramModel, model: GPT) ->
         prev, target = ids[c - 1], ids[c]
         bl.append(-math.log(bigram.probs[prev, target]))
         ba.append(float(np.argmax(bigram.probs[prev]) == target))
-        logits, _ = model(torch.tensor(ids[:c])[None])
-        logp = F.log_softmax(logits[0, -1].float(), -1)
+        logp = F.log_softmax(next_logits(model, ids[:c]), -1)
         tl.append(-float(logp[target]))
         ta.append(float(int(logp.argmax()) == target))
     n = len(bl)
@@ -305,13 +302,13 @@ def known_country_sentences(sentences, vocab: Vocab) -> list[str]:
 
 def train_structure(cfg: StructureConfig = StructureConfig(),
                     on_step: Callable[[int, float], None] | None = None,
-                    stop: threading.Event | None = None, n_eval: int = 200) -> StructureResult:
+                    cancel: Callable[[], bool] | None = None, n_eval: int = 200) -> StructureResult:
     """Build the corpus, fit the bigram, train the transformer and score both at the country.
 
     ``n_eval`` training sentences are scored (the first ones); every held-out sentence is.
     """
     corpus, vocab, seqs, bigram = prepare(cfg)
-    model, losses = train_transformer(seqs, len(vocab), cfg, on_step, stop)
+    model, losses = train_transformer(seqs, len(vocab), cfg, on_step, cancel)
     res = StructureResult(cfg, corpus, vocab, bigram, model, losses)
     res.train_summary = country_summary(corpus.sentences[:n_eval], vocab, bigram, model)
     held = known_country_sentences(corpus.heldout_sentences, vocab)

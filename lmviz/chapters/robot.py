@@ -1,4 +1,4 @@
-"""W10: robot actions as tokens. A 2-D point robot, an RT-style action tokenizer, and a small
+"""Robot actions as tokens (the robot-actions example). A 2-D point robot, an RT-style action tokenizer, and a small
 transformer that predicts the action tokens one after the other, like words.
 
 One control step is a five-token sequence:
@@ -16,7 +16,6 @@ action-y bins. Everything returns records (numpy arrays, dataclasses); nothing p
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -24,7 +23,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lmviz.model import GPT, GPTConfig
+from lmviz.model import GPT, GPTConfig, init_weights
+from lmviz.sampling import next_logits
 
 __all__ = ["INSTRUCTIONS", "RobotConfig", "encode_bins", "decode_bins", "RoundTrip", "round_trip",
            "expert_action", "step_tokens", "token_label", "make_dataset", "new_policy",
@@ -155,8 +155,6 @@ def make_dataset(cfg: RobotConfig, n: int | None = None, seed: int | None = None
 
 def new_policy(cfg: RobotConfig) -> GPT:
     """The policy transformer at its seeded initial weights (eval mode): the untrained robot."""
-    from lmviz.train import init_weights
-
     model = GPT(GPTConfig(vocab_size=cfg.vocab_size, block_size=5, n_layer=cfg.n_layer,
                           n_head=cfg.n_head, n_kv_head=cfg.n_head, d_model=cfg.d_model))
     init_weights(model, torch.Generator().manual_seed(cfg.seed))
@@ -164,7 +162,7 @@ def new_policy(cfg: RobotConfig) -> GPT:
 
 
 def train_policy(cfg: RobotConfig = RobotConfig(), on_step: Callable[[int, float], None] | None = None,
-                 stop: threading.Event | None = None) -> tuple[GPT, list[float]]:
+                 cancel: Callable[[], bool] | None = None) -> tuple[GPT, list[float]]:
     """Behaviour cloning by next-token prediction: cross-entropy on the two action tokens only."""
     import lmviz
 
@@ -177,7 +175,7 @@ def train_policy(cfg: RobotConfig = RobotConfig(), on_step: Callable[[int, float
     y[:, :2] = -1                                             # the observation is given, not scored
     model = new_policy(cfg).train()
     losses = fit_small(model, x, y, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed + 1,
-                       stop=stop, on_step=on_step)
+                       cancel=cancel, on_step=on_step)
     return model.eval(), losses
 
 
@@ -200,9 +198,8 @@ def predict_step(model: GPT, offset, instruction: str, cfg: RobotConfig) -> Step
     ids = ex_tokens[:3]
     probs = []
     for part in ("ax", "ay"):
-        logits, _ = model(torch.tensor(ids)[None])            # [1,T,V]
         lo = cfg.offset(part)
-        p = F.softmax(logits[0, -1, lo:lo + cfg.n_bins].float(), -1).numpy()   # [n_bins]
+        p = F.softmax(next_logits(model, ids)[lo:lo + cfg.n_bins], -1).numpy()   # [n_bins]
         probs.append(p)
         ids = ids + [lo + int(p.argmax())]
     bins = [ids[3] - cfg.offset("ax"), ids[4] - cfg.offset("ay")]

@@ -1,16 +1,16 @@
-"""The KV-cache chapter's computations: the W25 walk-through, the edit rule, sizes and speed.
+"""The KV-cache chapter's computations: the KV-cache walk-through, the edit rule, sizes and speed.
 
 - ``toy_model()``        a tiny word-level GPT over the notes' vocabulary, trained in about a
                          second with a fixed seed, so that after ``<开始> 我 喜欢`` it really
-                         predicts 学习 and then 数学 (W25).
+                         predicts 学习 and then 数学 (KV-cache walk-through).
 - ``walkthrough()``      prefill + decode with ``KVCache(record=True)``: one ``WalkStep`` per
                          model call (the cache rows it added, the new q, its attention), and the
-                         uncached logits beside them (W26).
+                         uncached logits beside them (cached-equals-uncached example).
 - ``edit_effect()``      edit one early token and measure how every layer's K changes per row:
                          rows before the edit are untouched, rows from it on must be recomputed.
 - ``MODEL_SHAPES``, ``attention_variants()``   the memory calculator's presets and the
-                         MHA/GQA/MQA saving (W27, W28).
-- ``measure_decode()``   per-step decode time with and without the cache, measured (W28).
+                         MHA/GQA/MQA saving (KV-cache-size example, decode-speed example).
+- ``measure_decode()``   per-step decode time with and without the cache, measured (decode-speed example).
 
 Everything here is torch only and returns records; the page draws them.
 """
@@ -23,14 +23,15 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from lmviz.kv_cache import KVCache, CacheSnapshot, kv_cache_bytes
+from lmviz.kv_cache import KVCache, CacheSnapshot, generate_cached, kv_cache_bytes
 from lmviz.model import GPT, GPTConfig
+from lmviz.sampling import greedy, next_logits
 from lmviz.tokenizer import TOY_ZH, WordTokenizer
 
 # -----------------------------------------------------------------------------
-# the toy model of W25
+# the toy model of KV-cache walk-through
 
-# the notes' six words first (so their ids match W1/W5), then two more subjects for variety
+# the notes' six words first (so their ids match toy embedding table/teacher-forcing example), then two more subjects for variety
 TOY_WORDS = TOY_ZH + ["你", "他"]
 # training sentences with how often each appears: after "<开始> 我 喜欢" the most frequent next
 # word is 学习 (4 of 5), and after "... 学习" it is 数学 (3 of 4): the notes' continuation
@@ -72,7 +73,7 @@ def toy_tokenizer() -> WordTokenizer:
 
 
 def train_toy(cfg: ToyTrainConfig = ToyTrainConfig()) -> ToyModel:
-    """Train the W25 toy model on TOY_SENTENCES (next-word cross-entropy, padding ignored)."""
+    """Train the KV-cache walk-through toy model on TOY_SENTENCES (next-word cross-entropy, padding ignored)."""
     tok = toy_tokenizer()
     rows = [tok.encode(s) for s, n in TOY_SENTENCES for _ in range(n)]
     T = max(len(r) for r in rows)
@@ -85,24 +86,18 @@ def train_toy(cfg: ToyTrainConfig = ToyTrainConfig()) -> ToyModel:
         torch.manual_seed(cfg.seed)
         model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=8, n_layer=cfg.n_layer,
                               n_head=cfg.n_head, n_kv_head=cfg.n_head, d_model=cfg.d_model))
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
-    losses = []
-    model.train()
-    for _ in range(cfg.steps):
-        _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    from lmviz.train import fit_small
+
+    losses = fit_small(model, x, y, steps=cfg.steps, batch=None, lr=cfg.lr, seed=cfg.seed, warmup=0)
     model.eval()
     return ToyModel(model, tok, losses)
 
 
-TOY_PATH = Path(__file__).resolve().parent.parent / "assets" / "models" / "kv_toy.safetensors"
+TOY_PATH = Path(__file__).resolve().parents[2] / "assets" / "models" / "kv_toy.safetensors"
 
 
 def load_toy(path: Path = TOY_PATH) -> ToyModel:
-    """The shipped toy model (written by ``python -m lmviz.kv_demo``, i.e. ``train_toy()``):
+    """The shipped toy model (written by ``python -m lmviz.chapters.kv_cache``, i.e. ``train_toy()``):
     training takes a second on an idle core but much longer on a busy shared server, so the app
     loads these few kilobytes instead. Runs on CPU (the model is tiny)."""
     from lmviz.checkpoint import load_checkpoint
@@ -120,7 +115,7 @@ class WalkStep:
     inputs: list[int]          # token ids fed in (the whole prompt at prefill, one id after)
     predicted: int             # the greedy next token read from the last position's logits
     probs: torch.Tensor        # [V] softmax of those logits
-    uncached_max_diff: float   # max |cached - uncached logits| at this step (W26: ~1e-6)
+    uncached_max_diff: float   # max |cached - uncached logits| at this step (cached-equals-uncached example: ~1e-6)
 
     @property
     def is_prefill(self) -> bool:
@@ -153,18 +148,12 @@ def walkthrough(model: GPT, prompt: list[int], n_new: int) -> Walkthrough:
     if len(prompt) > model.cfg.block_size:
         raise ValueError(f"the prompt ({len(prompt)} tokens) does not fit block_size {model.cfg.block_size}")
     n_new = max(1, min(n_new, model.cfg.block_size - len(prompt) + 1))  # last input fits block_size
-    cache = KVCache.for_model(model, record=True)
-    dev = model.device
+    gen = generate_cached(model, prompt, n_new, max_len=model.cfg.block_size, record=True)
     seq, steps = list(prompt), []
-    x = torch.tensor([prompt], dtype=torch.long, device=dev)
-    for _ in range(n_new):
-        logits = model.forward_cached(x, cache)[0, -1].float().cpu()          # [V]
-        full, _ = model(torch.tensor([seq], dtype=torch.long, device=dev))    # no cache: all rows
-        diff = float((full[0, -1].float().cpu() - logits).abs().max())
-        nxt = int(torch.argmax(logits))
-        steps.append(WalkStep(cache.snapshots[-1], x[0].tolist(), nxt, F.softmax(logits, -1), diff))
+    for snap, nxt, logits in zip(gen.cache.snapshots, gen.tokens, gen.step_logits):
+        diff = float((next_logits(model, seq) - logits).abs().max())          # no cache: all rows
+        steps.append(WalkStep(snap, list(snap.tokens), nxt, F.softmax(logits, -1), diff))
         seq.append(nxt)
-        x = torch.tensor([[nxt]], dtype=torch.long, device=dev)
     return Walkthrough(list(prompt), steps)
 
 
@@ -242,7 +231,7 @@ def edit_effect(model: GPT, ids: list[int], pos: int, new_id: int) -> EditEffect
 
 
 # -----------------------------------------------------------------------------
-# sizes (W27) and the GQA/MQA saving (W28)
+# sizes (KV-cache-size example) and the GQA/MQA saving (decode-speed example)
 
 @dataclass(frozen=True)
 class ModelShape:
@@ -254,7 +243,7 @@ class ModelShape:
     dtype: str         # storage format of the cache
 
 
-# published shapes (config.json of each release); "W27" is the lecture notes' example
+# published shapes (config.json of each release); "KV-cache-size example" is the lecture notes' example
 MODEL_SHAPES: dict[str, ModelShape] = {
     "W27": ModelShape(32, 32, 8, 128, 16384, "FP16"),
     "Llama-2-7B": ModelShape(32, 32, 32, 128, 4096, "FP16"),
@@ -276,7 +265,7 @@ def attention_variants(batch: int, n_layer: int, n_tokens: int, n_head: int, n_k
                        head_dim: int, bytes_per_element: float) -> list[Variant]:
     """Cache size with one KV head per query head (MHA), the given n_kv_head (GQA) and 1 (MQA).
 
-    W28 on the notes' shape: 32 query heads sharing 8 KV heads cache 4x less than MHA.
+    decode-speed example on the notes' shape: 32 query heads sharing 8 KV heads cache 4x less than MHA.
     >>> [(v.name, v.saving) for v in attention_variants(1, 32, 16384, 32, 8, 128, 2)]
     [('MHA', 1.0), ('GQA', 4.0), ('MQA', 32.0)]
     """
@@ -289,7 +278,7 @@ def attention_variants(batch: int, n_layer: int, n_tokens: int, n_head: int, n_k
 
 
 # -----------------------------------------------------------------------------
-# measured speed (W28)
+# measured speed (decode-speed example)
 
 @dataclass
 class DecodeTiming:
@@ -319,15 +308,15 @@ def measure_decode(model: GPT, prompt: list[int], n_new: int, device_name: str =
     dev = model.device
     cache = KVCache.for_model(model, max_len=len(prompt) + n_new)
     logits = model.forward_cached(torch.tensor([prompt], device=dev), cache)[0, -1]  # prefill, untimed
-    seq = list(prompt) + [int(torch.argmax(logits))]
+    seq = list(prompt) + [greedy(logits)]
     lens, c_ms, u_ms = [], [], []
     for _ in range(n_new - 1):
         x = torch.tensor([[seq[-1]]], device=dev)
         _sync(dev); t0 = time.perf_counter()
         logits = model.forward_cached(x, cache)[0, -1]
-        nxt = int(torch.argmax(logits)); _sync(dev); t1 = time.perf_counter()
-        full, _ = model(torch.tensor([seq], device=dev))
-        int(torch.argmax(full[0, -1])); _sync(dev); t2 = time.perf_counter()
+        nxt = greedy(logits); _sync(dev); t1 = time.perf_counter()
+        full, _ = model(torch.tensor([seq], device=dev))              # the whole context, uncropped
+        greedy(full[0, -1]); _sync(dev); t2 = time.perf_counter()
         lens.append(len(seq))
         c_ms.append((t1 - t0) * 1e3)
         u_ms.append((t2 - t1) * 1e3)
@@ -354,7 +343,7 @@ if __name__ == "__main__":  # rebuild the shipped toy weights
 
     tm = train_toy()
     TOY_PATH.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"what": "W25 toy model, lmviz.kv_demo.train_toy()", "losses": tm.losses[::10] + tm.losses[-1:]}
+    meta = {"what": "W25 toy model, lmviz.chapters.kv_cache.train_toy()", "losses": tm.losses[::10] + tm.losses[-1:]}
     TOY_PATH.write_bytes(save_checkpoint(tm.model, tm.tokenizer, meta))
     w = walkthrough(tm.model, tm.tokenizer.encode(TOY_PROMPT), 3)
     print(f"wrote {TOY_PATH} ({TOY_PATH.stat().st_size} bytes); final loss {tm.losses[-1]:.3f}; "

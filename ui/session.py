@@ -1,4 +1,6 @@
-"""Session state, cached models and background jobs: the one place pages get shared objects from.
+"""What pages share: the compute device, the models (shipped default and this session's), the
+background tasks (the server-wide cap, this session's training, the polling fragment).
+The one place pages get shared objects from.
 
 - ``device_info()`` reports the compute device without blocking the first paint: torch is
   imported in a background thread started after the first script run (the import takes 3-7 s
@@ -18,29 +20,19 @@ import streamlit as st
 
 
 # ---------------------------------------------------------------- device (non-blocking) ----
-class _DeviceProbe:
-    """Imports torch in a background thread and records the device name."""
+def _probe_device(ctx) -> str:
+    import lmviz
 
-    def __init__(self) -> None:
-        self.name: str | None = None
-        self.cuda: bool = False
-        self._thread = threading.Thread(target=self._run, name="lmviz-device-probe", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        import lmviz
-
-        self.name = lmviz.device_name()
-        self.cuda = lmviz.device().type == "cuda"
+    return lmviz.device_name()
 
 
-_PROBE: _DeviceProbe | None = None
+_PROBE = None            # lmviz.tasks.Task that imports torch and names the device
 _PROBE_LOCK = threading.Lock()
 
 
 def device_info() -> str | None:
     """The device's name ("CPU" or the GPU's name), or None while torch is still loading."""
-    return _PROBE.name if _PROBE is not None else None
+    return _PROBE.snapshot().result if _PROBE is not None else None
 
 
 def start_warmup() -> None:
@@ -48,7 +40,9 @@ def start_warmup() -> None:
     global _PROBE
     with _PROBE_LOCK:
         if _PROBE is None:
-            _PROBE = _DeviceProbe()
+            from lmviz.tasks import Task
+
+            _PROBE = Task(_probe_device, name="lmviz-device-probe").start()
 
 
 # ---------------------------------------------------------------- models ----------------
@@ -88,7 +82,9 @@ def try_live_bundle(message_key: str | None = None) -> Bundle | None:
 
             from ui.i18n import t
 
-            st.warning(t(message_key, err=html.escape(f"{type(e).__name__}: {e}"[:200])))
+            from lmviz.tasks import human_message
+
+            st.warning(t(message_key, err=html.escape(human_message(e)[:200])))
         return None
 
 
@@ -102,14 +98,15 @@ def set_session_bundle(bundle: Bundle | None) -> None:
     st.session_state["lmviz_session_bundle"] = bundle
 
 
-# ================================================================ training job ============
-# One background training per session, at most LMVIZ_MAX_TRAININGS (default 2) at once across
-# all sessions. The worker (lmviz.jobs.TrainingJob) never touches Streamlit; the training page
-# polls job.snapshot() from a fragment and calls publish_trained_model(), which is what makes
-# every chapter show the model being trained (session_state is not reachable from the worker).
+# ================================================================ background tasks ========
+# Long work runs as an lmviz.tasks.Task on a worker thread that never touches Streamlit. All
+# tasks of the server -- trainings, the beyond chapter's demos, measurements -- share one cap,
+# LMVIZ_MAX_TRAININGS (default 2) at once, and wait in first-come order. A page draws a task
+# with poll(); the training page calls publish_trained_model(), which is what makes every
+# chapter show the model being trained (session_state is not reachable from the worker).
 
 def max_trainings() -> int:
-    """Concurrent trainings allowed on this server (env LMVIZ_MAX_TRAININGS, default 2)."""
+    """Concurrent background tasks allowed on this server (env LMVIZ_MAX_TRAININGS, default 2)."""
     import os
 
     raw = os.environ.get("LMVIZ_MAX_TRAININGS", "").strip()
@@ -117,16 +114,57 @@ def max_trainings() -> int:
 
 
 @st.cache_resource(show_spinner=False)
-def training_semaphore() -> threading.BoundedSemaphore:
-    """The server-wide cap on concurrent trainings (shared by all sessions)."""
+def task_semaphore() -> threading.BoundedSemaphore:
+    """The server-wide cap on concurrent background tasks (shared by all sessions)."""
     return threading.BoundedSemaphore(max_trainings())
+
+
+def start_task(work, *, name: str, total: int = 0):
+    """Start ``work(ctx)`` as a Task under the server-wide cap; returns the task (see lmviz.tasks).
+    Cache the returned task with ``st.cache_resource`` to share it between sessions."""
+    from lmviz.tasks import Task
+
+    return Task(work, task_semaphore(), name=name, total=total).start()
+
+
+def poll(snapshot, draw, *, every: float = 1.0) -> None:
+    """Draw ``draw(snap)`` (``snap = snapshot()``, None when there is no task) in a fragment that
+    reruns every ``every`` seconds while the task is active; when the task starts or ends, the
+    whole page reruns once, so polling stops and the rest of the page sees the result."""
+    first = snapshot()
+    active = first is not None and first.active
+
+    def body() -> None:
+        snap = snapshot()
+        if (snap is not None and snap.active) != active:
+            st.rerun()
+        draw(snap)
+
+    st.fragment(run_every=every if active else None)(body)()
+
+
+def task_status(snap, *, queued_key: str, running_key: str, error_key: str, **fmt) -> bool:
+    """The one status line of a task: queued (its place in line), a progress bar while it runs,
+    the error message; True once the task is done (its result can be drawn)."""
+    from ui.i18n import t
+    from ui.render import escape
+
+    if snap is None:
+        return False
+    if snap.state == "error":
+        st.error(t(error_key, error=escape(snap.error or "?"), **fmt))
+    elif snap.state == "queued":
+        st.info(t(queued_key, n=snap.queue_position, cap=max_trainings(), **fmt))
+    elif snap.active:
+        st.progress(snap.fraction, text=t(running_key, step=snap.done, n=snap.total, **fmt))
+    return snap.state == "done"
 
 
 class TrainingSlot:
     """This session's training job (None until the first start)."""
 
     def __init__(self) -> None:
-        self.job = None      # lmviz.jobs.TrainingJob | None
+        self.job = None      # lmviz.train_job.TrainingJob | None
         self.label = ""      # what was trained (corpus, preset), for the bundle's meta
 
     def stop(self) -> None:
@@ -145,12 +183,13 @@ def training_slot() -> TrainingSlot:
 
 
 def start_training(make_trainer, label: str = ""):
-    """Stop this session's previous job (if any) and start a new one; returns the job."""
-    from lmviz.jobs import TrainingJob
+    """Stop this session's previous job (if any) and start a new one; returns the job.
+    ``make_trainer(cancel)`` builds the Trainer on the worker (see lmviz.train_job)."""
+    from lmviz.train_job import TrainingJob
 
     slot = training_slot()
     slot.stop()
-    slot.job = TrainingJob(make_trainer, training_semaphore()).start()
+    slot.job = TrainingJob(make_trainer, task_semaphore()).start()
     slot.label = label
     return slot.job
 

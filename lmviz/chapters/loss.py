@@ -1,18 +1,10 @@
-"""The small computations behind the autoregression and loss-and-gradients chapters.
+"""The loss-and-gradients chapter's computations: one SGD step, softmax and cross-entropy,
+perplexity, the one-parameter model and mini-batch gradient noise.
 
-Every worked example (W4-W7, W13-W16 of the lecture notes) is a pure function here that returns
-a record; the pages only draw these records, and ``tests/test_lessons.py`` pins each number.
-
-- W4  ``toy_chain_rule``: P(sequence) as five conditional probabilities, and log P as a sum.
-- W4' ``sequence_log_probs``: the same chain rule on a real model for any text.
-- W5  ``teacher_forcing``: inputs and labels shifted by one (5 and 4 pairs for the toy sentences).
-- W6  ``causal_mask_demo``: future scores set to -inf become weight 0 after softmax.
-- W6' ``parallel_vs_sequential``: one masked pass gives the same next-token logits as T passes
-      over growing prefixes (why training is parallel), and changing the future changes nothing.
-- W7  ``sgd_step``: 0.80 - 0.10 x 0.30 = 0.77, by hand and with torch.optim.SGD.
-- W13/W14 ``cross_entropy``: softmax [2, 1, -1] -> [0.705, 0.259, 0.035]; -ln 0.259 = 1.35.
-- W15 ``perplexity``: exp(mean natural-log loss) of a model on a text.
-- W16 ``one_param_step`` / ``one_param_autograd``: y_hat = w x stepped by hand and by autograd.
+- ``sgd_step``: 0.80 - 0.10 x 0.30 = 0.77, by hand and with torch.optim.SGD.
+- ``cross_entropy``: softmax [2, 1, -1] -> [0.705, 0.259, 0.035]; -ln 0.259 = 1.35.
+- ``perplexity``: exp(mean natural-log loss) of a model on a text.
+- ``one_param_step`` / ``one_param_autograd``: y_hat = w x stepped by hand and by autograd.
 - ``gradient_noise``: mini-batch gradients of one weight matrix against a large-batch one.
 
 The torch functions never write into a model (no .grad, no parameter change): gradients come from
@@ -27,203 +19,10 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from .model import causal_mask
-from .sampling import TOY_GREEDY_TABLE, softmax_t
-from .tokenizer import TOY_EN, toy_tokenizer
-
-# the two toy sentences of the notes (W5), as text the toy tokenizers split
-TOY_SENTENCE = {"en": "<BOS> I love robot s <EOS>", "zh": "<开始> 我 喜欢 学习 <结束>"}
-
+from lmviz.sampling import softmax_t
 
 # -----------------------------------------------------------------------------
-# W4: the chain rule on the toy sequence
-
-@dataclass(frozen=True)
-class Factor:
-    prefix: tuple[str, ...]  # x_<t, the tokens already there
-    token: str               # x_t, the token whose probability is asked
-    prob: float              # P(x_t | x_<t)
-    log_prob: float          # ln P(x_t | x_<t), <= 0
-
-
-@dataclass(frozen=True)
-class ChainRule:
-    factors: list[Factor]    # one per predicted token, in order
-    joint: float             # product of the factors' probabilities
-    log_joint: float         # sum of the factors' log-probabilities = ln(joint)
-
-
-def chain_rule(tokens: Sequence[str], table=TOY_GREEDY_TABLE, vocab: Sequence[str] = TOY_EN) -> ChainRule:
-    """P(x_2..x_n | x_1) as a product of next-token probabilities read from a prefix table.
-
-    The default table is MADE UP FOR TEACHING (``lmviz.sampling.TOY_GREEDY_TABLE``, the same
-    numbers the generation chapter decodes greedily): the notes' own numbers were lost.
-
-    >>> r = chain_rule(TOY_SENTENCE["en"].split())
-    >>> len(r.factors), round(r.joint, 4), round(math.exp(r.log_joint), 4)
-    (5, 0.1201, 0.1201)
-    """
-    tokens = list(tokens)
-    if len(tokens) < 2:
-        raise ValueError("need at least two tokens (a start and one token to predict)")
-    factors = []
-    for t in range(1, len(tokens)):
-        prefix = tuple(tokens[:t])
-        if prefix not in table:
-            raise ValueError(f"the table has no row for the prefix {' '.join(prefix)!r}")
-        if tokens[t] not in vocab:
-            raise ValueError(f"{tokens[t]!r} is not in the vocabulary")
-        p = float(table[prefix][list(vocab).index(tokens[t])])
-        factors.append(Factor(prefix, tokens[t], p, math.log(p) if p > 0 else float("-inf")))
-    joint = math.prod(f.prob for f in factors)
-    return ChainRule(factors, joint, sum(f.log_prob for f in factors))
-
-
-def toy_chain_rule() -> ChainRule:
-    """W4: the toy sequence <BOS> I love robot s <EOS> as five conditional probabilities."""
-    return chain_rule(TOY_SENTENCE["en"].split())
-
-
-# -----------------------------------------------------------------------------
-# W4 on a real model: P(x_t | x_<t) at every position of a text
-
-@dataclass(frozen=True)
-class SequenceLogProbs:
-    tokens: list[str]         # the tokens of the text (after dropping unknown characters), [T]
-    probs: list[float]        # P(x_t | x_<t) for t = 1..T-1 (the first token is given), [T-1]
-    log_probs: list[float]    # ln of the above, [T-1]
-    best: list[str]           # the model's most probable next token at each position, [T-1]
-    best_probs: list[float]   # its probability, [T-1]
-    total_log_prob: float     # sum of log_probs = ln P(x_2..x_T | x_1)
-    mean_loss: float          # -total_log_prob / (T-1): the cross-entropy of this text
-    unknown: list[str]        # characters the tokenizer does not know (dropped)
-    truncated: bool           # the text was cut to the model's block size
-
-
-@torch.no_grad()
-def sequence_log_probs(model, tokenizer, text: str) -> SequenceLogProbs:
-    """The chain rule on a model: one forward pass scores every next token of ``text``.
-
-    Text longer than the model's block size is cut (the page says so). ValueError when fewer
-    than two known tokens remain.
-    """
-    ids, unknown = tokenizer.encode_lossy(text)
-    block = model.cfg.block_size
-    truncated = len(ids) > block
-    ids = ids[:block]
-    if len(ids) < 2:
-        raise ValueError("need at least two known tokens")
-    idx = torch.tensor(ids, dtype=torch.long, device=model.device)[None]      # [1,T]
-    logits, _ = model(idx)                                                   # [1,T,V]
-    logp = F.log_softmax(logits[0, :-1].float(), dim=-1).cpu()              # [T-1,V]
-    tgt = idx[0, 1:].cpu()                                                   # [T-1]
-    lp = logp.gather(1, tgt[:, None])[:, 0]                                  # [T-1]
-    top = logp.max(dim=-1)                                                   # [T-1]
-    return SequenceLogProbs(
-        tokens=[tokenizer.token(i) for i in ids], probs=lp.exp().tolist(), log_probs=lp.tolist(),
-        best=[tokenizer.token(int(i)) for i in top.indices], best_probs=top.values.exp().tolist(),
-        total_log_prob=float(lp.sum()), mean_loss=float(-lp.mean()), unknown=unknown,
-        truncated=truncated)
-
-
-# -----------------------------------------------------------------------------
-# W5: teacher forcing
-
-@dataclass(frozen=True)
-class TrainingPair:
-    context: tuple[str, ...]  # the true prefix the model reads (never its own guesses)
-    target: str               # the label: the token that follows in the data
-
-
-@dataclass(frozen=True)
-class TeacherForcing:
-    tokens: list[str]         # the whole sequence, [T]
-    inputs: list[str]         # tokens[:-1], [T-1]
-    labels: list[str]         # tokens[1:], [T-1]: labels are the inputs shifted by one
-    pairs: list[TrainingPair]  # one next-token question per position
-
-
-def teacher_forcing(tokens: Sequence[str]) -> TeacherForcing:
-    """Inputs and labels shifted by one: a sequence of T tokens is T-1 training questions.
-
-    >>> tf = teacher_forcing(["<BOS>", "I", "love"])
-    >>> tf.inputs, tf.labels, tf.pairs[1]
-    (['<BOS>', 'I'], ['I', 'love'], TrainingPair(context=('<BOS>', 'I'), target='love'))
-    """
-    tokens = list(tokens)
-    if len(tokens) < 2:
-        raise ValueError("need at least two tokens")
-    pairs = [TrainingPair(tuple(tokens[:t]), tokens[t]) for t in range(1, len(tokens))]
-    return TeacherForcing(tokens, tokens[:-1], tokens[1:], pairs)
-
-
-def toy_teacher_forcing(lang: str = "en") -> TeacherForcing:
-    """W5 on the notes' sentences: 5 pairs in English, 4 in Chinese (tokens via the toy vocab)."""
-    tok = toy_tokenizer(lang)
-    ids = tok.encode(TOY_SENTENCE[lang])
-    return teacher_forcing([tok.token(i) for i in ids])
-
-
-# -----------------------------------------------------------------------------
-# W6: the causal mask
-
-@dataclass(frozen=True)
-class MaskDemo:
-    scores: torch.Tensor   # [T,T] raw scores, query rows, key columns
-    masked: torch.Tensor   # [T,T] the same with the future (column > row) set to -inf
-    weights: torch.Tensor  # [T,T] row softmax of masked: exactly 0 above the diagonal
-
-
-def toy_scores(T: int = 5, seed: int = 0) -> torch.Tensor:
-    """MADE-UP scores for the mask picture: a seeded [T,T] draw rounded to one decimal."""
-    g = torch.Generator().manual_seed(seed)
-    return torch.round(torch.randn(T, T, generator=g, dtype=torch.float64) * 10) / 10
-
-
-def causal_mask_demo(scores: torch.Tensor) -> MaskDemo:
-    """W6: mask the future of a score matrix and softmax each row.
-
-    >>> d = causal_mask_demo(torch.zeros(3, 3))
-    >>> d.weights.tolist()[1]  # row 1 sees keys 0 and 1 only, equally
-    [0.5, 0.5, 0.0]
-    """
-    s = torch.as_tensor(scores, dtype=torch.float64)
-    if s.dim() != 2 or s.shape[0] != s.shape[1]:
-        raise ValueError(f"scores must be square [T,T], got {tuple(s.shape)}")
-    masked = s.masked_fill(~causal_mask(s.shape[0]), float("-inf"))
-    return MaskDemo(s, masked, torch.softmax(masked, dim=-1))
-
-
-@dataclass(frozen=True)
-class ParallelCheck:
-    n: int                 # tokens in the sequence
-    max_diff: float        # max |logits(one pass)[t] - logits(pass over prefix 0..t)[t]|
-    future_diff: float     # max change of logits at positions < T-1 when the last token changes
-    last_diff: float       # change of logits at the last position itself (it may change)
-
-
-@torch.no_grad()
-def parallel_vs_sequential(model, ids: Sequence[int]) -> ParallelCheck:
-    """Why training can be parallel: with the causal mask, one pass over T tokens gives, at every
-    position t, exactly the logits of a separate pass over the prefix 0..t; and replacing the last
-    token leaves every earlier position's logits unchanged (no position reads its future)."""
-    ids = list(ids)[: model.cfg.block_size]
-    if len(ids) < 2:
-        raise ValueError("need at least two tokens")
-    idx = torch.tensor(ids, dtype=torch.long, device=model.device)[None]     # [1,T]
-    full = model(idx)[0][0].float()                                         # [T,V]
-    prefix = torch.stack([model(idx[:, : t + 1])[0][0, -1].float() for t in range(len(ids))])  # [T,V]
-    other = idx.clone()
-    other[0, -1] = (other[0, -1] + 1) % model.cfg.vocab_size               # a different last token
-    changed = model(other)[0][0].float()                                    # [T,V]
-    return ParallelCheck(
-        n=len(ids), max_diff=float((full - prefix).abs().max()),
-        future_diff=float((full[:-1] - changed[:-1]).abs().max()) if len(ids) > 1 else 0.0,
-        last_diff=float((full[-1] - changed[-1]).abs().max()))
-
-
-# -----------------------------------------------------------------------------
-# W7: one SGD step on one embedding entry
+# one SGD step on one embedding entry
 
 @dataclass(frozen=True)
 class SGDStep:
@@ -235,7 +34,7 @@ class SGDStep:
 
 
 def sgd_step(param: float = 0.80, grad: float = 0.30, lr: float = 0.10) -> SGDStep:
-    """W7: theta <- theta - eta * gradient, by hand and by torch.optim.SGD.
+    """one-SGD-step example: theta <- theta - eta * gradient, by hand and by torch.optim.SGD.
 
     >>> s = sgd_step()
     >>> round(s.new, 2), round(s.new_torch, 2)
@@ -248,7 +47,7 @@ def sgd_step(param: float = 0.80, grad: float = 0.30, lr: float = 0.10) -> SGDSt
 
 
 # -----------------------------------------------------------------------------
-# W13/W14: softmax and cross-entropy
+# softmax and cross-entropy
 
 @dataclass(frozen=True)
 class CrossEntropy:
@@ -261,7 +60,7 @@ class CrossEntropy:
 
 
 def cross_entropy(logits: Sequence[float], target: int) -> CrossEntropy:
-    """W13/W14: softmax of the logits, the loss of the right answer and its gradient.
+    """softmax example/cross-entropy example: softmax of the logits, the loss of the right answer and its gradient.
 
     >>> ce = cross_entropy([2.0, 1.0, -1.0], 1)
     >>> [round(p, 3) for p in ce.probs], round(ce.loss, 2)
@@ -282,7 +81,7 @@ def cross_entropy(logits: Sequence[float], target: int) -> CrossEntropy:
 
 
 # -----------------------------------------------------------------------------
-# W15: perplexity
+# perplexity
 
 @dataclass(frozen=True)
 class Perplexity:
@@ -312,7 +111,7 @@ def perplexity_from_losses(losses: Sequence[float]) -> float:
 
 @torch.no_grad()
 def perplexity(model, tokenizer, text: str, max_tokens: int = 4096) -> Perplexity:
-    """W15: the model's perplexity on ``text`` (natural log, averaged per token).
+    """perplexity example: the model's perplexity on ``text`` (natural log, averaged per token).
 
     The text is scored in windows of block_size + 1 tokens that overlap by one, so every token
     but the first is predicted once; the context restarts at each window (a page caveat).
@@ -340,7 +139,7 @@ def perplexity(model, tokenizer, text: str, max_tokens: int = 4096) -> Perplexit
 
 
 # -----------------------------------------------------------------------------
-# W16: the one-parameter model y_hat = w x
+# the one-parameter model y_hat = w x
 
 @dataclass(frozen=True)
 class OneParamStep:
@@ -358,7 +157,7 @@ def _one_param_loss(w: float, x: float, y: float) -> float:
 
 
 def one_param_step(w: float = 1.0, x: float = 2.0, y: float = 6.0, lr: float = 0.1) -> OneParamStep:
-    """W16 by hand: L = (w x - y)^2 / 2, dL/dw = (w x - y) x, w <- w - lr dL/dw.
+    """one-parameter-model example by hand: L = (w x - y)^2 / 2, dL/dw = (w x - y) x, w <- w - lr dL/dw.
 
     >>> s = one_param_step()
     >>> s.loss, s.grad, round(s.w_new, 6), round(s.y_hat_new, 6), round(s.loss_new, 6)
@@ -370,8 +169,26 @@ def one_param_step(w: float = 1.0, x: float = 2.0, y: float = 6.0, lr: float = 0
                         _one_param_loss(w_new, x, y))
 
 
+@dataclass(frozen=True)
+class Contraction:
+    best: float        # the w with zero loss: y / x
+    curvature: float   # d²L/dw² = x² (the same at every w: the loss is a parabola)
+    factor: float      # 1 - lr * x²: each step multiplies the distance to `best` by this
+
+
+def one_param_contraction(x: float = 2.0, y: float = 6.0, lr: float = 0.1) -> Contraction:
+    """Why a learning rate converges or diverges on L = (w x - y)^2 / 2: one step maps
+    w - best to (1 - lr x^2)(w - best), so |factor| < 1 converges.
+
+    >>> c = one_param_contraction(2.0, 6.0, 0.1)
+    >>> c.best, c.curvature, round(c.factor, 6)
+    (3.0, 4.0, 0.6)
+    """
+    return Contraction(y / x, x * x, 1 - lr * x * x)
+
+
 def one_param_autograd(w: float = 1.0, x: float = 2.0, y: float = 6.0, lr: float = 0.1) -> OneParamStep:
-    """W16 by torch.autograd: the same record, with the derivative computed by backward().
+    """one-parameter-model example by torch.autograd: the same record, with the derivative computed by backward().
 
     >>> one_param_autograd().grad
     -8.0
@@ -447,7 +264,7 @@ def gradient_noise(model, data: torch.Tensor, batch_sizes: Sequence[int] = (1, 4
     data: token ids [N] (a training text). Windows of ``block`` tokens are drawn at random with a
     seeded generator; the reference batch is summed in chunks of ``chunk`` sequences.
     """
-    from .data import get_batch
+    from lmviz.data import get_batch
 
     model_params = dict(model.named_parameters())
     name = param or default_noise_param(model)

@@ -1,0 +1,255 @@
+"""Background tasks: long work on a worker thread that a web page polls (the one mechanism).
+
+    task = Task(work, semaphore, name="lmviz-cost-bench").start()   # returns at once
+    snap = task.snapshot()      # state, progress, queue position, result, error
+    task.cancel(); task.pause(); task.resume(); task.join(timeout)
+
+``work(ctx)`` runs on the worker thread and returns the result; ``ctx`` is a :class:`TaskContext`:
+
+- ``ctx.progress(done, total)`` records how far it got (the page draws a progress bar);
+- ``ctx.cancelled()`` is True once ``cancel()`` was asked: pass it as the ``cancel`` callback of
+  long core functions (``Trainer``, ``train_bpe``, ``fit``), which raise :class:`Cancelled`;
+- ``ctx.check()`` raises :class:`Cancelled` when cancelled and blocks while paused.
+
+Rules the pages rely on:
+
+- The worker never calls Streamlit (it has no script context). State changes happen under one
+  lock; ``snapshot()`` copies them under it, so a page never sees a half-written state.
+- A shared ``threading.BoundedSemaphore`` caps concurrent tasks across all sessions. A task waits
+  its turn in first-come order (``queue_position`` 1, 2, ...) and gives the slot back when it
+  ends, however it ends (done, stopped, error). A task cancelled while queued never runs.
+- The worker thread lowers its own CPU priority to nice 19 (Linux), so long work never starves
+  the page reruns of the Streamlit server (torch's intra-op threads are separate threads).
+- An error is stored as a message for people (no Python class name in front), the traceback goes
+  to the server log.
+
+>>> t = Task(lambda ctx: 6 * 7).start()
+>>> t.join(5), t.snapshot().state, t.snapshot().result
+(True, 'done', 42)
+>>> t = Task(lambda ctx: int("x")).start(); _ = t.join(5)
+>>> t.snapshot().state, t.snapshot().error
+('error', "invalid literal for int() with base 10: 'x'")
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable
+
+STATES = ("new", "queued", "running", "paused", "done", "stopped", "error")
+FINAL = ("done", "stopped", "error")
+
+_QUEUE_LOCK = threading.Lock()
+_QUEUES: dict[int, list] = {}      # id(semaphore) -> tasks waiting on it, first come first
+
+
+class Cancelled(Exception):
+    """Raised inside long work when its task was cancelled (the task ends as "stopped")."""
+
+
+def check_cancel(cancel: Callable[[], bool] | None) -> None:
+    """Raise :class:`Cancelled` when the ``cancel`` callback says so (None: never).
+
+    >>> check_cancel(None); check_cancel(lambda: False)
+    >>> check_cancel(lambda: True)
+    Traceback (most recent call last):
+    ...
+    lmviz.tasks.Cancelled: cancelled
+    """
+    if cancel is not None and cancel():
+        raise Cancelled("cancelled")
+
+
+def human_message(e: BaseException) -> str:
+    """The message of ``e`` for people: its text, without the Python class name in front.
+
+    >>> human_message(ValueError("the text is empty")), human_message(MemoryError())
+    ('the text is empty', 'the computer ran out of memory')
+    """
+    if isinstance(e, MemoryError):
+        return "the computer ran out of memory"
+    msg = str(e).strip()
+    return msg[:500] if msg else "an unexpected error in the background work"
+
+
+def lower_priority() -> None:
+    """Nice 19 for the calling thread only (Linux); a no-op where the OS does not allow it."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except (AttributeError, OSError):
+        pass
+
+
+@dataclass(frozen=True)
+class TaskSnapshot:
+    state: str                  # one of STATES
+    done: int                   # progress: units of work finished (steps, measurements)
+    total: int                  # units of the whole task (0 while unknown)
+    queue_position: int         # 1 = next to start; 0 when not queued
+    phase: str = ""             # what the work is doing now, as it said (e.g. "preparing")
+    result: Any = None          # what ``work`` returned, once state == "done"
+    error: str | None = None    # a message for people, when state == "error"
+
+    @property
+    def active(self) -> bool:
+        """True while a page should keep polling (queued, running or paused)."""
+        return self.state in ("queued", "running", "paused")
+
+    @property
+    def fraction(self) -> float:
+        """done / total in [0, 1] (0 while the total is unknown)."""
+        return min(1.0, self.done / self.total) if self.total else 0.0
+
+
+class TaskContext:
+    """What ``work`` sees of its task (see the module docstring)."""
+
+    def __init__(self, task: "Task"):
+        self._task = task
+
+    def cancelled(self) -> bool:
+        return self._task._stop.is_set()
+
+    def check(self) -> None:
+        """Raise Cancelled when cancelled; while paused, wait (state "paused") until resumed."""
+        t = self._task
+        if not t._run.is_set():
+            t._set(state="paused")
+            t._run.wait()
+            t._set(state="running")
+        check_cancel(self.cancelled)
+
+    def progress(self, done: int, total: int | None = None) -> None:
+        with self._task._lock:
+            self._task._done = int(done)
+            if total is not None:
+                self._task._total = int(total)
+
+    def phase(self, name: str) -> None:
+        self._task._set(phase=name)
+
+
+class Task:
+    """One piece of long work on a worker thread (see the module docstring)."""
+
+    def __init__(self, work: Callable[[TaskContext], Any], semaphore: threading.BoundedSemaphore | None = None,
+                 *, name: str = "lmviz-task", total: int = 0, poll_s: float = 0.05):
+        self._work = work
+        self._sem = semaphore
+        self._name = name
+        self._poll_s = poll_s                 # how often a queued task looks at its turn
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._run = threading.Event()         # set = may run, clear = paused
+        self._run.set()
+        self._state = "new"
+        self._phase = ""
+        self._done = 0
+        self._total = total
+        self._result: Any = None
+        self._error: str | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- control (any thread) ------------------------------------------------------------------
+    def start(self) -> "Task":
+        with self._lock:
+            if self._thread is not None:
+                raise RuntimeError("this task was already started")
+            self._state = "queued" if self._sem is not None else "running"
+            self._thread = threading.Thread(target=self._main, name=self._name, daemon=True)
+        if self._sem is not None:
+            with _QUEUE_LOCK:
+                _QUEUES.setdefault(id(self._sem), []).append(self)
+        self._thread.start()
+        return self
+
+    def pause(self) -> None:
+        self._run.clear()
+
+    def resume(self) -> None:
+        self._run.set()
+
+    def cancel(self) -> None:
+        self._stop.set()
+        self._run.set()                       # a paused worker must wake up to stop
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the worker to end; True when it has."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
+
+    @property
+    def paused(self) -> bool:
+        """True once pause() was asked (the work pauses at its next ``ctx.check()``)."""
+        return not self._run.is_set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._stop.is_set()
+
+    @property
+    def state(self) -> str:
+        with self._lock:
+            return self._state
+
+    def queue_position(self) -> int:
+        with _QUEUE_LOCK:
+            q = _QUEUES.get(id(self._sem), [])
+            return q.index(self) + 1 if self in q else 0
+
+    def snapshot(self) -> TaskSnapshot:
+        pos = self.queue_position()
+        with self._lock:
+            return TaskSnapshot(self._state, self._done, self._total, pos, self._phase, self._result, self._error)
+
+    # -- worker --------------------------------------------------------------------------------
+    def _set(self, **kw) -> None:
+        with self._lock:
+            for k, v in kw.items():
+                setattr(self, "_" + k, v)
+
+    def _wait_turn(self) -> bool:
+        """Block until this task holds a semaphore slot (first come, first served); False if cancelled."""
+        if self._sem is None:
+            return True
+        key = id(self._sem)
+        try:
+            while not self._stop.is_set():
+                with _QUEUE_LOCK:
+                    first = _QUEUES.get(key, [None])[0] is self
+                if first and self._sem.acquire(timeout=self._poll_s):
+                    return True
+                if not first:
+                    time.sleep(self._poll_s)
+            return False
+        finally:
+            with _QUEUE_LOCK:
+                q = _QUEUES.get(key, [])
+                if self in q:
+                    q.remove(self)
+                if not q:
+                    _QUEUES.pop(key, None)
+
+    def _main(self) -> None:
+        lower_priority()
+        if not self._wait_turn():
+            self._set(state="stopped")
+            return
+        try:
+            self._set(state="running")
+            result = self._work(TaskContext(self))
+            self._set(result=result, state="done")
+        except Cancelled:
+            self._set(state="stopped")
+        except Exception as e:  # noqa: BLE001 - the page shows the message; the thread must not die silently
+            self._set(state="error", error=human_message(e))
+            traceback.print_exc(file=sys.stderr)
+        finally:
+            if self._sem is not None:
+                self._sem.release()

@@ -1,0 +1,160 @@
+"""A training run as a background task (``lmviz.tasks``), with the records a page draws.
+
+    job = TrainingJob(lambda cancel: Trainer(text, cfg, cancel=cancel), semaphore)
+    job.start()                 # returns at once; the worker thread does everything else
+    snap = job.snapshot()       # a consistent copy of the state, for the page to draw
+    job.pause(); job.resume(); job.stop()
+
+The thread, the first-come queue on the shared semaphore, pause, cancel and error messages are
+``lmviz.tasks.Task``'s. This module adds what a training publishes:
+
+- every step's ``StepMetrics``; every ``eval_every`` steps the worker measures validation loss,
+  samples the fixed prompt, records the attention of that prompt, and publishes a CPU copy of the
+  weights (``snapshot().model`` with ``model_version``): the other chapters show that copy while
+  training continues on the original.
+- ``make_trainer(cancel)`` is called on the worker (building a BPE or encoding a corpus can take
+  seconds) after the slot is acquired; it gets the task's cancel callback, so Stop or a closed tab
+  ends the preparation, the evaluations and the samples within a fraction of a second.
+"""
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .tasks import Cancelled, Task, check_cancel
+
+STATES = ("new", "queued", "preparing", "running", "paused", "done", "stopped", "error")
+FINAL = ("done", "stopped", "error")
+
+
+@dataclass(frozen=True)
+class JobSnapshot:
+    state: str                       # one of STATES
+    step: int                        # optimizer steps taken
+    max_steps: int                   # steps of the whole run (0 until the trainer exists)
+    queue_position: int              # 1 = next to start; 0 when not queued
+    tokens_per_s: float              # mean over the last few steps (0 before the first)
+    eta_s: float | None              # seconds left at that rate (None when unknown)
+    elapsed_s: float                 # seconds spent running (pauses and queueing excluded)
+    steps: list = field(default_factory=list)     # StepMetrics, oldest first
+    evals: list = field(default_factory=list)     # EvalMetrics, oldest first
+    samples: list = field(default_factory=list)   # Sample, oldest first
+    attention: Any = None            # (labels, weights [L,H,T,T]) at the latest evaluation
+    model: Any = None                # CPU eval-mode GPT copy at the latest evaluation
+    model_version: int = 0           # bumps every time ``model`` is replaced
+    tokenizer: Any = None            # the run's tokenizer (None until prepared)
+    info: dict = field(default_factory=dict)      # params, vocab size, tokens, device
+    error: str | None = None         # a message for people when state == "error"
+
+    @property
+    def active(self) -> bool:
+        """True while the page should keep polling (queued, preparing, running or paused)."""
+        return self.state in ("queued", "preparing", "running", "paused")
+
+
+def _takes_cancel(make: Callable) -> bool:
+    try:
+        return len(inspect.signature(make).parameters) >= 1
+    except (TypeError, ValueError):
+        return False
+
+
+class TrainingJob(Task):
+    """One training run as a Task (start, pause, resume, join, queue_position are Task's; stop
+    is cancel). ``make_trainer(cancel)`` (or ``make_trainer()``) builds the Trainer on the worker
+    thread, after the semaphore slot is acquired."""
+
+    def __init__(self, make_trainer: Callable[..., Any], semaphore: threading.BoundedSemaphore | None = None,
+                 chunk: int = 5, poll_s: float = 0.05, on_eval: Callable[[Any], None] | None = None):
+        super().__init__(self._work, semaphore, name="lmviz-training", poll_s=poll_s)
+        self._make = make_trainer
+        self._chunk = chunk                   # steps between looks at pause/cancel
+        self._on_eval = on_eval               # optional hook(trainer) after each evaluation (tests)
+        self._records = threading.Lock()      # guards the records below (the Task's lock guards its state)
+        self._steps: list = []
+        self._evals: list = []
+        self._samples: list = []
+        self._attention = None
+        self._model = None
+        self._version = 0
+        self._tokenizer = None
+        self._info: dict = {}
+        self._max_steps = 0
+        self._elapsed = 0.0
+        self.trainer = None                   # the live Trainer, for tests and the checkpoint
+
+    def stop(self) -> None:
+        self.cancel()
+
+    @property
+    def state(self) -> str:
+        return self._state_of(super().snapshot())
+
+    @staticmethod
+    def _state_of(ts) -> str:
+        return "preparing" if ts.state == "running" and ts.phase == "preparing" else ts.state
+
+    def snapshot(self, last: int | None = None) -> JobSnapshot:
+        """A consistent copy of everything the page draws (``last``: keep only the newest steps)."""
+        ts = super().snapshot()
+        with self._records:
+            steps = self._steps[-last:] if last else list(self._steps)
+            recent = self._steps[-20:]
+            tps = sum(m.tokens_per_s for m in recent) / len(recent) if recent else 0.0
+            step = self._steps[-1].step if self._steps else 0
+            eta = None
+            if recent and self._max_steps:
+                ms = sum(m.dt_ms for m in recent) / len(recent)
+                eta = (self._max_steps - step) * ms / 1e3
+            return JobSnapshot(self._state_of(ts), step, self._max_steps, ts.queue_position, tps, eta,
+                               self._elapsed, steps, list(self._evals), list(self._samples), self._attention,
+                               self._model, self._version, self._tokenizer, dict(self._info), ts.error)
+
+    # -- worker --------------------------------------------------------------------------------
+    def _work(self, ctx) -> None:
+        ctx.phase("preparing")
+        tr = self._make(ctx.cancelled) if _takes_cancel(self._make) else self._make()
+        check_cancel(ctx.cancelled)
+        tr.cancel = ctx.cancelled
+        self.trainer = tr
+        with self._records:
+            self._max_steps, self._tokenizer = tr.cfg.max_steps, tr.tokenizer
+            self._info = {"params": tr.num_params(), "vocab_size": tr.tokenizer.vocab_size,
+                          "train_tokens": len(tr.train_ids), "val_tokens": len(tr.val_ids),
+                          "device": str(tr.device), "prompt": tr.prompt}
+        self._checkpoint(tr)
+        ctx.phase("running")
+        while not tr.done:
+            ctx.check()                        # pause waits here; Stop raises Cancelled
+            t0 = time.perf_counter()
+            n = min(self._chunk, tr.cfg.eval_every - tr.steps_done % tr.cfg.eval_every)
+            ms = tr.step(n)
+            with self._records:
+                self._steps.extend(ms)
+                self._elapsed += time.perf_counter() - t0
+            ctx.progress(tr.steps_done, tr.cfg.max_steps)
+            if tr.steps_done % tr.cfg.eval_every == 0 or tr.done:
+                self._checkpoint(tr)
+
+    def _checkpoint(self, tr) -> None:
+        """Evaluate, sample, look at attention and publish a copy of the weights."""
+        from .train import copy_model
+
+        ev = tr.evaluate()
+        sm = tr.sample()
+        att = tr.attention()
+        model = copy_model(tr.model)
+        with self._records:
+            self._evals.append(ev)
+            self._samples.append(sm)
+            self._attention = (att[0], att[1].numpy())
+            self._model = model
+            self._version += 1
+        if self._on_eval is not None:
+            self._on_eval(tr)
+
+
+__all__ = ["Cancelled", "JobSnapshot", "STATES", "FINAL", "TrainingJob"]
