@@ -232,6 +232,17 @@ def train_steps(model: torch.nn.Module, opt: torch.optim.Optimizer, batch: Calla
         yield k + 1, loss.item(), rate, norm.item()          # one device sync per step
 
 
+def adamw(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """The optimizer of every full training (the Trainer, scripts/train_default.py): AdamW with
+    weight decay on matrices only, betas (0.9, cfg.beta2), fused on CUDA."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    cuda = next(model.parameters()).device.type == "cuda"
+    return torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}],
+                             lr=cfg.lr, betas=(0.9, cfg.beta2), fused=cuda or None)
+
+
 def fit_small(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, steps: int, batch: int | None,
               lr: float, seed: int, clip: float | None = None, warmup: int = 20, cancel=None,
               on_step=None) -> list[float]:
@@ -311,12 +322,7 @@ class Trainer:
         self.model = GPT(cfg.model_config(self.tokenizer.vocab_size))
         init_weights(self.model, self.gen)
         self.model.to(self.device).train()
-        decay = [p for p in self.model.parameters() if p.dim() >= 2]
-        no_decay = [p for p in self.model.parameters() if p.dim() < 2]
-        self.opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                                      {"params": no_decay, "weight_decay": 0.0}],
-                                     lr=cfg.lr, betas=(0.9, cfg.beta2),
-                                     fused=self.device.type == "cuda" or None)
+        self.opt = adamw(self.model, cfg)
         self.autocast = self.device.type == "cuda"
         self.steps_done = 0
         self.prompt = prompt if prompt is not None else default_prompt(text)

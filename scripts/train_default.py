@@ -3,7 +3,7 @@
     .venv/bin/python scripts/train_default.py            # writes assets/models/default.{safetensors,json}
     .venv/bin/python scripts/train_default.py --steps 50 --out /tmp/x   # a quick smoke run
 
-Fixed seed, plain AdamW with warmup + cosine decay, 1 torch thread (the app's setting; a shared
+Fixed seed, lmviz.train's AdamW, warm-up + cosine schedule and training loop (train_steps), 1 torch thread (the app's setting; a shared
 2-core machine). Data: `english` (CPython docstrings, whole paragraphs held out with a fixed
 seed) and `poetry` (regular-form Tang poems, the corpus's own held-out poems, see
 lmviz/poetry.py). Each batch draws a fixed share of its rows from each language. The small
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -43,6 +42,8 @@ from lmviz.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from lmviz.data import get_batch, paragraph_split  # noqa: E402
 from lmviz.model import GPT, GPTConfig  # noqa: E402
 from lmviz.poetry import load_poetry, poetry_tokenizer  # noqa: E402
+from lmviz.sampling import generate, model_step  # noqa: E402
+from lmviz.train import TrainConfig, adamw, lr_at, train_steps  # noqa: E402
 
 CORPORA = ("english", "poetry")
 LANG = {"english": "en", "poetry": "zh"}
@@ -120,51 +121,38 @@ def main():
         xs, ys = zip(*(get_batch(parts[n][0], b, cfg.block_size, g) for n, b in shares.items()))
         return torch.cat(xs), torch.cat(ys)
 
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=args.lr, betas=(0.9, 0.99))
-    warmup = max(1, args.steps // 20)
-
-    def lr_at(step):  # linear warmup, cosine down to 10%
-        if step < warmup:
-            return args.lr * (step + 1) / warmup
-        frac = (step - warmup) / max(1, args.steps - warmup)
-        return args.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * frac)))
+    # the one optimizer, learning-rate schedule and loop of lmviz.train (linear warm-up over the
+    # first 5 % of steps, cosine down to 10 %, gradient norm clipped at 1)
+    tcfg = TrainConfig(lr=args.lr, max_steps=args.steps, warmup_steps=max(1, args.steps // 20),
+                       min_lr_frac=0.1, weight_decay=0.1, beta2=0.99, grad_clip=1.0)
+    opt = adamw(model, tcfg)
 
     history = []
     t0 = time.time()
     model.train()
-    for step in range(args.steps + 1):
-        if step % args.eval_every == 0 or step == args.steps:
-            val = {n: estimate_loss(model, parts[n][1], cfg.block_size, 32, 10, 0) for n in parts}
-            tr = {n: estimate_loss(model, parts[n][0], cfg.block_size, 32, 10, 1) for n in parts}
-            history.append({"step": step, "train": tr, "val": val, "time_s": round(time.time() - t0, 1)})
-            print(f"step {step:5d}  train {tr}  val {val}  {time.time() - t0:.0f}s", flush=True)
-        if step == args.steps:
-            break
-        for grp in opt.param_groups:
-            grp["lr"] = lr_at(step)
-        x, y = batch()
-        _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        if step % 50 == 0:
-            print(f"step {step:5d}  loss {loss.item():.3f}  {time.time() - t0:.0f}s", flush=True)
+    for start in range(0, args.steps + 1, args.eval_every):
+        val = {n: estimate_loss(model, parts[n][1], cfg.block_size, 32, 10, 0) for n in parts}
+        tr = {n: estimate_loss(model, parts[n][0], cfg.block_size, 32, 10, 1) for n in parts}
+        history.append({"step": start, "train": tr, "val": val, "time_s": round(time.time() - t0, 1)})
+        print(f"step {start:5d}  train {tr}  val {val}  {time.time() - t0:.0f}s", flush=True)
+        n = min(args.eval_every, args.steps - start)
+        for step, loss, _, _ in train_steps(model, opt, batch, lambda k: lr_at(k, tcfg), n, start=start,
+                                            clip=tcfg.grad_clip):
+            if (step - 1) % 50 == 0:
+                print(f"step {step - 1:5d}  loss {loss:.3f}  {time.time() - t0:.0f}s", flush=True)
+    if history[-1]["step"] != args.steps:
+        val = {n: estimate_loss(model, parts[n][1], cfg.block_size, 32, 10, 0) for n in parts}
+        tr = {n: estimate_loss(model, parts[n][0], cfg.block_size, 32, 10, 1) for n in parts}
+        history.append({"step": args.steps, "train": tr, "val": val, "time_s": round(time.time() - t0, 1)})
     elapsed = time.time() - t0
 
     model.eval()
     samples = {}
     for prompt in ("The ", "春"):
-        ids = torch.tensor([tok.encode(prompt)])
         gs = torch.Generator().manual_seed(0)
         with torch.no_grad():
-            for _ in range(120):
-                logits, _ = model(ids[:, -cfg.block_size:])
-                p = torch.softmax(logits[0, -1] / 0.8, -1)
-                ids = torch.cat([ids, torch.multinomial(p, 1, generator=gs)[None]], 1)
+            new = [t.token for t in generate(model_step(model), tok.encode(prompt), 120, gs, temperature=0.8)]
+        ids = torch.tensor([tok.encode(prompt) + new])
         samples[prompt] = tok.decode(ids[0].tolist())
         print(repr(samples[prompt]), flush=True)
 
