@@ -35,13 +35,21 @@ def server():
 
 
 @pytest.fixture(scope="session")
-def browser(server):
-    """Headless Debian Chromium driven by Playwright."""
+def chromium():
+    """Headless Debian Chromium driven by Playwright: one per test run (a second sync_playwright
+    inside the first fails: "using Playwright Sync API inside the asyncio loop")."""
     from playwright.sync_api import sync_playwright
 
-    from tests.browser_util import CHROMIUM, LAUNCH_ARGS
+    from tests.browser_util import CHROMIUM, LAUNCH_ARGS, require_browser
 
+    require_browser()
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def browser(server, chromium):
+    """The shared Chromium, with the shared server started."""
+    return chromium

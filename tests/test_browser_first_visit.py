@@ -14,7 +14,7 @@ from urllib.parse import quote, urlparse
 
 import pytest
 
-from tests.browser_util import CHROMIUM, LAUNCH_ARGS, Server, exceptions, require_browser, wait_idle
+from tests.browser_util import Server, exceptions, wait_idle
 from ui.chapters import by_slug
 from ui.i18n import translate
 
@@ -31,17 +31,6 @@ CASES = [  # (path, query) of the first visit
     ("autoregression", {"lang": "en", "T": quote(PIXEL)}),
     ("", {"lang": "zh"}),
 ]
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
-        yield b
-        b.close()
 
 
 @pytest.mark.parametrize("path,query", CASES, ids=[p or "home" for p, _ in CASES])

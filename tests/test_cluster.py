@@ -159,39 +159,34 @@ def test_websocket_upgrade_and_origin_check_behind_the_proxy(cluster):
     assert " 403 " in _upgrade(cluster.port, "lmviz.example.edu", "http://evil.example")
 
 
-def test_a_browser_stays_on_one_replica_across_reruns_reloads_and_an_upload(cluster):
-    from tests.browser_util import (CHROMIUM, LAUNCH_ARGS, exceptions, move_first_slider,
-                                    require_browser, wait_idle)
+def test_a_browser_stays_on_one_replica_across_reruns_reloads_and_an_upload(cluster, request):
+    from tests.browser_util import exceptions, move_first_slider, require_browser, wait_idle
 
     if redis_util.in_ci():
         os.environ.setdefault("LMVIZ_REQUIRE_BROWSER", "1")
     require_browser()
-    from playwright.sync_api import sync_playwright
-
+    b = request.getfixturevalue("chromium")       # the run's one Playwright (conftest.py)
     before = len(cluster.log())
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
-        try:
-            ctx = b.new_context(viewport={"width": 1280, "height": 900})
-            page = ctx.new_page()
-            page.goto(cluster.url("tokenization?lang=en&corpus=upload"), timeout=120_000)
+    ctx = b.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = ctx.new_page()
+        page.goto(cluster.url("tokenization?lang=en&corpus=upload"), timeout=120_000)
+        wait_idle(page, 120_000)
+        route = next(c["value"] for c in ctx.cookies() if c["name"] == "lmviz_route")
+        # an upload: POST with Streamlit's XSRF cookie and header, through the proxy
+        text = "low lower lowest newer newest " * 20
+        page.locator("input[type=file]").first.set_input_files(
+            {"name": "mine.txt", "mimeType": "text/plain", "buffer": text.encode()})
+        page.get_by_text(f"Show the corpus ({len(text)} characters)").wait_for(timeout=60_000)
+        wait_idle(page)
+        for _ in range(3):                                    # reruns on one websocket
+            assert move_first_slider(page) is not None
+        for _ in range(2):                                    # new websockets
+            page.reload(timeout=120_000)
             wait_idle(page, 120_000)
-            route = next(c["value"] for c in ctx.cookies() if c["name"] == "lmviz_route")
-            # an upload: POST with Streamlit's XSRF cookie and header, through the proxy
-            text = "low lower lowest newer newest " * 20
-            page.locator("input[type=file]").first.set_input_files(
-                {"name": "mine.txt", "mimeType": "text/plain", "buffer": text.encode()})
-            page.get_by_text(f"Show the corpus ({len(text)} characters)").wait_for(timeout=60_000)
-            wait_idle(page)
-            for _ in range(3):                                    # reruns on one websocket
-                assert move_first_slider(page) is not None
-            for _ in range(2):                                    # new websockets
-                page.reload(timeout=120_000)
-                wait_idle(page, 120_000)
-            assert exceptions(page) == []
-            ctx.close()
-        finally:
-            b.close()
+        assert exceptions(page) == []
+    finally:
+        ctx.close()
     mine = [e for e in cluster.log()[before:] if e["route"] == route]
     streams = [e for e in mine if e["path"].startswith("/_stcore/stream")]
     uploads = [e for e in mine if e["path"].startswith("/_stcore/upload_file")]
