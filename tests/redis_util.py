@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser_util import free_port
+
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
 
@@ -37,12 +39,6 @@ def require_redis():
         if in_ci():
             pytest.fail(f"Redis tests are required in CI but: {problem}")
         pytest.skip(problem)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class RedisServer:
