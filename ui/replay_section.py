@@ -127,9 +127,8 @@ def _show(src: Source, snaps) -> None:
         H = snap.attention.shape[0]
         layer = snap.layer
         best = int(last.prev_token[layer].argmax())           # the previous-token head, by the end
-        head = st.selectbox(t("train.head"), range(H), index=best, key="train_replay_head",
-                            format_func=lambda h: t("train.replay_head_opt", h=h) if h != best else
-                            t("train.replay_head_best", h=h))
+        names = {h: t("train.replay_head_best" if h == best else "train.replay_head_opt", h=h) for h in range(H)}
+        head = st.selectbox(t("train.head"), range(H), index=best, key="train_replay_head", format_func=names.get)
         head = min(head, H - 1)
         labels = [visible(tok.token(j)) for j in snap.probe_ids]
         fig = vr.attention_figure(snap.head(head).numpy(), labels, x_title=t("train.att_key"),
