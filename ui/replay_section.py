@@ -97,7 +97,8 @@ def _draw(src: Source | None) -> None:
     if not snaps or src.tokenizer is None:
         st.info(t("train.replay_none"))
         return
-    _show(src, snaps)
+    with st.container(key="train_replay_box"):
+        _show(src, snaps)
 
 
 def _show(src: Source, snaps) -> None:
@@ -119,8 +120,9 @@ def _show(src: Source, snaps) -> None:
         curve_name=t("train.f_train"), snap_name=t("train.replay_snap"))
     st.altair_chart(chart, on_select="rerun", selection_mode=vr.SELECTION, key=CHART_KEY, width="stretch")
     st.select_slider(t("train.replay_step"), options=[s.step for s in snaps], key=STEP_KEY)
-    loss = "—" if snap.loss is None else f"{snap.loss:.3f}"
-    st.caption(t("train.replay_caption", n=len(snaps), step=step) + " " + t("train.replay_loss_at", loss=loss))
+    loss = t("train.replay_loss_start") if snap.step == 0 else \
+        t("train.replay_loss_at", loss="—" if snap.loss is None else f"{snap.loss:.3f}")
+    st.caption(t("train.replay_caption", n=len(snaps), step=step) + " " + loss)
 
     c1, c2, c3 = st.columns(3)
     with c1:  # (a) one head's attention on the probe sentence
