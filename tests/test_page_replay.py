@@ -109,7 +109,7 @@ def test_brushed_stretch_picks_the_last_snapshot_inside(trained):
     assert pick(replay.snapshots, lo, hi).step == 16
 
 
-def test_live_training_replay_grows(trained):
+def test_live_training_replay_grows():
     at = open_page(PAGE, "en", corpus="toy", preset="tiny")
     next(b for b in at.button if b.key == "train_start").click().run()
 
