@@ -322,3 +322,27 @@ def test_uniform_previous_token_baseline():
     w = torch.tril(torch.ones(6, 6))
     w = w / w.sum(-1, keepdim=True)               # every query spreads evenly over its past
     assert uniform_previous_token(6) == pytest.approx(float(torch.diagonal(w, -1).mean()))
+
+
+def test_replay_figures(run):
+    """The figures draw what they are given: one trace per token class on equal, fixed axes; bars
+    on a fixed 0..1 axis; the loss chart's brush is an x interval named as the page reads it."""
+    from viz.replay import SELECTION, distribution_figure, embedding_figure, loss_selection_chart
+
+    tr, rec = run
+    snaps = rec.store.snapshots
+    xy = aligned_embeddings(snaps)[3].numpy()
+    cls = token_classes(tr.tokenizer, xy.shape[0])
+    fig = embedding_figure(xy, [tr.tokenizer.token(i) for i in range(xy.shape[0])], cls, {c: c.upper() for c in cls})
+    assert sorted(tr_.name for tr_ in fig.data) == sorted({c.upper() for c in cls})
+    assert sum(len(tr_.x) for tr_ in fig.data) == xy.shape[0]
+    r = fig.layout.xaxis.range
+    assert tuple(fig.layout.yaxis.range) == tuple(r) and -r[0] == r[1] >= abs(xy).max()
+    bars = distribution_figure(["a", "b"], snaps[-1].top_probs[:2].numpy())
+    assert tuple(bars.layout.yaxis.range) == (0, 1.08) and list(bars.data[0].y) == snaps[-1].top_probs[:2].tolist()
+    spec = loss_selection_chart([1, 2, 3], [4.0, 3.5, 3.0], [s.step for s in snaps], [s.loss for s in snaps], 8,
+                                x_title="step", y_title="loss", curve_name="c", snap_name="s").to_dict()
+    params = [p for layer in spec["layer"] for p in layer.get("params", [])] + spec.get("params", [])
+    assert any(p["name"] == SELECTION and p["select"]["type"] == "interval" and p["select"]["encodings"] == ["x"]
+               for p in params)
+    assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "symlog"
