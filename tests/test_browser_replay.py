@@ -29,9 +29,18 @@ def checkpoint(tmp_path_factory):
         n = min(10, rec.steps_to_next(tr.steps_done) or 10)
         for m in tr.step(n):
             rec.after_step(tr.model, tr.tokenizer, m.step, m.loss)
-    path = tmp_path_factory.mktemp("ckpt") / "replay.safetensors"
-    path.write_bytes(save_checkpoint(tr.model, tr.tokenizer, {"steps": 80}, replay=rec.replay()))
-    return path, [s.step for s in rec.store.snapshots]
+    folder = tmp_path_factory.mktemp("ckpt")
+    path, bad = folder / "replay.safetensors", folder / "hostile.safetensors"
+    blob = save_checkpoint(tr.model, tr.tokenizer, {"steps": 80}, replay=rec.replay())
+    path.write_bytes(blob)
+    # the same file with one attention weight of the replay set to NaN
+    import json
+    import struct
+
+    n = struct.unpack("<Q", blob[:8])[0]
+    at = 8 + n + json.loads(blob[8:8 + n])["replay.attention"]["data_offsets"][0]
+    bad.write_bytes(blob[:at] + struct.pack("<f", float("nan")) + blob[at + 4:])
+    return path, [s.step for s in rec.store.snapshots], bad
 
 
 def _slider_value(page) -> str:
@@ -40,7 +49,7 @@ def _slider_value(page) -> str:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_scrub_an_uploaded_replay(server, browser, checkpoint, lang):
-    path, steps = checkpoint
+    path, steps, hostile = checkpoint
     ctx = browser.new_context(viewport={"width": 1500, "height": 1100}, locale="en-US")
     page = ctx.new_page()
     page.set_default_timeout(90_000)
@@ -93,4 +102,14 @@ def test_scrub_an_uploaded_replay(server, browser, checkpoint, lang):
     assert picked not in ("", str(steps[3])), picked
     assert exceptions(page) == []
     shot(page, f"replay-brushed-{lang}")
+
+    # a checkpoint whose replay was tampered with: refused with a sentence, no traceback
+    page.locator(".st-key-train_upload_ckpt input[type=file]").set_input_files(str(hostile))
+    page.wait_for_selector("[data-testid=stAlertContentError]", timeout=60_000)
+    wait_idle(page)
+    from lmviz.limits import english
+
+    sentence = english("ckpt.err_replay", {"name": "replay.attention"})
+    assert sentence in page.locator("[data-testid=stAlertContentError]").first.inner_text()
+    assert exceptions(page) == []
     ctx.close()

@@ -21,9 +21,9 @@ __all__ = ["attention_figure", "embedding_figure", "distribution_figure", "loss_
 
 SELECTION = "stretch"          # the Altair interval parameter's name (the page reads it back)
 MAX_LABELLED = 160             # an embedding scatter with at most this many points shows the tokens
-CLASS_COLORS = {               # token class (lmviz.replay.token_classes) -> colour
-    "lower": COLORS["query"], "upper": COLORS["token"], "digit": COLORS["key"], "space": COLORS["chosen"],
-    "punct": COLORS["value"], "cjk": COLORS["query"], "mixed": COLORS["accent"], "other": COLORS["neutral"],
+CLASS_COLORS = {               # token class (lmviz.replay.token_classes) -> colour (Okabe-Ito, all distinct)
+    "lower": "#0072B2", "upper": "#CC79A7", "digit": "#E69F00", "space": "#D55E00",
+    "punct": "#009E73", "cjk": "#56B4E9", "mixed": "#444444", "other": "#999999",
 }
 
 
