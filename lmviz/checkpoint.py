@@ -50,6 +50,7 @@ _TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "F64": torch.float6
 _REPLAY = "replay."                       # = lmviz.replay.PREFIX (checked in the tests)
 MAX_REPLAY_BYTES = 16 * 2**20             # replay tensors in one file (4x what a Recorder keeps)
 MAX_REPLAY_SNAPSHOTS = 256                # snapshots in one replay (8x what a Recorder keeps)
+MAX_PROBE_CHARS = 1000                    # the replay's probe sentence and prompt, each
 _REPLAY_DTYPES = {"F32": 4, "F64": 8, "I64": 8}
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_.]{1,80}")
 _INT_FIELDS = ("vocab_size", "block_size", "n_layer", "n_head", "n_kv_head", "d_model", "mlp_ratio")
@@ -190,7 +191,8 @@ def _tokenizer(d, vocab_size: int):
     if not isinstance(d, dict):
         _fail("err_tokenizer")
     kind = d.get("type")
-    lists = {"char": ("chars",), "word": ("words",), "bpe": ("alphabet", "merges")}.get(kind)
+    lists = {"char": ("chars",), "word": ("words",), "bpe": ("alphabet", "merges")}.get(kind) \
+        if isinstance(kind, str) else None
     if lists is None:
         _fail("err_tokenizer")
     for k in lists:
@@ -246,7 +248,7 @@ def _tensor_layout(header: dict, cfg: GPTConfig, data_len: int, start: int) -> d
         if (not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape)
                 or not isinstance(offs, list) or len(offs) != 2 or not all(_is_int(o) and o >= 0 for o in offs)):
             _fail("err_tensor_entry", name=k)
-        if dtype not in limits.WEIGHT_DTYPES:
+        if not isinstance(dtype, str) or dtype not in limits.WEIGHT_DTYPES:   # (a list is unhashable)
             _fail("err_tensor_dtype", name=k, dtype=_name(dtype))
         if tuple(shape) != expected[k]:
             _fail("err_tensor_shape", name=k, shape=str(tuple(shape))[:60], expected=str(expected[k]))
@@ -287,7 +289,8 @@ def _replay_layout(header: dict, cfg: GPTConfig, names: list, start: int) -> dic
             else (None, None, None)
         if (not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape)
                 or not isinstance(offs, list) or len(offs) != 2 or not all(_is_int(o) and o >= 0 for o in offs)
-                or dtype not in _REPLAY_DTYPES or _TORCH_DTYPES[dtype] != spec[k][0] or len(shape) != spec[k][1]):
+                or not isinstance(dtype, str) or dtype not in _REPLAY_DTYPES
+                or _TORCH_DTYPES[dtype] != spec[k][0] or len(shape) != spec[k][1]):
             _fail("err_replay", name=k)
         if any(s > limits.MAX_PARAMS for s in shape):
             _fail("err_replay_size", limit_mb=MAX_REPLAY_BYTES // 2**20)
@@ -338,6 +341,8 @@ def _read_replay(data: bytes, header_md: dict, layout: dict, vocab_size: int):
         snaps, probe = snapshots_from_tensors(t, header_md, vocab_size=vocab_size)
     except ValueError:
         _fail("err_replay", name="replay")
+    if probe is not None and (len(probe.sentence) > MAX_PROBE_CHARS or len(probe.prompt) > MAX_PROBE_CHARS):
+        _fail("err_replay", name="probe")                  # the page shows them: keep them short
     return Replay(tuple(snaps), probe)
 
 

@@ -378,7 +378,10 @@ def _hostile_replays():
         "steps out of order": (_with_replay_value(blob, "replay.step", "<q", 99), "ckpt.err_replay"),
         "a count that does not match": (_with_metadata(blob, replay=json.dumps({**rmeta, "count": 3})),
                                         "ckpt.err_replay"),
+        "a probe sentence of 5,000 characters": (_with_metadata(blob, replay=json.dumps(
+            {**rmeta, "probe": {**rmeta["probe"], "sentence": "a" * 5000}})), "ckpt.err_replay"),
         "replay metadata not JSON": (_with_metadata(blob, replay="{"), "ckpt.err_replay"),
+        "a replay dtype that is a list": (_with_entry(blob, "replay.attention", dtype=["F32"]), "ckpt.err_replay"),
         "a replay of another model": (save_checkpoint(m, tok, replay=_replay(other, tok)), "ckpt.err_replay_model"),
     }
 
@@ -391,3 +394,17 @@ def test_hostile_replay_is_refused_with_a_sentence(case):
     assert err.value.key == key, (case, str(err.value))
     msg = str(err.value)
     assert "refused" in msg and "{" not in msg and "Traceback" not in msg
+
+
+def test_a_weight_dtype_that_is_a_list_is_refused_not_a_crash():
+    m, tok = make()
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(_with_entry(save_checkpoint(m, tok), "wte.weight", dtype=["F32"]))
+    assert err.value.key == "ckpt.err_tensor_dtype"
+
+
+def test_a_tokenizer_type_that_is_a_list_is_refused_not_a_crash():
+    m, tok = make()
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(_with_metadata(save_checkpoint(m, tok), tokenizer=json.dumps({"type": ["char"]})))
+    assert err.value.key == "ckpt.err_tokenizer"
