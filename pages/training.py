@@ -270,8 +270,8 @@ def sec_upload() -> None:
 
     try:
         model, tok, meta, replay = load_checkpoint_with_replay(up.getvalue())
-    except ValueError as e:
-        st.error(t("train.err_ckpt", msg=str(e)))
+    except ValueError as e:   # a CheckpointError names its catalogue sentence: say it in the page's language
+        st.error(t("train.err_ckpt", msg=t(e.key, **e.params) if hasattr(e, "key") else str(e)))
         return
     job = session.training_job()
     if job is not None and job.snapshot().active:

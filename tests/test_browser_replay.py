@@ -107,9 +107,9 @@ def test_scrub_an_uploaded_replay(server, browser, checkpoint, lang):
     page.locator(".st-key-train_upload_ckpt input[type=file]").set_input_files(str(hostile))
     page.wait_for_selector("[data-testid=stAlertContentError]", timeout=60_000)
     wait_idle(page)
-    from lmviz.limits import english
+    from ui.i18n import translate
 
-    sentence = english("ckpt.err_replay", {"name": "replay.attention"})
+    sentence = translate("ckpt.err_replay", lang, name="replay.attention")
     assert sentence in page.locator("[data-testid=stAlertContentError]").first.inner_text()
     assert exceptions(page) == []
     ctx.close()
