@@ -190,7 +190,7 @@ def take_snapshot(model, tokenizer, probe: Probe, step: int, loss: float | None 
     if not pids:
         raise ValueError("the probe prompt needs at least one token the tokenizer knows")
     trace = model.forward_trace(torch.tensor(ids, dtype=torch.long))      # eval inside, mode restored
-    w = torch.stack([lt.weights for lt in trace.layers])                  # [L,H,T,T]
+    w = torch.stack([lt.weights for lt in trace.layers]).float().cpu()    # [L,H,T,T] (CPU, also on CUDA)
     prev = torch.diagonal(w, offset=-1, dim1=-2, dim2=-1).mean(-1)        # [L,H] mean of w[i, i-1]
 
     was_training = model.training
