@@ -16,6 +16,16 @@ as its parameters, so no second copy is made. A refused file raises :class:`Chec
 (a ``ValueError``) whose ``key``/``params`` name one catalogue sentence and whose ``str()`` is
 that sentence in English; names taken from the file are shown only when they are plain
 identifiers, so the sentence is safe to show as Markdown.
+
+A training replay (``lmviz.replay``) may travel in the same file: tensors named ``replay.*``,
+stored exactly as recorded (int64 steps and ids, float64 loss and entropy, float32 maps; never
+cast), and a ``replay`` metadata string. Its tensors pass the same border control: only the
+names, dtypes and ranks ``lmviz.replay`` writes, shapes that fit the model (its layers, heads,
+context and vocabulary), at most ``MAX_REPLAY_SNAPSHOTS`` snapshots and ``MAX_REPLAY_BYTES``
+bytes, laid out back to back with the weights; then finite values in range and consistent
+stacks (``snapshots_from_tensors``). A file whose replay fails any check is refused as a whole.
+:func:`load_checkpoint_with_replay` returns the replay too; :func:`load_checkpoint` checks it
+and leaves it out.
 """
 from __future__ import annotations
 
@@ -36,7 +46,12 @@ FORMAT = "lmviz-gpt-1"
 MAX_BYTES = limits.MAX_CHECKPOINT_BYTES   # refuse anything larger (the upload limit)
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "assets" / "models" / "default.safetensors"
 _TIED = "lm_head.weight"
-_TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16}
+_TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "F64": torch.float64, "I64": torch.int64}
+_REPLAY = "replay."                       # = lmviz.replay.PREFIX (checked in the tests)
+MAX_REPLAY_BYTES = 16 * 2**20             # replay tensors in one file (4x what a Recorder keeps)
+MAX_REPLAY_SNAPSHOTS = 256                # snapshots in one replay (8x what a Recorder keeps)
+MAX_PROBE_CHARS = 1000                    # the replay's probe sentence and prompt, each
+_REPLAY_DTYPES = {"F32": 4, "F64": 8, "I64": 8}
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_.]{1,80}")
 _INT_FIELDS = ("vocab_size", "block_size", "n_layer", "n_head", "n_kv_head", "d_model", "mlp_ratio")
 
@@ -63,8 +78,9 @@ def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def save_checkpoint(model: GPT, tokenizer, meta: dict | None = None, half: bool = False) -> bytes:
-    """The model, its tokenizer and meta as safetensors bytes; half=True stores fp16 weights."""
+def save_checkpoint(model: GPT, tokenizer, meta: dict | None = None, half: bool = False, replay=None) -> bytes:
+    """The model, its tokenizer and meta as safetensors bytes; half=True stores fp16 weights.
+    ``replay`` (an ``lmviz.replay.Replay``, optional) is stored beside them, unchanged."""
     from safetensors.torch import save
 
     if tokenizer.vocab_size != model.cfg.vocab_size:
@@ -81,6 +97,12 @@ def save_checkpoint(model: GPT, tokenizer, meta: dict | None = None, half: bool 
         "tokenizer": json.dumps(tokenizer.to_dict(), ensure_ascii=False),
         "meta": json.dumps(meta or {}, ensure_ascii=False),
     }
+    if replay is not None and len(replay.snapshots):
+        from .replay import snapshots_to_tensors
+
+        rt, rmeta = snapshots_to_tensors(replay.snapshots, replay.probe)
+        tensors.update(rt)                  # as recorded: int64, float64, float32 (no cast)
+        metadata.update(rmeta)
     return save(tensors, metadata=metadata)
 
 
@@ -169,7 +191,8 @@ def _tokenizer(d, vocab_size: int):
     if not isinstance(d, dict):
         _fail("err_tokenizer")
     kind = d.get("type")
-    lists = {"char": ("chars",), "word": ("words",), "bpe": ("alphabet", "merges")}.get(kind)
+    lists = {"char": ("chars",), "word": ("words",), "bpe": ("alphabet", "merges")}.get(kind) \
+        if isinstance(kind, str) else None
     if lists is None:
         _fail("err_tokenizer")
     for k in lists:
@@ -208,6 +231,8 @@ def _tensor_layout(header: dict, cfg: GPTConfig, data_len: int, start: int) -> d
     to back from ``start`` to the end of the file; anything else is refused."""
     expected = limits.param_shapes(cfg)
     names = [k for k in header if k != "__metadata__"]
+    replay = _replay_layout(header, cfg, [k for k in names if isinstance(k, str) and k.startswith(_REPLAY)], start)
+    names = [k for k in names if k not in replay]
     missing = sorted(set(expected) - set(names))
     extra = sorted(set(names) - set(expected), key=str)
     if missing:
@@ -223,7 +248,7 @@ def _tensor_layout(header: dict, cfg: GPTConfig, data_len: int, start: int) -> d
         if (not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape)
                 or not isinstance(offs, list) or len(offs) != 2 or not all(_is_int(o) and o >= 0 for o in offs)):
             _fail("err_tensor_entry", name=k)
-        if dtype not in limits.WEIGHT_DTYPES:
+        if not isinstance(dtype, str) or dtype not in limits.WEIGHT_DTYPES:   # (a list is unhashable)
             _fail("err_tensor_dtype", name=k, dtype=_name(dtype))
         if tuple(shape) != expected[k]:
             _fail("err_tensor_shape", name=k, shape=str(tuple(shape))[:60], expected=str(expected[k]))
@@ -232,13 +257,93 @@ def _tensor_layout(header: dict, cfg: GPTConfig, data_len: int, start: int) -> d
             _fail("err_tensor_offsets", name=k)
         layout[k] = (_TORCH_DTYPES[dtype], expected[k], start + offs[0], start + offs[1])
     pos = start
-    for k, (_, _, b, e) in sorted(layout.items(), key=lambda kv: kv[1][2]):
+    for k, (_, _, b, e) in sorted({**layout, **replay}.items(), key=lambda kv: kv[1][2]):
         if b != pos:
-            _fail("err_tensor_offsets", name=k)
+            _fail("err_tensor_offsets", name=_name(k))
         pos = e
     if pos != data_len:
         _fail("err_truncated", size=max(0, data_len - start), expected=pos - start)
+    return {**layout, **replay}
+
+
+def _replay_layout(header: dict, cfg: GPTConfig, names: list, start: int) -> dict[str, tuple]:
+    """name -> (dtype, shape, begin, end) of the ``replay.*`` tensors, from the header alone:
+    exactly the names lmviz.replay writes (all or none), their dtypes and ranks, shapes that fit
+    ``cfg``, and at most MAX_REPLAY_SNAPSHOTS snapshots / MAX_REPLAY_BYTES bytes in all."""
+    from .replay import _SPEC
+
+    md = header.get("__metadata__") or {}
+    if not names and "replay" not in md:
+        return {}
+    spec = {_REPLAY + k: v for k, v in _SPEC.items()}
+    for k in sorted(set(names) - set(spec), key=str)[:1]:
+        _fail("err_replay", name=_name(k))
+    for k in sorted(set(spec) - set(names))[:1]:
+        _fail("err_replay", name=k)
+    if not isinstance(md.get("replay"), str):
+        _fail("err_replay", name="metadata")
+    layout, total = {}, 0
+    for k in sorted(names):
+        e = header[k]
+        dtype, shape, offs = (e.get("dtype"), e.get("shape"), e.get("data_offsets")) if isinstance(e, dict) \
+            else (None, None, None)
+        if (not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape)
+                or not isinstance(offs, list) or len(offs) != 2 or not all(_is_int(o) and o >= 0 for o in offs)
+                or not isinstance(dtype, str) or dtype not in _REPLAY_DTYPES
+                or _TORCH_DTYPES[dtype] != spec[k][0] or len(shape) != spec[k][1]):
+            _fail("err_replay", name=k)
+        if any(s > limits.MAX_PARAMS for s in shape):
+            _fail("err_replay_size", limit_mb=MAX_REPLAY_BYTES // 2**20)
+        nbytes = math.prod(shape) * _REPLAY_DTYPES[dtype]
+        total += nbytes
+        if total > MAX_REPLAY_BYTES:
+            _fail("err_replay_size", limit_mb=MAX_REPLAY_BYTES // 2**20)
+        if offs[1] - offs[0] != nbytes:
+            _fail("err_tensor_offsets", name=k)
+        layout[k] = (_TORCH_DTYPES[dtype], tuple(shape), start + offs[0], start + offs[1])
+    shape = {k[len(_REPLAY):]: v[1] for k, v in layout.items()}
+    n, T = shape["step"][0], shape["probe_ids"][0]
+    if not 1 <= n <= MAX_REPLAY_SNAPSHOTS:
+        _fail("err_replay_count", n=n, limit=MAX_REPLAY_SNAPSHOTS)
+    fits = (shape["prev_token"][1:] == (cfg.n_layer, cfg.n_head) and shape["attention"][1] == cfg.n_head
+            and 2 <= T <= cfg.block_size and 1 <= shape["prompt_ids"][0] <= cfg.block_size
+            and 1 <= shape["emb_xy"][1] <= cfg.vocab_size and 1 <= shape["top_ids"][1] <= cfg.vocab_size)
+    if not fits:
+        _fail("err_replay_model")
     return layout
+
+
+def _read_replay(data: bytes, header_md: dict, layout: dict, vocab_size: int):
+    """The replay (lmviz.replay.Replay) after its values are checked, or None when there is none."""
+    from .replay import Replay, snapshots_from_tensors
+
+    view = memoryview(data)
+    t = {}
+    for k, (dtype, shape, b, e) in layout.items():
+        if not k.startswith(_REPLAY):
+            continue
+        x = torch.frombuffer(bytearray(view[b:e]), dtype=dtype).reshape(shape) if e > b \
+            else torch.empty(shape, dtype=dtype)
+        name = k[len(_REPLAY):]
+        if x.is_floating_point():
+            ok = torch.isfinite(x) | (torch.isnan(x) if name == "loss" else False)  # NaN loss: not given
+            if not bool(ok.all()):
+                _fail("err_replay", name=k)
+            if name in ("attention", "prev_token", "top_probs", "emb_var") and x.numel() and \
+                    (float(x.min()) < 0.0 or float(x.max()) > 1.0 + 1e-4):
+                _fail("err_replay", name=k)
+            if name == "entropy" and x.numel() and float(x.min()) < 0.0:
+                _fail("err_replay", name=k)
+        t[k] = x
+    if not t:
+        return None
+    try:
+        snaps, probe = snapshots_from_tensors(t, header_md, vocab_size=vocab_size)
+    except ValueError:
+        _fail("err_replay", name="replay")
+    if probe is not None and (len(probe.sentence) > MAX_PROBE_CHARS or len(probe.prompt) > MAX_PROBE_CHARS):
+        _fail("err_replay", name="probe")                  # the page shows them: keep them short
+    return Replay(tuple(snaps), probe)
 
 
 def check_checkpoint(data: bytes):
@@ -255,8 +360,16 @@ def check_checkpoint(data: bytes):
 def load_checkpoint(src, device=None):
     """(model in eval mode, tokenizer, meta) from bytes or a path; CheckpointError (a ValueError)
     with one clear sentence when the file is refused. See the module docstring."""
+    return load_checkpoint_with_replay(src, device)[:3]
+
+
+def load_checkpoint_with_replay(src, device=None):
+    """(model, tokenizer, meta, replay) like :func:`load_checkpoint`; ``replay`` is the file's
+    ``lmviz.replay.Replay`` (None when it carries none: older checkpoints, the shipped model)."""
     data = _read_source(src)
     cfg, tok, meta, layout = check_checkpoint(data)
+    replay = _read_replay(data, _read_header(data)[0].get("__metadata__") or {}, layout, cfg.vocab_size)
+    layout = {k: v for k, v in layout.items() if not k.startswith(_REPLAY)}
     view = memoryview(data)
     weights = {}
     for k, (dtype, shape, b, e) in layout.items():
@@ -272,7 +385,7 @@ def load_checkpoint(src, device=None):
     model.lm_head.weight = model.wte.weight          # assign=True replaced both: tie them again
     if device is not None:
         model.to(device)
-    return model.eval(), tok, meta if isinstance(meta, dict) else {"meta": meta}
+    return model.eval(), tok, meta if isinstance(meta, dict) else {"meta": meta}, replay
 
 
 @functools.lru_cache(maxsize=1)

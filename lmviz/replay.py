@@ -32,6 +32,9 @@ The Trainer hook: build a :class:`Recorder` before the loop, call ``recorder.sta
 tokenizer)`` before the first step and ``recorder.after_step(model, tokenizer, step, loss)``
 right after each optimizer step (it snapshots only on scheduled steps). A worker that steps in
 chunks caps each chunk with ``recorder.steps_to_next(step)`` so it stops on scheduled steps.
+``lmviz.train_job.TrainingJob`` does exactly this for every run (its ``snapshot().replay`` is a
+:class:`Replay`), and ``lmviz.checkpoint.save_checkpoint(..., replay=...)`` /
+``load_checkpoint_with_replay`` carry it in the checkpoint file.
 """
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-__all__ = ["Probe", "default_probe", "SnapshotSchedule", "Snapshot", "take_snapshot", "SnapshotStore",
+__all__ = ["Probe", "default_probe", "Replay", "uniform_previous_token", "SnapshotSchedule", "Snapshot", "take_snapshot", "SnapshotStore",
            "Recorder", "pick", "strongest_previous_token_head",
            "aligned_embeddings", "procrustes", "token_classes", "class_separation", "snapshots_to_tensors",
            "snapshots_from_tensors", "PREFIX", "DEFAULT_MAX_COUNT", "DEFAULT_MAX_BYTES"]
@@ -187,7 +190,7 @@ def take_snapshot(model, tokenizer, probe: Probe, step: int, loss: float | None 
     if not pids:
         raise ValueError("the probe prompt needs at least one token the tokenizer knows")
     trace = model.forward_trace(torch.tensor(ids, dtype=torch.long))      # eval inside, mode restored
-    w = torch.stack([lt.weights for lt in trace.layers])                  # [L,H,T,T]
+    w = torch.stack([lt.weights for lt in trace.layers]).float().cpu()    # [L,H,T,T] (CPU, also on CUDA)
     prev = torch.diagonal(w, offset=-1, dim1=-2, dim2=-1).mean(-1)        # [L,H] mean of w[i, i-1]
 
     was_training = model.training
@@ -261,6 +264,20 @@ class SnapshotStore:
         return tuple(dropped)
 
 
+@dataclass(frozen=True, eq=False)
+class Replay:
+    """What a page replays: a run's snapshots so far and what they looked at."""
+    snapshots: tuple             # Snapshot, in step order (a complete tuple: safe to read while training)
+    probe: Probe | None = None   # the probe sentence and prompt (None: not recorded)
+
+    def __len__(self) -> int:
+        return len(self.snapshots)
+
+    def upto(self, step: int) -> "Replay":
+        """The snapshots up to ``step`` (the replay of a checkpoint taken at that step)."""
+        return Replay(tuple(s for s in self.snapshots if s.step <= step), self.probe)
+
+
 class Recorder:
     """Schedule + store + probe: the one object the training loop calls.
 
@@ -293,6 +310,10 @@ class Recorder:
         later = [s for s in self.schedule.steps if s > step]
         return later[0] - step if later else None
 
+    def replay(self) -> Replay:
+        """The snapshots so far (one read of the store's tuple: consistent from any thread)."""
+        return Replay(self.store.snapshots, self.probe)
+
     def after_step(self, model, tokenizer, step: int, loss: float | None = None) -> Snapshot | None:
         if not self.schedule.due(step):
             return None
@@ -319,6 +340,16 @@ def pick(snaps, lo: float, hi: float) -> Snapshot | None:
     if inside:
         return max(inside, key=lambda s: s.step)
     return min(snaps, key=lambda s: (min(abs(s.step - lo), abs(s.step - hi)), -s.step))
+
+
+def uniform_previous_token(T: int) -> float:
+    """The previous-token score of a head that spreads its weight evenly over the causal past:
+    query i puts 1/(i+1) on token i-1, averaged over i = 1..T-1 (the baseline the page quotes).
+
+    >>> round(uniform_previous_token(2), 3), round(uniform_previous_token(32), 3)
+    (0.5, 0.099)
+    """
+    return sum(1.0 / (i + 1) for i in range(1, T)) / (T - 1) if T > 1 else 0.0
 
 
 def strongest_previous_token_head(snap: Snapshot) -> tuple[int, int, float]:

@@ -12,6 +12,11 @@ The thread, the first-come queue on the shared semaphore, pause, cancel and erro
   samples the fixed prompt, records the attention of that prompt, and publishes a CPU copy of the
   weights (``snapshot().model`` with ``model_version``): the other chapters show that copy while
   training continues on the original.
+- a training replay (``lmviz.replay``): at log-spaced steps the worker snapshots one layer's
+  attention on a fixed held-out sentence, the 2-D PCA of the token embeddings and the next-token
+  distribution at the fixed prompt (``snapshot().replay``; at most ``replay.DEFAULT_MAX_COUNT``
+  snapshots and ``replay.DEFAULT_MAX_BYTES`` bytes, whatever the run's length). The chunks stop
+  on every scheduled step, so each snapshot sees the model at its own step.
 - ``make_trainer(cancel)`` is called on the worker (building a BPE or encoding a corpus can take
   seconds) after the slot is acquired; it gets the task's cancel callback, so Stop or a closed tab
   ends the preparation, the evaluations and the samples within a fraction of a second.
@@ -48,6 +53,7 @@ class JobSnapshot:
     tokenizer: Any = None            # the run's tokenizer (None until prepared)
     info: dict = field(default_factory=dict)      # params, vocab size, tokens, device
     error: str | None = None         # a message for people when state == "error"
+    replay: Any = None               # lmviz.replay.Replay so far (None: this run keeps no replay)
 
     @property
     def active(self) -> bool:
@@ -85,6 +91,7 @@ class TrainingJob(Task):
         self._max_steps = 0
         self._elapsed = 0.0
         self.trainer = None                   # the live Trainer, for tests and the checkpoint
+        self._recorder = None                 # lmviz.replay.Recorder of this run (None: no replay)
 
     def stop(self) -> None:
         self.cancel()
@@ -111,7 +118,8 @@ class TrainingJob(Task):
                 eta = (self._max_steps - step) * ms / 1e3
             return JobSnapshot(self._state_of(ts), step, self._max_steps, ts.queue_position, tps, eta,
                                self._elapsed, steps, list(self._evals), list(self._samples), self._attention,
-                               self._model, self._version, self._tokenizer, dict(self._info), ts.error)
+                               self._model, self._version, self._tokenizer, dict(self._info), ts.error,
+                               self._recorder.replay() if self._recorder is not None else None)
 
     # -- worker --------------------------------------------------------------------------------
     def _work(self, ctx) -> None:
@@ -125,19 +133,40 @@ class TrainingJob(Task):
             self._info = {"params": tr.num_params(), "vocab_size": tr.tokenizer.vocab_size,
                           "train_tokens": len(tr.train_ids), "val_tokens": len(tr.val_ids),
                           "device": str(tr.device), "prompt": tr.prompt}
+        rec = self._start_replay(tr)
         self._checkpoint(tr)
         ctx.phase("running")
         while not tr.done:
             ctx.check()                        # pause waits here; Stop raises Cancelled
             t0 = time.perf_counter()
             n = min(self._chunk, tr.cfg.eval_every - tr.steps_done % tr.cfg.eval_every)
+            if rec is not None:                # stop on the next replay step (only a chunk's last can be one)
+                n = min(n, rec.steps_to_next(tr.steps_done) or n)
             ms = tr.step(n)
+            if rec is not None and ms:
+                rec.after_step(tr.model, tr.tokenizer, ms[-1].step, ms[-1].loss)
             with self._records:
                 self._steps.extend(ms)
                 self._elapsed += time.perf_counter() - t0
             ctx.progress(tr.steps_done, tr.cfg.max_steps)
             if tr.steps_done % tr.cfg.eval_every == 0 or tr.done:
                 self._checkpoint(tr)
+
+    def _start_replay(self, tr):
+        """The run's replay Recorder, with its step-0 snapshot (None when the probe does not fit
+        this tokenizer: the run trains without a replay). The probe sentence comes from the end
+        of the validation text, which the model never trains on."""
+        from .replay import Recorder, default_probe
+
+        try:
+            held_out = tr.tokenizer.decode(tr.val_ids[-20_000:].tolist())
+            rec = Recorder(default_probe(held_out, tr.prompt), max_steps=tr.cfg.max_steps)
+            rec.start(tr.model, tr.tokenizer)
+        except ValueError:
+            return None
+        with self._records:
+            self._recorder = rec
+        return rec
 
     def _checkpoint(self, tr) -> None:
         """Evaluate, sample, look at attention and publish a copy of the weights."""

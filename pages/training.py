@@ -7,6 +7,7 @@ import streamlit as st
 
 from ui import session, render, urlstate
 from ui.i18n import t
+from ui.replay_section import sec_replay
 
 CORPORA = ("english", "chinese", "code", "toy", "capital_en", "capital_zh", "own")
 PRESETS = ("tiny", "default", "bigger")
@@ -244,7 +245,8 @@ def _download(snap) -> None:
     def blob() -> bytes:
         from lmviz.checkpoint import save_checkpoint
 
-        return save_checkpoint(model, tok, {"steps": step, "label": session.training_slot().label})
+        return save_checkpoint(model, tok, {"steps": step, "label": session.training_slot().label},
+                               replay=snap.replay.upto(step) if snap.replay is not None else None)
 
     st.download_button(t("train.download", step=step), data=blob, file_name=f"lmviz-step{step}.safetensors",
                        mime="application/octet-stream", key="train_download", on_click="ignore",
@@ -264,12 +266,12 @@ def sec_upload() -> None:
     if st.session_state.get("train_loaded_ckpt") == key:
         st.success(t("train.upload_ok", params=f"{session.live_bundle().model.num_params():,}"))
         return
-    from lmviz.checkpoint import load_checkpoint
+    from lmviz.checkpoint import load_checkpoint_with_replay
 
     try:
-        model, tok, meta = load_checkpoint(up.getvalue())
-    except ValueError as e:
-        st.error(t("train.err_ckpt", msg=str(e)))
+        model, tok, meta, replay = load_checkpoint_with_replay(up.getvalue())
+    except ValueError as e:   # a CheckpointError names its catalogue sentence: say it in the page's language
+        st.error(t("train.err_ckpt", msg=t(e.key, **e.params) if hasattr(e, "key") else str(e)))
         return
     job = session.training_job()
     if job is not None and job.snapshot().active:
@@ -278,8 +280,9 @@ def sec_upload() -> None:
     session.set_session_bundle(session.Bundle(model, tok, meta, "session"))
     st.session_state["lmviz_published_model"] = model
     st.session_state["train_loaded_ckpt"] = key
+    st.session_state["train_uploaded_replay"] = (model, replay)   # ui.replay_section shows it
     st.success(t("train.upload_ok", params=f"{model.num_params():,}"))
 
 
 render.run_sections([("train.sec_setup", sec_setup), ("train.sec_run", sec_run),
-                     ("train.sec_upload", sec_upload)])
+                     ("train.sec_upload", sec_upload), ("train.replay_title", sec_replay)])

@@ -295,3 +295,116 @@ def test_default_model_has_learned_something():
         uniform = sum(1 / (i + 1) for i in range(1, T)) / (T - 1)
         assert prev > 1.8 * uniform          # an untrained model gives about 1.0x
     assert sum(zh_losses) / len(zh_losses) < meta["languages"]["zh"]["unigram_baseline"] - 1.0
+
+
+# -- a training replay travels with the checkpoint ----------------------------------------------------
+
+def _replay(model, tok, steps=(0, 1, 2, 4)):
+    """A real replay of ``model`` (weights nudged between snapshots, so each one differs)."""
+    from lmviz.replay import Probe, Recorder
+
+    rec = Recorder(Probe("hello abc, 世界 hello", "he", top_k=4), max_steps=steps[-1], per_octave=1)
+    rec.start(model, tok)
+    with torch.no_grad():
+        for s in steps[1:]:
+            model.wte.weight.add_(0.01 * torch.randn(model.wte.weight.shape, generator=torch.Generator().manual_seed(s)))
+            rec.after_step(model, tok, s, 3.0 - 0.1 * s)
+    return rec.replay()
+
+
+def _replay_blob():
+    m, tok = make()
+    return m, tok, _replay(m, tok), None
+
+
+def test_replay_round_trip_is_exact_and_typed():
+    from lmviz.checkpoint import load_checkpoint_with_replay
+    from lmviz.replay import PREFIX
+    from lmviz import checkpoint
+
+    assert checkpoint._REPLAY == PREFIX
+    m, tok, rp, _ = _replay_blob()
+    for half in (False, True):
+        blob = save_checkpoint(m, tok, {"steps": 4}, half=half, replay=rp)
+        header, _ = _split(blob)
+        assert header["replay.step"]["dtype"] == "I64" and header["replay.loss"]["dtype"] == "F64"
+        assert header["replay.attention"]["dtype"] == "F32"          # never halved with the weights
+        m2, tok2, meta, back = load_checkpoint_with_replay(blob)
+        assert meta == {"steps": 4} and back.probe == rp.probe and len(back) == len(rp) == 4
+        for a, b in zip(rp.snapshots, back.snapshots):
+            assert (a.step, a.loss, a.layer, a.probe_ids, a.prompt_ids, a.entropy) == \
+                (b.step, b.loss, b.layer, b.probe_ids, b.prompt_ids, b.entropy)
+            for f in ("attention", "prev_token", "emb_xy", "emb_var", "top_ids", "top_probs"):
+                assert getattr(a, f).dtype == getattr(b, f).dtype and torch.equal(getattr(a, f), getattr(b, f))
+        assert load_checkpoint(blob)[2] == {"steps": 4}                 # the 3-tuple API is unchanged
+    # no replay: None, and an old checkpoint loads as before
+    assert load_checkpoint_with_replay(save_checkpoint(m, tok))[3] is None
+    assert load_checkpoint_with_replay(DEFAULT_PATH)[3] is None
+    assert rp.upto(2).snapshots == rp.snapshots[:3]
+
+
+def _with_replay_value(blob, name, fmt, value, index=0):
+    header, body = _split(blob)
+    b = bytearray(body)
+    struct.pack_into(fmt, b, header[name]["data_offsets"][0] + index * struct.calcsize(fmt), value)
+    return _join(header, bytes(b))
+
+
+def _hostile_replays():
+    """name -> (bytes, catalogue key): replays a hostile student could put in a checkpoint."""
+    m, tok, rp, _ = _replay_blob()
+    blob = save_checkpoint(m, tok, replay=rp)
+    header, body = _split(blob)
+    rmeta = json.loads(header["__metadata__"]["replay"])
+    other = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=16, n_layer=3, n_head=4, n_kv_head=4, d_model=32))
+    big = dict(header["replay.attention"])
+    big["shape"] = [10**6, 4, 16, 16]
+    no_meta = {k: v for k, v in header["__metadata__"].items() if k != "replay"}
+    return {
+        "an unknown replay tensor": (_with_entry(blob, "replay.evil", dtype="F32", shape=[0], data_offsets=[0, 0]),
+                                     "ckpt.err_replay"),
+        "replay tensors without their metadata": (_join({**header, "__metadata__": no_meta}, body),
+                                                  "ckpt.err_replay"),
+        "replay metadata without its tensors": (_with_metadata(save_checkpoint(m, tok), replay=header["__metadata__"]["replay"]),
+                                                "ckpt.err_replay"),
+        "a missing replay tensor": (_with_entry(blob, "replay.entropy", drop=True), "ckpt.err_replay"),
+        "attention stored as F16": (_with_entry(blob, "replay.attention", dtype="F16"), "ckpt.err_replay"),
+        "steps stored as F64": (_with_entry(blob, "replay.step", dtype="F64"), "ckpt.err_replay"),
+        "a million snapshots announced": (_join({**header, "replay.attention": big}, body), "ckpt.err_replay_size"),
+        "NaN attention": (_with_replay_value(blob, "replay.attention", "<f", float("nan")), "ckpt.err_replay"),
+        "attention weight 2": (_with_replay_value(blob, "replay.attention", "<f", 2.0), "ckpt.err_replay"),
+        "infinite entropy": (_with_replay_value(blob, "replay.entropy", "<d", float("inf")), "ckpt.err_replay"),
+        "a token id past the vocabulary": (_with_replay_value(blob, "replay.top_ids", "<q", 10**6), "ckpt.err_replay"),
+        "steps out of order": (_with_replay_value(blob, "replay.step", "<q", 99), "ckpt.err_replay"),
+        "a count that does not match": (_with_metadata(blob, replay=json.dumps({**rmeta, "count": 3})),
+                                        "ckpt.err_replay"),
+        "a probe sentence of 5,000 characters": (_with_metadata(blob, replay=json.dumps(
+            {**rmeta, "probe": {**rmeta["probe"], "sentence": "a" * 5000}})), "ckpt.err_replay"),
+        "replay metadata not JSON": (_with_metadata(blob, replay="{"), "ckpt.err_replay"),
+        "a replay dtype that is a list": (_with_entry(blob, "replay.attention", dtype=["F32"]), "ckpt.err_replay"),
+        "a replay of another model": (save_checkpoint(m, tok, replay=_replay(other, tok)), "ckpt.err_replay_model"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_hostile_replays()))
+def test_hostile_replay_is_refused_with_a_sentence(case):
+    data, key = _hostile_replays()[case]
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(data)
+    assert err.value.key == key, (case, str(err.value))
+    msg = str(err.value)
+    assert "refused" in msg and "{" not in msg and "Traceback" not in msg
+
+
+def test_a_weight_dtype_that_is_a_list_is_refused_not_a_crash():
+    m, tok = make()
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(_with_entry(save_checkpoint(m, tok), "wte.weight", dtype=["F32"]))
+    assert err.value.key == "ckpt.err_tensor_dtype"
+
+
+def test_a_tokenizer_type_that_is_a_list_is_refused_not_a_crash():
+    m, tok = make()
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(_with_metadata(save_checkpoint(m, tok), tokenizer=json.dumps({"type": ["char"]})))
+    assert err.value.key == "ckpt.err_tokenizer"

@@ -197,7 +197,7 @@ def test_round_trip_through_tensors_and_safetensors_is_exact(run):
     # inside a safetensors file, beside other tensors and metadata
     data = save({**tensors, "wte.weight": torch.zeros(2, 2)}, metadata={"format": "x", **meta})
     from lmviz.checkpoint import _read_header
-    md = _read_header(data)["__metadata__"]
+    md = _read_header(data)[0]["__metadata__"]
     back2, probe2 = snapshots_from_tensors(load(data), md)
     assert probe2 == PROBE and all(_same(a, b) for a, b in zip(snaps, back2))
 
@@ -276,3 +276,73 @@ def test_default_probe_uses_known_held_out_text():
         assert 12 <= len(p.sentence) <= 32 and p.sentence in text[int(len(text) * 0.9):]
         tok = CharTokenizer(text)
         assert tok.encode_lossy(p.sentence)[1] == []
+
+
+# -- the hook: every TrainingJob records a replay ------------------------------------------------------
+
+def test_training_job_records_a_bounded_replay_at_each_scheduled_step():
+    """A real tiny run through the TrainingJob (the page's path): one snapshot per scheduled step,
+    each taken with the model at its own step (equal, bit for bit, to a plain loop that snapshots
+    after every single step), bounded, and the replay travels through a checkpoint exactly."""
+    from lmviz.checkpoint import load_checkpoint_with_replay, save_checkpoint
+    from lmviz.replay import DEFAULT_MAX_BYTES, DEFAULT_MAX_COUNT, Replay
+    from lmviz.train_job import TrainingJob
+
+    text = corpus_text("english")[:30_000]
+    cfg = make_config("tiny", max_steps=70, d_model=32, block_size=16, batch_size=8, eval_every=25)
+    job = TrainingJob(lambda cancel: Trainer(text, cfg, device="cpu", prompt="The ", cancel=cancel), chunk=7)
+    job.start()
+    assert job.join(120)
+    snap = job.snapshot()
+    assert snap.state == "done", snap.error
+    rp = snap.replay
+    assert isinstance(rp, Replay) and rp.probe.prompt == "The " and rp.probe.sentence in text[int(len(text) * 0.9):]
+    steps = [s.step for s in rp.snapshots]
+    assert steps == list(SnapshotSchedule(70).steps) == [0, 1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 70]
+    assert len(rp) <= DEFAULT_MAX_COUNT and sum(s.nbytes for s in rp.snapshots) <= DEFAULT_MAX_BYTES
+    losses = {m.step: m.loss for m in snap.steps}
+    assert all(s.loss == losses[s.step] for s in rp.snapshots[1:])
+    # the reference: a plain loop, one step at a time, snapshotting on the same steps
+    tr = Trainer(text, cfg, device="cpu", prompt="The ")
+    ref = Recorder(rp.probe, max_steps=70)
+    ref.start(tr.model, tr.tokenizer)
+    while not tr.done:
+        for m in tr.step(1):
+            ref.after_step(tr.model, tr.tokenizer, m.step, m.loss)
+    assert all(_same(a, b) for a, b in zip(rp.snapshots, ref.store.snapshots))
+    # the download: the replay up to the published weights' step, read back exactly
+    blob = save_checkpoint(snap.model, snap.tokenizer, {"steps": snap.step}, replay=rp.upto(snap.step))
+    _, _, _, back = load_checkpoint_with_replay(blob)
+    assert back.probe == rp.probe and all(_same(a, b) for a, b in zip(rp.snapshots, back.snapshots))
+
+
+def test_uniform_previous_token_baseline():
+    from lmviz.replay import uniform_previous_token
+
+    w = torch.tril(torch.ones(6, 6))
+    w = w / w.sum(-1, keepdim=True)               # every query spreads evenly over its past
+    assert uniform_previous_token(6) == pytest.approx(float(torch.diagonal(w, -1).mean()))
+
+
+def test_replay_figures(run):
+    """The figures draw what they are given: one trace per token class on equal, fixed axes; bars
+    on a fixed 0..1 axis; the loss chart's brush is an x interval named as the page reads it."""
+    from viz.replay import SELECTION, distribution_figure, embedding_figure, loss_selection_chart
+
+    tr, rec = run
+    snaps = rec.store.snapshots
+    xy = aligned_embeddings(snaps)[3].numpy()
+    cls = token_classes(tr.tokenizer, xy.shape[0])
+    fig = embedding_figure(xy, [tr.tokenizer.token(i) for i in range(xy.shape[0])], cls, {c: c.upper() for c in cls})
+    assert sorted(tr_.name for tr_ in fig.data) == sorted({c.upper() for c in cls})
+    assert sum(len(tr_.x) for tr_ in fig.data) == xy.shape[0]
+    r = fig.layout.xaxis.range
+    assert tuple(fig.layout.yaxis.range) == tuple(r) and -r[0] == r[1] >= abs(xy).max()
+    bars = distribution_figure(["a", "b"], snaps[-1].top_probs[:2].numpy())
+    assert tuple(bars.layout.yaxis.range) == (0, 1.08) and list(bars.data[0].y) == snaps[-1].top_probs[:2].tolist()
+    spec = loss_selection_chart([1, 2, 3], [4.0, 3.5, 3.0], [s.step for s in snaps], [s.loss for s in snaps], 8,
+                                x_title="step", y_title="loss", curve_name="c", snap_name="s").to_dict()
+    params = [p for layer in spec["layer"] for p in layer.get("params", [])] + spec.get("params", [])
+    assert any(p["name"] == SELECTION and p["select"]["type"] == "interval" and p["select"]["encodings"] == ["x"]
+               for p in params)
+    assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "symlog"

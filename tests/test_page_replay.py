@@ -1,0 +1,127 @@
+"""The "Replay training" section of /training in AppTest: no replay (default model, an old
+checkpoint), an uploaded checkpoint's replay scrubbed to its first and last snapshot in both
+languages (the captions follow the computed numbers), a brushed stretch of the loss curve, and a
+live tiny training whose replay grows while it runs."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.apptest_util import all_text, figures, open_page, poll_until
+from ui.i18n import translate
+
+pytestmark = pytest.mark.apptest
+PAGE = "pages/training.py"
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """A tiny run with its replay, as a checkpoint upload would bring it (model, tokenizer, replay)."""
+    from lmviz.checkpoint import load_checkpoint_with_replay, save_checkpoint
+    from lmviz.replay import Recorder, default_probe
+    from lmviz.train import Trainer, corpus_text, make_config
+
+    text = corpus_text("english")[:30_000]
+    tr = Trainer(text, make_config("tiny", max_steps=60, d_model=32, block_size=16, batch_size=8), device="cpu",
+                 prompt="The ")
+    rec = Recorder(default_probe(text, "The "), max_steps=60)
+    rec.start(tr.model, tr.tokenizer)
+    while not tr.done:
+        n = min(10, rec.steps_to_next(tr.steps_done) or 10)
+        for m in tr.step(n):
+            rec.after_step(tr.model, tr.tokenizer, m.step, m.loss)
+    blob = save_checkpoint(tr.model, tr.tokenizer, {"steps": 60}, replay=rec.replay())
+    return load_checkpoint_with_replay(blob)
+
+
+def _as_uploaded(at, model, tok, meta, replay):
+    from ui.session import Bundle
+
+    at.session_state["lmviz_session_bundle"] = Bundle(model, tok, meta, "session")
+    at.session_state["train_uploaded_replay"] = (model, replay)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _captions(at) -> list[str]:
+    return [c.value for c in at.caption]
+
+
+def _expected(replay, tok, i, lang):
+    """The captions' computed numbers for snapshot i, formatted as the catalogue formats them."""
+    from lmviz.replay import class_separation, token_classes
+
+    s, first = replay.snapshots[i], replay.snapshots[0]
+    head = int(replay.snapshots[-1].prev_token[s.layer].argmax())
+    cls = token_classes(tok, s.emb_xy.shape[0])
+    return [translate("train.replay_caption", lang, n=len(replay), step=s.step).split("{")[0],
+            f"{float(s.prev_token[s.layer, head]):.0%}", f"{s.entropy:.2f}",
+            f"{class_separation(s.emb_xy, cls):.0%}", f"{float(s.top_probs[0]):.0%}"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_default_model_explains_there_is_no_replay(lang):
+    at = open_page(PAGE, lang)
+    assert translate("train.replay_title", lang) in all_text(at)
+    assert translate("train.replay_default", lang) in all_text(at)
+
+
+def test_old_checkpoint_without_replay_says_so(trained):
+    model, tok, meta, _ = trained
+    at = open_page(PAGE, "zh")
+    _as_uploaded(at, model, tok, meta, None)
+    assert translate("train.replay_missing", "zh") in all_text(at)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_scrub_uploaded_replay_first_to_last(trained, lang):
+    model, tok, meta, replay = trained
+    at = open_page(PAGE, lang)
+    _as_uploaded(at, model, tok, meta, replay)
+    steps = [s.step for s in replay.snapshots]
+    slider = at.select_slider(key="train_replay_step")
+    assert list(slider.options) == [str(s) for s in steps] and slider.value == steps[-1]  # starts at the end
+    assert at.get("vega_lite_chart")                        # the Altair loss curve with a brush
+    captions = {}
+    for i in (0, len(steps) - 1):
+        at.select_slider(key="train_replay_step").set_value(steps[i]).run()
+        assert not at.exception, [e.value for e in at.exception]
+        text = "\n".join(_captions(at))
+        for want in _expected(replay, tok, i, lang):
+            assert want in text, (i, want)
+        captions[i] = text
+        figs = [f for f in figures(at) if f.get("layout", {}).get("yaxis", {}).get("range") == [0, 1.08]]
+        assert figs                                               # the next-token bars
+    assert captions[0] != captions[len(steps) - 1]
+    first, last = replay.snapshots[0], replay.snapshots[-1]
+    assert last.entropy < first.entropy < math.log(tok.vocab_size) + 1e-6  # what the captions report
+
+
+def test_brushed_stretch_picks_the_last_snapshot_inside(trained):
+    from lmviz.replay import pick
+    from ui.replay_section import selected_stretch
+
+    _, _, _, replay = trained
+    assert selected_stretch({"selection": {"stretch": {}}}) is None
+    assert selected_stretch(None) is None
+    lo, hi = selected_stretch({"selection": {"stretch": {"step": [3.2, 20.5]}}})
+    assert pick(replay.snapshots, lo, hi).step == 16
+
+
+def test_live_training_replay_grows():
+    at = open_page(PAGE, "en", corpus="toy", preset="tiny")
+    next(b for b in at.button if b.key == "train_start").click().run()
+
+    def n_steps(a):
+        try:
+            return len(a.select_slider(key="train_replay_step").options)
+        except (KeyError, IndexError):
+            return 0
+
+    assert poll_until(at, lambda a: n_steps(a) >= 3, 60, interval=0.7)
+    n1 = n_steps(at)
+    assert poll_until(at, lambda a: n_steps(a) > n1, 60, interval=0.7)
+    next(b for b in at.button if b.key == "train_stop").click().run()
+    assert not at.exception
+    assert poll_until(at, lambda a: not next(b for b in a.button if b.key == "train_start").disabled, 30)

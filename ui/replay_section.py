@@ -1,0 +1,173 @@
+"""The "Replay training" section of /training: scrub through a run's snapshots (lmviz.replay).
+
+Where the replay comes from, in this order: the checkpoint uploaded on this page when it is the
+model the chapters show (its replay, or a sentence saying it has none); else this session's
+training (live: polled once a second while it runs, like the rest of the page); else nothing
+(the shipped default model carries no replay: a sentence says so).
+
+Two controls choose the snapshot, and the one used last wins: the step slider, and a stretch
+brushed on the loss curve (an Altair interval selection; ``lmviz.replay.pick`` chooses the last
+snapshot inside it). While the slider sits on the newest snapshot it follows new ones.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from ui import render, session
+from ui.i18n import t
+
+UPLOADED = "train_uploaded_replay"     # session key: (model, Replay | None) of the uploaded checkpoint
+STEP_KEY = "train_replay_step"         # the slider
+CHART_KEY = "train_replay_loss"        # the loss chart's selection
+_SEL = "train_replay_sel"              # the last selection acted on
+_LAST = "train_replay_last"            # the newest step the slider saw (to follow new snapshots)
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str                 # "upload" or "live"
+    replay: Any               # lmviz.replay.Replay | None
+    tokenizer: Any
+    steps: list               # StepMetrics of the live run ([] for an upload)
+    active: bool              # True while the training runs (poll)
+    state: str = ""           # the job's state ("" for an upload)
+
+
+def _source() -> Source | None:
+    up = st.session_state.get(UPLOADED)
+    bundle = st.session_state.get("lmviz_session_bundle")
+    if up is not None and bundle is not None and bundle.model is up[0]:
+        return Source("upload", up[1], bundle.tokenizer, [], False)
+    job = session.training_job()
+    if job is None:
+        return None
+    snap = job.snapshot()
+    return Source("live", snap.replay, snap.tokenizer, snap.steps, snap.active, snap.state)
+
+
+def _md_safe(text: str) -> str:
+    """Text from a corpus, shown inside a caption: Markdown's special characters escaped."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$])", r"\\\1", text)
+
+
+def selected_stretch(event) -> tuple[float, float] | None:
+    """(lo, hi) of the stretch brushed on the loss chart, from its selection state (None: none)."""
+    from viz.replay import SELECTION
+
+    try:
+        rng = event["selection"][SELECTION]["step"]
+        lo, hi = float(rng[0]), float(rng[1])
+    except (KeyError, TypeError, IndexError, ValueError):
+        return None
+    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
+
+
+def _choose_step(snaps) -> int:
+    """The step to show: a new brushed stretch picks it; else the slider's; the newest when the
+    slider sat on the newest (it follows a live run) or holds a step this replay lacks."""
+    from lmviz.replay import pick
+
+    steps = [s.step for s in snaps]
+    sel = selected_stretch(st.session_state.get(CHART_KEY))
+    if sel != st.session_state.get(_SEL):
+        st.session_state[_SEL] = sel
+        if sel is not None:
+            st.session_state[STEP_KEY] = pick(snaps, *sel).step
+    cur = st.session_state.get(STEP_KEY)
+    if cur not in steps or (cur == st.session_state.get(_LAST) and cur != steps[-1]):
+        st.session_state[STEP_KEY] = steps[-1]
+    st.session_state[_LAST] = steps[-1]
+    return st.session_state[STEP_KEY]
+
+
+def _draw(src: Source | None) -> None:
+    if src is None:
+        st.info(t("train.replay_default"))
+        return
+    if src.replay is None:
+        st.info(t("train.replay_missing") if src.kind == "upload" else
+                t("train.replay_none") if src.state in ("queued", "preparing", "new") else t("train.replay_off"))
+        return
+    snaps = list(src.replay.snapshots)
+    if not snaps or src.tokenizer is None:
+        st.info(t("train.replay_none"))
+        return
+    with st.container(key="train_replay_box"):
+        _show(src, snaps)
+
+
+def _show(src: Source, snaps) -> None:
+    from lmviz.replay import (aligned_embeddings, class_separation, strongest_previous_token_head,
+                              token_classes, uniform_previous_token)
+    from viz import replay as vr
+    from viz.tokenization import visible
+
+    tok = src.tokenizer
+    step = _choose_step(snaps)
+    i = [s.step for s in snaps].index(step)
+    snap, first, last = snaps[i], snaps[0], snaps[-1]
+
+    # the loss curve: brush a stretch to pick the snapshot
+    st.caption(t("train.replay_select"))
+    chart = vr.loss_selection_chart(
+        [m.step for m in src.steps], [m.loss for m in src.steps], [s.step for s in snaps],
+        [s.loss for s in snaps], step, x_title=t("train.replay_step"), y_title=t("train.f_loss"),
+        curve_name=t("train.f_train"), snap_name=t("train.replay_snap"))
+    st.altair_chart(chart, on_select="rerun", selection_mode=vr.SELECTION, key=CHART_KEY, width="stretch")
+    st.select_slider(t("train.replay_step"), options=[s.step for s in snaps], key=STEP_KEY)
+    loss = t("train.replay_loss_start") if snap.step == 0 else \
+        t("train.replay_loss_at", loss="—" if snap.loss is None else f"{snap.loss:.3f}")
+    st.caption(t("train.replay_caption", n=len(snaps), step=step) + " " + loss)
+
+    c1, c2, c3 = st.columns(3)
+    with c1:  # (a) one head's attention on the probe sentence
+        H = snap.attention.shape[0]
+        layer = snap.layer
+        best = int(last.prev_token[layer].argmax())           # the previous-token head, by the end
+        names = {h: t("train.replay_head_best" if h == best else "train.replay_head_opt", h=h) for h in range(H)}
+        head = st.selectbox(t("train.head"), range(H), index=best, key="train_replay_head", format_func=names.get)
+        head = min(head, H - 1)
+        labels = [visible(tok.token(j)) for j in snap.probe_ids]
+        fig = vr.attention_figure(snap.head(head).numpy(), labels, x_title=t("train.att_key"),
+                                  y_title=t("train.att_query"), hover=t("train.att_hover"))
+        render.plot(fig, key="train_replay_att", filename=f"replay-attention-step{step}")
+        sentence = src.replay.probe.sentence if src.replay.probe is not None else tok.decode(list(snap.probe_ids))
+        st.caption(t("train.replay_att", head=head, layer=layer, sentence=_md_safe(sentence)))
+        T = len(snap.probe_ids)
+        L_all, H_all, score_all = strongest_previous_token_head(snap)
+        st.caption(t("train.replay_prev_at", head=head, layer=layer, score=float(snap.prev_token[layer, head]),
+                     score0=float(first.prev_token[layer, head]), uniform=uniform_previous_token(T)))
+        if (L_all, H_all) != (layer, head):
+            st.caption(t("train.replay_prev", head=H_all, layer=L_all, score=score_all))
+    with c2:  # (b) the token embeddings, on the last snapshot's axes
+        P = snap.emb_xy.shape[0]
+        xy = aligned_embeddings(snaps)[i]
+        classes = token_classes(tok, P)
+        names = {c: t(f"train.replay_class_{c}") for c in set(classes)}
+        labels = [visible(tok.token(j)) for j in range(P)]
+        fig = vr.embedding_figure(xy.numpy(), labels, classes, names)
+        render.plot(fig, key="train_replay_emb", filename=f"replay-embeddings-step{step}")
+        st.caption(t("train.replay_emb", var=float(snap.emb_var.sum())))
+        sep, sep0 = class_separation(snap.emb_xy, classes), class_separation(first.emb_xy, classes)
+        st.caption(t("train.replay_sep", sep=sep, sep0=sep0))
+    with c3:  # (c) the next-token distribution at the prompt
+        V = tok.vocab_size
+        labels = [visible(tok.token(int(j))) for j in snap.top_ids]
+        fig = vr.distribution_figure(labels, snap.top_probs.numpy(), y_title=t("train.replay_prob"))
+        render.plot(fig, key="train_replay_dist", filename=f"replay-next-token-step{step}")
+        prompt = src.replay.probe.prompt if src.replay.probe is not None else tok.decode(list(snap.prompt_ids))
+        st.caption(t("train.replay_dist", prompt=_md_safe(visible(prompt)), k=len(labels), entropy=snap.entropy,
+                     v=V, max_entropy=math.log(V)))
+        st.caption(t("train.replay_top", token=_md_safe(labels[0]), p=float(snap.top_probs[0]),
+                     entropy0=first.entropy))
+
+
+def sec_replay() -> None:
+    """The section: polls the live training like the rest of the page; draws once otherwise."""
+    st.caption(t("train.replay_intro"))
+    session.poll(_source, _draw)

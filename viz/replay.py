@@ -1,0 +1,91 @@
+"""Figures for "Replay training": one head's attention, the token embeddings, the next-token bars,
+and the loss curve whose selected stretch picks the snapshot.
+
+Pure builders: numbers in (labels already translated by the caller), figures out. The three
+pictures of one snapshot are Plotly figures like the rest of lmviz; the loss curve is an Altair
+chart, because a brushed interval on it is a linked selection Streamlit hands back to the page
+(``st.altair_chart(..., on_select="rerun")``), which Plotly's charts in Streamlit do not do for a
+range on one axis.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz import theme
+from viz.theme import COLORS
+from viz.training import attention_figure, downsample
+
+__all__ = ["attention_figure", "embedding_figure", "distribution_figure", "loss_selection_chart",
+           "SELECTION", "CLASS_COLORS"]
+
+SELECTION = "stretch"          # the Altair interval parameter's name (the page reads it back)
+MAX_LABELLED = 160             # an embedding scatter with at most this many points shows the tokens
+CLASS_COLORS = {               # token class (lmviz.replay.token_classes) -> colour (Okabe-Ito, all distinct)
+    "lower": "#0072B2", "upper": "#CC79A7", "digit": "#E69F00", "space": "#D55E00",
+    "punct": "#009E73", "cjk": "#56B4E9", "mixed": "#444444", "other": "#999999",
+}
+
+
+def embedding_figure(xy, labels, classes, class_names: dict, *, hover: str = "%{text}",
+                     height: int = 380) -> go.Figure:
+    """Token embeddings in 2-D [P, 2], one trace per token class (legend: ``class_names``).
+
+    With at most MAX_LABELLED points each point is drawn as its token; otherwise as a dot (the
+    token on hover). The axes are zoomed to the points, equal in both directions, centred on 0.
+    """
+    xy = np.asarray(xy, dtype=float)
+    labels, classes = list(labels), list(classes)
+    as_text = len(labels) <= MAX_LABELLED
+    fig = go.Figure()
+    for c in [c for c in CLASS_COLORS if c in set(classes)]:
+        idx = [i for i, k in enumerate(classes) if k == c]
+        fig.add_trace(go.Scatter(
+            x=xy[idx, 0], y=xy[idx, 1], mode="text" if as_text else "markers",
+            text=[labels[i] for i in idx], name=class_names.get(c, c),
+            textfont=dict(color=CLASS_COLORS[c], size=15), marker=dict(color=CLASS_COLORS[c], size=6),
+            hovertemplate=hover + "<extra></extra>"))
+    r = float(np.abs(xy).max()) * 1.12 if xy.size and np.abs(xy).max() > 0 else 1.0
+    fig.update_xaxes(range=[-r, r], zeroline=False, showticklabels=False, title_text="PCA 1")
+    fig.update_yaxes(range=[-r, r], zeroline=False, showticklabels=False, title_text="PCA 2",
+                     scaleanchor="x", scaleratio=1)
+    return theme.apply(fig, height=height)
+
+
+def distribution_figure(labels, probs, *, x_title: str = "", y_title: str = "",
+                        hover: str = "%{x}: %{y:.3f}", height: int = 340) -> go.Figure:
+    """The most probable next tokens as bars (most probable first; the y axis fixed at 0..1)."""
+    probs = np.asarray(probs, dtype=float)
+    colors = [COLORS["chosen"]] + [COLORS["token"]] * (len(probs) - 1)
+    fig = go.Figure(go.Bar(x=[f"{i + 1}. {lab}" for i, lab in enumerate(labels)], y=probs,
+                           marker_color=colors, text=[f"{p:.2f}" for p in probs], textposition="outside",
+                           hovertemplate=hover + "<extra></extra>"))
+    fig.update_xaxes(title_text=x_title, tickangle=0)
+    fig.update_yaxes(title_text=y_title, range=[0, 1.08])
+    return theme.apply(fig, height=height)
+
+
+def loss_selection_chart(steps, losses, snap_steps, snap_losses, selected: int, *, x_title: str,
+                         y_title: str, curve_name: str, snap_name: str, height: int = 260):
+    """The training loss (line, downsampled), the snapshots (points) and the one shown (a rule),
+    with an interval selection ``SELECTION`` on the step axis (symlog: the snapshots are
+    log-spaced and step 0 is one of them). Returns an Altair chart."""
+    import altair as alt
+    import pandas as pd
+
+    xs, ys = downsample(steps, losses) if len(steps) else (np.zeros(0), np.zeros(0))
+    curve = pd.DataFrame({"step": xs, "loss": ys, "what": curve_name})
+    snaps = pd.DataFrame({"step": np.asarray(snap_steps, dtype=float),
+                          "loss": np.asarray([np.nan if v is None else v for v in snap_losses], dtype=float),
+                          "what": snap_name}).dropna()
+    x = alt.X("step:Q", title=x_title, scale=alt.Scale(type="symlog"))
+    y = alt.Y("loss:Q", title=y_title, scale=alt.Scale(zero=False))
+    brush = alt.selection_interval(encodings=["x"], name=SELECTION)
+    base = alt.Chart(curve).mark_line(color=COLORS["train"], strokeWidth=1.5).encode(
+        x=x, y=y, tooltip=[alt.Tooltip("step:Q", format=",.0f"), alt.Tooltip("loss:Q", format=".3f")])
+    points = alt.Chart(snaps).mark_point(color=COLORS["key"], filled=True, size=50).encode(
+        x=x, y=y, tooltip=[alt.Tooltip("step:Q", format=",.0f"), alt.Tooltip("loss:Q", format=".3f")])
+    rule = alt.Chart(pd.DataFrame({"step": [float(selected)]})).mark_rule(
+        color=COLORS["chosen"], strokeWidth=2).encode(x="step:Q")
+    layers = [base, points] if len(curve) else [points]
+    return alt.layer(layers[0].add_params(brush), *layers[1:], rule).properties(height=height)
