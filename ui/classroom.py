@@ -368,17 +368,17 @@ def _histogram(q: qs.Question, counts, correct: str | None) -> None:
 
 def question_block(q: qs.Question) -> None:
     """One predict-then-reveal question, drawn for this session's role."""
+    if following():
+        v = followed_view()
+        if v is not None and v.question is not None and v.question.id == q.id:
+            return   # the room's open question is drawn once, above the page
     with st.container(border=True):
         _prompt(q)
         lect = lecturing()
         if lect:
             _lecturer_question(q, lect)
         elif following():
-            v = followed_view()
-            if v is not None and v.question is not None and v.question.id == q.id:
-                st.caption(t("class.see_top"))
-            else:
-                st.caption(t("class.wait_ask"))
+            st.caption(t("class.wait_ask"))
         else:
             _solo_question(q)
 
