@@ -6,7 +6,7 @@ Starts ``streamlit run app.py`` on a free port on 127.0.0.1. A lecturer session 
 /generation in presenter mode and presses "Start a class"; the class code is read from the
 student link the page shows. N follower sessions open the student link (``/?follow=CODE``, half
 in English, half in Chinese) on the home page and poll the class once a second, as a browser
-tab does; each must be switched to /generation by the server. The lecturer then moves the
+tab does (their joins spread over one second, so their polls are out of step); each must be switched to /generation by the server. The lecturer then moves the
 temperature slider ``--moves`` times, ``--gap`` seconds apart. A follower's lag for one move is
 the time from the lecturer's message leaving the client to the first slider element the
 follower receives that carries the new value (what its screen would draw). The clients are
@@ -92,6 +92,9 @@ async def run(args) -> None:
         rss0, t_join = rss_mb(pid), time.perf_counter()
 
         async def join(i: int) -> Session:
+            # joins spread over one poll period, so the followers' 1 s timers tick at different
+            # moments, as real tabs opened one by one do (all in step would be the worst case)
+            await asyncio.sleep(i / args.followers)
             s = Session(srv.port, "", f"follow={code}&lang={'zh' if i % 2 else 'en'}")
             try:
                 await s.__aenter__()
@@ -113,14 +116,15 @@ async def run(args) -> None:
                 break
             value = VALUES[k % len(VALUES)]
             sent = time.perf_counter()
-            await lecturer.move_slider(w, value, timeout=60)
+            took = await lecturer.move_slider(w, value, timeout=60)
             await wait_for(lambda: all(shown_at(s, value, sent) for s in followers), args.gap + 5)
             got = [shown_at(s, value, sent) for s in followers]
             move_lags = [g - sent for g in got if g is not None]
             misses += sum(g is None for g in got)
             lags += move_lags
             per_move.append(f"  move {k + 1}: τ={value:g}: {len(move_lags)}/{len(got)} followers, "
-                            f"p50 {pct(move_lags, 0.5):.2f} s, max {max(move_lags, default=float('nan')):.2f} s")
+                            f"p50 {pct(move_lags, 0.5):.2f} s, max {max(move_lags, default=float('nan')):.2f} s "
+                            f"(the lecturer's own rerun {took:.2f} s)")
             rest = args.gap - (time.perf_counter() - sent)
             if rest > 0:
                 await asyncio.sleep(rest)
