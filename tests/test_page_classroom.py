@@ -136,3 +136,37 @@ def test_alone_a_student_predicts_then_sees_the_reveal():
 
     s = by_id("gen_tau_half").solve()
     assert translate("q.gen_tau_half.explain", "en", **s.explain_args) in all_text(at)
+
+
+def test_follower_sees_the_lecturers_section(lecture):
+    lec, code = lecture
+    fol = open_page(None, follow=code)
+    fol.run()
+    headers = lambda at: [m.value for m in at.markdown if m.value.startswith("## ")]   # noqa: E731
+    assert headers(fol) == ["## " + translate("gen.sec_temp", "en")]
+    lec.button(key="lmviz_next").click().run()
+    fol.run()
+    assert headers(fol) == ["## " + translate("gen.sec_filter", "en")]
+    # stepped away, the student sees the whole chapter
+    fol.button(key="class_away").click().run()
+    assert len(headers(fol)) > 1
+
+
+def test_lecturer_gone_ends_following_with_a_note(lecture):
+    from ui.classroom import store
+
+    lec, code = lecture
+    fol = open_page(None, follow=code)
+    fol.run()
+    s = store()
+    real = s._clock
+    s._clock = lambda: real() + s.limits.idle_expiry_s + 5     # the lecturer's tab closed minutes ago
+    try:
+        fol.run()
+    finally:
+        s._clock = real
+    assert not fol.exception
+    note = translate("class.ended_note", "en", reason=translate("class.reason.lecturer_gone", "en"))
+    assert note in [i.value for i in fol.info]
+    lec.run()                                   # the lecturer's bar says so too, no error
+    assert not lec.exception and "class_lect" not in lec.session_state
