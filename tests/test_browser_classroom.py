@@ -1,7 +1,7 @@
 """Classroom mode in real browsers: a lecturer (presenter mode) starts a class, a follower opens
 the student link on the home page and is taken to the lecturer's chapter and slider value in
 its own language, answers the question the lecturer asks, the answer arrives in the lecturer's
-histogram, the reveal reaches the follower, and ending the class leaves the follower a note.
+histogram, the reveal reaches the follower, the lecturer's next chapter does too, and ending the class leaves the follower a note.
 
 Screenshots (``LMVIZ_SCREENSHOTS``, default ./screenshots) ``class-<role>-<step>-<lang>.png``.
 """
@@ -101,6 +101,15 @@ def test_a_class_follows_answers_and_ends(server, browser, lect_lang, fol_lang):
         right = F("class.right", answer=F("q.gen_tau_half.opt.rises"))
         assert _until(fol, lambda: right in _text(fol), 10_000)
         shot(fol, f"class-follower-revealed-{fol_lang}")
+
+        # the lecturer steps past the chapter's last section: the follower changes chapter too
+        for _ in range(5):
+            lec.keyboard.press("PageDown")
+            lec.wait_for_timeout(500)
+            wait_idle(lec)
+        assert "/kv-cache" in lec.url
+        assert _until(fol, lambda: "/kv-cache" in fol.url and F("kv.title") in _text(fol), 15_000)
+        shot(fol, f"class-follower-next-chapter-{fol_lang}")
 
         # the class ends: a note, not an error
         lec.get_by_role("button", name=L("class.end")).click()
