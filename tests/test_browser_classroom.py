@@ -109,6 +109,7 @@ def test_a_class_follows_answers_and_ends(server, browser, lect_lang, fol_lang):
             wait_idle(lec)
         assert "/kv-cache" in lec.url
         assert _until(fol, lambda: "/kv-cache" in fol.url and F("kv.title") in _text(fol), 15_000)
+        assert _until(fol, lambda: F("class.asked") not in _text(fol), 5_000)   # last chapter's question put away
         shot(fol, f"class-follower-next-chapter-{fol_lang}")
 
         # the class ends: a note, not an error

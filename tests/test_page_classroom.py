@@ -170,3 +170,19 @@ def test_lecturer_gone_ends_following_with_a_note(lecture):
     assert note in [i.value for i in fol.info]
     lec.run()                                   # the lecturer's bar says so too, no error
     assert not lec.exception and "class_lect" not in lec.session_state
+
+
+def test_next_chapter_puts_the_last_question_away(lecture):
+    from ui.classroom import store
+
+    lec, code = lecture
+    lec.button(key="class_ask:gen_tau_half").click().run()
+    secret = lec.session_state["class_lect"]["secret"]
+    assert store().lecturer_view(code, secret).question.id == "gen_tau_half"
+    lec.switch_page("pages/kv_cache.py").run()
+    assert not lec.exception
+    assert store().lecturer_view(code, secret).question is None
+    fol = open_page(None, follow=code)
+    fol.run()
+    assert fol.session_state["lmviz_page_file"] == "pages/kv_cache.py"
+    assert translate("class.asked", "en") not in all_text(fol)

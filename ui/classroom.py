@@ -138,8 +138,16 @@ def publish_now() -> None:
     if not lect:
         return
     sec = st.query_params.get("sec", "")
-    r = store().publish(lect["code"], lect["secret"], current_slug(),
-                        sec if sec.isdigit() else "", lecturer_settings())
+    slug = current_slug()
+    if lect.get("chapter") not in (None, slug):
+        # a new chapter: the room's question of the last one is put away
+        v = store().lecturer_view(lect["code"], lect["secret"])
+        q = qs.by_id(v.question.id) if v.ok and v.question else None
+        if q is not None and q.chapter != slug:
+            store().close_question(lect["code"], lect["secret"])
+    lect["chapter"] = slug
+    r = store().publish(lect["code"], lect["secret"], slug, sec if sec.isdigit() else "",
+                        lecturer_settings())
     if not r.ok and r.reason in ("ended", "not_found", "wrong_secret"):
         st.session_state.pop(LECT, None)
         _note("ended" if r.reason != "not_found" else "lecturer_gone")
