@@ -49,6 +49,8 @@ class Session:
         self.errors: list[str] = []            # exception elements seen
         self.alerts: list[str] = []            # st.error/warning/info texts seen
         self.page_hash = ""
+        self.texts: list[str] = []             # markdown and code texts seen (latest last, capped)
+        self.slider_log: list[tuple[float, str, list]] = []   # (perf_counter, slider id, value) per slider drawn
         self._ws = None
         self._reader: asyncio.Task | None = None
         self._timers: dict[str, asyncio.Task] = {}    # fragment id -> its auto-rerun loop
@@ -152,8 +154,16 @@ class Session:
             self.alerts.append(el.alert.body[:200])
         elif ek == "slider":
             s = el.slider
-            self.widgets[s.id] = Widget(s.id, "slider", s.label, d.fragment_id, s.min, s.max,
-                                        list(s.value) or list(s.default))
+            value = list(s.value) if s.set_value else list(self.states.get(s.id) or s.default)
+            if s.set_value:
+                # the server set the value (session state): a browser takes it as the widget's state
+                self.states[s.id] = value
+            self.widgets[s.id] = Widget(s.id, "slider", s.label, d.fragment_id, s.min, s.max, value)
+            self.slider_log.append((time.perf_counter(), s.id, value))
+            del self.slider_log[:-200]
+        elif ek in ("markdown", "code"):
+            self.texts.append(el.markdown.body if ek == "markdown" else el.code.code_text)
+            del self.texts[:-200]
         elif ek == "button":
             b = el.button
             self.widgets[b.id] = Widget(b.id, "button", b.label, d.fragment_id, disabled=b.disabled)

@@ -226,8 +226,8 @@ def _ar_mask_zero() -> Solution:
 # -----------------------------------------------------------------------------
 # 4 attention (lmviz.chapters.attention: the weighted sum of values and the one-query softmax at d_k = 256)
 
-W17_WEIGHTS = (0.2, 0.3, 0.5)              # pages/attention.py sec_w17
-W17_VALUES = ((1, 0), (0, 2), (2, 2))
+ATT_WEIGHTS = (0.2, 0.3, 0.5)              # pages/attention.py sec_w17
+ATT_VALUES = ((1, 0), (0, 2), (2, 2))
 SCALE_DK = 256                              # pages/attention.py: the d_k picker's default
 
 
@@ -236,7 +236,7 @@ def _att_weighted_sum() -> Solution:
 
     from lmviz.chapters.attention import weighted_sum_terms
 
-    ws = weighted_sum_terms(W17_WEIGHTS, W17_VALUES)
+    ws = weighted_sum_terms(ATT_WEIGHTS, ATT_VALUES)
     v = ws.values
     cands = {"weighted": ws.output, "mean": v.mean(0), "top": v[int(torch.argmax(ws.weights))],
              "sum": v.sum(0)}

@@ -96,9 +96,36 @@ def _ensure_shell() -> None:
             st.rerun()
 
 
+def _note_page_file() -> None:
+    """Record the running chapter's file (as app.py does) from the page script that called
+    page_header: also right when a page runs alone (a fresh server's legacy first run, AppTest)."""
+    import sys
+    from pathlib import Path
+
+    from ui.chapters import ROOT
+
+    frame = sys._getframe(2)
+    while frame is not None and "__file__" not in frame.f_globals:
+        frame = frame.f_back
+    if frame is None:
+        return
+    try:
+        rel = Path(frame.f_globals["__file__"]).resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return
+    if rel.startswith("pages/"):
+        st.session_state["lmviz_page_file"] = rel
+
+
 def page_header(title_key: str, intro_key: str | None = None) -> None:
     """The chapter's title and its one-paragraph introduction (starts a new hand-out record)."""
     _ensure_shell()
+    _note_page_file()
+    from ui import classroom
+
+    # classroom mode (ui/classroom.py): the lecturer's class bar, the follow banner and its poll,
+    # the room's open question; drawn above every chapter, so no page knows about classes
+    classroom.top()
     title = t(title_key)
     st.session_state[_EXPORT] = {"title": title, "items": {}}
     st.title(title)
@@ -147,7 +174,13 @@ def run_sections(sections) -> None:
     with previous / next buttons (PageUp / PageDown, as sent by presentation clickers); "next"
     on the last section moves on to the next chapter. The section number is kept in ``?sec=``.
     """
-    if presenting():
+    from ui import classroom
+
+    followed = classroom.followed_section(len(sections)) if classroom.following() else None
+    if followed is not None:
+        # a follower sees the section the lecturer shows (all of them once stepped away)
+        shown = [sections[followed]]
+    elif presenting():
         n = len(sections)
         idx_key = f"lmviz_sec:{sections[0][0].split('.')[0]}"
         if idx_key not in st.session_state:
@@ -170,10 +203,14 @@ def run_sections(sections) -> None:
                      shortcut="PageDown", on_click=_step, args=(idx_key, 1, n), width="stretch",
                      type="primary")
         st.query_params["sec"] = str(i + 1)
+        classroom.publish_now()
         shown = [sections[i]]
     else:
         shown = sections
-    for key, body in shown:
+    for j, (key, body) in enumerate(shown):
+        # predict, then reveal: a chapter's questions come just before the section that answers
+        for q in classroom.questions_for(key, first=(j == 0 and key == sections[0][0])):
+            classroom.question_block(q)
         section(key)
         body()
     _download_html()

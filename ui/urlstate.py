@@ -60,6 +60,8 @@ def seed_from_url(param: str, key: str, default: Any, parse: Callable[[str], Any
     # The note stays above the widget on later runs (a rerun of the whole app, e.g. when the
     # model finishes loading, must not make it vanish) until the widget's value is changed.
     notes = st.session_state.setdefault("lmviz_url_notes", {})
+    if _take_followed(param, key, parse, valid):
+        return
     if key in st.session_state:
         if key in notes:
             note_param, note_raw, seeded = notes[key]
@@ -86,11 +88,39 @@ def seed_from_url(param: str, key: str, default: Any, parse: Callable[[str], Any
     st.session_state[key] = value
 
 
+def _take_followed(param: str, key: str, parse: Callable[[str], Any],
+                   valid: Callable[[Any], bool]) -> bool:
+    """Classroom mode: a follower takes the lecturer's value for ``?param=`` (the second path
+    besides a link's value, which applies once per session): written into the widget's
+    session-state key before the widget is drawn. True when a valid value was applied; an
+    invalid one (another app version, say) is ignored and the widget keeps its value."""
+    from ui import classroom
+
+    raw = classroom.take_pending(param)
+    if raw is None:
+        return False
+    try:
+        value = parse(raw)
+    except (ValueError, TypeError):
+        return False
+    if not valid(value):
+        return False
+    st.session_state.setdefault("lmviz_url_used", set()).add(param)
+    st.session_state.get("lmviz_url_notes", {}).pop(key, None)
+    st.session_state[key] = value
+    return True
+
+
 def to_url(param: str, value: Any) -> None:
-    """Write ``value`` to ``?param=`` (numbers without trailing zeros)."""
+    """Write ``value`` to ``?param=`` (numbers without trailing zeros). In a class, a lecturer's
+    change is published to the followers at once."""
     text = f"{value:g}" if isinstance(value, float) else str(value)
     if st.query_params.get(param) != text:
         st.query_params[param] = text
+        from ui import classroom
+
+        if classroom.lecturing():
+            classroom.publish_now()
 
 
 def slider(label: str, min_value, max_value, value, step=None, *, param: str, key: str, **kwargs):

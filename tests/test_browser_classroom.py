@@ -1,0 +1,125 @@
+"""Classroom mode in real browsers: a lecturer (presenter mode) starts a class, a follower opens
+the student link on the home page and is taken to the lecturer's chapter and slider value in
+its own language, answers the question the lecturer asks, the answer arrives in the lecturer's
+histogram, the reveal reaches the follower, the lecturer's next chapter does too, and ending the class leaves the follower a note.
+
+Screenshots (``LMVIZ_SCREENSHOTS``, default ./screenshots) ``class-<role>-<step>-<lang>.png``.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser_util import SLIDER, exceptions, shot, wait_idle
+from ui.i18n import translate
+
+pytestmark = pytest.mark.browser
+
+
+def _page(browser, width=1280, height=800):
+    ctx = browser.new_context(viewport={"width": width, "height": height})
+    pg = ctx.new_page()
+    pg.set_default_timeout(90_000)
+    return ctx, pg
+
+
+def _until(pg, cond, timeout_ms=15_000, step_ms=250) -> bool:
+    waited = 0
+    while waited < timeout_ms:
+        if cond():
+            return True
+        pg.wait_for_timeout(step_ms)
+        waited += step_ms
+    return cond()
+
+
+def _text(pg) -> str:
+    return pg.locator("[data-testid=stMain]").inner_text()
+
+
+@pytest.mark.parametrize("lect_lang,fol_lang", [("en", "zh"), ("zh", "en")])
+def test_a_class_follows_answers_and_ends(server, browser, lect_lang, fol_lang):
+    L = lambda key, **kw: translate(key, lect_lang, **kw)   # noqa: E731
+    F = lambda key, **kw: translate(key, fol_lang, **kw)    # noqa: E731
+    lctx, lec = _page(browser)
+    fctx, fol = _page(browser)
+    try:
+        lec.goto(server.url("generation", present=1, lang=lect_lang), wait_until="domcontentloaded")
+        wait_idle(lec)
+        lec.get_by_role("button", name=L("class.start")).click()
+        lec.wait_for_selector("[data-testid=stCode]")
+        link = lec.locator("[data-testid=stCode]").first.inner_text().strip()
+        code = re.search(r"follow=([A-Z0-9]+)", link).group(1)
+        assert link.startswith(f"http://127.0.0.1:{server.port}/?follow=")
+        slider = lec.locator(SLIDER).first
+        slider.focus()
+        lec.keyboard.press("ArrowRight")        # τ 1.00 -> 1.05
+        lec.wait_for_timeout(600)
+        wait_idle(lec)
+        tau = lec.locator(SLIDER).first.input_value()
+        assert tau != "1"
+
+        # the student opens the link on the home page: taken to /generation, the same τ
+        fol.goto(server.url("", follow=code, lang=fol_lang), wait_until="domcontentloaded")
+        assert _until(fol, lambda: "/generation" in fol.url
+                      and fol.locator(SLIDER).count() > 0
+                      and fol.locator(SLIDER).first.input_value() == tau, 20_000)
+        wait_idle(fol)
+        assert F("gen.title") in _text(fol)
+        assert F("class.following", cls=code).replace("**", "") in _text(fol)
+        # a student has no lecturer controls
+        assert fol.get_by_role("button", name=F("class.end")).count() == 0
+        assert fol.get_by_role("button", name=F("class.ask")).count() == 0
+        shot(fol, f"class-follower-following-{fol_lang}")
+        shot(lec, f"class-lecturer-started-{lect_lang}")
+
+        # the lecturer moves τ again: the follower follows
+        slider = lec.locator(SLIDER).first
+        slider.focus()
+        lec.keyboard.press("ArrowRight")
+        lec.wait_for_timeout(600)
+        wait_idle(lec)
+        tau2 = lec.locator(SLIDER).first.input_value()
+        assert tau2 != tau
+        assert _until(fol, lambda: fol.locator(SLIDER).count() > 0
+                      and fol.locator(SLIDER).first.input_value() == tau2, 10_000)
+
+        # predict, then reveal, for the room
+        lec.get_by_role("button", name=L("class.ask")).first.click()
+        wait_idle(lec)
+        send = fol.get_by_role("button", name=F("class.send"))
+        assert _until(fol, lambda: send.count() > 0, 10_000)
+        fol.get_by_text(F("q.gen_tau_half.opt.rises"), exact=True).first.click()
+        send.click()
+        wait_idle(fol)
+        assert _until(lec, lambda: L("class.answers", n=1) in _text(lec), 10_000)
+        shot(lec, f"class-lecturer-histogram-{lect_lang}")
+        shot(fol, f"class-follower-answered-{fol_lang}")
+        lec.get_by_role("button", name=L("class.reveal_all")).click()
+        wait_idle(lec)
+        right = F("class.right", answer=F("q.gen_tau_half.opt.rises"))
+        assert _until(fol, lambda: right in _text(fol), 10_000)
+        shot(fol, f"class-follower-revealed-{fol_lang}")
+
+        # the lecturer steps past the chapter's last section: the follower changes chapter too
+        for _ in range(5):
+            lec.keyboard.press("PageDown")
+            lec.wait_for_timeout(500)
+            wait_idle(lec)
+        assert "/kv-cache" in lec.url
+        assert _until(fol, lambda: "/kv-cache" in fol.url and F("kv.title") in _text(fol), 15_000)
+        assert _until(fol, lambda: F("class.asked") not in _text(fol), 5_000)   # last chapter's question put away
+        shot(fol, f"class-follower-next-chapter-{fol_lang}")
+
+        # the class ends: a note, not an error
+        lec.get_by_role("button", name=L("class.end")).click()
+        wait_idle(lec)
+        note = F("class.reason.ended_by_lecturer")
+        assert _until(fol, lambda: note in _text(fol), 10_000)
+        wait_idle(fol)
+        assert exceptions(fol) == [] and exceptions(lec) == []
+        shot(fol, f"class-follower-ended-{fol_lang}")
+    finally:
+        lctx.close()
+        fctx.close()

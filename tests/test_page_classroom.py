@@ -1,0 +1,188 @@
+"""Classroom mode through the app (AppTest): a lecturer's session publishes, a follower session
+shows the lecturer's chapter and settings in its own language, a student cannot drive, answers
+once, sees the reveal, and the class ends with a note. Two AppTest sessions in one process share
+the class store (``ui.classroom.store`` is a process-wide resource), as two browser tabs would.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.apptest_util import TIMEOUT, all_text, open_page
+from ui.i18n import translate
+
+pytestmark = pytest.mark.apptest
+GEN = "pages/generation.py"
+
+
+def keys(at) -> set[str]:
+    return {b.key for b in at.button if b.key}
+
+
+def start_class(at):
+    at.button(key="class_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at.session_state["class_lect"]["code"]
+
+
+@pytest.fixture
+def lecture():
+    lec = open_page(GEN, present="1")
+    code = start_class(lec)
+    lec.slider(key="gen_tau").set_value(0.5).run()
+    assert lec.query_params["tau"] == ["0.5"] or lec.query_params["tau"] == "0.5"
+    return lec, code
+
+
+def test_follower_gets_chapter_and_setting_in_own_language(lecture):
+    lec, code = lecture
+    fol = open_page(None, lang="zh", follow=code)        # opens the link on the home page
+    fol.run()
+    assert not fol.exception, [e.value for e in fol.exception]
+    assert fol.session_state["lmviz_page_file"] == GEN
+    assert fol.slider(key="gen_tau").value == 0.5
+    text = all_text(fol)
+    assert translate("gen.title", "zh") in text                   # the follower's language
+    assert translate("class.following", "zh", cls=code) in text
+    # the lecturer moves on: the follower's next poll takes the new value
+    lec.slider(key="gen_tau").set_value(1.5).run()
+    fol.run()
+    assert fol.slider(key="gen_tau").value == 1.5
+
+
+def test_student_cannot_drive(lecture):
+    from ui.classroom import store
+
+    lec, code = lecture
+    fol = open_page(None, follow=code)
+    fol.run()
+    assert "class_lect" not in fol.session_state
+    assert not keys(fol) & {"class_end", "class_start"}
+    assert not any(k.startswith(("class_ask:", "class_reveal:", "class_close:")) for k in keys(fol))
+    assert "?follow=" in lec.code[0].value and lec.session_state["class_lect"]["secret"] not in lec.code[0].value
+    assert store().publish(code, "guess", "cost").reason == "wrong_secret"
+    assert store().end_class(code, "").reason == "wrong_secret"
+
+
+def test_answer_once_and_reveal(lecture):
+    from ui.classroom import store
+
+    lec, code = lecture
+    fol = open_page(None, follow=code)
+    fol.run()
+    lec.button(key="class_ask:gen_tau_half").click().run()
+    assert "class_reveal:gen_tau_half" in keys(lec)
+    fol.run()
+    fol.radio(key="class_ans:gen_tau_half").set_value("rises").run()
+    fol.button(key="class_ans:gen_tau_half:send").click().run()
+    assert not fol.exception, [e.value for e in fol.exception]
+    sent = translate("class.sent", "en", answer=translate("q.gen_tau_half.opt.rises", "en"))
+    assert sent in [i.value for i in fol.info]
+    h = store().histogram(code, lec.session_state["class_lect"]["secret"], "gen_tau_half")
+    assert (h.total, h.counts["rises"]) == (1, 1)
+    # a second answer from the same session is refused; the page offers no second try
+    sid = fol.session_state["class_sid"]
+    assert store().answer(code, sid, "gen_tau_half", "falls").reason == "already_answered"
+    assert "class_ans:gen_tau_half:send" not in keys(fol)
+    lec.run()
+    assert translate("class.answers", "en", n=1) in all_text(lec)     # the lecturer's live count
+    lec.button(key="class_reveal:gen_tau_half").click().run()
+    fol.run()
+    right = translate("class.right", "en", answer=translate("q.gen_tau_half.opt.rises", "en"))
+    assert right in [s.value for s in fol.success]
+
+
+def test_step_away_and_rejoin(lecture):
+    lec, code = lecture
+    fol = open_page(None, follow=code)
+    fol.run()
+    fol.button(key="class_away").click().run()
+    assert translate("class.exploring", "en", cls=code) in all_text(fol)
+    lec.slider(key="gen_tau").set_value(2.0).run()
+    fol.run()
+    assert fol.slider(key="gen_tau").value == 0.5           # exploring: not moved
+    fol.button(key="class_rejoin").click().run()
+    fol.run()
+    assert fol.slider(key="gen_tau").value == 2.0
+
+
+def test_class_ends_with_a_note(lecture):
+    lec, code = lecture
+    fol = open_page(None, follow=code)
+    fol.run()
+    lec.button(key="class_end").click().run()
+    assert "class_lect" not in lec.session_state
+    fol.run()
+    assert not fol.exception
+    note = translate("class.ended_note", "en", reason=translate("class.reason.ended_by_lecturer", "en"))
+    assert note in [i.value for i in fol.info]
+    assert "class_follow" not in fol.session_state and "follow" not in fol.query_params
+
+
+def test_bad_follow_code_is_a_note():
+    fol = open_page(None, follow="<b>x</b>")
+    assert not fol.exception
+    assert translate("class.reason.bad_code", "en") in " ".join(i.value for i in fol.info)
+
+
+def test_alone_a_student_predicts_then_sees_the_reveal():
+    at = open_page(GEN)
+    assert "class_solo:gen_tau_half:check" in keys(at)
+    at.radio(key="class_solo:gen_tau_half").set_value("falls").run()
+    at.button(key="class_solo:gen_tau_half:check").click().run()
+    assert not at.exception
+    wrong = translate("class.wrong", "en", answer=translate("q.gen_tau_half.opt.rises", "en"))
+    assert wrong in [e.value for e in at.error]
+    from lmviz.questions import by_id
+
+    s = by_id("gen_tau_half").solve()
+    assert translate("q.gen_tau_half.explain", "en", **s.explain_args) in all_text(at)
+
+
+def test_follower_sees_the_lecturers_section(lecture):
+    lec, code = lecture
+    fol = open_page(None, follow=code)
+    fol.run()
+    headers = lambda at: [m.value for m in at.markdown if m.value.startswith("## ")]   # noqa: E731
+    assert headers(fol) == ["## " + translate("gen.sec_temp", "en")]
+    lec.button(key="lmviz_next").click().run()
+    fol.run()
+    assert headers(fol) == ["## " + translate("gen.sec_filter", "en")]
+    # stepped away, the student sees the whole chapter
+    fol.button(key="class_away").click().run()
+    assert len(headers(fol)) > 1
+
+
+def test_lecturer_gone_ends_following_with_a_note(lecture):
+    from ui.classroom import store
+
+    lec, code = lecture
+    fol = open_page(None, follow=code)
+    fol.run()
+    s = store()
+    real = s._clock
+    s._clock = lambda: real() + s.limits.idle_expiry_s + 5     # the lecturer's tab closed minutes ago
+    try:
+        fol.run()
+    finally:
+        s._clock = real
+    assert not fol.exception
+    note = translate("class.ended_note", "en", reason=translate("class.reason.lecturer_gone", "en"))
+    assert note in [i.value for i in fol.info]
+    lec.run()                                   # the lecturer's bar says so too, no error
+    assert not lec.exception and "class_lect" not in lec.session_state
+
+
+def test_next_chapter_puts_the_last_question_away(lecture):
+    from ui.classroom import store
+
+    lec, code = lecture
+    lec.button(key="class_ask:gen_tau_half").click().run()
+    secret = lec.session_state["class_lect"]["secret"]
+    assert store().lecturer_view(code, secret).question.id == "gen_tau_half"
+    lec.switch_page("pages/kv_cache.py").run()
+    assert not lec.exception
+    assert store().lecturer_view(code, secret).question is None
+    fol = open_page(None, follow=code)
+    fol.run()
+    assert fol.session_state["lmviz_page_file"] == "pages/kv_cache.py"
+    assert translate("class.asked", "en") not in all_text(fol)

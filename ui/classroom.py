@@ -1,0 +1,486 @@
+"""Classroom mode on the Streamlit side: a lecturer drives a class, students follow and answer.
+
+The shared state lives in :class:`lmviz.classroom.ClassStore` (one per process, or Redis when
+``LMVIZ_REDIS_URL`` is set); this module only wires it to sessions:
+
+- **Lecturer** (presenter mode): "Start a class" gives a class code and the student link
+  ``?follow=CODE``. The secret stays in this session's state only (never in a URL: the
+  lecturer's address bar is on the projector, and a copied presenter link would hand the class
+  to whoever opens it). A websocket that drops and reconnects keeps the session and so the
+  class; a hard reload starts a new class (the old one ends for its followers after
+  ``ClassLimits.idle_expiry_s`` with the note "the lecturer left"). What the lecturer shows
+  (chapter slug, ``?sec=`` and the chapter's URL settings) is published whenever
+  ``ui.urlstate`` writes a setting and on every tick of a 1 s fragment, which is also the
+  heartbeat.
+- **Follower** (``?follow=CODE``): a 1 s fragment calls ``store.follow``; on a new version it
+  switches to the lecturer's chapter (``st.switch_page``) or reruns the page, after putting the
+  followed settings in ``lmviz_follow_pending``, which ``ui.urlstate`` writes into the widgets'
+  session-state keys as they are drawn. Language is the follower's own. Stepping away (a button,
+  or opening another chapter) keeps polling but applies nothing; "Rejoin" catches up at once.
+- **Predict, then reveal**: ``ui.render.run_sections`` draws each chapter's questions
+  (``lmviz.questions``) just before the section that answers them.
+
+Nothing a student sends is drawn as HTML: a student sends only option ids, checked by the store.
+"""
+from __future__ import annotations
+
+import secrets as _secrets
+from urllib.parse import urlsplit
+
+import streamlit as st
+
+from lmviz import questions as qs
+from lmviz.classroom import ClassStore, FollowView, normalise_code, store_from_env
+from ui.i18n import t
+
+LECT = "class_lect"          # session key: {"code": str, "secret": str} while this session lectures
+FOLLOW = "class_follow"      # session key: follower state (see _follow_state)
+NOTE = "class_note"          # session key: a note to show once following or lecturing ended
+PENDING = "lmviz_follow_pending"   # session key: {param: raw value} the widgets take when drawn
+SID = "class_sid"            # session key: this session's anonymous id in the store
+NOT_FOLLOWED = frozenset({"lang", "present", "follow", "sec"})   # URL params that are not settings
+TICK_S = 1.0                 # lecturer publish/heartbeat and follower poll period
+
+# The section (ui.render.run_sections key) each question is asked just before.
+QUESTION_SECTION = {
+    "tok_first_merge": "tok.stepper", "tok_lower_tokens": "tok.encode",
+    "emb_order": "emb.sec_position", "emb_add_pos": "emb.sec_position",
+    "ar_pairs": "ar.sec_teacher", "ar_mask_zero": "ar.sec_mask",
+    "att_weighted_sum": "att.sec_w17", "att_scale": "att.sec_scale",
+    "blk_norm_mean": "blk.sec_norms",
+    "loss_ce": "loss.sec_softmax", "loss_big_lr": "loss.sec_onestep",
+    "train_lr_start": "train.sec_run",
+    "gen_greedy": "gen.sec_greedy", "gen_tau_half": "gen.sec_temp", "gen_greedy_best": "gen.sec_tree",
+    "kv_bytes": "kv.sec_memory", "kv_gqa": "kv.sec_memory",
+    "cost_double_n": "cost.sec_measured", "cost_crossover": "cost.sec_where",
+    "bey_bins": "bey.sec_robot",
+}
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> ClassStore:
+    """The process's class store (shared by every session; thread-safe)."""
+    return store_from_env()
+
+
+def sid() -> str:
+    """This session's anonymous id (one answer per question per session)."""
+    if SID not in st.session_state:
+        st.session_state[SID] = _secrets.token_urlsafe(12)
+    return st.session_state[SID]
+
+
+def current_slug() -> str:
+    from ui.chapters import registered
+
+    here = st.session_state.get("lmviz_page_file")
+    return next((c.slug for c in registered() if c.file == here), "")
+
+
+def _in_fragment_rerun() -> bool:
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return bool(ctx and ctx.fragment_ids_this_run)
+
+
+def lecturing() -> dict | None:
+    return st.session_state.get(LECT)
+
+
+def _follow_state() -> dict | None:
+    return st.session_state.get(FOLLOW)
+
+
+def following() -> bool:
+    """True while this session follows a live class and has not stepped away."""
+    f = _follow_state()
+    return bool(f and not f["paused"])
+
+
+def followed_view() -> FollowView | None:
+    """The lecturer's state as last seen, while actively following."""
+    f = _follow_state()
+    return f["view"] if f and not f["paused"] and f["view"] is not None else None
+
+
+def _note(reason: str) -> None:
+    st.session_state[NOTE] = reason
+
+
+# ------------------------------------------------------------------------ URL, first run ------
+def init_from_url() -> None:
+    """On a session's first run, ``?follow=CODE`` makes it a follower (a bad code: a note)."""
+    if "class_follow_seen" in st.session_state:
+        return
+    st.session_state["class_follow_seen"] = True
+    raw = st.query_params.get("follow")
+    if raw is None:
+        return
+    code = normalise_code(raw)
+    if code is None:
+        _note("bad_code")
+        del st.query_params["follow"]
+        return
+    st.session_state[FOLLOW] = {"code": code, "version": -1, "paused": False, "view": None,
+                                "expect": None}
+
+
+# ------------------------------------------------------------------------ lecturer ------------
+def lecturer_settings() -> dict[str, str]:
+    return {k: v for k, v in st.query_params.to_dict().items()
+            if k not in NOT_FOLLOWED and isinstance(v, str)}
+
+
+def publish_now() -> None:
+    """Publish what this lecturer's view shows (cheap; the version moves only on a change)."""
+    lect = lecturing()
+    if not lect:
+        return
+    sec = st.query_params.get("sec", "")
+    slug = current_slug()
+    if lect.get("chapter") not in (None, slug):
+        # a new chapter: the room's question of the last one is put away
+        v = store().lecturer_view(lect["code"], lect["secret"])
+        q = qs.by_id(v.question.id) if v.ok and v.question else None
+        if q is not None and q.chapter != slug:
+            store().close_question(lect["code"], lect["secret"])
+    lect["chapter"] = slug
+    r = store().publish(lect["code"], lect["secret"], slug, sec if sec.isdigit() else "",
+                        lecturer_settings())
+    if not r.ok and r.reason in ("ended", "not_found", "wrong_secret"):
+        st.session_state.pop(LECT, None)
+        _note("ended" if r.reason != "not_found" else "lecturer_gone")
+
+
+def _start_class() -> None:
+    c = store().create_class()
+    if c.ok:
+        st.session_state[LECT] = {"code": c.code, "secret": c.secret}
+        st.session_state.pop(NOTE, None)
+    else:
+        _note(c.reason)
+
+
+def _end_class() -> None:
+    lect = st.session_state.pop(LECT, None)
+    if lect:
+        store().end_class(lect["code"], lect["secret"])
+        _note("ended_by_lecturer")
+
+
+def _student_link(code: str) -> str:
+    try:
+        u = urlsplit(st.context.url or "")
+        base = f"{u.scheme}://{u.netloc}/" if u.scheme and u.netloc else "/"
+    except Exception:  # noqa: BLE001 - a missing context (AppTest) gives a relative link
+        base = "/"
+    return f"{base}?follow={code}"
+
+
+def lecturer_bar() -> None:
+    """Presenter mode: "Start a class", or the running class's code, link, room and "End"."""
+    lect = lecturing()
+    if not lect:
+        if st.session_state.get("present"):
+            st.button(t("class.start"), key="class_start", icon=":material/groups:",
+                      help=t("class.start_help"), on_click=_start_class)
+        return
+    publish_now()   # the full run's state (a new chapter or section) goes out at once
+    _lecturer_tick()
+
+
+@st.fragment(run_every=TICK_S)
+def _lecturer_tick() -> None:
+    lect = lecturing()
+    if not lect:
+        return
+    if _in_fragment_rerun():
+        publish_now()   # heartbeat, and any setting a fragment changed since
+        lect = lecturing()
+        if not lect:
+            st.rerun(scope="app")
+    view = store().lecturer_view(lect["code"], lect["secret"])
+    if not view.ok and view.reason != "store_unavailable":
+        st.session_state.pop(LECT, None)
+        _note(view.reason if view.reason in ("ended_by_lecturer", "lecturer_gone", "too_long") else "ended")
+        st.rerun(scope="app")
+    with st.container(border=True):
+        left, mid, right = st.columns([3, 5, 2], vertical_alignment="center")
+        left.markdown(t("class.code", cls=lect["code"]))
+        mid.code(_student_link(lect["code"]), language=None)
+        right.button(t("class.end"), key="class_end", on_click=_end_class, icon=":material/stop_circle:")
+        if view.ok:
+            st.caption(t("class.followers", n=view.followers))
+        else:
+            st.caption(t(f"class.reason.{view.reason}"))
+
+
+# ------------------------------------------------------------------------ follower ------------
+def _apply(view: FollowView, f: dict) -> None:
+    """Take the lecturer's settings and chapter (called on a new version, not paused)."""
+    from ui.chapters import by_slug, registered
+
+    st.session_state[PENDING] = dict(view.settings)
+    if view.section:
+        st.session_state["lmviz_follow_section"] = view.section
+    files = {c.slug: c.file for c in registered()}
+    f["expect"] = view.chapter if view.chapter in files else current_slug()
+    if view.chapter in files and view.chapter != current_slug():
+        st.switch_page(by_slug(view.chapter).file)
+    if _in_fragment_rerun():
+        st.rerun(scope="app")
+
+
+def _step_away() -> None:
+    f = _follow_state()
+    if f:
+        f["paused"] = True
+        store().leave(f["code"], sid())
+
+
+def _rejoin() -> None:
+    f = _follow_state()
+    if f:
+        f["paused"] = False
+        f["version"] = -1     # the next poll applies the lecturer's state at once
+
+
+def _stop_following(reason: str) -> None:
+    st.session_state.pop(FOLLOW, None)
+    st.session_state.pop(PENDING, None)
+    _note(reason)
+    if "follow" in st.query_params:
+        del st.query_params["follow"]
+
+
+def follower_bar() -> None:
+    """The follow banner and the poll; also notices a student who opened another chapter."""
+    f = _follow_state()
+    if not f:
+        return
+    if not f["paused"] and f["expect"] is not None and current_slug() != f["expect"]:
+        f["paused"] = True          # the student opened another chapter: exploring
+        store().leave(f["code"], sid())
+    st.query_params["follow"] = f["code"]
+    _follower_tick()
+
+
+@st.fragment(run_every=TICK_S)
+def _follower_tick() -> None:
+    f = _follow_state()
+    if not f:
+        return
+    view = store().follow(f["code"], sid(), -2 if f["paused"] else f["version"])
+    if view.status in ("ended", "not_found", "bad_code", "rate_limited", "bad_session"):
+        _stop_following(view.reason or view.status)
+        st.rerun(scope="app")
+    with st.container(border=True):
+        left, right = st.columns([7, 2], vertical_alignment="center")
+        if view.status == "unavailable":
+            left.warning(t("class.reason.store_unavailable"))
+        elif f["paused"]:
+            left.markdown(t("class.exploring", cls=f["code"]))
+            right.button(t("class.rejoin"), key="class_rejoin", on_click=_rejoin, type="primary",
+                         icon=":material/sync:")
+        else:
+            left.markdown(t("class.following", cls=f["code"]))
+            right.button(t("class.step_away"), key="class_away", on_click=_step_away,
+                         icon=":material/explore:")
+    if view.status != "live" or f["paused"]:
+        return
+    if view.changed:
+        f["version"] = view.version
+        f["view"] = view
+        _apply(view, f)
+    elif f["view"] is not None and view.question != f["view"].question:
+        f["view"] = view     # counts after a reveal (no version move): keep the latest
+
+
+def take_pending(param: str):
+    """A followed raw value for ``?param=`` (once), or None."""
+    pending = st.session_state.get(PENDING)
+    if not pending or param not in pending or not following():
+        return None
+    return pending.pop(param)
+
+
+def followed_section(n: int) -> int | None:
+    """The lecturer's section index (0-based) for a chapter of ``n`` sections, while following."""
+    v = followed_view()
+    if v is None or v.chapter != current_slug() or not v.section.isdigit():
+        return None
+    i = int(v.section) - 1
+    return i if 0 <= i < n else None
+
+
+def notes_bar() -> None:
+    reason = st.session_state.get(NOTE)
+    if not reason:
+        return
+    left, right = st.columns([8, 1], vertical_alignment="center")
+    left.info(t("class.ended_note", reason=t(f"class.reason.{reason}")), icon=":material/info:")
+    right.button(t("class.dismiss"), key="class_dismiss",
+                 on_click=lambda: st.session_state.pop(NOTE, None))
+
+
+def top() -> None:
+    """Everything classroom mode draws above a page (called by app.py before the page runs)."""
+    init_from_url()
+    notes_bar()
+    lecturer_bar()
+    follower_bar()
+    v = followed_view()
+    if v is not None and v.question is not None:
+        q = qs.by_id(v.question.id)
+        if q is not None:
+            _follower_question(q, v)
+
+
+# ------------------------------------------------------------------------ questions -----------
+def _label(q: qs.Question, opt: qs.Option) -> str:
+    """An option as Markdown: catalogue words, or a computed label as literal text."""
+    from ui.urlstate import literal
+
+    return t(opt.label_key) if opt.label_key else literal(opt.label)
+
+
+def _prompt(q: qs.Question) -> None:
+    s = q.solve()
+    st.markdown(f"**{t('class.predict')}** · " + t(q.prompt_key, **s.prompt_args))
+
+
+def _reveal(q: qs.Question, mine: str | None, counts=None) -> None:
+    s = q.solve()
+    right = next(o for o in s.options if o.id == s.correct)
+    if mine is not None:
+        if mine == s.correct:
+            st.success(t("class.right", answer=_label(q, right)), icon=":material/check_circle:")
+        else:
+            st.error(t("class.wrong", answer=_label(q, right)), icon=":material/cancel:")
+    else:
+        st.success(t("class.answer_is", answer=_label(q, right)), icon=":material/check_circle:")
+    if counts is not None:
+        _histogram(q, counts, s.correct)
+    st.markdown(t(q.explain_key, **s.explain_args))
+
+
+def _histogram(q: qs.Question, counts, correct: str | None) -> None:
+    total = sum(counts.values())
+    st.caption(t("class.answers", n=total))
+    for o in q.solve().options:
+        n = int(counts.get(o.id, 0))
+        mark = " ✓" if o.id == correct else ""
+        st.progress(n / total if total else 0.0, text=f"{_label(q, o)}{mark} — {n}")
+
+
+def question_block(q: qs.Question) -> None:
+    """One predict-then-reveal question, drawn for this session's role."""
+    if following():
+        v = followed_view()
+        if v is not None and v.question is not None and v.question.id == q.id:
+            return   # the room's open question is drawn once, above the page
+    with st.container(border=True):
+        _prompt(q)
+        lect = lecturing()
+        if lect:
+            _lecturer_question(q, lect)
+        elif following():
+            st.caption(t("class.wait_ask"))
+        else:
+            _solo_question(q)
+
+
+def _solo_question(q: qs.Question) -> None:
+    s = q.solve()
+    key = f"class_solo:{q.id}"
+    done = st.session_state.get(f"{key}:done")
+    ids = [o.id for o in s.options]
+    by = {o.id: o for o in s.options}
+    pick = st.radio(t("class.your_pick"), ids, index=None, key=key, disabled=bool(done),
+                    format_func=lambda i: _label(q, by[i]), horizontal=len(ids) <= 4)
+    if done:
+        _reveal(q, st.session_state.get(f"{key}:done"))
+    else:
+        st.button(t("class.check"), key=f"{key}:check", disabled=pick is None,
+                  on_click=lambda: st.session_state.__setitem__(f"{key}:done", st.session_state[key]))
+
+
+def _lecturer_question(q: qs.Question, lect: dict) -> None:
+    view = store().lecturer_view(lect["code"], lect["secret"])
+    open_q = view.question if view.ok else None
+    s = q.solve()
+    if open_q is None or open_q.id != q.id:
+        for o in s.options:
+            st.markdown(f"- {_label(q, o)}")
+        st.button(t("class.ask"), key=f"class_ask:{q.id}", type="primary", icon=":material/campaign:",
+                  on_click=lambda: (store().open_question(lect["code"], lect["secret"], q.id,
+                                                          list(q.option_ids())), publish_now()))
+        return
+    _lecturer_live(q.id)
+
+
+@st.fragment(run_every=TICK_S)
+def _lecturer_live(qid: str) -> None:
+    lect = lecturing()
+    q = qs.by_id(qid)
+    if not lect or q is None:
+        return
+    h = store().histogram(lect["code"], lect["secret"], qid)
+    if not h.ok:
+        st.caption(t(f"class.reason.{h.reason}"))
+        return
+    if h.revealed:
+        _reveal(q, None, h.counts)
+        st.button(t("class.close_q"), key=f"class_close:{qid}",
+                  on_click=lambda: store().close_question(lect["code"], lect["secret"]))
+    else:
+        _histogram(q, h.counts, None)
+        st.button(t("class.reveal_all"), key=f"class_reveal:{qid}", type="primary",
+                  icon=":material/visibility:",
+                  on_click=lambda: store().reveal(lect["code"], lect["secret"], qid))
+
+
+def _send_answer(code: str, qid: str, key: str) -> None:
+    pick = st.session_state.get(key)
+    if pick is None:
+        return
+    r = store().answer(code, sid(), qid, pick)
+    if not r.ok and r.reason != "already_answered":
+        st.session_state[f"{key}:why"] = r.reason
+
+
+def _follower_question(q: qs.Question, v: FollowView) -> None:
+    f = _follow_state()
+    code = f["code"]
+    s = q.solve()
+    by = {o.id: o for o in s.options}
+    mine = store().my_answer(code, sid(), q.id)
+    with st.container(border=True):
+        st.caption(t("class.asked"))
+        _prompt(q)
+        if v.question.revealed:
+            _reveal(q, mine, v.question.counts)
+            return
+        if mine is not None:
+            st.info(t("class.sent", answer=_label(q, by[mine])), icon=":material/hourglass_top:")
+            return
+        key = f"class_ans:{q.id}"
+        ids = [o.id for o in s.options]
+        pick = st.radio(t("class.your_pick"), ids, index=None, key=key,
+                        format_func=lambda i: _label(q, by[i]), horizontal=len(ids) <= 4)
+        st.button(t("class.send"), key=f"{key}:send", type="primary", disabled=pick is None,
+                  on_click=_send_answer, args=(code, q.id, key))
+        why = st.session_state.pop(f"{key}:why", None)
+        if why:
+            st.warning(t(f"class.reason.{why}"))
+
+
+def questions_for(section_key: str, first: bool) -> list[qs.Question]:
+    """The questions asked just before section ``section_key`` (unmapped ones before the first)."""
+    out = []
+    for q in qs.for_chapter(current_slug()):
+        where = QUESTION_SECTION.get(q.id)
+        if where == section_key or (first and where is None):
+            out.append(q)
+    return out
