@@ -178,16 +178,20 @@ def context_sentence(tokenizer, ids_a, ids_b, n_word: int, cc, labels: list[str]
     c = context_curve(cc)
     f = lambda x: f"{x:.3f}"  # noqa: E731
     if cc.pos_a == cc.pos_b:
-        left_a = render.escape(tokenizer.decode(list(ids_a[:cc.pos_a - n_word + 1])))
-        left_b = render.escape(tokenizer.decode(list(ids_b[:cc.pos_b - n_word + 1])))
+        left_a = render.escape(tokenizer.decode(list(ids_a[:cc.pos_a - n_word + 1])).strip())
+        left_b = render.escape(tokenizer.decode(list(ids_b[:cc.pos_b - n_word + 1])).strip())
         where = t("blk.ctx_same_pos", tok=tok, pos=cc.pos_a + 1, left_a=left_a, left_b=left_b)
     else:
         where = t("blk.ctx_diff_pos", tok=tok, pa=cc.pos_a + 1, pb=cc.pos_b + 1)
     if not c.changed:
-        return where + " " + t("blk.ctx_flat", c0=f(c.embed), c1=f(c.with_pos), cf=f(c.final))
+        return where + ("" if lang() == "zh" else " ") + t("blk.ctx_flat", c0=f(c.embed), c1=f(c.with_pos), cf=f(c.final))
     blocks = t("blk.ctx_list_sep").join(t("blk.ctx_item", stage=labels[i + 2], c=f(v))
                                         for i, v in enumerate(c.blocks))
-    return where + " " + t("blk.ctx_curve", c0=f(c.embed), c1=f(c.with_pos), blocks=blocks,
+    sep = "" if lang() == "zh" else " "
+    if c.lowest_stage == len(cc.cosine) - 1:
+        return where + sep + t("blk.ctx_curve_end", c0=f(c.embed), c1=f(c.with_pos), blocks=blocks,
+                               cf=f(c.final))
+    return where + sep + t("blk.ctx_curve", c0=f(c.embed), c1=f(c.with_pos), blocks=blocks,
                            cmin=f(c.lowest), where=labels[c.lowest_stage], cf=f(c.final))
 
 
