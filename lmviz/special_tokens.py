@@ -209,8 +209,10 @@ def rare_vs_common(tokenizer, text: str, min_len: int = 5, spread: int = 3) -> R
     long = [(w, c) for w, c in counts.items() if len(w) >= min_len and w.isalpha() and w == w.lower()]
     if not long:
         raise ValueError(f"the text has no word of {min_len} or more letters")
-    common = min(long, key=lambda wc: (-wc[1], wc[0]))[0]
-    once = [w for w, c in long if c == 1 and len(common) <= len(w) <= len(common) + spread]
+    common, top = min(long, key=lambda wc: (-wc[1], wc[0]))
+    if top < 2:
+        raise ValueError(f"no word of {min_len} or more letters appears more than once")
+    once = [w for w, c in long if c == 1 and w != common and len(common) <= len(w) <= len(common) + spread]
     if not once:
         raise ValueError("the text has no word of similar length that appears only once")
     cut = {w: word_pieces(tokenizer, w, counts) for w in once}

@@ -101,7 +101,7 @@ def test_catalogue_strings_format_with_computed_values():
                         pieces=" · ".join(r.rare.pieces))
         assert r.rare.word in out and str(r.rare.n_pieces) in out
         translate("tok.sp_reserved", lang, n=len(s.reserved), v=s.vocab_size, tokens=", ".join(x.text for x in s.reserved))
-        translate("tok.sp_unk_unk", lang, id=s.id_of("unk"), positions=", ".join(map(str, u.unk_positions)), decoded=u.decoded)
+        translate("tok.sp_unk_unk", lang, tok="<unk>", id=s.id_of("unk"), positions=", ".join(map(str, u.unk_positions)), decoded=u.decoded)
         translate("tok.sp_pad", lang, label=s.pad_label)
         for role in ("bos", "eos", "pad", "unk"):
             assert translate(f"tok.sp_role_{role}", lang) != f"tok.sp_role_{role}"
