@@ -11,7 +11,7 @@ from ui.i18n import lang, t
 render.page_header("blk.title", "blk.intro")
 
 MAX_CHARS = 200
-DEFAULT_TEXT = {"en": "The capital of France is Paris.", "zh": "我喜欢学习数学。"}
+DEFAULT_TEXT = {"en": "The capital of France is Paris.", "zh": "床前明月光，疑是地上霜。"}  # lines the default model knows
 CONTEXTS = {  # (sentence a, sentence b, word): the same word at the same position, two left contexts
     "en": ("I ate a red apple", "I own a new apple", "apple"),
     "zh": ("我吃了一个苹果", "我买了一部苹果", "苹果"),

@@ -29,7 +29,9 @@ def test_shapes_stream_norms_context(lang):
     at = open_page(PAGE, lang)
     no_errors(at)
     shapes = at.code[0].value
-    n = len("The capital of France is Paris.") if lang == "en" else len("我喜欢学习数学。")
+    from pages.transformer_block import DEFAULT_TEXT
+
+    n = len(DEFAULT_TEXT[lang])
     assert f"x0          [{n}, {cfg.d_model}]" in shapes
     assert f"logits      [{n}, {cfg.vocab_size}]" in shapes
     # the residual stream of one token: 1 + 2 per layer + final points
