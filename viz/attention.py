@@ -201,7 +201,7 @@ def pronoun_figure(share, row, tokens: list[str], ref_span: tuple[int, int], bes
     return fig
 
 
-def multi_head_figure(mh, tokens: list[str], *, head_titles: list[str], concat_title: str,
+def multi_head_figure(mh, tokens: list[str], *, head_titles: list[str], heads_title: str, concat_title: str,
                       proj_title: str) -> go.Figure:
     """Multi-head attention's last steps for one layer (a lmviz.heads.MultiHead): each head's output
     [T, d_h] side by side, their concatenation [T, d] (head boundaries drawn) and the result after
@@ -226,14 +226,16 @@ def multi_head_figure(mh, tokens: list[str], *, head_titles: list[str], concat_t
         axes[f"xaxis{sx}"] = dict(domain=[x0, x0 + w], anchor=f"y{sx}", showticklabels=False, showgrid=False)
         axes[f"yaxis{sx}"] = dict(domain=[0, 0.9], anchor=f"x{sx}", autorange="reversed", showgrid=False,
                                   showticklabels=k == 0, tickfont=dict(size=10), **_ticks(tokens, T, 24))
-        notes.append(dict(text=title, x=x0 + w / 2, y=0.92, xref="paper", yref="paper", xanchor="center",
-                          yanchor="bottom", showarrow=False, font=dict(size=12 if k < H else 13)))
+        notes.append(dict(text=title, x=x0 + w / 2, y=0.905, xref="paper", yref="paper", xanchor="center",
+                          yanchor="bottom", showarrow=False, font=dict(size=11 if k < H else 13)))
+    notes.append(dict(text=heads_title, x=block / 2, y=0.96, xref="paper", yref="paper", xanchor="center",
+                      yanchor="bottom", showarrow=False, font=dict(size=13)))
     layout = theme.layout(height=int(min(560, max(300, 120 + 10 * T))), annotations=notes, **axes,
                           coloraxis=dict(colorscale=theme.DIVERGING, reversescale=True, cmin=-lim1, cmax=lim1,
                                          showscale=False),
                           coloraxis2=dict(colorscale=theme.DIVERGING, reversescale=True, cmin=-lim2, cmax=lim2,
                                           showscale=False))
-    layout["margin"] = dict(l=10, r=10, t=30, b=10)
+    layout["margin"] = dict(l=10, r=10, t=40, b=10)
     fig = go.Figure(traces, layout)
     cx = str(H + 1)
     for h in range(1, H):
