@@ -292,8 +292,14 @@ def _rare_section() -> None:
     try:
         rv = rare_vs_common(tok, text)
     except ValueError:
+        # this corpus has no pair: show it on the English example with the same settings, and say so
         st.info(t("tok.rare_none"))
-        return
+        try:
+            eng = (EXAMPLES / "english.txt").read_text(encoding="utf-8")[:MAX_CHARS]
+            rv = rare_vs_common(_train(eng, max(int(n_req), 60), level, split), eng)
+        except ValueError:
+            return
+        st.caption(t("tok.rare_fallback", n=max(int(n_req), 60)))
     pieces = " ".join(f"`{visible(x)}`" for x in rv.rare.pieces)
     render.md(t("tok.rare_body", common=render.escape(rv.common.word), count=rv.common.count,
                 n_common=rv.common.n_pieces, rare=render.escape(rv.rare.word), n_rare=rv.rare.n_pieces,

@@ -147,13 +147,17 @@ def test_special_tokens_and_rare_words(lang):
     assert "☃" in r.unknown
     from viz.tokenization import visible
     assert " | ".join(visible(x) for x in r.pieces) in [c.value for c in at.code]
-    # the toy corpus has no rare/common pair: a clear message, not a traceback
-    assert translate("tok.rare_none", lang) in [i.value for i in at.info]
-    at.radio(key="tok_source").set_value("english").run()
-    no_errors(at)
+    # the toy corpus has no rare/common pair: said so, and shown on the English example instead
     from pathlib import Path
-    corpus = (Path(__file__).resolve().parent.parent / "assets" / "examples" / "english.txt").read_text(encoding="utf-8")
+
     from lmviz.bpe import train_bpe
+    assert translate("tok.rare_none", lang) in [i.value for i in at.info]
+    assert translate("tok.rare_fallback", lang, n=60) in all_text(at)
+    corpus = (Path(__file__).resolve().parent.parent / "assets" / "examples" / "english.txt").read_text(encoding="utf-8")
     rv = rare_vs_common(train_bpe(corpus, 60, level="char", split_words=True), corpus)
     assert rv.common.count > 1 and rv.rare.count == 1 and rv.rare.n_pieces > rv.common.n_pieces
     assert rv.rare.word in all_text(at) and f"“{rv.common.word}”" in all_text(at)
+    at.radio(key="tok_source").set_value("english").run()
+    no_errors(at)
+    assert translate("tok.rare_none", lang) not in [i.value for i in at.info]
+    assert rv.rare.word in all_text(at)
