@@ -243,7 +243,7 @@ def _special_column(title: str, tk, sample: str) -> None:
     render.md(f"**{title}**")
     if sp.reserved:
         names = t("common.and").join(t("tok.sp_item", text=render.escape(r.text), id=r.id,
-                                       role=t("tok.sp_role_" + r.role)) for r in sp.reserved)
+                                       role=t(f"tok.sp_role_{r.role}")) for r in sp.reserved)
         render.md(t("tok.sp_reserved", n=len(sp.reserved), v=sp.vocab_size, tokens=names))
     else:
         render.md(t("tok.sp_none", v=sp.vocab_size))
