@@ -70,6 +70,13 @@ def _multi_head(_model, model_key: str, ids: tuple[int, ...], layer: int):
     return mh, err
 
 
+def _md(text: str) -> str:
+    """User text safe inside Markdown: Markdown punctuation (and so any HTML) backslashed."""
+    import re
+
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", text)
+
+
 # ---------------------------------------------------------------- sections ----------------
 def sec_why():
     from lmviz.chapters.attention import find_span, pronoun_attention
@@ -94,7 +101,7 @@ def sec_why():
     span = find_span(enc.ids, er.ids) if er.ids and not er.unknown else None
     pspan = find_span(enc.ids, ep.ids, span[1]) if span and ep.ids and not ep.unknown else None
     if span is None or pspan is None:
-        st.warning(t("att.why_missing", ref=render.escape(ref), pron=render.escape(pron)))
+        st.warning(t("att.why_missing", ref=_md(ref), pron=_md(pron)))
         return
     q = pspan[1] - 1
     tr = _trace(b.model, session.model_key(b), tuple(enc.ids))
@@ -104,15 +111,16 @@ def sec_why():
     fig = pronoun_figure(p.share, p.row, enc.tokens, span, p.best,
                          layer_labels=[t("common.layer_n", n=i + 1) for i in range(L)],
                          head_labels=[t("common.head_n", n=i + 1) for i in range(H)],
-                         grid_title=t("att.why_grid", ref=ref), row_title=t("att.why_row", lh=lh, pron=pron),
+                         grid_title=t("att.why_grid", ref=render.escape(ref)),
+                         row_title=t("att.why_row", lh=lh, pron=render.escape(pron)),
                          y_title=t("att.weight"))
     render.plot(fig, key="att_why", filename="attention-pronoun")
     f = lambda x: f"{x:.2f}"  # noqa: E731
-    msg = t("att.why_result", pron=render.escape(pron), q=q + 1, ref=render.escape(ref), lh=lh,
+    msg = t("att.why_result", pron=_md(pron), q=q + 1, ref=_md(ref), lh=lh,
             best=f(p.best_share), n=L * H, mean=f(p.mean), k=q + 1, unif=f(p.uniform))
     sep = " " if lang() == "en" else ""
     if p.best_share >= 2 * p.uniform:
-        msg += sep + t("att.why_some", ratio=f"{p.best_share / p.uniform:.1f}", pron=render.escape(pron))
+        msg += sep + t("att.why_some", ratio=f"{p.best_share / p.uniform:.1f}", pron=_md(pron))
     else:
         msg += sep + t("att.why_none")
     render.md(msg)

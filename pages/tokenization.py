@@ -113,6 +113,11 @@ def _md(s: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", visible(s))
 
 
+def _prose(s: str) -> str:
+    """User or corpus text inside a Markdown sentence: punctuation backslashed, spaces kept."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", s)
+
+
 def _pair(p) -> str:
     return f"{visible(p[0])} + {visible(p[1])}"
 
@@ -242,7 +247,7 @@ def _special_column(title: str, tk, sample: str) -> None:
     sp = special_tokens(tk)
     render.md(f"**{title}**")
     if sp.reserved:
-        names = t("common.and").join(t("tok.sp_item", text=render.escape(r.text), id=r.id,
+        names = t("common.and").join(t("tok.sp_item", text=_prose(r.text), id=r.id,
                                        role=t(f"tok.sp_role_{r.role}")) for r in sp.reserved)
         render.md(t("tok.sp_reserved", n=len(sp.reserved), v=sp.vocab_size, tokens=names))
     else:
@@ -250,21 +255,21 @@ def _special_column(title: str, tk, sample: str) -> None:
     pieces = dict(sp.marker_pieces)
     if "bos" in pieces and pieces["bos"]:
         p = pieces["bos"]
-        render.md(t("tok.sp_marker", marker=render.escape(MARKERS["bos"]), n=len(p),
-                    pieces=" ".join(f"`{x}`" for x in p)))
+        render.md(t("tok.sp_marker", marker=_prose(MARKERS["bos"]), n=len(p),
+                    pieces=" ".join(urlstate.literal(x) for x in p)))
     r = encode_unknown(tk, sample)
     chars = "、".join(r.unknown) if lang() == "zh" else ", ".join(r.unknown)
     if not r.unknown:
         render.md(t("tok.sp_all_known"))
     elif r.policy == "error":
-        render.md(t("tok.sp_unk_error", chars=render.escape(chars)))
+        render.md(t("tok.sp_unk_error", chars=_prose(chars)))
     elif r.policy == "bytes":
-        render.md(t("tok.sp_unk_bytes", chars=render.escape(chars)))
+        render.md(t("tok.sp_unk_bytes", chars=_prose(chars)))
     else:
         unk = sp.reserved[[x.role for x in sp.reserved].index("unk")]
         pos = ("、" if lang() == "zh" else ", ").join(str(i + 1) for i in r.unk_positions)
-        render.md(t("tok.sp_unk_unk", tok=render.escape(unk.text), id=unk.id, positions=pos,
-                    decoded=render.escape(r.decoded)))
+        render.md(t("tok.sp_unk_unk", tok=_prose(unk.text), id=unk.id, positions=pos,
+                    decoded=_prose(r.decoded)))
     st.code(" | ".join(visible(x) for x in r.pieces) or "∅", language=None)
 
 
@@ -300,9 +305,9 @@ def _rare_section() -> None:
         except ValueError:
             return
         st.caption(t("tok.rare_fallback", n=max(int(n_req), 60)))
-    pieces = " ".join(f"`{visible(x)}`" for x in rv.rare.pieces)
-    render.md(t("tok.rare_body", common=render.escape(rv.common.word), count=rv.common.count,
-                n_common=rv.common.n_pieces, rare=render.escape(rv.rare.word), n_rare=rv.rare.n_pieces,
+    pieces = " ".join(urlstate.literal(visible(x)) for x in rv.rare.pieces)
+    render.md(t("tok.rare_body", common=_prose(rv.common.word), count=rv.common.count,
+                n_common=rv.common.n_pieces, rare=_prose(rv.rare.word), n_rare=rv.rare.n_pieces,
                 pieces=pieces))
     st.dataframe([{t("tok.col.word"): w.word, t("tok.col.count"): w.count, t("tok.rare_col_n"): w.n_pieces,
                    t("tok.rare_col_pieces"): " | ".join(visible(x) for x in w.pieces)}

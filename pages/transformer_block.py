@@ -157,17 +157,24 @@ def sec_context():
         return
     pa, pb = find_word(ea.ids, ew.ids), find_word(eb.ids, ew.ids)
     if pa is None or pb is None:
-        st.warning(t("blk.ctx_missing", word=render.escape(word)))
+        st.warning(t("blk.ctx_missing", word=_md(word)))
         return
     ta, tb = _trace(b.model, _key(b), tuple(ea.ids)), _trace(b.model, _key(b), tuple(eb.ids))
     cc = contextual_cosine(ta, tb, pa, pb)
     names = {"token": t("blk.ctx.token"), "input": t("blk.ctx.input"), "final": t("blk.ctx.final")}
     labels = [names.get(s, s.replace("block", t("blk.ctx.block"))) for s in cc.stages]
-    tok = render.escape(word)
+    tok = _md(word)
     render.plot(cosine_figure(labels, cc.cosine, y_title=t("blk.cos_y"),
-                              title=t("blk.ctx_fig", tok=word)), key="blk_ctx", filename="contextual-cosine")
+                              title=t("blk.ctx_fig", tok=render.escape(word))), key="blk_ctx", filename="contextual-cosine")
     render.md(context_sentence(b.tokenizer, ea.ids, eb.ids, len(ew.ids), cc, labels, tok))
     st.caption(t("blk.ctx_caveat"))
+
+
+def _md(text: str) -> str:
+    """User text safe inside Markdown: HTML escaped, Markdown punctuation backslashed."""
+    import re
+
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", text)
 
 
 def context_sentence(tokenizer, ids_a, ids_b, n_word: int, cc, labels: list[str], tok: str) -> str:
@@ -178,8 +185,8 @@ def context_sentence(tokenizer, ids_a, ids_b, n_word: int, cc, labels: list[str]
     c = context_curve(cc)
     f = lambda x: f"{x:.3f}"  # noqa: E731
     if cc.pos_a == cc.pos_b:
-        left_a = render.escape(tokenizer.decode(list(ids_a[:cc.pos_a - n_word + 1])).strip())
-        left_b = render.escape(tokenizer.decode(list(ids_b[:cc.pos_b - n_word + 1])).strip())
+        left_a = _md(tokenizer.decode(list(ids_a[:cc.pos_a - n_word + 1])).strip())
+        left_b = _md(tokenizer.decode(list(ids_b[:cc.pos_b - n_word + 1])).strip())
         where = t("blk.ctx_same_pos", tok=tok, pos=cc.pos_a + 1, left_a=left_a, left_b=left_b)
     else:
         where = t("blk.ctx_diff_pos", tok=tok, pa=cc.pos_a + 1, pb=cc.pos_b + 1)

@@ -175,3 +175,18 @@ def test_bad_and_long_input():
     no_errors(at)
     assert any("☃" in w.value for w in at.warning)
     assert stage_z(at).shape[0] <= 64
+
+
+def test_pronoun_text_is_not_markdown():
+    """User text in the pronoun sentence is shown as text: no link, no HTML."""
+    at = open_page(PAGE, "en")
+    link = "[a](http://h.ex)"     # within the 20-character box
+    at.text_input(key="att_p_text").input(f"{link} said that he <b>was</b> here").run()
+    at.text_input(key="att_p_ref").input(link).run()
+    at.text_input(key="att_p_pron").input("he").run()
+    no_errors(at)
+    md = " ".join(m.value for m in at.markdown)
+    assert r"\[a\]\(http\:" in md and "[a](http" not in md
+    at.text_input(key="att_p_ref").input("<b>x</b>").run()
+    no_errors(at)
+    assert any(r"\<b\>x\</b\>" in w.value for w in at.warning)
