@@ -142,12 +142,12 @@ def sec_multi_head():
     if not enc.ids:
         st.warning(t("att.empty"))
         return
-    c1, _ = st.columns([1, 2])
+    c1, c2 = st.columns([1, 1])
     with c1:
         layer = urlstate.slider(t("att.layer"), 1, cfg.n_layer, 1, param="mL", key="att_mh_layer")
     mh, err = _multi_head(b.model, session.model_key(b), tuple(enc.ids), layer - 1)
     T, H, dh, d = len(enc.ids), mh.n_head, mh.d_head, mh.d_model
-    st.code("  →  ".join(t("att.mh_shape", name=t(f"att.mh_step_{s.name}"), shape=" × ".join(map(str, s.shape)))
+    c2.code("\n↓\n".join(t("att.mh_shape", name=t(f"att.mh_step_{s.name}"), shape=" × ".join(map(str, s.shape)))
                          for s in mh.shapes), language=None)
     fig = multi_head_figure(mh, enc.tokens,
                             head_titles=[t("common.head_n", n=h + 1) for h in range(H)],
