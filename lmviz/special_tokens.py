@@ -2,9 +2,11 @@
 
 lmviz's tokenizers, as they are (nothing is added here):
 
-- ``CharTokenizer`` reserves nothing. Every id is a character of the training text; a character
-  outside it makes ``encode`` raise ``UnknownCharacters`` (``encode_lossy`` drops it and reports
-  it). A marker such as ``<BOS>`` written in the text is five ordinary tokens ``< B O S >``.
+- ``CharTokenizer`` reserves nothing, unless it names one of its characters the unknown token
+  (``unk``, e.g. "□", as the shipped default model's tokenizer does): then an unseen character
+  becomes that id. Without one, a character outside the training text makes ``encode`` raise
+  ``UnknownCharacters`` (``encode_lossy`` drops it and reports it). A marker such as ``<BOS>``
+  written in the text is five ordinary tokens ``< B O S >``.
 - ``WordTokenizer`` (the notes' toy vocabulary) lists ``<BOS>``/``<EOS>`` (``<开始>``/``<结束>``)
   as words of its own: one id each, a beginning and an end of sequence. Unknown pieces raise.
 - The character-level BPE (``lmviz.bpe``, ``TrainedBPE``) reserves id 0 for ``<unk>``: an unseen
@@ -94,6 +96,10 @@ def special_tokens(tokenizer) -> SpecialTokens:
         hit = next((n for n in _NAMES[role] if n in index), None)
         if hit is not None:
             reserved.append(Reserved(role, hit, index[hit]))
+    unk_char = getattr(tokenizer, "unk", None)            # CharTokenizer's named unknown token
+    if isinstance(unk_char, str) and unk_char in index and not any(r.role == "unk" for r in reserved):
+        reserved.append(Reserved("unk", unk_char, index[unk_char]))
+        reserved.sort(key=lambda r: ROLES.index(r.role))
     have = {r.role for r in reserved}
     missing = tuple(r for r in ROLES if r not in have)
     pieces = []
@@ -103,7 +109,7 @@ def special_tokens(tokenizer) -> SpecialTokens:
         except ValueError:
             ids = []
         pieces.append((role, _labels(tokenizer, ids)))
-    policy = "bytes" if kind == "bpe_byte" else ("unk" if kind == "bpe" else "error")
+    policy = "bytes" if kind == "bpe_byte" else ("unk" if kind == "bpe" or "unk" in have else "error")
     return SpecialTokens(kind, tokenizer.vocab_size, tuple(reserved), missing, tuple(pieces), policy, PAD_LABEL)
 
 
@@ -203,8 +209,10 @@ def rare_vs_common(tokenizer, text: str, min_len: int = 5, spread: int = 3) -> R
     long = [(w, c) for w, c in counts.items() if len(w) >= min_len and w.isalpha() and w == w.lower()]
     if not long:
         raise ValueError(f"the text has no word of {min_len} or more letters")
-    common = min(long, key=lambda wc: (-wc[1], wc[0]))[0]
-    once = [w for w, c in long if c == 1 and len(common) <= len(w) <= len(common) + spread]
+    common, top = min(long, key=lambda wc: (-wc[1], wc[0]))
+    if top < 2:
+        raise ValueError(f"no word of {min_len} or more letters appears more than once")
+    once = [w for w, c in long if c == 1 and w != common and len(common) <= len(w) <= len(common) + spread]
     if not once:
         raise ValueError("the text has no word of similar length that appears only once")
     cut = {w: word_pieces(tokenizer, w, counts) for w in once}

@@ -1,5 +1,6 @@
 """Chapter 4 · Attention: QKᵀ → ÷√d_k → + mask → softmax → ×V on the live model, step by step,
-for a chosen layer and head; all heads of a layer; the notes' weighted sum (weighted-sum example), the √d_k
+for a chosen layer and head; all heads of a layer; why attention (a pronoun and its referent);
+multi-head concatenation and output projection checked against the model; the notes' weighted sum (weighted-sum example), the √d_k
 experiment (√d_k-scaling example) and the causal mask (causal-mask example)."""
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ render.page_header("att.title", "att.intro")
 
 MAX_CHARS = 200            # sentence box; the model reads at most block_size tokens of it
 STAGES = ("scores", "scaled", "masked", "weights", "out")
-DEFAULT_TEXT = {"en": "The capital of France is Paris.", "zh": "我喜欢学习数学，也喜欢读书。"}
+DEFAULT_TEXT = {"en": "The capital of France is Paris.", "zh": "床前明月光，疑是地上霜。"}
+# (sentence, referent, pronoun): the notes' example and an English one of the same shape
+PRONOUN = {"en": ("I gave the book to Anna because she needs it.", "Anna", "she"),
+           "zh": ("把书交给小李，因为他需要参考", "小李", "他")}
 
 
 # ---------------------------------------------------------------- cached pure work --------
@@ -55,7 +59,111 @@ def live_input():
     return b, enc
 
 
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _multi_head(_model, model_key: str, ids: tuple[int, ...], layer: int):
+    """Heads, concatenation and projection of one layer, and the largest difference from the
+    model's own attention sublayer (0-based layer)."""
+    from lmviz.heads import multi_head, sublayer_output
+
+    mh = multi_head(_model, ids, layer)
+    err = float((mh.projected - sublayer_output(_model, ids, layer)).abs().max())
+    return mh, err
+
+
+def _md(text: str) -> str:
+    """User text safe inside Markdown: Markdown punctuation (and so any HTML) backslashed."""
+    import re
+
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", text)
+
+
 # ---------------------------------------------------------------- sections ----------------
+def sec_why():
+    from lmviz.chapters.attention import find_span, pronoun_attention
+    from lmviz.chapters.embedding import encode_for_model
+    from viz.attention import pronoun_figure
+
+    b = _bundle()
+    if b is None:
+        return
+    ds, dr, dp = PRONOUN[lang()]
+    render.md(t("att.why_text"))
+    c1, c2, c3 = st.columns([4, 1, 1])
+    with c1:
+        text = urlstate.text(t("att.sentence"), ds, param="ps", key="att_p_text", max_chars=MAX_CHARS)
+    with c2:
+        ref = urlstate.text(t("att.why_ref"), dr, param="pr", key="att_p_ref", max_chars=20)
+    with c3:
+        pron = urlstate.text(t("att.why_pron"), dp, param="pp", key="att_p_pron", max_chars=20)
+    n = b.model.cfg.block_size
+    enc, er, ep = (encode_for_model(b.tokenizer, x, n) for x in (text, ref, pron))
+    render.unknown_chars(enc.unknown)
+    span = find_span(enc.ids, er.ids) if er.ids and not er.unknown else None
+    pspan = find_span(enc.ids, ep.ids, span[1]) if span and ep.ids and not ep.unknown else None
+    if span is None or pspan is None:
+        st.warning(t("att.why_missing", ref=_md(ref), pron=_md(pron)))
+        return
+    q = pspan[1] - 1
+    tr = _trace(b.model, session.model_key(b), tuple(enc.ids))
+    p = pronoun_attention([L.weights for L in tr.layers], q, span)
+    L, H = p.share.shape
+    lh = t("common.layer_head", layer=p.best[0] + 1, head=p.best[1] + 1)
+    fig = pronoun_figure(p.share, p.row, enc.tokens, span, p.best,
+                         layer_labels=[t("common.layer_n", n=i + 1) for i in range(L)],
+                         head_labels=[t("common.head_n", n=i + 1) for i in range(H)],
+                         grid_title=t("att.why_grid", ref=render.escape(ref)),
+                         row_title=t("att.why_row", lh=lh, pron=render.escape(pron)),
+                         y_title=t("att.weight"))
+    render.plot(fig, key="att_why", filename="attention-pronoun")
+    f = lambda x: f"{x:.2f}"  # noqa: E731
+    msg = t("att.why_result", pron=_md(pron), q=q + 1, ref=_md(ref), lh=lh,
+            best=f(p.best_share), n=L * H, mean=f(p.mean), k=q + 1, unif=f(p.uniform))
+    sep = " " if lang() == "en" else ""
+    if p.best_share >= 2 * p.uniform:
+        msg += sep + t("att.why_some", ratio=f"{p.best_share / p.uniform:.1f}", pron=_md(pron))
+    else:
+        msg += sep + t("att.why_none")
+    render.md(msg)
+    if b.source == "default":
+        st.caption(t("att.why_model"))
+
+
+def sec_multi_head():
+    from lmviz.chapters.embedding import encode_for_model
+    from viz.attention import multi_head_figure
+
+    b = _bundle()
+    if b is None:
+        return
+    cfg = b.model.cfg
+    render.md(t("att.mh_text"))
+    text = st.session_state.get("att_text") or DEFAULT_TEXT[lang()]
+    enc = encode_for_model(b.tokenizer, text, cfg.block_size)
+    if not enc.ids:
+        st.warning(t("att.empty"))
+        return
+    c1, c2 = st.columns([1, 1])
+    with c1:
+        layer = urlstate.slider(t("att.layer"), 1, cfg.n_layer, 1, param="mL", key="att_mh_layer")
+    mh, err = _multi_head(b.model, session.model_key(b), tuple(enc.ids), layer - 1)
+    T, H, dh, d = len(enc.ids), mh.n_head, mh.d_head, mh.d_model
+    c2.code("\n↓\n".join(t("att.mh_shape", name=t(f"att.mh_step_{s.name}"), shape=" × ".join(map(str, s.shape)))
+                         for s in mh.shapes), language=None)
+    fig = multi_head_figure(mh, enc.tokens,
+                            head_titles=[t("common.head_n", n=h + 1) for h in range(H)],
+                            heads_title=f"{t('att.mh_step_heads')} [{H}×{T}×{dh}]",
+                            concat_title=f"{t('att.mh_step_concat')} [{T}×{d}]",
+                            proj_title=f"{t('att.mh_step_projected')} [{T}×{d}]")
+    render.plot(fig, key="att_mh", filename=f"multi-head-L{layer}")
+    render.md(t("att.mh_caption", layer=layer, t=T, h=H, dh=dh, d=d, dh_last=dh - 1))
+    render.md(t("att.mh_mix", h=H, dh=dh))
+    if err < 1e-3:
+        st.caption(t("att.mh_check", err=err))
+    else:
+        st.warning(t("att.mh_check_bad", err=err))
+
+
+
 def sec_live():
     render.md(t("att.live_intro"))
     got = live_input()
@@ -222,7 +330,9 @@ def sec_softmaxes():
 
 
 render.run_sections([
+    ("att.sec_why", sec_why),
     ("att.sec_live", sec_live),
+    ("att.sec_mh", sec_multi_head),
     ("att.sec_w17", sec_w17),
     ("att.sec_scale", sec_scale),
     ("att.sec_mask", sec_mask),

@@ -101,6 +101,30 @@ def sec_live():
     c2.metric(t("ar.mean_loss"), f"{r.mean_loss:.3f}")
     c3.metric(t("ar.n_factors"), len(r.probs))
     st.caption(t("ar.first_given", tok=render.escape(r.tokens[0]), src=t(f"ar.src.{b.source}")))
+    render.md(_baselines_text(b, r.mean_loss))
+
+
+def _baselines_text(b, mean_loss: float) -> str:
+    """The sentence's mean loss beside the uniform guess and, for the default model, its held-out
+    loss and the unigram baseline on held-out text of this language (from the model's metadata)."""
+    import math
+
+    from lmviz.baselines import language_report, uniform_baseline
+    from ui.i18n import lang
+
+    V = b.tokenizer.vocab_size
+    u = uniform_baseline(V)
+    out = t("ar.base_uniform", loss=f"{mean_loss:.3f}", ppl=f"{math.exp(min(mean_loss, 50)):,.1f}", v=f"{V:,}",
+            uniform=f"{u:.3f}", uppl=f"{math.exp(u):,.0f}")
+    if b.source == "default":
+        try:
+            rep = language_report(b.meta, lang())
+        except ValueError:
+            return out
+        out += (" " if lang() == "en" else "") + t(
+            "ar.base_default", held=f"{rep.heldout_loss:.3f}", hppl=f"{rep.heldout_ppl:,.1f}",
+            uni=f"{rep.unigram:.3f}", unippl=f"{rep.unigram_ppl:,.1f}")
+    return out
 
 
 def sec_teacher():
@@ -175,12 +199,14 @@ def sec_mask():
     if len(ids) >= 2:
         weights = _attention(ids, _model_key(b), b)
         c1, c2 = st.columns(2)
-        layer = c1.selectbox(t("ar.layer"), range(len(weights)), key="ar_layer")
-        head = c2.selectbox(t("ar.head"), range(weights[layer].shape[0]), key="ar_head")
+        # layers and heads are counted from 1 on the page (the lists hold 0-based indices)
+        layer = c1.selectbox(t("ar.layer"), range(len(weights)), key="ar_layer", format_func=lambda i: str(i + 1))
+        head = c2.selectbox(t("ar.head"), range(weights[layer].shape[0]), key="ar_head",
+                            format_func=lambda i: str(i + 1))
         w = weights[layer][head]
         fig = attention_figure(w, [b.tokenizer.token(i) for i in ids], x_title=t("ar.fig.key"),
                                y_title=t("ar.fig.query"),
-                               title=t("ar.fig.live_attn", layer=layer, head=head))
+                               title=t("ar.fig.live_attn", layer=layer + 1, head=head + 1))
         render.plot(fig, key="ar_live_attn", filename="causal-attention-live")
         st.caption(t("ar.live_attn_caption", above=f"{float(np.triu(w, 1).sum()):g}"))
     att = by_slug("attention")

@@ -11,7 +11,7 @@ from ui.i18n import lang, t
 render.page_header("emb.title", "emb.intro")
 
 MAX_CHARS = 200
-DEFAULT_TEXT = {"en": "I love robots", "zh": "我喜欢学习数学"}
+DEFAULT_TEXT = {"en": "I love robots", "zh": "床前明月光"}  # the live table: characters the default model knows
 SCHEMES = ("learned", "sinusoidal", "rope")
 P2_FILLED = [0.02, 0.08, -0.05]   # the notes give only P3; P2 is filled in (said on the page)
 

@@ -9,7 +9,7 @@ import streamlit as st
 
 from lmviz.bpe import split_heldout, text_from_bytes, train_bpe, vocab_tradeoff
 from ui import render, urlstate
-from ui.i18n import t
+from ui.i18n import lang, t
 from viz.tokenization import (pair_counts_figure, segmentation, token_chips_html,
                               tradeoff_figure, visible)
 
@@ -18,6 +18,7 @@ MAX_CHARS = 10_000         # corpus cap: training stays well under half a second
 MAX_UPLOAD = 64 * 1024     # bytes
 MAX_ENCODE = 2_000         # chars in the encoder box
 SOURCES = ("toy", "english", "chinese", "code", "own", "upload")
+UNKNOWN_DEFAULT = {"en": "snow ☃ café", "zh": "明月 ☃ 光"}   # ☃ is in no vocabulary here
 ENCODE_DEFAULT = {"toy": "lower low owl", "english": "The slowest readers learned.",
                   "chinese": "学生在图书馆里学习数学。", "code": "def merge(words, pair):"}
 
@@ -110,6 +111,11 @@ st.caption(t("tok.tie_rule"))
 def _md(s: str) -> str:
     """A token label safe inside Markdown: whitespace made visible, punctuation backslashed."""
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", visible(s))
+
+
+def _prose(s: str) -> str:
+    """User or corpus text inside a Markdown sentence: punctuation backslashed, spaces kept."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", s)
 
 
 def _pair(p) -> str:
@@ -235,6 +241,80 @@ def _bytes_section() -> None:
                      hide_index=True, width="stretch")
 
 
+def _special_column(title: str, tk, sample: str) -> None:
+    from lmviz.special_tokens import MARKERS, encode_unknown, special_tokens
+
+    sp = special_tokens(tk)
+    render.md(f"**{title}**")
+    if sp.reserved:
+        names = t("common.and").join(t("tok.sp_item", text=_prose(r.text), id=r.id,
+                                       role=t(f"tok.sp_role_{r.role}")) for r in sp.reserved)
+        render.md(t("tok.sp_reserved", n=len(sp.reserved), v=sp.vocab_size, tokens=names))
+    else:
+        render.md(t("tok.sp_none", v=sp.vocab_size))
+    pieces = dict(sp.marker_pieces)
+    if "bos" in pieces and pieces["bos"]:
+        p = pieces["bos"]
+        render.md(t("tok.sp_marker", marker=_prose(MARKERS["bos"]), n=len(p),
+                    pieces=" ".join(urlstate.literal(x) for x in p)))
+    r = encode_unknown(tk, sample)
+    chars = "、".join(r.unknown) if lang() == "zh" else ", ".join(r.unknown)
+    if not r.unknown:
+        render.md(t("tok.sp_all_known"))
+    elif r.policy == "error":
+        render.md(t("tok.sp_unk_error", chars=_prose(chars)))
+    elif r.policy == "bytes":
+        render.md(t("tok.sp_unk_bytes", chars=_prose(chars)))
+    else:
+        unk = sp.reserved[[x.role for x in sp.reserved].index("unk")]
+        pos = ("、" if lang() == "zh" else ", ").join(str(i + 1) for i in r.unk_positions)
+        render.md(t("tok.sp_unk_unk", tok=_prose(unk.text), id=unk.id, positions=pos,
+                    decoded=_prose(r.decoded)))
+    st.code(" | ".join(visible(x) for x in r.pieces) or "∅", language=None)
+
+
+def _special_section() -> None:
+    from lmviz.special_tokens import PAD_LABEL
+    from ui import session
+
+    render.md(t("tok.sp_body"))
+    sample = st.text_input(t("tok.sp_sample"), value=UNKNOWN_DEFAULT[lang()], max_chars=80, key="tok_sp_text")
+    if not sample:
+        return
+    c1, c2 = st.columns(2)
+    with c1:
+        b = session.try_live_bundle("tok.sp_no_model")
+        if b is not None:
+            _special_column(t("tok.sp_live_h"), b.tokenizer, sample)
+    with c2:
+        _special_column(t("tok.sp_bpe_h"), tok, sample)
+    st.caption(t("tok.sp_pad", label=PAD_LABEL))
+
+
+def _rare_section() -> None:
+    from lmviz.special_tokens import rare_vs_common
+
+    try:
+        rv = rare_vs_common(tok, text)
+    except ValueError:
+        # this corpus has no pair: show it on the English example with the same settings, and say so
+        st.info(t("tok.rare_none"))
+        try:
+            eng = (EXAMPLES / "english.txt").read_text(encoding="utf-8")[:MAX_CHARS]
+            rv = rare_vs_common(_train(eng, max(int(n_req), 60), level, split), eng)
+        except ValueError:
+            return
+        st.caption(t("tok.rare_fallback", n=max(int(n_req), 60)))
+    pieces = " ".join(urlstate.literal(visible(x)) for x in rv.rare.pieces)
+    render.md(t("tok.rare_body", common=_prose(rv.common.word), count=rv.common.count,
+                n_common=rv.common.n_pieces, rare=_prose(rv.rare.word), n_rare=rv.rare.n_pieces,
+                pieces=pieces))
+    st.dataframe([{t("tok.col.word"): w.word, t("tok.col.count"): w.count, t("tok.rare_col_n"): w.n_pieces,
+                   t("tok.rare_col_pieces"): " | ".join(visible(x) for x in w.pieces)}
+                  for w in (rv.common, rv.rare)], hide_index=True, width="stretch")
+    render.md(t("tok.rare_note"))
+
+
 # The corpus controls above are always shown; in presenter mode the sections below are
 # stepped one at a time (ui.render.run_sections).
 render.run_sections([
@@ -242,4 +322,6 @@ render.run_sections([
     ("tok.encode", _encode_section),
     ("tok.tradeoff", _tradeoff_section),
     ("tok.bytes_title", _bytes_section),
+    ("tok.sp_title", _special_section),
+    ("tok.rare_title", _rare_section),
 ])

@@ -1,6 +1,6 @@
 """Chapter 5 · The Transformer block: the residual stream's shapes ([n, d] through the blocks,
 [n, |V|] at the head), LayerNorm vs RMSNorm on one vector (LayerNorm/RMSNorm example), and contextual vectors: the same
-token in two sentences, cosine per layer on the live model (contextual-vector example)."""
+word at the same position after two left contexts, cosine per layer on the live model."""
 from __future__ import annotations
 
 import streamlit as st
@@ -11,10 +11,10 @@ from ui.i18n import lang, t
 render.page_header("blk.title", "blk.intro")
 
 MAX_CHARS = 200
-DEFAULT_TEXT = {"en": "The capital of France is Paris.", "zh": "我喜欢学习数学。"}
-CONTEXTS = {  # (sentence a, sentence b, word): the same word, two meanings
-    "en": ("She sat on the river bank.", "He paid the money into the bank.", "bank"),
-    "zh": ("我吃了一个苹果", "苹果发布了新产品", "苹果"),
+DEFAULT_TEXT = {"en": "The capital of France is Paris.", "zh": "床前明月光，疑是地上霜。"}  # lines the default model knows
+CONTEXTS = {  # (sentence a, sentence b, word): the same word at the same position, two left contexts
+    "en": ("I ate a red apple", "I own a new apple", "apple"),
+    "zh": ("我吃了一个苹果", "我买了一部苹果", "苹果"),
 }
 MAX_DIMS = 16
 
@@ -157,17 +157,49 @@ def sec_context():
         return
     pa, pb = find_word(ea.ids, ew.ids), find_word(eb.ids, ew.ids)
     if pa is None or pb is None:
-        st.warning(t("blk.ctx_missing", word=render.escape(word)))
+        st.warning(t("blk.ctx_missing", word=_md(word)))
         return
     ta, tb = _trace(b.model, _key(b), tuple(ea.ids)), _trace(b.model, _key(b), tuple(eb.ids))
     cc = contextual_cosine(ta, tb, pa, pb)
     names = {"token": t("blk.ctx.token"), "input": t("blk.ctx.input"), "final": t("blk.ctx.final")}
     labels = [names.get(s, s.replace("block", t("blk.ctx.block"))) for s in cc.stages]
+    tok = _md(word)
     render.plot(cosine_figure(labels, cc.cosine, y_title=t("blk.cos_y"),
-                              title=t("blk.ctx_fig", tok=ew.tokens[-1])), key="blk_ctx", filename="contextual-cosine")
-    render.md(t("blk.ctx_result", tok=render.escape(ew.tokens[-1]), pa=pa, pb=pb,
-                  c0=f"{cc.cosine[0]:.3f}", c1=f"{cc.cosine[1]:.3f}", cf=f"{cc.cosine[-1]:.3f}"))
+                              title=t("blk.ctx_fig", tok=render.escape(word))), key="blk_ctx", filename="contextual-cosine")
+    render.md(context_sentence(b.tokenizer, ea.ids, eb.ids, len(ew.ids), cc, labels, tok))
     st.caption(t("blk.ctx_caveat"))
+
+
+def _md(text: str) -> str:
+    """User text safe inside Markdown: HTML escaped, Markdown punctuation backslashed."""
+    import re
+
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", text)
+
+
+def context_sentence(tokenizer, ids_a, ids_b, n_word: int, cc, labels: list[str], tok: str) -> str:
+    """The text beside the cosine chart, formatted from the computed cosines (no claim the
+    numbers do not make)."""
+    from lmviz.chapters.block import context_curve
+
+    c = context_curve(cc)
+    f = lambda x: f"{x:.3f}"  # noqa: E731
+    if cc.pos_a == cc.pos_b:
+        left_a = _md(tokenizer.decode(list(ids_a[:cc.pos_a - n_word + 1])).strip())
+        left_b = _md(tokenizer.decode(list(ids_b[:cc.pos_b - n_word + 1])).strip())
+        where = t("blk.ctx_same_pos", tok=tok, pos=cc.pos_a + 1, left_a=left_a, left_b=left_b)
+    else:
+        where = t("blk.ctx_diff_pos", tok=tok, pa=cc.pos_a + 1, pb=cc.pos_b + 1)
+    if not c.changed:
+        return where + ("" if lang() == "zh" else " ") + t("blk.ctx_flat", c0=f(c.embed), c1=f(c.with_pos), cf=f(c.final))
+    blocks = t("blk.ctx_list_sep").join(t("blk.ctx_item", stage=labels[i + 2], c=f(v))
+                                        for i, v in enumerate(c.blocks))
+    sep = "" if lang() == "zh" else " "
+    if c.lowest_stage == len(cc.cosine) - 1:
+        return where + sep + t("blk.ctx_curve_end", c0=f(c.embed), c1=f(c.with_pos), blocks=blocks,
+                               cf=f(c.final))
+    return where + sep + t("blk.ctx_curve", c0=f(c.embed), c1=f(c.with_pos), blocks=blocks,
+                           cmin=f(c.lowest), where=labels[c.lowest_stage], cf=f(c.final))
 
 
 render.run_sections([

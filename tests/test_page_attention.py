@@ -38,6 +38,9 @@ def live_model():
     ck.load_default = original
 
 
+STAGE_FIG, HEADS_FIG, MH_FIG = 1, 2, 3   # figure order: pronoun, stage, all heads, multi-head
+
+
 def no_errors(at):
     assert not at.exception, [e.value for e in at.exception]
 
@@ -51,7 +54,7 @@ def set_stage(at, stage: str):
 
 def stage_z(at) -> np.ndarray:
     """The stage heatmap's matrix (NaN where masked)."""
-    fig = figures(at)[0]
+    fig = figures(at)[STAGE_FIG]
     return decode(fig["data"][0]["z"]).astype(float)
 
 
@@ -80,16 +83,68 @@ def test_stages_layers_heads(lang):
     assert not np.allclose(stage_z(at), w)
     assert translate("att.heads_title", lang, layer=2) in all_text(at)
     # all heads of the layer side by side, one heatmap each, rows summing to 1
-    heads = figures(at)[1]
+    heads = figures(at)[HEADS_FIG]
     assert len(heads["data"]) == at.slider(key="att_head").max
     for tr in heads["data"]:
         assert np.allclose(decode(tr["z"]).astype(float).sum(1), 1, atol=1e-5)
     at.slider(key="att_head").set_value(2).run()
     no_errors(at)
-    assert np.allclose(stage_z(at), decode(figures(at)[1]["data"][1]["z"]).astype(float), atol=1e-6)
+    assert np.allclose(stage_z(at), decode(figures(at)[HEADS_FIG]["data"][1]["z"]).astype(float), atol=1e-6)
     # the head output: [T, d_head]
     set_stage(at, "out").run()
     assert stage_z(at).shape[0] == T and stage_z(at).shape[1] < T * 4
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_pronoun_and_multi_head(lang):
+    """Why attention: the share from the pronoun onto the referent, as the caption says; multi-head:
+    heads side by side, concatenated, projected, equal to the model's own sublayer output."""
+    import torch
+
+    from lmviz.chapters.attention import find_span, pronoun_attention
+    from lmviz.heads import multi_head, sublayer_output
+    from pages.attention import DEFAULT_TEXT, PRONOUN
+    from ui.session import default_bundle
+
+    b = default_bundle()
+    at = open_page(PAGE, lang)
+    no_errors(at)
+    text, ref, pron = PRONOUN[lang]
+    ids = b.tokenizer.encode(text)
+    span = find_span(ids, b.tokenizer.encode(ref))
+    q = find_span(ids, b.tokenizer.encode(pron), span[1])[1] - 1
+    with torch.no_grad():
+        tr = b.model.forward_trace(torch.tensor(ids))
+    p = pronoun_attention([L.weights for L in tr.layers], q, span)
+    fig = figures(at)[0]
+    grid = decode(fig["data"][0]["z"]).astype(float)
+    np.testing.assert_allclose(grid, p.share.numpy(), atol=1e-6)
+    lh = translate("common.layer_head", lang, layer=p.best[0] + 1, head=p.best[1] + 1)
+    want = translate("att.why_result", lang, pron=pron, q=q + 1, ref=ref, lh=lh, best=f"{p.best_share:.2f}",
+                     n=grid.size, mean=f"{p.mean:.2f}", k=q + 1, unif=f"{p.uniform:.2f}")
+    text_all = all_text(at)
+    assert want in text_all
+    assert abs(decode(fig["data"][1]["y"]).astype(float).sum() - 1) < 1e-5   # one attention row
+    # multi-head: shapes, the figure's panels, the check against the model's own output
+    cfg = b.model.cfg
+    mids = b.tokenizer.encode(DEFAULT_TEXT[lang])
+    T, H, dh, d = len(mids), cfg.n_head, cfg.d_model // cfg.n_head, cfg.d_model
+    codes = [c.value for c in at.code]
+    assert any(f"[{H} × {T} × {dh}]" in c and c.count(f"[{T} × {d}]") == 3 for c in codes)
+    mh_fig = figures(at)[MH_FIG]
+    assert len(mh_fig["data"]) == H + 2
+    panels = [decode(tr["z"]).astype(float) for tr in mh_fig["data"]]
+    assert all(x.shape == (T, dh) for x in panels[:H]) and panels[H].shape == (T, d)
+    np.testing.assert_allclose(np.concatenate(panels[:H], axis=1), panels[H], atol=1e-6)
+    mh = multi_head(b.model, mids, 0)
+    err = float((mh.projected - sublayer_output(b.model, mids, 0)).abs().max())
+    assert err < 1e-4
+    np.testing.assert_allclose(panels[H + 1], mh.projected.numpy(), atol=1e-5)
+    assert translate("att.mh_check", lang, err=err) in text_all
+    assert translate("att.mh_caption", lang, layer=1, t=T, h=H, dh=dh, d=d, dh_last=dh - 1) in text_all
+    at.slider(key="att_mh_layer").set_value(cfg.n_layer).run()
+    no_errors(at)
+    assert translate("att.mh_caption", lang, layer=cfg.n_layer, t=T, h=H, dh=dh, d=d, dh_last=dh - 1) in all_text(at)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -120,3 +175,18 @@ def test_bad_and_long_input():
     no_errors(at)
     assert any("☃" in w.value for w in at.warning)
     assert stage_z(at).shape[0] <= 64
+
+
+def test_pronoun_text_is_not_markdown():
+    """User text in the pronoun sentence is shown as text: no link, no HTML."""
+    at = open_page(PAGE, "en")
+    link = "[a](http://h.ex)"     # within the 20-character box
+    at.text_input(key="att_p_text").input(f"{link} said that he <b>was</b> here").run()
+    at.text_input(key="att_p_ref").input(link).run()
+    at.text_input(key="att_p_pron").input("he").run()
+    no_errors(at)
+    md = " ".join(m.value for m in at.markdown)
+    assert r"\[a\]\(http\:" in md and "[a](http" not in md
+    at.text_input(key="att_p_ref").input("<b>x</b>").run()
+    no_errors(at)
+    assert any(r"\<b\>x\</b\>" in w.value for w in at.warning)

@@ -76,6 +76,30 @@ def test_mask_slider_redraws_a_lower_triangular_map(lang):
     w = decode(mask["data"][3]["z"])
     assert w.shape == (3, 3)
     assert np.allclose(np.triu(w, 1), 0) and np.allclose(w.sum(1), 1)
-    live = _fig(at, "ar.fig.live_attn", lang, layer=0, head=0)
+    live = _fig(at, "ar.fig.live_attn", lang, layer=1, head=1)   # counted from 1
     lw = decode(live["data"][0]["z"])
     assert np.allclose(np.triu(lw, 1), 0) and np.allclose(lw.sum(1), 1, atol=1e-5)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_loss_is_shown_beside_uniform_and_unigram_baselines(lang):
+    """The sentence's mean loss is quoted with the uniform guess and, for the default model, its
+    held-out loss and the unigram baseline from the model's metadata (computed, never typed)."""
+    from lmviz.baselines import language_report, uniform_baseline
+    from tests.apptest_util import all_text
+    from ui.session import default_bundle
+
+    b = default_bundle()
+    at = open_page(PAGE, lang)
+    assert not at.exception
+    loss = float(_metric(at, "ar.mean_loss", lang))
+    V = b.tokenizer.vocab_size
+    u = uniform_baseline(V)
+    text = all_text(at)
+    assert translate("ar.base_uniform", lang, loss=f"{loss:.3f}", ppl=f"{math.exp(loss):,.1f}", v=f"{V:,}",
+                     uniform=f"{u:.3f}", uppl=f"{math.exp(u):,.0f}") in text
+    if "languages" in b.meta:
+        rep = language_report(b.meta, lang)
+        assert rep.heldout_loss < rep.unigram < rep.uniform
+        assert translate("ar.base_default", lang, held=f"{rep.heldout_loss:.3f}", hppl=f"{rep.heldout_ppl:,.1f}",
+                         uni=f"{rep.unigram:.3f}", unippl=f"{rep.unigram_ppl:,.1f}") in text

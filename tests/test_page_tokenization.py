@@ -120,3 +120,44 @@ def test_a_link_restores_corpus_level_merges_and_step():
     at = open_page("pages/tokenization.py", "en", merges="9999")
     assert at.number_input(key="tok_n_toy").value == 2
     assert any("9999" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_special_tokens_and_rare_words(lang):
+    """What the live tokenizer and the page's BPE reserve, what becomes of an unseen character,
+    and a rare word cut into more pieces than a frequent one (on the English example)."""
+    from lmviz.special_tokens import encode_unknown, rare_vs_common, special_tokens
+    from pages.tokenization import UNKNOWN_DEFAULT
+    from ui.session import default_bundle
+
+    at = open_page(PAGE, lang)
+    no_errors(at)
+    live = default_bundle().tokenizer
+    sp = special_tokens(live)
+    text = all_text(at)
+    if sp.reserved:
+        assert translate("tok.sp_reserved", lang, n=len(sp.reserved), v=sp.vocab_size,
+                         tokens=translate("common.and", lang).join(
+                             translate("tok.sp_item", lang, text=r.text, id=r.id,
+                                       role=translate("tok.sp_role_" + r.role, lang))
+                             for r in sp.reserved)) in text
+    else:
+        assert translate("tok.sp_none", lang, v=sp.vocab_size) in text
+    r = encode_unknown(live, UNKNOWN_DEFAULT[lang])
+    assert "☃" in r.unknown
+    from viz.tokenization import visible
+    assert " | ".join(visible(x) for x in r.pieces) in [c.value for c in at.code]
+    # the toy corpus has no rare/common pair: said so, and shown on the English example instead
+    from pathlib import Path
+
+    from lmviz.bpe import train_bpe
+    assert translate("tok.rare_none", lang) in [i.value for i in at.info]
+    assert translate("tok.rare_fallback", lang, n=60) in all_text(at)
+    corpus = (Path(__file__).resolve().parent.parent / "assets" / "examples" / "english.txt").read_text(encoding="utf-8")
+    rv = rare_vs_common(train_bpe(corpus, 60, level="char", split_words=True), corpus)
+    assert rv.common.count > 1 and rv.rare.count == 1 and rv.rare.n_pieces > rv.common.n_pieces
+    assert rv.rare.word in all_text(at) and f"“{rv.common.word}”" in all_text(at)
+    at.radio(key="tok_source").set_value("english").run()
+    no_errors(at)
+    assert translate("tok.rare_none", lang) not in [i.value for i in at.info]
+    assert rv.rare.word in all_text(at)

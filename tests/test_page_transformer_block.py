@@ -29,7 +29,9 @@ def test_shapes_stream_norms_context(lang):
     at = open_page(PAGE, lang)
     no_errors(at)
     shapes = at.code[0].value
-    n = len("The capital of France is Paris.") if lang == "en" else len("我喜欢学习数学。")
+    from pages.transformer_block import DEFAULT_TEXT
+
+    n = len(DEFAULT_TEXT[lang])
     assert f"x0          [{n}, {cfg.d_model}]" in shapes
     assert f"logits      [{n}, {cfg.vocab_size}]" in shapes
     # the residual stream of one token: 1 + 2 per layer + final points
@@ -43,12 +45,55 @@ def test_shapes_stream_norms_context(lang):
     codes = " ".join(c.value for c in at.code)
     assert "mean        = 1.2500" in codes and "var         = 2.8125" in codes
     assert "mean(h²)         = 4.3750" in codes
-    # contextual-vector example: the same token row (cosine 1), different final vectors (cosine < 1)
+    # the same word at the same position after two left contexts: see test_same_word_two_contexts
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_same_word_two_contexts(lang):
+    """The 苹果 / apple demo on the shipped model: one position, two left contexts; cosine 1 at
+    the embedding, lower after the blocks; the sentence beside the chart quotes these cosines."""
+    import lmviz.checkpoint as ck
+    from ui.session import default_bundle
+
+    if not ck.DEFAULT_PATH.exists():
+        pytest.skip("needs the shipped default model")
+    from lmviz.chapters.block import context_curve, contextual_cosine, find_word
+    from pages.transformer_block import CONTEXTS
+
+    b = default_bundle()
+    sa, sb, word = CONTEXTS[lang]
+    ia, ib, iw = (b.tokenizer.encode(x) for x in (sa, sb, word))
+    pa, pb = find_word(ia, iw), find_word(ib, iw)
+    assert pa == pb == len(ia) - 1 == len(ib) - 1          # same position, the word ends both sentences
+    import torch
+    with torch.no_grad():
+        ta, tb = (b.model.forward_trace(torch.tensor(x)) for x in (ia, ib))
+    cc = contextual_cosine(ta, tb, pa, pb)
+    c = context_curve(cc)
+    assert abs(c.embed - 1) < 1e-5 and abs(c.with_pos - 1) < 1e-5
+    assert max(c.blocks) < 0.999 and c.final < 0.999 and c.changed
+    at = open_page(PAGE, lang)
+    no_errors(at)
     cos = decode(figures(at)[-1]["data"][0]["y"]).astype(float)
-    assert len(cos) == 3 + cfg.n_layer
-    assert abs(cos[0] - 1) < 1e-5 and cos[-1] < 0.999
-    if lang == "zh":
-        assert "苹果" in all_text(at) or "果" in figures(at)[-1]["layout"]["title"]["text"]
+    assert len(cos) == 3 + b.model.cfg.n_layer
+    np.testing.assert_allclose(cos, cc.cosine, atol=1e-6)
+    text = all_text(at)
+    f = lambda x: f"{x:.3f}"  # noqa: E731
+    stage = translate("blk.ctx.final", lang) if c.lowest_stage == len(cos) - 1 else \
+        translate("blk.ctx.block", lang) + f" {c.lowest_stage - 1}"
+    blocks = translate("blk.ctx_list_sep", lang).join(
+        translate("blk.ctx_item", lang, stage=translate("blk.ctx.block", lang) + f" {i + 1}", c=f(v))
+        for i, v in enumerate(c.blocks))
+    if c.lowest_stage == len(cos) - 1:
+        want = translate("blk.ctx_curve_end", lang, c0=f(c.embed), c1=f(c.with_pos), blocks=blocks,
+                         cf=f(c.final))
+    else:
+        want = translate("blk.ctx_curve", lang, c0=f(c.embed), c1=f(c.with_pos), blocks=blocks,
+                         cmin=f(c.lowest), where=stage, cf=f(c.final))
+    assert want in text
+    assert translate("blk.ctx_same_pos", lang, tok=word, pos=pa + 1,
+                     left_a=sa[:len(sa) - len(word)].strip(), left_b=sb[:len(sb) - len(word)].strip()) in text
+    assert "drift" not in text and "分开一些" not in text
 
 
 def test_bad_inputs_warn():

@@ -27,9 +27,14 @@ def test_char_tokenizer_reserves_nothing_and_refuses_unknown():
 def test_default_model_tokenizer():
     _, tok, _ = load_default()
     s = special_tokens(tok)
-    assert s.reserved == () and s.vocab_size == tok.vocab_size
+    assert s.vocab_size == tok.vocab_size
     r = encode_unknown(tok, "Paris ☃")
-    assert r.ids is None and r.unknown == ("☃",) and r.decoded == "Paris "
+    assert r.unknown == ("☃",)
+    if tok.unk is None:
+        assert s.reserved == () and r.ids is None and r.decoded == "Paris "
+    else:   # the shipped tokenizer names an unknown character: ☃ becomes its id
+        assert [x.role for x in s.reserved] == ["unk"] and s.unknown_policy == "unk"
+        assert r.ids[-1] == tok.stoi[tok.unk] and r.unk_positions == (6,) and r.decoded == "Paris " + tok.unk
 
 
 def test_toy_vocabularies_hold_bos_and_eos():
@@ -96,7 +101,22 @@ def test_catalogue_strings_format_with_computed_values():
                         pieces=" · ".join(r.rare.pieces))
         assert r.rare.word in out and str(r.rare.n_pieces) in out
         translate("tok.sp_reserved", lang, n=len(s.reserved), v=s.vocab_size, tokens=", ".join(x.text for x in s.reserved))
-        translate("tok.sp_unk_unk", lang, id=s.id_of("unk"), positions=", ".join(map(str, u.unk_positions)), decoded=u.decoded)
+        translate("tok.sp_unk_unk", lang, tok="<unk>", id=s.id_of("unk"), positions=", ".join(map(str, u.unk_positions)), decoded=u.decoded)
         translate("tok.sp_pad", lang, label=s.pad_label)
         for role in ("bos", "eos", "pad", "unk"):
             assert translate(f"tok.sp_role_{role}", lang) != f"tok.sp_role_{role}"
+
+
+def test_char_tokenizer_with_a_named_unknown_token():
+    """A CharTokenizer that names one character its unknown token (the shipped model's does)
+    reserves it: unseen characters become that id and decode to it."""
+    from lmviz.special_tokens import encode_unknown, special_tokens
+    from lmviz.tokenizer import CharTokenizer
+
+    tok = CharTokenizer.from_chars(["a", "b", "□"], unk="□")
+    s = special_tokens(tok)
+    assert [(r.role, r.text, r.id) for r in s.reserved] == [("unk", "□", tok.stoi["□"])]
+    assert s.unknown_policy == "unk"
+    r = encode_unknown(tok, "a☃b")
+    assert r.ids == (tok.stoi["a"], tok.stoi["□"], tok.stoi["b"]) and r.unk_positions == (1,)
+    assert r.unknown == ("☃",) and r.decoded == "a□b"

@@ -165,3 +165,80 @@ def softmax_pair_figure(raw, scaled, *, x_title: str, y_title: str, names: tuple
     fig.update_yaxes(title=y_title, range=[0, 1])
     fig.update_layout(barmode="group")
     return theme.apply(fig, height=340, title=title)
+
+
+def pronoun_figure(share, row, tokens: list[str], ref_span: tuple[int, int], best: tuple[int, int], *,
+                   layer_labels: list[str], head_labels: list[str], grid_title: str, row_title: str,
+                   y_title: str) -> go.Figure:
+    """Why attention: left, the share of attention from the pronoun that lands on the referent,
+    for every layer (rows) and head (columns); right, the row of the head with the largest share,
+    over the tokens it can see (the referent's bars highlighted)."""
+    S = _np(share).astype(float)
+    r = _np(row).astype(float)
+    L, H = S.shape
+    a, b = ref_span
+    colors = [COLORS["chosen"] if a <= i < b else COLORS["neutral"] for i in range(len(r))]
+    grid = go.Heatmap(z=S, x=head_labels, y=layer_labels, zmin=0, zmax=1, colorscale=theme.HEATMAP,
+                      text=[[f"{v:.2f}" for v in line] for line in S], texttemplate="%{text}",
+                      showscale=False, xaxis="x", yaxis="y", hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>")
+    bars = go.Bar(x=list(range(len(r))), y=r, marker_color=colors, xaxis="x2", yaxis="y2",
+                  text=[f"{v:.2f}" if v >= 0.05 else "" for v in r], textposition="outside",
+                  hovertext=tokens[:len(r)], hovertemplate="%{hovertext}: %{y:.3f}<extra></extra>")
+    notes = [dict(text=grid_title, x=0.15, y=1.0, xref="paper", yref="paper", xanchor="center",
+                  yanchor="bottom", showarrow=False, font=dict(size=14)),
+             dict(text=row_title, x=0.69, y=1.0, xref="paper", yref="paper", xanchor="center",
+                  yanchor="bottom", showarrow=False, font=dict(size=14))]
+    layout = theme.layout(
+        height=360, annotations=notes, showlegend=False,
+        xaxis=dict(domain=[0, 0.3], anchor="y", side="bottom", tickangle=0),
+        yaxis=dict(domain=[0, 0.92], anchor="x", autorange="reversed"),
+        xaxis2=dict(domain=[0.38, 1], anchor="y2", tickangle=0, **_ticks(tokens[:len(r)], len(r), 40)),
+        yaxis2=dict(domain=[0, 0.92], anchor="x2", range=[0, 1.12], title=y_title))
+    layout["margin"] = dict(l=10, r=10, t=40, b=10)
+    fig = go.Figure([grid, bars], layout)
+    fig.add_shape(type="rect", x0=best[1] - 0.5, x1=best[1] + 0.5, y0=best[0] - 0.5, y1=best[0] + 0.5,
+                  xref="x", yref="y", line=dict(color=COLORS["chosen"], width=3))
+    return fig
+
+
+def multi_head_figure(mh, tokens: list[str], *, head_titles: list[str], heads_title: str, concat_title: str,
+                      proj_title: str) -> go.Figure:
+    """Multi-head attention's last steps for one layer (a lmviz.heads.MultiHead): each head's output
+    [T, d_h] side by side, their concatenation [T, d] (head boundaries drawn) and the result after
+    the output projection W_O [T, d]. Heads and concatenation share one colour scale (the same numbers)."""
+    heads = _np(mh.head_out).astype(float)
+    cat, proj = _np(mh.concat).astype(float), _np(mh.projected).astype(float)
+    H, T, dh = heads.shape
+    d = cat.shape[1]
+    lim1 = float(np.abs(cat).max()) or 1.0
+    lim2 = float(np.abs(proj).max()) or 1.0
+    gap_h, gap_b = 0.006, 0.04                        # between heads, between the three blocks
+    block = (1 - 2 * gap_b) / 3
+    wh = (block - gap_h * (H - 1)) / H
+    traces, axes, notes = [], {}, []
+    panels = [(heads[h], h * (wh + gap_h), wh, head_titles[h], 1) for h in range(H)]
+    panels += [(cat, block + gap_b, block, concat_title, 1), (proj, 2 * (block + gap_b), block, proj_title, 2)]
+    for k, (Z, x0, w, title, ax) in enumerate(panels):
+        sx = "" if k == 0 else str(k + 1)
+        traces.append(go.Heatmap(z=Z, x=list(range(Z.shape[1])), y=list(range(T)), xaxis=f"x{sx}", yaxis=f"y{sx}",
+                                 coloraxis="coloraxis" if ax == 1 else "coloraxis2",
+                                 hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>"))
+        axes[f"xaxis{sx}"] = dict(domain=[x0, x0 + w], anchor=f"y{sx}", showticklabels=False, showgrid=False)
+        axes[f"yaxis{sx}"] = dict(domain=[0, 0.9], anchor=f"x{sx}", autorange="reversed", showgrid=False,
+                                  showticklabels=k == 0, tickfont=dict(size=10), **_ticks(tokens, T, 24))
+        notes.append(dict(text=title, x=x0 + w / 2, y=0.905, xref="paper", yref="paper", xanchor="center",
+                          yanchor="bottom", showarrow=False, font=dict(size=11 if k < H else 13)))
+    notes.append(dict(text=heads_title, x=block / 2, y=0.96, xref="paper", yref="paper", xanchor="center",
+                      yanchor="bottom", showarrow=False, font=dict(size=13)))
+    layout = theme.layout(height=int(min(560, max(300, 120 + 10 * T))), annotations=notes, **axes,
+                          coloraxis=dict(colorscale=theme.DIVERGING, reversescale=True, cmin=-lim1, cmax=lim1,
+                                         showscale=False),
+                          coloraxis2=dict(colorscale=theme.DIVERGING, reversescale=True, cmin=-lim2, cmax=lim2,
+                                          showscale=False))
+    layout["margin"] = dict(l=10, r=10, t=40, b=10)
+    fig = go.Figure(traces, layout)
+    cx = str(H + 1)
+    for h in range(1, H):
+        fig.add_shape(type="line", x0=h * dh - 0.5, x1=h * dh - 0.5, y0=-0.5, y1=T - 0.5,
+                      xref=f"x{cx}", yref=f"y{cx}", line=dict(color="#222", width=1.5))
+    return fig

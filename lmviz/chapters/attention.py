@@ -84,3 +84,55 @@ def softmax_example(d_k: int, n_keys: int = 8, seed: int = 0) -> SoftmaxPair:
     k = torch.randn(n_keys, d_k, generator=g, dtype=torch.float64)     # [n_keys, d_k]
     s = k @ q                                                          # [n_keys]
     return SoftmaxPair(int(d_k), torch.softmax(s, -1), torch.softmax(s / math.sqrt(d_k), -1))
+
+
+# -----------------------------------------------------------------------------
+# why attention: a pronoun must find its referent (把书交给小李，因为他需要参考)
+
+@dataclass(frozen=True)
+class PronounAttention:
+    query_pos: int                 # the pronoun's last token (0-based): where it has read the pronoun
+    ref_span: tuple[int, int]      # [start, stop) token positions of the referent
+    share: torch.Tensor            # [L, H] attention weight each head puts on the referent's tokens
+    best: tuple[int, int]          # (layer, head), 0-based, of the largest share
+    best_share: float              # that share
+    row: torch.Tensor              # [query_pos + 1] the best head's attention row from the pronoun
+    uniform: float                 # the share a head attending evenly to all visible tokens would give
+    mean: float                    # the share averaged over all L * H heads
+
+
+def find_span(ids, word_ids, start: int = 0) -> tuple[int, int] | None:
+    """[start, stop) of the first occurrence of ``word_ids`` in ``ids`` at or after ``start``.
+
+    >>> find_span([5, 1, 2, 3, 1, 2], [1, 2], start=2)
+    (4, 6)
+    """
+    n = len(word_ids)
+    if n == 0:
+        return None
+    for i in range(start, len(ids) - n + 1):
+        if list(ids[i:i + n]) == list(word_ids):
+            return i, i + n
+    return None
+
+
+def pronoun_attention(weights, query_pos: int, ref_span: tuple[int, int]) -> PronounAttention:
+    """How much each head's attention from ``query_pos`` lands on the referent's tokens.
+
+    ``weights``: the layers' attention weights, a list of [H, T, T] (ModelTrace layers' ``weights``).
+
+    >>> w = torch.tensor([[[1.0, 0, 0], [0.5, 0.5, 0], [0.7, 0.2, 0.1]]])   # one layer, one head
+    >>> p = pronoun_attention([w], 2, (0, 1))
+    >>> round(p.best_share, 2), p.best, round(p.uniform, 3)
+    (0.7, (0, 0), 0.333)
+    """
+    a, b = ref_span
+    if not 0 <= a < b <= query_pos:
+        raise ValueError("the referent must come before the pronoun")
+    share = torch.stack([w[:, query_pos, a:b].sum(-1) for w in weights]).float()   # [L,H]
+    flat = int(share.reshape(-1).argmax())
+    H = share.shape[1]
+    best = (flat // H, flat % H)
+    return PronounAttention(query_pos=query_pos, ref_span=(a, b), share=share, best=best,
+                            best_share=float(share[best]), row=weights[best[0]][best[1], query_pos, :query_pos + 1],
+                            uniform=(b - a) / (query_pos + 1), mean=float(share.mean()))

@@ -99,3 +99,29 @@ def contextual_cosine(trace_a, trace_b, pos_a: int, pos_b: int) -> ContextCosine
     pairs += [(a.resid_out, b.resid_out) for a, b in zip(la, lb)]
     pairs += [(trace_a.hidden, trace_b.hidden)]
     return ContextCosine(stages, [cosine(a[pos_a], b[pos_b]) for a, b in pairs], pos_a, pos_b)
+
+
+@dataclass(frozen=True)
+class ContextCurve:
+    embed: float               # cosine of the token rows (1.0: one word, one row)
+    with_pos: float            # cosine at the block input (token + position)
+    blocks: list[float]        # cosine after each block, in order
+    final: float               # cosine after the final norm
+    lowest: float              # the smallest cosine after the embedding (blocks and final)
+    lowest_stage: int          # its index into ContextCosine.stages
+    changed: bool              # True when some stage after the input differs from it by > tol
+
+
+def context_curve(cc: ContextCosine, tol: float = 5e-4) -> ContextCurve:
+    """What the cosine curve does after the embedding: the numbers the page's sentence quotes.
+
+    >>> c = context_curve(ContextCosine(["token", "input", "block 1", "block 2", "final"],
+    ...                                 [1.0, 1.0, 0.98, 0.99, 0.97], 3, 3))
+    >>> c.blocks, c.lowest, c.lowest_stage, c.changed
+    ([0.98, 0.99], 0.97, 4, True)
+    """
+    after = cc.cosine[2:]
+    k = min(range(len(after)), key=lambda i: (after[i], i))
+    return ContextCurve(embed=cc.cosine[0], with_pos=cc.cosine[1], blocks=list(cc.cosine[2:-1]),
+                        final=cc.cosine[-1], lowest=after[k], lowest_stage=k + 2,
+                        changed=any(abs(c - cc.cosine[1]) > tol for c in after))
