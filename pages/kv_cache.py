@@ -363,7 +363,8 @@ def _draw_speed(r, cfg) -> None:
     flops = ([step_flops(cfg, n, True) for n in lens], [step_flops(cfg, n, False) for n in lens])
     render.plot(speed_figure(lens, gc.ms, gu.ms, cached_name=t("kv.with"), uncached_name=t("kv.without"),
                              x_label=t("kv.ctx_len"), y_label="ms", title=t("kv.speed_title", device=r.device),
-                             flops=flops, flop_names=(t("kv.flops_with"), t("kv.flops_without")),
+                             fits=tuple([g.intercept_ms + g.slope_ms * n for n in lens] for g in (gc, gu)),
+                             fit_names=(t("kv.fit_with"), t("kv.fit_without")), flops=flops, flop_names=(t("kv.flops_with"), t("kv.flops_without")),
                              flop_label=t("kv.flops_axis")),
                 key="kv_speed", filename="kv-speed")
     render.md(t("kv.speed_result", n=len(r.cache_len) + 1, c=f"{r.total_cached_s:.3f}",

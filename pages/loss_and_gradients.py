@@ -216,7 +216,10 @@ def sec_ppl():
     st.caption(t("loss.ppl_caption", n=r.n_tokens, loss=f"{r.mean_loss:.3f}", ppl=f"{r.ppl:.2f}", v=r.vocab_size))
     _baselines_caption(r.mean_loss, r.ppl, base, src)
     _honesty_note(b, src, r.n_tokens)
-    st.info(t("loss.ppl_caveat", words=r.n_words, ppl_w=f"{r.ppl_per_word:,.0f}", ppl=f"{r.ppl:.2f}"))
+    if r.n_words * 20 < r.n_chars:   # hardly any spaces (Chinese): "per word" would mean nothing
+        st.info(t("loss.ppl_caveat_chars", ppl=f"{r.ppl:.2f}"))
+    else:
+        st.info(t("loss.ppl_caveat", words=r.n_words, ppl_w=f"{r.ppl_per_word:,.0f}", ppl=f"{r.ppl:.2f}"))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

@@ -82,7 +82,7 @@ def test_live_stepper_and_speed_on_a_session_model():
     at.run()
     title = translate("kv.speed_title", "en", device=job.result.device)
     speed = next(f for f in figures(at) if f["layout"].get("title", {}).get("text") == title)
-    assert len(speed["data"]) == 4                        # measured with/without, and the FLOP lines beside
+    assert len(speed["data"]) == 6                        # measured and fitted with/without, the FLOP lines beside
     assert "faster" in all_text(at)
     from lmviz.chapters.kv_cache import WARMUP_STEPS
 

@@ -135,28 +135,35 @@ def variants_figure(names: list[str], gib: list[float], savings: list[float], *,
 
 def speed_figure(lens: list[int], cached_ms: list[float], uncached_ms: list[float], *, cached_name: str,
                  uncached_name: str, x_label: str, y_label: str, title: str,
+                 fits: tuple[list[float], list[float]] | None = None, fit_names: tuple[str, str] = ("", ""),
                  flops: tuple[list[float], list[float]] | None = None,
                  flop_names: tuple[str, str] = ("", ""), flop_label: str = "FLOPs") -> go.Figure:
-    """Measured per-step decode time against context length, with and without the cache; with
-    ``flops`` (cached, uncached FLOPs per step at the same lengths) the counted work is drawn as
-    dashed lines on a second axis on the right, beside the measurement."""
+    """Measured per-step decode time against context length, with and without the cache (dots,
+    one per step), with their least-squares lines (``fits``, solid). With ``flops`` (cached,
+    uncached FLOPs per step at the same lengths) the counted work is drawn dashed on a second,
+    logarithmic axis on the right. The time axis stops above the 98th percentile: a few steps
+    stalled by the machine's load would otherwise flatten everything else."""
     fig = make_subplots(specs=[[{"secondary_y": flops is not None}]])
-    fig.add_scatter(x=lens, y=uncached_ms, name=uncached_name, mode="lines+markers",
-                    line=dict(color=COLORS["negative"], width=2), marker=dict(size=4))
-    fig.add_scatter(x=lens, y=cached_ms, name=cached_name, mode="lines+markers",
-                    line=dict(color=COLORS["query"], width=2), marker=dict(size=4))
+    for ys, name, colour in ((uncached_ms, uncached_name, COLORS["negative"]), (cached_ms, cached_name, COLORS["query"])):
+        fig.add_scatter(x=lens, y=ys, name=name, mode="markers", marker=dict(size=4, color=colour, opacity=0.55),
+                        secondary_y=False)
+    if fits is not None:
+        for ys, name, colour in ((fits[1], fit_names[1], COLORS["negative"]), (fits[0], fit_names[0], COLORS["query"])):
+            fig.add_scatter(x=lens, y=ys, name=name, mode="lines", line=dict(color=colour, width=3), secondary_y=False)
     if flops is not None:
         fc, fu = flops
         fig.add_scatter(x=lens, y=fu, name=flop_names[1], mode="lines", secondary_y=True,
                         line=dict(color=COLORS["negative"], width=2, dash="dash"))
         fig.add_scatter(x=lens, y=fc, name=flop_names[0], mode="lines", secondary_y=True,
                         line=dict(color=COLORS["query"], width=2, dash="dash"))
-        fig.update_yaxes(title_text=flop_label, rangemode="tozero", secondary_y=True, showgrid=False,
-                         exponentformat="SI")
+        fig.update_yaxes(title_text=flop_label, type="log", dtick=1, secondary_y=True, showgrid=False,
+                         exponentformat="SI")           # one tick per decade: 1M, 10M, 100M, 1G
+    all_ms = np.sort(np.asarray(list(cached_ms) + list(uncached_ms), dtype=float))
+    top = float(all_ms[int(0.98 * (len(all_ms) - 1))]) * 1.3 if len(all_ms) else 1.0
     fig.update_xaxes(title_text=x_label)
-    fig.update_yaxes(title_text=y_label, rangemode="tozero", secondary_y=False)
-    theme.apply(fig, height=380, title=title)
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.2, x=0))
+    fig.update_yaxes(title_text=y_label, range=[0, top], secondary_y=False)
+    theme.apply(fig, height=420, title=title)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.18, x=0))
     return fig
 
 

@@ -371,6 +371,7 @@ class Growth:
     change_ms: float        # slope x the measured span of context: the fitted change end to end
     noise_ms: float         # spread of the steps around the fitted line (residual std)
     median_ms: float        # a typical step
+    intercept_ms: float     # the fitted line's value at context 0: time = intercept + slope * context
 
     @property
     def measurable(self) -> bool:
@@ -398,7 +399,7 @@ def growth(lens: list[int], ms: list[float], warmup: int = WARMUP_STEPS) -> Grow
     s2 = sum(r * r for r in resid) / dof
     se = math.sqrt(s2 / sxx) if sxx else float("inf")
     srt = sorted(ys)
-    return Growth(xs, ys, warmup, b, se, b * (max(xs) - min(xs)), math.sqrt(s2), srt[n // 2])
+    return Growth(xs, ys, warmup, b, se, b * (max(xs) - min(xs)), math.sqrt(s2), srt[n // 2], my - b * mx)
 
 
 def slope(xs: list[float], ys: list[float]) -> float:
