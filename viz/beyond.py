@@ -217,6 +217,6 @@ def position_use_figure(positions, losses, used_until: int, plateau: float, *, x
                        xshift=6, font=dict(color=COLORS["chosen"]))
     fig.update_xaxes(title_text=x_label)
     fig.update_yaxes(title_text=y_label)
-    theme.apply(fig, height=340, title=title)
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.22, x=0))
+    theme.apply(fig, height=380, title=title)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.32, x=0), margin=dict(b=90))
     return fig
