@@ -207,12 +207,13 @@ def sec_ppl():
         return
     render.unknown_chars(r.unknown, limit=20)
     base = _unigram(text, _baseline_names(src), b)
-    c = st.columns(5)
+    c = st.columns(3)             # the measured numbers, then the two baselines beside the perplexity
     c[0].metric(t("loss.mean_loss"), f"{r.mean_loss:.3f}")
     c[1].metric(t("loss.ppl"), f"{r.ppl:.2f}")
+    c[2].metric(t("loss.bpc"), f"{r.bits_per_char:.2f}")
+    c = st.columns(3)
+    c[1].metric(t("loss.unigram_ppl"), f"{base.unigram_ppl:.1f}" if base is not None else "–")
     c[2].metric(t("loss.uniform"), f"{r.vocab_size}")
-    c[3].metric(t("loss.unigram_ppl"), f"{base.unigram_ppl:.1f}" if base is not None else "–")
-    c[4].metric(t("loss.bpc"), f"{r.bits_per_char:.2f}")
     st.caption(t("loss.ppl_caption", n=r.n_tokens, loss=f"{r.mean_loss:.3f}", ppl=f"{r.ppl:.2f}", v=r.vocab_size))
     _baselines_caption(r.mean_loss, r.ppl, base, src)
     _honesty_note(b, src, r.n_tokens)
