@@ -421,7 +421,7 @@ if __name__ == "__main__":  # rebuild the shipped toy weights
 
     tm = train_toy()
     TOY_PATH.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"what": "W25 toy model, lmviz.chapters.kv_cache.train_toy()", "losses": tm.losses[::10] + tm.losses[-1:]}
+    meta = {"what": "KV-cache chapter toy model, lmviz.chapters.kv_cache.train_toy()", "losses": tm.losses[::10] + tm.losses[-1:]}
     TOY_PATH.write_bytes(save_checkpoint(tm.model, tm.tokenizer, meta))
     w = walkthrough(tm.model, tm.tokenizer.encode(TOY_PROMPT), 3)
     print(f"wrote {TOY_PATH} ({TOY_PATH.stat().st_size} bytes); final loss {tm.losses[-1]:.3f}; "
