@@ -33,7 +33,8 @@ from .model import GPT
 from .train import TrainConfig, Trainer
 
 __all__ = ["Likelihood", "corpus_likelihood", "LINE_CONFIG", "LINE_SEEDS", "LINE_TEXT_CHARS", "LossLine",
-           "train_endpoints", "eval_windows", "interpolate", "loss_line", "nonconvexity"]
+           "train_endpoints", "eval_windows", "interpolate", "loss_line", "nonconvexity",
+           "PositionLoss", "loss_by_position"]
 
 MAX_TOKENS = 8192  # corpus_likelihood scores at most this many next tokens (one batch in memory)
 
@@ -203,3 +204,48 @@ def nonconvexity(text: str, cfg: TrainConfig = LINE_CONFIG, seeds=LINE_SEEDS, al
     x, y = eval_windows(a.val_ids, cfg.block_size, n_windows, seed=0)
     return loss_line(a.model, b.model, x, y, alphas, seeds=seeds, steps=min(a.steps_done, b.steps_done),
                      same_init=same_init)
+
+
+# -----------------------------------------------------------------------------
+# holding a context is not using it: the loss at each position of the window
+
+@dataclass(frozen=True)
+class PositionLoss:
+    positions: tuple[int, ...]   # 1..T: how many tokens the model has read when it predicts
+    losses: tuple[float, ...]    # mean loss (nats) at each position over the windows
+    n_windows: int               # non-overlapping windows of T + 1 tokens scored
+    plateau: float               # mean loss over the last quarter of the window
+    used_until: int              # first position whose loss is within `tolerance` of the plateau
+    tolerance: float             # nats
+
+
+@torch.no_grad()
+def loss_by_position(model: GPT, ids, n_windows: int = 128, tolerance: float = 0.1) -> PositionLoss:
+    """The model's mean next-token loss at each position of its context window, on ``ids`` [N]
+    cut into non-overlapping windows from the start. Falls while extra context helps, then flat:
+    past ``used_until`` the window holds more tokens than the model puts to use.
+    ValueError when ids hold less than one window."""
+    ids = torch.as_tensor(ids, dtype=torch.long).flatten()
+    T = model.cfg.block_size
+    n = min(int(n_windows), (len(ids) - 1) // T)
+    if n < 1:
+        raise ValueError(f"need at least block_size + 1 = {T + 1} tokens, got {len(ids)}")
+    starts = torch.arange(n) * T
+    offs = torch.arange(T)
+    was_training = model.training
+    model.eval()
+    total = torch.zeros(T, dtype=torch.float64)
+    try:
+        for i in range(0, n, 64):                                    # 64 windows at a time: bounded memory
+            s = starts[i:i + 64]
+            x = ids[s[:, None] + offs].to(model.device)              # [b,T]
+            y = ids[s[:, None] + offs + 1].to(model.device)          # [b,T]
+            logits = model(x)[0].float()                             # [b,T,V]
+            total += F.cross_entropy(logits.transpose(1, 2), y, reduction="none").sum(0).double().cpu()
+    finally:
+        model.train(was_training)
+    per = (total / n).tolist()                                       # [T]
+    q = max(1, T // 4)
+    plateau = sum(per[-q:]) / q
+    used = next(i + 1 for i, v in enumerate(per) if v <= plateau + tolerance)
+    return PositionLoss(tuple(range(1, T + 1)), tuple(per), n, plateau, used, float(tolerance))

@@ -394,7 +394,7 @@ def _gen_greedy_best() -> Solution:
 # -----------------------------------------------------------------------------
 # 9 KV cache (lmviz.kv_cache.kv_cache_bytes, lmviz.chapters.kv_cache: the notes' 32-layer cache example)
 
-KV_PRESET = "W27"   # pages/kv_cache.py: the preset selectbox's default
+KV_PRESET = "notes"   # pages/kv_cache.py: the preset selectbox's default
 
 
 def _gib(n: float) -> str:

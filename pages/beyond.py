@@ -130,10 +130,27 @@ def sec_structure():
                                               y_label=t("bey.loss_nats"), title=t("bey.curve_title")),
                             key="bey_wcurve", filename="structure-curve")
             else:
-                render.md(t("bey.corpus_sample", n=len(corpus.sentences), h=len(corpus.heldout_sentences)))
-                st.code("\n".join(corpus.sentences[:8]), language=None)
+                st.info(t("bey.struct_train_hint"))
 
     session.poll(lambda: _structure_job(corpus_lang, steps).snapshot() if started else None, body)
+    _corpora_side_by_side(corpus)
+
+
+def _corpora_side_by_side(corpus) -> None:
+    """The notes' own three sentences next to the corpus lmviz generates, each with the best loss a
+    bigram can reach at the country (lmviz.chapters.capitals.country_floor)."""
+    from lmviz.chapters.capitals import NOTES_SENTENCES, country_floor, notes_floor
+
+    nf, gf = notes_floor(), country_floor(list(corpus.sentences))
+    left, right = st.columns(2)
+    with left:
+        render.md(t("bey.notes_corpus", n=len(NOTES_SENTENCES)))
+        st.code("\n".join(NOTES_SENTENCES), language=None)
+        st.caption(t("bey.notes_floor", k=nf.n_countries, big=f"{nf.bigram_nats:.3f}", city=f"{nf.city_nats:.3f}"))
+    with right:
+        render.md(t("bey.corpus_sample", n=len(corpus.sentences), h=len(corpus.heldout_sentences)))
+        st.code("\n".join(corpus.sentences[:8]), language=None)
+        st.caption(t("bey.gen_floor", k=gf.n_countries, big=f"{gf.bigram_nats:.3f}", city=f"{gf.city_nats:.3f}"))
 
 
 # ---------------------------------------------------------------- robot-actions example: robot ----
@@ -149,6 +166,7 @@ def sec_robot():
     from viz.beyond import bin_probs_figure, binning_figure, rollout_figure, token_row_figure
 
     render.md(t("bey.robot_md"))
+    st.info(t("bey.robot_obs", n=len(INSTRUCTIONS), bins=RobotConfig().n_obs_bins))
     n_bins = urlstate.slider(t("bey.n_bins"), 3, 31, 11, 2, param="nb", key="bey_bins")
     cfg = RobotConfig(n_bins=n_bins)
     v = np.linspace(-cfg.max_step, cfg.max_step, 801)
@@ -224,13 +242,6 @@ def _docs():
     return docs, BM25([d.text for d in docs])
 
 
-def _sentences(text: str) -> list[str]:
-    import re
-
-    body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
-    return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s*", body) if s.strip()]
-
-
 @st.cache_data(show_spinner=False, max_entries=64)
 def _next_probs(text: str, source: str, model_id: int) -> tuple[np.ndarray, list[str], int]:
     """Next-token probabilities [V] after ``text`` on the live model, its vocabulary and how many
@@ -280,10 +291,9 @@ def sec_knowledge():
     if scores[best] <= 0:
         st.warning(t("bey.no_hit"))
         return
-    sents = _sentences(docs[best].text)
-    from lmviz.retrieval import BM25
+    from lmviz.retrieval import best_sentence
 
-    passage = sents[int(np.argmax(BM25(sents).scores(query)))] if sents else docs[best].text
+    passage = best_sentence(docs[best].text, query)
     left, right = st.columns([2, 3])
     with left:
         render.plot(scores_figure([docs[i].name for i in order], scores[order], 0, x_label=t("bey.bm25"),
@@ -313,6 +323,47 @@ def sec_window():
                                limit_label=t("bey.trained_limit", n=block), title=t("bey.window_title")),
                 key="bey_window", filename="context-window")
     st.caption(t("bey.window_caption", L=L, h=hkv, dh=dh))
+    if b is not None:
+        _window_use(b)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _position_loss(lang_code: str, model_key: str, _b):
+    from lmviz.objective import loss_by_position
+
+    if lang_code == "zh":
+        from lmviz.poetry import load_poetry
+
+        text = load_poetry().heldout_text
+    else:
+        from lmviz.data import paragraph_split
+
+        text = paragraph_split("english", 0.1, 0)[1]
+    return loss_by_position(_b.model, _b.tokenizer.encode_lossy(text)[0])
+
+
+def _window_use(b) -> None:
+    """Holding a long context is not using it: the live model's loss at each position of its window."""
+    from viz.beyond import position_use_figure
+
+    try:
+        r = _position_loss(lang(), session.model_key(b), b)
+    except ValueError:
+        return
+    corpus = t("bey.heldout_poems" if lang() == "zh" else "bey.heldout_english")
+    render.plot(position_use_figure(r.positions, r.losses, r.used_until, r.plateau, x_label=t("bey.pos_read"),
+                                    y_label=t("bey.loss_nats"), curve_name=t("bey.pos_curve"),
+                                    plateau_name=t("bey.pos_plateau"), used_label=t("bey.pos_used", n=r.used_until),
+                                    title=t("bey.pos_title", corpus=corpus)),
+                key="bey_use", filename="context-use")
+    render.md(t("bey.window_use", corpus=corpus, T=len(r.positions), n=r.n_windows, used=r.used_until,
+                tol=f"{r.tolerance:g}", plateau=f"{r.plateau:.3f}", first=f"{r.losses[0]:.3f}"))
+    if b.source == "session":
+        st.caption(t("bey.window_use_session"))
+
+
+def sec_objective():
+    render.md(t("bey.objective_md"))
 
 
 def sec_post():
@@ -343,6 +394,7 @@ render.run_sections([
     ("bey.sec_robot", sec_robot),
     ("bey.sec_know", sec_knowledge),
     ("bey.sec_window", sec_window),
+    ("bey.sec_objective", sec_objective),
     ("bey.sec_post", sec_post),
     ("bey.sec_prompt", sec_prompt),
 ])

@@ -194,10 +194,11 @@ def sec_flash() -> None:
         if b is not None:
             cfg = b.model.cfg
             with c4:
+                # indices stay 0-based (and in the URL); the labels count from 1, as a lecturer says them
                 layer = urlstate.selectbox(t("cost.layer"), list(range(cfg.n_layer)), param="fl",
-                                           key="cost_layer")
+                                           key="cost_layer", format_func=lambda i: str(i + 1))
                 head = urlstate.selectbox(t("cost.head"), list(range(cfg.n_head)), param="fh",
-                                          key="cost_head")
+                                          key="cost_head", format_func=lambda i: str(i + 1))
             prompt = urlstate.text(t("cost.prompt"), t("cost.prompt_default"), param="fp", key="cost_prompt",
                                    max_chars=MAX_PROMPT)
     if b is None:

@@ -145,9 +145,14 @@ def sec_filters() -> None:
         notes.append(t("gen.p_zero"))
     for n in notes:
         st.caption(n)
-    mass_k = float(sum(PROBS[i] for i in d.kept_k))
-    render.md(t("gen.kept_msg", n=len(kept), kept=", ".join(kept), mass=f"{mass_k:.2f}",
-                  probs=", ".join(f"{PROB_LABELS[i]}={float(d.p_final[i]):.3f}" for i in d.kept)))
+    # the kept set's own mass in the original distribution (not the mass top-k alone kept)
+    mass = float(sum(PROBS[i] for i in d.kept))
+    probs = ", ".join(f"{PROB_LABELS[i]}={float(d.p_final[i]):.3f}" for i in d.kept)
+    if k and len(d.kept_k) < len(PROBS):
+        render.md(t("gen.kept_msg_k", n=len(kept), kept=", ".join(kept), mass=f"{mass:.2f}", nk=len(d.kept_k),
+                      mass_k=f"{float(sum(PROBS[i] for i in d.kept_k)):.2f}", probs=probs))
+    else:
+        render.md(t("gen.kept_msg", n=len(kept), kept=", ".join(kept), mass=f"{mass:.2f}", probs=probs))
     render.md(_filter_why())
 
 
@@ -229,6 +234,18 @@ def _live_state(b, ids: list[int], seed: int) -> dict:
     if s["logits_len"] != len(s["ids"]):   # the model runs only when the text has grown
         s["logits"], s["logits_len"] = next_logits(b.model, s["ids"]), len(s["ids"])
     return s
+
+
+def _finite(s: dict) -> bool:
+    """True when the cached next-token logits are all finite; otherwise the page says why no
+    probabilities can be computed (a model with NaN or infinite weights) and playing stops."""
+    import torch
+
+    if bool(torch.isfinite(torch.as_tensor(s["logits"])).all()):
+        return True
+    st.session_state["gen_playing"] = False
+    st.warning(t("gen.nonfinite"))
+    return False
 
 
 def _peek_u(s: dict) -> float:
@@ -315,6 +332,8 @@ def sec_live() -> None:
 @st.fragment(run_every=PLAY_EVERY if st.session_state.get("gen_playing") else None)
 def _live_stepper(b, ids: list[int], seed: int) -> None:
     s = _live_state(b, ids, seed)
+    if not _finite(s):
+        return
     c1, c2, c3 = st.columns(3)
     with c1:
         tau = urlstate.slider(t("gen.live_tau"), 0.0, 3.0, 1.0, 0.05, param="ltau", key="gen_live_tau")
@@ -346,6 +365,8 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
         st.caption(t("gen.max_new", n=MAX_NEW))
     st.html(_running_text_html(b, s))
 
+    if not _finite(s):       # the step just taken led to logits no probability can come from
+        return
     # the pending step: filters re-applied to the cached logits (no model call here)
     from lmviz.sampling import distributions, pick, softmax_t
 
@@ -433,6 +454,13 @@ def sec_tree() -> None:
         ids, _ = b.tokenizer.encode_lossy(prompt)
         if not ids:
             st.warning(t("gen.err_empty"))
+            return
+        import torch
+
+        from lmviz.sampling import next_logits
+
+        if not bool(torch.isfinite(torch.as_tensor(next_logits(b.model, ids))).all()):
+            st.warning(t("gen.nonfinite"))
             return
         c1, c2 = st.columns(2)
         depth = c1.radio(t("gen.tree_depth"), (2, 3), index=1, horizontal=True, key="gen_tree_depth")

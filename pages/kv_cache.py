@@ -99,17 +99,15 @@ def _draw_step(rec: dict, step: int, key: str, layers: list[int] | None = None) 
     left, right = st.columns([3, 2])
     with left:
         fig = cache_figure(K, V, end, range(start, end), labels[:T], k_title=t("kv.k_cache"),
-                           v_title=t("kv.v_cache"), layer_label=t("kv.layer"), feature_label=t("kv.feature"))
-        if len(layers) == 1:  # one layer chosen: number it as the model does
-            for a in fig.layout.annotations:
-                a.text = a.text.replace(f"{t('kv.layer')} 0", f"{t('kv.layer')} {layers[0]}")
+                           v_title=t("kv.v_cache"), layer_label=t("common.layer_n"), feature_label=t("kv.feature"),
+                           layer_numbers=[lay + 1 for lay in layers])     # layers counted from 1
         render.plot(fig, key=f"{key}_cache", filename=f"kv-cache-{key}")
         st.caption(t("kv.cache_caption"))
     with right:
         lay = layers[-1]
         w = rec["weights"][step][lay]                                        # [H,end]
-        render.plot(query_figure(w, labels[:end], title=t("kv.q_title", layer=lay, token=render.escape(words[end - 1])),
-                                 head_label=t("kv.head"), y_label=t("kv.weight")),
+        render.plot(query_figure(w, labels[:end], title=t("kv.q_title", layer=lay + 1, token=render.escape(words[end - 1])),
+                                 head_label=t("common.head_n"), y_label=t("kv.weight")),
                     key=f"{key}_q", filename=f"kv-query-{key}")
         render.plot(next_token_figure(rec["vocab"], rec["probs"][step], rec["predicted"][step],
                                       title=t("kv.next_title")) if len(rec["vocab"]) <= 16 else
@@ -181,7 +179,8 @@ def sec_live():
     with c2:
         n_new = st.number_input(t("kv.n_new"), 1, max(1, min(12, room)), min(6, room), key="kv_live_new")
     with c3:
-        layer = st.selectbox(t("kv.layer"), list(range(cfg.n_layer)), key="kv_live_layer")
+        layer = st.selectbox(t("kv.layer"), list(range(cfg.n_layer)), key="kv_live_layer",
+                             format_func=lambda i: str(i + 1))
     rec = _live_walk(tuple(ids), int(n_new), b.source, id(b.model))
     step = st.select_slider(t("kv.step"), options=list(range(len(rec["spans"]))), key="kv_live_step")
     _draw_step(rec, step, "live", layers=[layer])
@@ -213,7 +212,7 @@ def sec_why():
     edited[pos] = toy.tokenizer.token(new_id)
     from viz.kv_cache import edit_figure
 
-    render.plot(edit_figure(kd, _labels(edited), pos, title=t("kv.edit_title"), layer_label=t("kv.layer"),
+    render.plot(edit_figure(kd, _labels(edited), pos, title=t("kv.edit_title"), layer_label=t("common.layer_n"),
                             color_label="max |ΔK|"), key="kv_edit", filename="kv-edit")
     kept = ", ".join(words[:pos])
     render.md(t("kv.edit_result", kept=render.escape(kept), n_kept=pos, n_redo=len(words) - pos,
@@ -231,14 +230,17 @@ def _apply_preset():
 def sec_memory():
     from lmviz.kv_cache import DTYPE_BYTES, kv_cache_bytes, max_tokens_for_budget
     from lmviz.chapters.kv_cache import MODEL_SHAPES, attention_variants
+    from lmviz.questions import KV_PRESET
     from viz.kv_cache import bytes_figure, variants_figure
 
     render.md(t("kv.mem_intro"))
     names = list(MODEL_SHAPES)
     if "kv_L" not in st.session_state:  # first run (or a shared link): fill the sliders from the preset
-        urlstate.seed_from_url("preset", "kv_preset", "W27", str, lambda v: v in names)
+        urlstate.seed_from_url("preset", "kv_preset", KV_PRESET, str, lambda v: v in names)
         _apply_preset()
-    urlstate.selectbox(t("kv.preset"), names, 0, param="preset", key="kv_preset", on_change=_apply_preset)
+    preset_labels = {n: t("kv.preset_notes") if n == "notes" else n for n in names}
+    urlstate.selectbox(t("kv.preset"), names, names.index(KV_PRESET), param="preset", key="kv_preset",
+                       on_change=_apply_preset, format_func=preset_labels.__getitem__)
     st.caption(t("kv.preset_source"))
     ns = [2 ** i for i in range(8, 21)]
     if st.session_state.get("kv_n") not in ns:
@@ -291,6 +293,12 @@ def _speed_store() -> dict:
     return {}
 
 
+def _speed_work(model, prompt: list[int], n_new: int, device: str):
+    from lmviz.chapters.kv_cache import measure_decode
+
+    return measure_decode(model, prompt, n_new, device)
+
+
 def sec_speed():
     render.md(t("kv.speed_intro"))
     try:
@@ -299,24 +307,35 @@ def sec_speed():
         st.warning(t("kv.no_live"))
         return
     import lmviz
+    from lmviz.chapters.kv_cache import SPEED_CONFIG, SPEED_MIN_CONTEXT, SPEED_PROMPT
 
     device = lmviz.device_name()
-    cfg = b.model.cfg
-    n_prompt = max(1, min(8, cfg.block_size // 4))
-    n_new = cfg.block_size - n_prompt if cfg.pos == "learned" else 120   # fill the context
-    key = (b.source, id(b.model), n_prompt, n_new)
+    live_cfg = b.model.cfg
+    # a context long enough for the cache to matter: the live model's, or lmviz's timing model's
+    long_enough = live_cfg.block_size >= SPEED_MIN_CONTEXT or live_cfg.pos != "learned"
+    cfg = live_cfg if long_enough else SPEED_CONFIG
+    n_prompt = SPEED_PROMPT
+    n_new = (cfg.block_size if cfg.pos == "learned" else 512) - n_prompt   # fill the context
+    if long_enough:
+        st.caption(t("kv.speed_on_live", n=cfg.block_size))
+    else:
+        st.caption(t("kv.speed_on_timing", live=live_cfg.block_size, n=cfg.block_size, layers=cfg.n_layer,
+                     d=cfg.d_model))
+    key = (b.source, id(b.model) if long_enough else "timing", n_prompt, n_new)
     store = _speed_store()
     retry = key not in store or store[key].snapshot().state in ("error", "stopped")
     if retry and st.button(t("kv.measure", n=n_new, device=device), key="kv_measure"):
         if any(task.snapshot().active for task in list(store.values())):
             st.info(t("kv.busy"))
         else:
-            from lmviz.chapters.kv_cache import measure_decode
+            if long_enough:
+                model = b.model
+                ids = ((b.tokenizer.encode_lossy(t("kv.default_prompt"))[0] or [0]) * n_prompt)[:n_prompt]
+            else:
+                from lmviz.chapters.kv_cache import speed_model
 
-            ids = (b.tokenizer.encode_lossy(t("kv.default_prompt"))[0] or [0]) * n_prompt
-            model = b.model
-            store[key] = session.start_task(lambda ctx: measure_decode(model, ids[:n_prompt], n_new, device),
-                                            name="lmviz-kv-speed")
+                model, ids = speed_model(), list(range(n_prompt))
+            store[key] = session.start_task(lambda ctx: _speed_work(model, ids, n_new, device), name="lmviz-kv-speed")
             st.session_state["kv_speed_job"] = store[key]
 
     def show(snap):
@@ -330,19 +349,38 @@ def sec_speed():
         if r is None:
             st.caption(t("kv.speed_none"))
             return
-        from lmviz.chapters.kv_cache import slope
-        from viz.kv_cache import speed_figure
-
-        render.plot(speed_figure(r.cache_len, r.cached_ms, r.uncached_ms, cached_name=t("kv.with"),
-                                 uncached_name=t("kv.without"), x_label=t("kv.ctx_len"), y_label="ms",
-                                 title=t("kv.speed_title", device=r.device)), key="kv_speed", filename="kv-speed")
-        s_c, s_u = slope(r.cache_len, r.cached_ms), slope(r.cache_len, r.uncached_ms)
-        render.md(t("kv.speed_result", n=len(r.cache_len) + 1, c=f"{r.total_cached_s:.3f}",
-                      u=f"{r.total_uncached_s:.3f}", x=f"{r.speedup:.1f}", device=r.device,
-                      sc=f"{s_c * 1000:.1f}", su=f"{s_u * 1000:.1f}"))
-        st.caption(t("kv.speed_caveat"))
+        _draw_speed(r, cfg)
 
     session.poll(lambda: store[key].snapshot() if key in store else None, show, every=0.7)
+
+
+def _draw_speed(r, cfg) -> None:
+    from lmviz.chapters.kv_cache import growth, step_flops
+    from viz.kv_cache import speed_figure
+
+    gc, gu = growth(r.cache_len, r.cached_ms), growth(r.cache_len, r.uncached_ms)
+    lens = gc.lens
+    flops = ([step_flops(cfg, n, True) for n in lens], [step_flops(cfg, n, False) for n in lens])
+    render.plot(speed_figure(lens, gc.ms, gu.ms, cached_name=t("kv.with"), uncached_name=t("kv.without"),
+                             x_label=t("kv.ctx_len"), y_label="ms", title=t("kv.speed_title", device=r.device),
+                             fits=tuple([g.intercept_ms + g.slope_ms * n for n in lens] for g in (gc, gu)),
+                             fit_names=(t("kv.fit_with"), t("kv.fit_without")), flops=flops, flop_names=(t("kv.flops_with"), t("kv.flops_without")),
+                             flop_label=t("kv.flops_axis")),
+                key="kv_speed", filename="kv-speed")
+    render.md(t("kv.speed_result", n=len(r.cache_len) + 1, c=f"{r.total_cached_s:.3f}",
+                  u=f"{r.total_uncached_s:.3f}", x=f"{r.speedup:.1f}", device=r.device))
+    st.caption(t("kv.speed_warmup", w=gc.dropped, a=lens[0], b=lens[-1]))
+    fc0, fc1 = flops[0][0], flops[0][-1]
+    fu0, fu1 = flops[1][0], flops[1][-1]
+    for g, name, f0, f1 in ((gu, "without", fu0, fu1), (gc, "with", fc0, fc1)):
+        fmt = dict(which=t(f"kv.{name}"), a=lens[0], b=lens[-1], pct=f"{100 * (f1 - f0) / f0:,.0f}",
+                   noise=f"{g.noise_ms:.2f}", med=f"{g.median_ms:.2f}")
+        if g.measurable:
+            render.md(t("kv.growth_clear", per=f"{g.slope_ms * 1000:.2f}", se=f"{g.stderr_ms * 1000:.2f}",
+                        change=f"{g.change_ms:.2f}", **fmt))
+        else:
+            render.md(t("kv.growth_noise", change=f"{abs(g.change_ms):.2f}", **fmt))
+    st.caption(t("kv.speed_caveat"))
 
 
 render.run_sections([

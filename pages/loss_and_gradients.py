@@ -3,13 +3,16 @@ perplexity of the live model (perplexity example), the one-parameter model stepp
 one SGD step on an embedding entry (one-SGD-step example), and mini-batch gradient noise measured on the live model."""
 from __future__ import annotations
 
+import math
+
 import streamlit as st
 
 from ui import session, render, urlstate
-from ui.i18n import t
+from ui.i18n import lang, t
 
 NAMES = ("A", "B", "C")
-PPL_SOURCES = ("english", "chinese", "code", "own")
+PPL_SOURCES = ("english", "poetry", "chinese", "code", "own")
+MLE_SOURCES = ("english", "poetry")
 MAX_PPL_CHARS = 2000          # scoring 2,000 characters takes well under half a second
 NOISE_PARAMS = ("last_q", "last_mlp", "first_q")
 NOISE_CORPORA = ("english", "chinese", "code")
@@ -25,13 +28,84 @@ def _bundle():
 _model_key = session.model_key
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
-def _heldout(name: str) -> str:
-    """The first MAX_PPL_CHARS characters of the last 10% of a corpus (text the model did not train on)."""
-    from lmviz.data import load_corpus, split
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _split(name: str) -> tuple[str, str]:
+    """(training text, held-out text) of a corpus, split as the shipped model's training split
+    them: whole English paragraphs (lmviz.data.paragraph_split), whole poems (lmviz.poetry);
+    the corpora it never trained on (modern Chinese, code) by their last 10%."""
+    from lmviz.data import load_corpus, paragraph_split, split
 
-    text = load_corpus(name)
-    return split(text, 0.1)[1][:MAX_PPL_CHARS]
+    if name == "english":
+        return paragraph_split("english", 0.1, 0)
+    if name == "poetry":
+        from lmviz.poetry import load_poetry
+
+        c = load_poetry()
+        return c.train_text, c.heldout_text
+    return split(load_corpus(name), 0.1)
+
+
+def _heldout(name: str) -> str:
+    """The first MAX_PPL_CHARS characters of a corpus's held-out text."""
+    return _split(name)[1][:MAX_PPL_CHARS]
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _train_ids(names: tuple[str, ...], model_key: str, _b):
+    """The token ids of the training texts of ``names`` (what a unigram baseline is counted on)."""
+    import torch
+
+    ids = []
+    for n in names:
+        ids += _b.tokenizer.encode_lossy(_split(n)[0])[0]
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def _unigram(text: str, names: tuple[str, ...], b):
+    """Uniform and unigram baselines for ``text`` under the live tokenizer, the unigram counted on
+    the training texts of ``names``; None when the text has no known token."""
+    from lmviz.baselines import unigram_baseline
+
+    ids, _ = b.tokenizer.encode_lossy(text)
+    if not ids:
+        return None
+    return unigram_baseline(_train_ids(names, _model_key(b), b), ids, b.tokenizer.vocab_size)
+
+
+def _baseline_names(src: str) -> tuple[str, ...]:
+    return ("english", "poetry") if src == "own" else (src,)
+
+
+def _baselines_caption(r_loss: float, r_ppl: float, base, src: str) -> None:
+    """The uniform and unigram perplexities beside a measured one (the same text, the same tokens)."""
+    if base is None:
+        return
+    st.caption(t("loss.ppl_baselines", loss=f"{r_loss:.3f}", ppl=f"{r_ppl:,.2f}", v=f"{base.vocab_size:,}",
+                 uniform=f"{base.uniform:.3f}", unigram=f"{base.unigram:.3f}",
+                 unigram_ppl=f"{base.unigram_ppl:,.1f}",
+                 counted=" + ".join(t(f"loss.train_of.{n}") for n in _baseline_names(src))))
+
+
+def _honesty_note(b, src: str, n_tokens: int) -> None:
+    """What kind of held-out text this is for the live model, and the stored whole-split numbers
+    of the shipped model (lmviz.baselines.language_report)."""
+    if b.source != "default":
+        st.info(t("loss.ppl_session_note"))
+        return
+    lang = {"english": "en", "poetry": "zh"}.get(src)
+    if lang is None:
+        st.info(t("loss.ppl_unseen" if src != "own" else "loss.ppl_own_note"))
+        return
+    from lmviz.baselines import language_report
+
+    try:
+        rep = language_report(b.meta, lang)
+    except (ValueError, KeyError):
+        return
+    st.info(t("loss.ppl_heldout_note", unit=t(f"loss.unit.{src}"), n=f"{n_tokens:,}",
+              held=f"{rep.heldout_loss:.3f}", held_ppl=f"{rep.heldout_ppl:,.2f}", train=f"{rep.train_loss:.3f}",
+              gap=f"{rep.gap:.3f}", unigram=f"{rep.unigram:.3f}", unigram_ppl=f"{rep.unigram_ppl:,.1f}",
+              uniform=f"{rep.uniform:.3f}", uniform_ppl=f"{rep.uniform_ppl:,.0f}"))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -112,7 +186,8 @@ def sec_ppl():
     if b is None:
         return
     labels = {s: t(f"loss.src.{s}") for s in PPL_SOURCES}   # a dict made now (AppTest formats later)
-    src = st.radio(t("loss.ppl_source"), PPL_SOURCES, format_func=labels.__getitem__,
+    src = st.radio(t("loss.ppl_source"), PPL_SOURCES, index=1 if lang() == "zh" else 0,
+                   format_func=labels.__getitem__,
                    horizontal=True, key="loss_ppl_src")
     if src == "own":
         text = st.text_area(t("loss.ppl_own"), value=t("loss.ppl_own_default"), max_chars=MAX_PPL_CHARS,
@@ -131,13 +206,63 @@ def sec_ppl():
         st.warning(t("loss.too_short"))
         return
     render.unknown_chars(r.unknown, limit=20)
-    c = st.columns(4)
+    base = _unigram(text, _baseline_names(src), b)
+    c = st.columns(3)             # the measured numbers, then the two baselines beside the perplexity
     c[0].metric(t("loss.mean_loss"), f"{r.mean_loss:.3f}")
     c[1].metric(t("loss.ppl"), f"{r.ppl:.2f}")
+    c[2].metric(t("loss.bpc"), f"{r.bits_per_char:.2f}")
+    c = st.columns(3)
+    c[1].metric(t("loss.unigram_ppl"), f"{base.unigram_ppl:.1f}" if base is not None else "–")
     c[2].metric(t("loss.uniform"), f"{r.vocab_size}")
-    c[3].metric(t("loss.bpc"), f"{r.bits_per_char:.2f}")
     st.caption(t("loss.ppl_caption", n=r.n_tokens, loss=f"{r.mean_loss:.3f}", ppl=f"{r.ppl:.2f}", v=r.vocab_size))
-    st.info(t("loss.ppl_caveat", words=r.n_words, ppl_w=f"{r.ppl_per_word:,.0f}", ppl=f"{r.ppl:.2f}"))
+    _baselines_caption(r.mean_loss, r.ppl, base, src)
+    _honesty_note(b, src, r.n_tokens)
+    if r.n_words * 20 < r.n_chars:   # hardly any spaces (Chinese): "per word" would mean nothing
+        st.info(t("loss.ppl_caveat_chars", ppl=f"{r.ppl:.2f}"))
+    else:
+        st.info(t("loss.ppl_caveat", words=r.n_words, ppl_w=f"{r.ppl_per_word:,.0f}", ppl=f"{r.ppl:.2f}"))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _likelihood(text: str, model_key: str, _b):
+    from lmviz.objective import corpus_likelihood
+
+    return corpus_likelihood(_b.model, _b.tokenizer, text, max_tokens=2048)
+
+
+def sec_mle():
+    from viz.tokenization import visible
+
+    render.md(t("loss.mle_body"))
+    st.latex(r"L(\theta)=-\frac{1}{N}\sum_{t=1}^{N}\ln p_\theta(x_{t+1}\mid x_{\le t})"
+             r"\quad\Longleftrightarrow\quad \max_\theta \prod_t p_\theta(x_{t+1}\mid x_{\le t})")
+    b = _bundle()
+    if b is None:
+        return
+    labels = {s: t(f"loss.src.{s}") for s in MLE_SOURCES}
+    src = st.radio(t("loss.ppl_source"), MLE_SOURCES, index=1 if lang() == "zh" else 0,
+                   format_func=labels.__getitem__, horizontal=True, key="loss_mle_src")
+    try:
+        text = _heldout(src)
+        r = _likelihood(text, _model_key(b), b)
+    except ValueError:
+        st.warning(t("loss.no_corpus"))
+        return
+    tok = b.tokenizer.token
+    rows = [{"t": i + 1, t("loss.mle_input"): visible(tok(x)), t("loss.mle_label"): visible(tok(y)),
+             t("loss.mle_prob"): round(p, 4), "−ln p": round(-math.log(max(p, 1e-300)), 3)}
+            for i, (x, y, p) in enumerate(zip(r.inputs, r.labels, r.label_probs))]
+    st.dataframe(rows, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(rows)))
+    st.caption(t("loss.mle_table_caption", n=len(rows)))
+    c = st.columns(3)
+    c[0].metric(t("loss.mle_mean"), f"{r.mean_nll:.4f}")
+    c[1].metric(t("loss.mle_model_loss"), f"{r.model_loss:.4f}")
+    c[2].metric(t("loss.mle_ppl"), f"{r.ppl:.2f}")
+    render.md(t("loss.mle_numbers", n=r.n_tokens, windows=r.n_windows, block=r.block_size, total=r.total_nll,
+                mean=r.mean_nll, loss=r.model_loss, ppl=r.ppl))
+    if r.truncated:
+        st.caption(t("loss.mle_truncated", n=r.n_tokens))
+    _baselines_caption(r.mean_nll, r.ppl, _unigram(text, (src,), b), src)
 
 
 @st.fragment
@@ -238,10 +363,71 @@ def _draw_noise(r):
                  block=r.block, loss=f"{r.ref_loss:.3f}", draws=len(r.rows[0].cosines)))
 
 
+# ---------------------------------------------------------------- non-convexity ----------
+def _line_work(same_init: bool, ctx):
+    from types import SimpleNamespace
+
+    from lmviz.data import load_corpus
+    from lmviz.objective import LINE_TEXT_CHARS, nonconvexity
+
+    text = load_corpus("english")[:LINE_TEXT_CHARS]
+    return nonconvexity(text, same_init=same_init, stop=SimpleNamespace(is_set=ctx.cancelled))
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _line_job(same_init: bool):
+    """The one measurement per setting, shared by every session (the result does not depend on
+    the live model: it trains its own two small ones)."""
+    return session.start_task(lambda ctx: _line_work(same_init, ctx), name="lmviz-loss-line")
+
+
+def sec_line():
+    from lmviz.objective import LINE_CONFIG, LINE_SEEDS
+
+    render.md(t("loss.line_body", seed_a=LINE_SEEDS[0], seed_b=LINE_SEEDS[1], d=LINE_CONFIG.d_model,
+                steps=LINE_CONFIG.max_steps))
+    same = st.toggle(t("loss.line_same_init_toggle"), key="loss_line_same")
+    if st.button(t("loss.line_run"), key="loss_line_go", icon=":material/play_arrow:"):
+        st.session_state["loss_line_req"] = bool(same)
+    if st.session_state.get("loss_line_req") != bool(same):
+        st.caption(t("loss.line_hint"))
+        render.md(t("loss.line_noise"))
+        return
+    job = _line_job(bool(same))
+
+    def draw(snap):
+        if snap is None or snap.active:
+            st.info(t("loss.line_running"), icon=":material/hourglass_top:")
+        elif snap.state != "done":
+            st.error(t("loss.line_failed"))
+        else:
+            _draw_line(snap.result)
+
+    session.poll(job.snapshot, draw)
+    render.md(t("loss.line_noise"))
+
+
+def _draw_line(r):
+    from viz.loss import line_figure
+
+    fig = line_figure(r.alphas, r.losses, r.loss_a, r.loss_b, x_title=t("loss.line_x"), y_title=t("loss.line_y"),
+                      curve_name=t("loss.line_curve"), chord_name=t("loss.line_chord"),
+                      ends=(t("loss.line_end", name="A"), t("loss.line_end", name="B")))
+    render.plot(fig, key="loss_line_fig", filename="loss-along-a-line")
+    key = "loss.line_same_init" if r.same_init else "loss.line_result"
+    if r.chord_gap > 0:
+        render.md(t(key, loss_a=r.loss_a, loss_b=r.loss_b, mid=r.mid_loss, gap=r.chord_gap))
+    else:
+        render.md(t("loss.line_convex_here", mid=f"{r.mid_loss:.3f}", gap=f"{-r.chord_gap:.3f}"))
+    st.caption(t("loss.line_caption", barrier=f"{r.barrier:.3f}", steps=r.steps, n=len(r.alphas)))
+
+
 render.run_sections([
     ("loss.sec_softmax", sec_softmax),
+    ("loss.mle_title", sec_mle),
     ("loss.sec_ppl", sec_ppl),
     ("loss.sec_onestep", sec_onestep),
     ("loss.sec_sgd", sec_sgd),
     ("loss.sec_noise", sec_noise),
+    ("loss.line_title", sec_line),
 ])

@@ -76,7 +76,7 @@ def test_invalid_rows_rejects_out_of_range():
 
 
 def test_w27_notes_preset_is_2_gib():
-    s = MODEL_SHAPES["W27"]
+    s = MODEL_SHAPES["notes"]
     b = kv_cache_bytes(1, s.n_layer, s.n_tokens, s.n_kv_head, s.head_dim, DTYPE_BYTES[s.dtype])
     assert b == 2_147_483_648 == 2 * 2**30
     assert max_tokens_for_budget(b, 1, s.n_layer, s.n_kv_head, s.head_dim, 2) == 16384
@@ -112,3 +112,27 @@ def test_cache_rows_stack_every_step(toy, walk):
     assert tuple(K.shape) == tuple(V.shape) == (cfg.n_layer, 5, cfg.n_kv_head * cfg.head_dim)
     # row 3 (学习) is the k that decode step 1 appended to layer 1, heads side by side
     assert torch.equal(K[1, 3], walk.steps[1].snap.k_new[1, :, 0].reshape(-1))
+
+
+def test_growth_drops_warm_up_and_says_when_noise_wins():
+    from lmviz.chapters.kv_cache import growth
+
+    lens = list(range(8, 108))
+    flat = [50.0] * 8 + [1.0 + (0.3 if i % 2 else -0.3) for i in range(100)]   # warm-up spikes, then flat
+    g = growth(lens, flat, warmup=8)
+    assert g.dropped == 8 and g.lens[0] == 16 and not g.measurable
+    rising = [1.0 + 0.01 * n + (0.05 if n % 2 else -0.05) for n in lens]
+    assert growth(lens, rising, warmup=8).measurable
+    falling = [2.0 - 0.01 * n for n in lens]                  # a negative slope is never growth
+    assert not growth(lens, falling, warmup=8).measurable
+
+
+def test_step_flops_line():
+    from lmviz.chapters.cost import decode_step_flops
+    from lmviz.chapters.kv_cache import SPEED_CONFIG as c, step_flops
+
+    # a cached step grows by 4 d per layer per token of context; an uncached one superlinearly
+    assert step_flops(c, 200, True) - step_flops(c, 100, True) == c.n_layer * 4 * c.d_model * 100
+    assert step_flops(c, 100, True) == c.n_layer * decode_step_flops(100, c.d_model).total + 2 * c.d_model * c.vocab_size
+    assert step_flops(c, 400, False) > 4 * step_flops(c, 200, False) / 2
+    assert c.block_size >= 256

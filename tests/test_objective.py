@@ -131,3 +131,19 @@ def test_catalogue_strings_format_with_computed_values(line):
         s = translate("loss.mle_numbers", lang, n=mle.n_tokens, windows=mle.n_windows, block=mle.block_size,
                       total=mle.total_nll, mean=mle.mean_nll, loss=mle.model_loss, ppl=mle.ppl)
         assert f"{mle.mean_nll:.4f}" in s
+
+
+def test_loss_by_position_on_a_tiny_model():
+    import torch
+
+    from lmviz.model import GPT, GPTConfig
+    from lmviz.objective import loss_by_position
+
+    torch.manual_seed(0)
+    m = GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=1, n_kv_head=1, d_model=8))
+    r = loss_by_position(m, torch.arange(100) % 11, n_windows=5)
+    assert r.positions == tuple(range(1, 9)) and len(r.losses) == 8 and r.n_windows == 5
+    assert 1 <= r.used_until <= 8 and r.losses[r.used_until - 1] <= r.plateau + r.tolerance
+    assert r.plateau == pytest.approx(sum(r.losses[-2:]) / 2)
+    with pytest.raises(ValueError):
+        loss_by_position(m, torch.arange(5))

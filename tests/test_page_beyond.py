@@ -130,3 +130,20 @@ def test_knowledge_sections_on_a_session_model(lang):
     assert translate("bey.trained_limit", lang, n=64) in str(fig(at, "bey.window_title", lang))
     at.text_input(key="bey_stem").set_value("").run()
     assert translate("bey.empty_stem", lang) in [w.value for w in at.warning]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_notes_corpus_beside_the_generated_one_and_the_window_in_use(lang):
+    from lmviz.chapters.capitals import NOTES_SENTENCES
+
+    at = open_page("pages/beyond.py", lang)
+    assert not at.exception
+    assert "\n".join(NOTES_SENTENCES) in [c.value for c in at.code]
+    caps = " ".join(c.value for c in at.caption)
+    assert "1.099" in caps and "0.000" in caps                 # ln 3 with only "of"; 0 with the city
+    text = all_text(at)
+    assert translate("bey.robot_obs", lang, n="", bins="").split(":")[0].split("：")[0][:15] in text
+    assert translate("bey.objective_md", lang)[:20] in text
+    fig = next(f for f in figures(at) if f["layout"].get("title", {}).get("text", "").startswith(
+        translate("bey.pos_title", lang, corpus="")[:8]))
+    assert len(decode(fig["data"][0]["y"])) == 64

@@ -252,3 +252,31 @@ def test_browser_temperature_and_top_p_sliders_redraw(server, browser, lang):
         assert exceptions(page) == []
     finally:
         ctx.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_kept_message_reports_the_kept_sets_own_mass(bundle, lang):
+    at = open_gen(bundle, lang)                    # p = 0.9 keeps A, B, C: 0.50 + 0.30 + 0.15
+    want = translate("gen.kept_msg", lang, n=3, kept="A, B, C", mass="0.95",
+                     probs="A=0.526, B=0.316, C=0.158")
+    assert want in [m.value for m in at.markdown]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_non_finite_logits_are_explained_not_raised(lang):
+    import math
+
+    import torch
+
+    from lmviz.model import GPT, GPTConfig
+    from lmviz.tokenizer import CharTokenizer
+    from ui.session import Bundle
+
+    tok = CharTokenizer(TEXT)
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=16, n_layer=1, n_head=2, n_kv_head=2,
+                          d_model=16)).eval()
+    with torch.no_grad():
+        model.lm_head.weight.fill_(math.nan)
+    at = open_gen(Bundle(model, tok, {}, "session"), lang, prompt="The")
+    assert not at.exception
+    assert translate("gen.nonfinite", lang) in [w.value for w in at.warning]

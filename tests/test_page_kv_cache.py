@@ -81,5 +81,10 @@ def test_live_stepper_and_speed_on_a_session_model():
     assert job.state == "done" and job.error is None
     at.run()
     title = translate("kv.speed_title", "en", device=job.result.device)
-    assert any(f["layout"].get("title", {}).get("text") == title for f in figures(at))
+    speed = next(f for f in figures(at) if f["layout"].get("title", {}).get("text") == title)
+    assert len(speed["data"]) == 6                        # measured and fitted with/without, the FLOP lines beside
     assert "faster" in all_text(at)
+    from lmviz.chapters.kv_cache import WARMUP_STEPS
+
+    assert translate("kv.speed_warmup", "en", w=WARMUP_STEPS, a="", b="").split(";")[0] in all_text(at)
+    assert "grows by -" not in all_text(at)               # a negative fitted change is never printed as growth

@@ -38,7 +38,7 @@ def attention_figure(tokens: list[str], weights: np.ndarray, city: tuple[int, in
     columns are outlined."""
     L, H, T = weights.shape
     z = weights.reshape(L * H, T)                                          # [L*H,T]
-    rows = [row_label.format(layer=l, head=h) for l in range(L) for h in range(H)]
+    rows = [row_label.format(layer=l + 1, head=h + 1) for l in range(L) for h in range(H)]   # counted from 1
     fig = go.Figure(go.Heatmap(z=z, x=list(range(T)), y=list(range(L * H)), zmin=0, zmax=1,
                                colorscale=theme.HEATMAP, colorbar=dict(thickness=12),
                                hovertemplate="%{z:.2f}<extra></extra>"))
@@ -201,3 +201,22 @@ def pipeline_figure(stages: list[tuple[str, str]], title: str | None = None) -> 
     fig.update_xaxes(visible=False, range=[-0.05, len(stages) * 1.3 - 0.25])
     fig.update_yaxes(visible=False, range=[-0.05, 1.05])
     return theme.apply(fig, height=220, title=title)
+
+
+def position_use_figure(positions, losses, used_until: int, plateau: float, *, x_label: str, y_label: str,
+                        curve_name: str, plateau_name: str, used_label: str, title: str | None = None) -> go.Figure:
+    """The model's mean loss at each position of its window (how much it has read), the level at
+    the end of the window, and the position from which extra context stops helping."""
+    fig = go.Figure(go.Scatter(x=list(positions), y=list(losses), mode="lines+markers", name=curve_name,
+                               line=dict(color=COLORS["query"], width=2), marker=dict(size=5),
+                               hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    fig.add_scatter(x=[positions[0], positions[-1]], y=[plateau, plateau], mode="lines", name=plateau_name,
+                    line=dict(color=COLORS["neutral"], dash="dash"), hoverinfo="skip")
+    fig.add_vline(x=used_until, line=dict(color=COLORS["chosen"], dash="dot"))
+    fig.add_annotation(x=used_until, y=max(losses), text=used_label, showarrow=False, xanchor="left",
+                       xshift=6, font=dict(color=COLORS["chosen"]))
+    fig.update_xaxes(title_text=x_label)
+    fig.update_yaxes(title_text=y_label)
+    theme.apply(fig, height=380, title=title)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.32, x=0), margin=dict(b=90))
+    return fig

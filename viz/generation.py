@@ -95,7 +95,11 @@ def filter_figure(labels: Sequence[str], probs, final, kept: Sequence[int], p: f
     cum = np.cumsum(q) / q.sum()
     fig.add_trace(go.Scatter(x=x + 0.5, y=cum, name=names[2], mode="lines+markers+text",
                              line=dict(color=COLORS["key"], width=3), text=[f"Σ {c:.2f}" for c in cum],
-                             textposition="top left", customdata=list(labels),
+                             # below-right of each point, clear of the bar labels; above-left for
+                             # the last one (at the right edge) and for one just above the p line
+                             textposition=["top left" if i == len(cum) - 1 or (p is not None and 0 <= c - p < 0.1)
+                                           else "bottom right" for i, c in enumerate(cum)],
+                             customdata=list(labels),
                              hovertemplate="≤ %{customdata}: Σ=%{y:.3f}<extra></extra>"))
     thr = [] if p is None else [dict(type="line", x0=0, x1=1, xref="paper", y0=p, y1=p, yref="y",
                                       line=dict(color=COLORS["negative"], dash="dot", width=2))]

@@ -19,17 +19,20 @@ def _rect(fig, row, col, x0, x1, y0, y1, color):
 
 
 def cache_figure(K: np.ndarray, V: np.ndarray, visible: int, new_rows: range, row_labels: list[str],
-                 *, k_title: str, v_title: str, layer_label: str, feature_label: str) -> go.Figure:
+                 *, k_title: str, v_title: str, layer_label: str, feature_label: str,
+                 layer_numbers: list[int] | None = None) -> go.Figure:
     """Per-layer K and V caches as heatmaps: K, V [L, T, F] (F = kv heads x head_dim).
 
     Rows >= visible are not in the cache yet (blank); new_rows (written this step) are framed.
+    ``layer_label`` is a template with {n}; ``layer_numbers`` names the layers shown (default 1..L).
     """
     L, T, Fdim = K.shape
     Kz, Vz = K.astype(float).copy(), V.astype(float).copy()
     Kz[:, visible:], Vz[:, visible:] = np.nan, np.nan
     # K and V get their own colour range (their magnitudes differ a lot in a trained model)
     lims = [float(np.abs(A[:, :visible]).max()) if visible else 1.0 for A in (K, V)]
-    titles = [f"{layer_label} {l} · {t}" for l in range(L) for t in (k_title, v_title)]
+    nums = list(layer_numbers) if layer_numbers is not None else list(range(1, L + 1))
+    titles = [layer_label.format(n=nums[l]) + f" · {t}" for l in range(L) for t in (k_title, v_title)]
     fig = make_subplots(rows=L, cols=2, subplot_titles=titles, horizontal_spacing=0.15,
                         vertical_spacing=0.12 if L > 1 else 0.05)
     for l in range(L):
@@ -58,7 +61,7 @@ def query_figure(weights: np.ndarray, row_labels: list[str], *, title: str, head
     fig = go.Figure()
     shades = [COLORS["query"], COLORS["token"], "#004C7A", "#7FB8DA"]
     for h in range(H):
-        fig.add_bar(x=row_labels, y=weights[h], name=f"{head_label} {h}", marker_color=shades[h % len(shades)],
+        fig.add_bar(x=row_labels, y=weights[h], name=head_label.format(n=h + 1), marker_color=shades[h % len(shades)],
                     text=[f"{w:.2f}" for w in weights[h]], textposition="outside", cliponaxis=False)
     fig.update_layout(barmode="group", yaxis=dict(range=[0, 1.12], title=y_label), xaxis=dict(type="category"))
     fig = theme.apply(fig, height=300, title=title)
@@ -94,7 +97,7 @@ def edit_figure(diff: np.ndarray, row_labels: list[str], edit_pos: int, *, title
     """How far each layer's cached K rows moved after an edit: diff [L, T] of max |change|."""
     L, T = diff.shape
     fig = go.Figure(go.Heatmap(
-        z=diff, x=row_labels, y=[f"{layer_label} {l}" for l in range(L)], colorscale=theme.HEATMAP,
+        z=diff, x=row_labels, y=[layer_label.format(n=l + 1) for l in range(L)], colorscale=theme.HEATMAP,
         zmin=0, text=[[f"{v:.2f}" for v in r] for r in diff], texttemplate="%{text}", xgap=2, ygap=2,
         colorbar=dict(title=color_label, thickness=12)))
     fig.add_vrect(x0=edit_pos - 0.5, x1=T - 0.5, line=dict(color=COLORS["chosen"], width=3, dash="dash"),
@@ -131,16 +134,37 @@ def variants_figure(names: list[str], gib: list[float], savings: list[float], *,
 
 
 def speed_figure(lens: list[int], cached_ms: list[float], uncached_ms: list[float], *, cached_name: str,
-                 uncached_name: str, x_label: str, y_label: str, title: str) -> go.Figure:
-    """Measured per-step decode time against context length, with and without the cache."""
-    fig = go.Figure()
-    fig.add_scatter(x=lens, y=uncached_ms, name=uncached_name, mode="lines+markers",
-                    line=dict(color=COLORS["negative"], width=2), marker=dict(size=4))
-    fig.add_scatter(x=lens, y=cached_ms, name=cached_name, mode="lines+markers",
-                    line=dict(color=COLORS["query"], width=2), marker=dict(size=4))
-    fig.update_xaxes(title=x_label)
-    fig.update_yaxes(title=y_label, rangemode="tozero")
-    return theme.apply(fig, height=340, title=title)
+                 uncached_name: str, x_label: str, y_label: str, title: str,
+                 fits: tuple[list[float], list[float]] | None = None, fit_names: tuple[str, str] = ("", ""),
+                 flops: tuple[list[float], list[float]] | None = None,
+                 flop_names: tuple[str, str] = ("", ""), flop_label: str = "FLOPs") -> go.Figure:
+    """Measured per-step decode time against context length, with and without the cache (dots,
+    one per step), with their least-squares lines (``fits``, solid). With ``flops`` (cached,
+    uncached FLOPs per step at the same lengths) the counted work is drawn dashed on a second,
+    logarithmic axis on the right. The time axis stops above the 98th percentile: a few steps
+    stalled by the machine's load would otherwise flatten everything else."""
+    fig = make_subplots(specs=[[{"secondary_y": flops is not None}]])
+    for ys, name, colour in ((uncached_ms, uncached_name, COLORS["negative"]), (cached_ms, cached_name, COLORS["query"])):
+        fig.add_scatter(x=lens, y=ys, name=name, mode="markers", marker=dict(size=4, color=colour, opacity=0.55),
+                        secondary_y=False)
+    if fits is not None:
+        for ys, name, colour in ((fits[1], fit_names[1], COLORS["negative"]), (fits[0], fit_names[0], COLORS["query"])):
+            fig.add_scatter(x=lens, y=ys, name=name, mode="lines", line=dict(color=colour, width=3), secondary_y=False)
+    if flops is not None:
+        fc, fu = flops
+        fig.add_scatter(x=lens, y=fu, name=flop_names[1], mode="lines", secondary_y=True,
+                        line=dict(color=COLORS["negative"], width=2, dash="dash"))
+        fig.add_scatter(x=lens, y=fc, name=flop_names[0], mode="lines", secondary_y=True,
+                        line=dict(color=COLORS["query"], width=2, dash="dash"))
+        fig.update_yaxes(title_text=flop_label, type="log", dtick=1, secondary_y=True, showgrid=False,
+                         exponentformat="SI")           # one tick per decade: 1M, 10M, 100M, 1G
+    all_ms = np.sort(np.asarray(list(cached_ms) + list(uncached_ms), dtype=float))
+    top = float(all_ms[int(0.98 * (len(all_ms) - 1))]) * 1.3 if len(all_ms) else 1.0
+    fig.update_xaxes(title_text=x_label)
+    fig.update_yaxes(title_text=y_label, range=[0, top], secondary_y=False)
+    theme.apply(fig, height=420, title=title)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.18, x=0))
+    return fig
 
 
 def next_token_figure(words: list[str], probs: np.ndarray, chosen: int, *, title: str) -> go.Figure:

@@ -105,3 +105,23 @@ def noise_error_figure(rows, *, x_title: str, y_title: str, measured: str, guide
     fig.update_xaxes(title=x_title, type="log", tickvals=bs)
     fig.update_yaxes(title=y_title, type="log", dtick="D2")
     return theme.apply(fig, height=420)
+
+
+def line_figure(alphas, losses, loss_a: float, loss_b: float, *, x_title: str, y_title: str,
+                curve_name: str, chord_name: str, ends: tuple[str, str]) -> go.Figure:
+    """The loss along θ(α) = (1 − α) θ_A + α θ_B, the chord between the two ends (dashed; a convex
+    loss would stay at or below it for α in [0, 1]) and the two trained models marked."""
+    fig = go.Figure(go.Scatter(x=list(alphas), y=list(losses), mode="lines+markers", name=curve_name,
+                               line=dict(color=COLORS["query"]), marker=dict(size=6),
+                               hovertemplate="α = %{x:.2f}<br>L = %{y:.3f}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[0.0, 1.0], y=[loss_a, loss_b], mode="lines", name=chord_name,
+                             line=dict(color=COLORS["neutral"], dash="dash"), hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=[0.0, 1.0], y=[loss_a, loss_b], mode="markers+text", showlegend=False,
+                             marker=dict(color=COLORS["chosen"], size=13), text=list(ends),
+                             textposition="bottom center",
+                             hovertemplate="α = %{x:.0f}<br>L = %{y:.3f}<extra></extra>"))
+    fig.update_xaxes(title=x_title, zeroline=False)
+    fig.update_yaxes(title=y_title)
+    theme.apply(fig, height=400)
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return fig

@@ -28,6 +28,7 @@ from pathlib import Path
 __all__ = [
     "Pair", "Template", "CapitalCorpus", "Positions", "TEMPLATES", "load_pairs",
     "capital_corpus", "render", "template_positions", "load_corpus_text", "CountryFloor",
+    "NOTES_SENTENCES", "notes_floor",
     "country_floor",
 ]
 
@@ -265,6 +266,23 @@ def country_floor(sentences) -> CountryFloor:
     if n == 0:
         raise ValueError("no sentences")
     return CountryFloor(n, len(countries), _entropy(big), abs(_entropy(city)))
+
+
+# The notes' own corpus, word for word (the notes write it in English, without full stops, in the
+# Chinese lecture too).
+NOTES_SENTENCES = ("Paris is the capital of France", "Tokyo is the capital of Japan",
+                   "Ottawa is the capital of Canada")
+
+
+def notes_floor() -> CountryFloor:
+    """country_floor of the notes' three sentences (a full stop added, as the templates expect):
+    after "of" a bigram can do no better than ln 3; with the city the country is certain.
+
+    >>> f = notes_floor()
+    >>> f.n, round(f.bigram_nats, 4), f.city_nats
+    (3, 1.0986, 0.0)
+    """
+    return country_floor([s + "." for s in NOTES_SENTENCES])
 
 
 def load_corpus_text(name: str) -> str:

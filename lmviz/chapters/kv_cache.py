@@ -16,6 +16,8 @@ Everything here is torch only and returns records; the page draws them.
 """
 from __future__ import annotations
 
+import math
+
 import time
 from pathlib import Path
 from dataclasses import dataclass
@@ -245,7 +247,7 @@ class ModelShape:
 
 # published shapes (config.json of each release); "KV-cache-size example" is the lecture notes' example
 MODEL_SHAPES: dict[str, ModelShape] = {
-    "W27": ModelShape(32, 32, 8, 128, 16384, "FP16"),
+    "notes": ModelShape(32, 32, 8, 128, 16384, "FP16"),   # the lecture notes' example
     "Llama-2-7B": ModelShape(32, 32, 32, 128, 4096, "FP16"),
     "Llama-2-70B": ModelShape(80, 64, 8, 128, 4096, "FP16"),
     "Llama-3-8B": ModelShape(32, 32, 8, 128, 8192, "BF16"),
@@ -324,6 +326,82 @@ def measure_decode(model: GPT, prompt: list[int], n_new: int, device_name: str =
     return DecodeTiming(lens, c_ms, u_ms, sum(c_ms) / 1e3, sum(u_ms) / 1e3, device_name)
 
 
+# The speed measurement needs a context long enough for the cache to matter; the shipped model's
+# 64 tokens are not (per-step overhead swamps everything). lmviz's choice, the notes give none: a
+# 4-layer, 128-wide model with a 512-token context and random weights (timing does not depend on
+# what the weights are), used whenever the live model's context is shorter than SPEED_MIN_CONTEXT.
+SPEED_CONFIG = GPTConfig(vocab_size=256, block_size=512, n_layer=4, n_head=4, n_kv_head=4, d_model=128)
+SPEED_MIN_CONTEXT = 256
+SPEED_PROMPT = 8          # prompt tokens before the timed decode steps
+WARMUP_STEPS = 8          # the first timed steps, dropped from the fit (allocator and caches warming up)
+
+
+def speed_model(seed: int = 0) -> GPT:
+    """A random-weight GPT of SPEED_CONFIG, eval mode, on CPU (built in well under a second)."""
+    torch.manual_seed(seed)
+    return GPT(SPEED_CONFIG).eval()
+
+
+def step_flops(cfg: GPTConfig, n_context: int, cached: bool) -> int:
+    """FLOPs of one greedy decode step at a context of n_context tokens (matmuls only; one
+    multiply-add = 2 FLOPs). Cached: one token through every layer, attending to n_context keys,
+    and the LM head once. Uncached: the whole context through every layer and the LM head at
+    every position (the model computes all of them).
+
+    >>> c = GPTConfig(vocab_size=10, block_size=8, n_layer=1, n_head=1, n_kv_head=1, d_model=4)
+    >>> step_flops(c, 8, cached=True) - step_flops(c, 4, cached=True)      # 4 * (8 - 4) * d
+    64
+    """
+    from lmviz.chapters.cost import decode_step_flops, layer_flops
+
+    d, r, kv = cfg.d_model, cfg.mlp_ratio, cfg.n_kv_head / cfg.n_head
+    head = 2 * d * cfg.vocab_size
+    if cached:
+        return cfg.n_layer * decode_step_flops(n_context, d, r, kv).total + head
+    return cfg.n_layer * layer_flops(n_context, d, r, kv).total + n_context * head
+
+
+@dataclass(frozen=True)
+class Growth:
+    lens: list[int]         # context lengths of the steps kept (warm-up dropped)
+    ms: list[float]         # their times
+    dropped: int            # warm-up steps left out of the fit
+    slope_ms: float         # least-squares growth, ms per token of context
+    stderr_ms: float        # standard error of that slope
+    change_ms: float        # slope x the measured span of context: the fitted change end to end
+    noise_ms: float         # spread of the steps around the fitted line (residual std)
+    median_ms: float        # a typical step
+    intercept_ms: float     # the fitted line's value at context 0: time = intercept + slope * context
+
+    @property
+    def measurable(self) -> bool:
+        """True when the fitted growth is positive and clear of the noise: the slope is more than
+        two standard errors, and the change end to end exceeds the step-to-step spread."""
+        return self.slope_ms > 2 * self.stderr_ms and self.change_ms > self.noise_ms
+
+
+def growth(lens: list[int], ms: list[float], warmup: int = WARMUP_STEPS) -> Growth:
+    """Fit time = a + b * context to the steps after ``warmup``, with the slope's standard error.
+
+    >>> g = growth(list(range(20)), [5.0] * 4 + [1.0 + 0.5 * i for i in range(4, 20)], warmup=4)
+    >>> round(g.slope_ms, 6), g.measurable
+    (0.5, True)
+    """
+    xs, ys = list(lens[warmup:]), list(ms[warmup:])
+    if len(xs) < 3:
+        xs, ys, warmup = list(lens), list(ms), 0
+    n = len(xs)
+    b = slope(xs, ys)
+    mx, my = sum(xs) / n, sum(ys) / n
+    resid = [y - (my + b * (x - mx)) for x, y in zip(xs, ys)]
+    sxx = sum((x - mx) ** 2 for x in xs)
+    dof = max(1, n - 2)
+    s2 = sum(r * r for r in resid) / dof
+    se = math.sqrt(s2 / sxx) if sxx else float("inf")
+    srt = sorted(ys)
+    return Growth(xs, ys, warmup, b, se, b * (max(xs) - min(xs)), math.sqrt(s2), srt[n // 2], my - b * mx)
+
+
 def slope(xs: list[float], ys: list[float]) -> float:
     """Least-squares slope of ys against xs.
 
@@ -343,7 +421,7 @@ if __name__ == "__main__":  # rebuild the shipped toy weights
 
     tm = train_toy()
     TOY_PATH.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"what": "W25 toy model, lmviz.chapters.kv_cache.train_toy()", "losses": tm.losses[::10] + tm.losses[-1:]}
+    meta = {"what": "KV-cache chapter toy model, lmviz.chapters.kv_cache.train_toy()", "losses": tm.losses[::10] + tm.losses[-1:]}
     TOY_PATH.write_bytes(save_checkpoint(tm.model, tm.tokenizer, meta))
     w = walkthrough(tm.model, tm.tokenizer.encode(TOY_PROMPT), 3)
     print(f"wrote {TOY_PATH} ({TOY_PATH.stat().st_size} bytes); final loss {tm.losses[-1]:.3f}; "
