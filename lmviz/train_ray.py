@@ -78,6 +78,14 @@ def connect(address: str | None = None) -> None:
         if ray.is_initialized():
             return
         address = address or os.environ.get("LMVIZ_RAY_ADDRESS", "").strip()
+        host, _, port = address.rpartition(":")
+        if port.isdigit():                  # ray.init retries an unreachable address for minutes
+            import socket
+
+            try:
+                socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=5).close()
+            except OSError as e:
+                raise RuntimeError(f"could not reach the Ray cluster at {address} ({e.strerror or e})") from e
         try:
             ray.init(address=address, namespace="lmviz", runtime_env=runtime_env(),
                      log_to_driver=False, include_dashboard=False)
@@ -161,6 +169,7 @@ class RayTrainingJob(TrainingJob):
         super().__init__(make_trainer, None, chunk=chunk, poll_s=poll_s or _env_float("LMVIZ_RAY_POLL_S", 0.5))
         self._actor = None
         self._remote_paused = False
+        self._node = ""                       # the cluster node the training runs on
 
     def queue_position(self) -> int:
         with _PENDING_LOCK:
@@ -236,8 +245,7 @@ class RayTrainingJob(TrainingJob):
                 if self in _PENDING:
                     _PENDING.remove(self)
         self._set(state="running", phase="preparing")
-        with self._records:
-            self._info = {"ray_node": node["node"]}
+        self._node = node["node"]
 
     def _merge(self, d: dict) -> None:
         model = tok = None
@@ -250,8 +258,9 @@ class RayTrainingJob(TrainingJob):
             self._evals.extend(d["evals"])
             self._samples.extend(d["samples"])
             self._max_steps, self._elapsed = d["max_steps"], d["elapsed_s"]
-            if d["info"]:
-                self._info = {**d["info"], "ray_node": self._info.get("ray_node", "")}
+            if d["info"]:               # the page names the device: say it is on the cluster
+                self._info = {**d["info"], "ray_node": self._node,
+                              "device": f"{d['info'].get('device', '?')} · Ray {self._node}"}
             if model is not None:
                 self._model, self._tokenizer, self._attention = model, tok, d.get("attention")
                 self._version += 1
