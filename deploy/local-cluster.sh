@@ -237,6 +237,12 @@ sys.exit(0 if ray.cluster_resources().get('CPU', 0) > 0 else 1)" >> "$RUN/ray.lo
       || die "replica $name did not become healthy (see $RUN/replica-$name.log)"
     log "replica $name on $(cat "$RUN/replica-$name.addr")"
   done
+  # one headless visit per replica: the first run of app.py starts the warm-up (torch import,
+  # default model; ui/warmup.py), so the first student does not wait for it
+  local addrs=()
+  for ((i = 0; i < N; i++)); do addrs+=("$(cat "$RUN/replica-${NAMES[$i]}.addr")"); done
+  if "$PY" "$ROOT/deploy/warm.py" "${addrs[@]}"; then log "replicas warmed"
+  else log "warning: a warm-up visit failed (the replicas still serve; see their logs)"; fi
 
   # --- nginx: the generated site file and a small main config, all inside $RUN ---
   "$PY" - "$ROOT/deploy/nginx-lmviz.conf.template" "$RUN/lmviz-site.conf" \
