@@ -72,7 +72,11 @@ def runtime_env() -> dict:
 
 def connect(address: str | None = None) -> None:
     """Connect this process to the cluster once (``ray.init``); a second call does nothing."""
-    import ray
+    try:
+        import ray
+    except ImportError as e:
+        raise RuntimeError("LMVIZ_RAY_ADDRESS is set but this server lacks the ray package "
+                           "(pip install -r requirements-cluster.txt)") from e
 
     with _INIT_LOCK:
         if ray.is_initialized():

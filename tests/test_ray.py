@@ -5,7 +5,8 @@
 - a tiny training submitted through the backend runs on a Ray actor, its step count grows and it
   publishes a model (checkpoint bytes loaded back) and ends "done";
 - Stop ends it as "stopped" and removes the actor; a training that fails on the worker shows its
-  own message; a killed actor ends the job with a clear message instead of hanging;
+  own message; a killed actor ends the job with a clear message instead of hanging; an
+  unreachable cluster address is a sentence at once (not minutes of ray.init retries);
 - the cluster's CPUs are the cap: a second job waits queued (position 1) until the first ends.
 
 Out of the default run: runs with LMVIZ_CLUSTER_TESTS=1 (``.ci/run`` sets it). Skips with a
@@ -94,6 +95,24 @@ def test_unset_means_local_and_ray_is_never_imported():
             "print(type(j).__name__, 'ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["TrainingJob", "False"], out.stderr
+
+
+def test_an_unreachable_cluster_is_a_sentence_at_once():
+    _require_ray()
+    import socket
+
+    with socket.socket() as s:                          # a free port: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = ("from lmviz.train_job import TrainingJob\n"
+            "j = TrainingJob(lambda: None).start(); print(j.join(30)); s = j.snapshot()\n"
+            "print(s.state); print(s.error)")
+    env = dict(os.environ, LMVIZ_RAY_ADDRESS=f"127.0.0.1:{port}")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=60)
+    lines = out.stdout.splitlines()
+    assert lines[:2] == ["True", "error"], out.stdout + out.stderr[-1500:]
+    assert lines[2].startswith(f"could not reach the Ray cluster at 127.0.0.1:{port}")
 
 
 def test_a_training_runs_on_ray_and_its_curve_grows(on_ray):
