@@ -22,7 +22,20 @@ _TASK = None
 _LOCK = threading.Lock()
 
 
+def _normal_priority() -> None:
+    """Back to nice 0 for this thread where the OS allows it (root or CAP_SYS_NICE; else it stays
+    at the Task's nice 19). A page thread that imports torch waits on this thread's import lock,
+    so a warm-up at nice 19 on a busy server would slow the very page it is meant to speed up."""
+    import os
+
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 0)
+    except (AttributeError, OSError):
+        pass
+
+
 def _warm(ctx) -> str:
+    _normal_priority()
     from ui import session
 
     session.start_warmup()                 # torch import + device name (the sidebar badge)
