@@ -88,7 +88,8 @@ def train_rate(preset: str, dev: torch.device, text: str, steps: int, warm: int,
     return tr.tokens_per_step * steps / dt, per_token, n, losses
 
 
-def decode_check(dev: torch.device, name: str, prompt_len: int, new: int, atol: float) -> tuple[str, bool]:
+def decode_check(dev: torch.device, name: str, prompt_len: int, new: int, atol: float,
+                 compare: bool) -> tuple[str, bool]:
     from lmviz.chapters.kv_cache import measure_decode
     from lmviz.kv_cache import generate_cached
     from lmviz.model import GPT, GPTConfig
@@ -105,7 +106,7 @@ def decode_check(dev: torch.device, name: str, prompt_len: int, new: int, atol: 
     r = measure_decode(model, prompt, new, name)
     line = (f"decode ({prompt_len}-token prompt, {new} new, 6x256 RoPE model): cached {r.total_cached_s:.3f} s, "
             f"uncached {r.total_uncached_s:.3f} s, speed-up {r.speedup:.1f}x")
-    if dev.type == "cpu":
+    if not compare:
         return line, True
     k = min(new, 32)
     a = generate_cached(cpu_model, prompt, k)
@@ -117,7 +118,7 @@ def decode_check(dev: torch.device, name: str, prompt_len: int, new: int, atol: 
                   f"(tolerance {atol:g})", ok
 
 
-def trace_check(dev: torch.device, atol: float) -> tuple[str, bool]:
+def trace_check(dev: torch.device, atol: float, compare: bool) -> tuple[str, bool]:
     from lmviz.checkpoint import load_default
 
     model, tok, _ = load_default()
@@ -125,7 +126,7 @@ def trace_check(dev: torch.device, atol: float) -> tuple[str, bool]:
     t0 = time.perf_counter()
     cpu = model.forward_trace(torch.tensor(ids))
     t_cpu = time.perf_counter() - t0
-    if dev.type == "cpu":
+    if not compare:
         return f"attention trace of the default model ({len(ids)} tokens): {1e3 * t_cpu:.1f} ms on CPU", True
     import copy
 
@@ -139,7 +140,7 @@ def trace_check(dev: torch.device, atol: float) -> tuple[str, bool]:
     diff = max(float((a.weights - b.weights.cpu()).abs().max()) for a, b in zip(cpu.layers, g.layers))
     ok = diff <= atol
     return (f"attention trace of the default model ({len(ids)} tokens): CPU {1e3 * t_cpu:.1f} ms, "
-            f"CUDA {1e3 * t_gpu:.1f} ms; max |Δ attention weight| {diff:.2e} (tolerance {atol:g})"), ok
+            f"{dev.type.upper()} {1e3 * t_gpu:.1f} ms; max |Δ attention weight| {diff:.2e} (tolerance {atol:g})"), ok
 
 
 def main() -> int:
@@ -150,6 +151,8 @@ def main() -> int:
     ap.add_argument("--loss-rtol", type=float, default=0.02)
     ap.add_argument("--logit-atol", type=float, default=1e-3)
     ap.add_argument("--att-atol", type=float, default=1e-4)
+    ap.add_argument("--self-check", action="store_true",
+                    help="on CPU, run the comparisons anyway (CPU against CPU: exercises the checks' code)")
     args = ap.parse_args()
     dev = torch.device("cpu") if args.cpu else lmviz.device()
     lmviz.set_threads()
@@ -157,7 +160,8 @@ def main() -> int:
     small = args.quick or dev.type == "cpu"
     if dev.type == "cpu":
         print("no CUDA device (or --cpu): everything runs on the CPU at small sizes; these are not "
-              "GPU figures and there is nothing to compare against")
+              "GPU figures" + (" (--self-check: CPU compared with CPU)" if args.self_check
+                               else " and there is nothing to compare against"))
     else:
         torch.backends.cuda.matmul.allow_tf32 = False               # fp32 checks stay fp32
         print(f"device: {name}, torch {torch.__version__}, CUDA {torch.version.cuda}")
@@ -168,6 +172,7 @@ def main() -> int:
 
     text = corpus_text("english")
     problems = []
+    compare = dev.type == "cuda" or args.self_check
     presets = (("tiny", {}), ("default", {})) if small else (("default", {}), ("bigger", {}))
     steps, warm = (3, 2) if small else (args.steps, 10)
     for preset, over in presets:
@@ -175,7 +180,7 @@ def main() -> int:
         mfu = tps * per_tok / pk
         line = (f"train {preset:<8} {n:>11,} params: {tps:>12,.0f} tokens/s, "
                 f"{tps * per_tok / 1e12:7.3f} TFLOP/s, MFU {100 * mfu:6.2f} %")
-        if dev.type == "cuda":
+        if compare:
             k = min(5, len(losses))
             _, _, _, ref = train_rate(preset, torch.device("cpu"), text, 0, k, **over)
             rel = max(abs(a - b) / abs(b) for a, b in zip(losses[:k], ref[:k]))
@@ -184,11 +189,11 @@ def main() -> int:
                 problems.append(f"{preset} losses")
         print(line, flush=True)
 
-    line, ok = decode_check(dev, name, *((32, 16) if small else (512, 256)), args.logit_atol)
+    line, ok = decode_check(dev, name, *((32, 16) if small else (512, 256)), args.logit_atol, compare)
     print(line, flush=True)
     if not ok:
         problems.append("decoding")
-    line, ok = trace_check(dev, args.att_atol)
+    line, ok = trace_check(dev, args.att_atol, compare)
     print(line, flush=True)
     if not ok:
         problems.append("attention trace")
