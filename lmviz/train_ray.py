@@ -105,6 +105,7 @@ class TrainingWorker:
         os.environ.pop("LMVIZ_RAY_ADDRESS", None)      # the job in here is a local one
         self.job = TrainingJob(make_trainer, None, chunk=chunk)
         self.sent_version = 0
+        self.sent_replay = None
 
     def ready(self) -> dict:
         import socket
@@ -135,6 +136,11 @@ class TrainingWorker:
             out["checkpoint"] = save_checkpoint(snap.model, snap.tokenizer, {"steps": snap.step})
             out["attention"] = snap.attention
             self.sent_version = snap.model_version
+        rp = getattr(snap, "replay", None)        # lmviz.replay's record, where the job keeps one
+        key = None if rp is None else (len(rp), rp.snapshots[-1].step if len(rp) else -1)
+        if key != self.sent_replay:
+            out["replay"] = rp
+            self.sent_replay = key
         return out
 
 
@@ -174,6 +180,15 @@ class RayTrainingJob(TrainingJob):
         self._actor = None
         self._remote_paused = False
         self._node = ""                       # the cluster node the training runs on
+        self._replay = None                   # the worker's latest training replay (if it keeps one)
+
+    def snapshot(self, last: int | None = None):
+        snap = super().snapshot(last)
+        if self._replay is not None and hasattr(snap, "replay"):
+            import dataclasses
+
+            snap = dataclasses.replace(snap, replay=self._replay)
+        return snap
 
     def queue_position(self) -> int:
         with _PENDING_LOCK:
@@ -265,6 +280,8 @@ class RayTrainingJob(TrainingJob):
             if d["info"]:               # the page names the device: say it is on the cluster
                 self._info = {**d["info"], "ray_node": self._node,
                               "device": f"{d['info'].get('device', '?')} · Ray {self._node}"}
+            if d.get("replay") is not None:
+                self._replay = d["replay"]
             if model is not None:
                 self._model, self._tokenizer, self._attention = model, tok, d.get("attention")
                 self._version += 1
