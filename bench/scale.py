@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -81,7 +82,10 @@ class LocalCluster:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.sh("down")
+        try:
+            self.sh("down")
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 async def measure(c: LocalCluster, args, seed: int) -> dict:
