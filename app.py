@@ -5,7 +5,12 @@ The entry point builds the navigation from ``ui/chapters.py`` and holds the shar
 """
 from __future__ import annotations
 
-import streamlit as st
+# --- cold start (ui/warmup.py): torch and the default model load in the background from the
+# first run on; keep this the first statement after the imports that it needs ---
+from ui import warmup; warmup.start()  # noqa: E702,I001
+# --- end cold start ---
+
+import streamlit as st  # noqa: E402
 
 from ui import session
 from ui.chapters import registered

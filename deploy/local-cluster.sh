@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole lmviz cluster on this machine, 127.0.0.1 only, for trying deploy/ out and for tests:
-# redis-server, N Streamlit replicas sharing classes through it, nginx in front with sticky
-# sessions (deploy/nginx-lmviz.conf.template). Every port is a free one found by binding port 0.
+# redis-server, a local Ray head for the trainings, N Streamlit replicas sharing classes through
+# Redis and training on Ray, nginx in front with sticky sessions (deploy/nginx-lmviz.conf.template).
+# Every port is a free one found by binding port 0.
 #
 #   deploy/local-cluster.sh up       start everything, print the URL
 #   deploy/local-cluster.sh status   what runs (exit 0 when all of it runs, 3 otherwise)
@@ -13,8 +14,12 @@
 #   LMVIZ_REPLICAS     Streamlit replicas (default 2, at most 8)
 #   LMVIZ_PYTHON       the Python that has lmviz's requirements (default .venv/bin/python, else python3)
 #   LMVIZ_THREADS      torch threads per replica (default 1)
-# Each replica gets LMVIZ_REPLICA=a, b, ... (for its logs only) and LMVIZ_REDIS_URL.
-# Logs: $LMVIZ_CLUSTER_DIR/{replica-a.log,redis.log,nginx-access.log,nginx-error.log}.
+#   LMVIZ_RAY          1: a Ray head is required; 0: none (trainings run in the replicas);
+#                      default: a Ray head when $LMVIZ_PYTHON has ray, else none (with a note)
+#   LMVIZ_RAY_CPUS     CPUs of the local Ray head = concurrent trainings (default 2)
+# Each replica gets LMVIZ_REPLICA=a, b, ... (for its logs only), LMVIZ_REDIS_URL and, with Ray,
+# LMVIZ_RAY_ADDRESS (every training of every replica runs on the Ray head, 1 CPU each).
+# Logs: $LMVIZ_CLUSTER_DIR/{replica-a.log,redis.log,ray.log,nginx-access.log,nginx-error.log}.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -111,7 +116,9 @@ cmd_down() {
   for f in "$RUN"/replica-*.pid; do
     [ -e "$f" ] && stop_pidfile "$f" "streamlit" TERM
   done
-  # --- Ray head: stopped here once the Ray training backend exists (see deploy/README.md) ---
+  # the Ray head: `ray start --block` was started by `up`; TERM makes it stop the processes it
+  # started (GCS, raylet, workers) -- never `ray stop`, which stops every Ray on the machine
+  stop_pidfile "$RUN/ray.pid" "ray" TERM
   stop_pidfile "$RUN/redis.pid" "redis-server" TERM   # TERM: Redis saves its data first
   rm -f "$RUN/state"
 }
@@ -131,7 +138,12 @@ cmd_status() {
   done
   if live_pid "$RUN/nginx.pid" "nginx: master" >/dev/null; then echo "nginx    up    $URL"
   else echo "nginx    DOWN"; ok=3; fi
-  echo "ray      not part of the cluster yet (the Ray training backend is being built)"
+  if [ -n "${RAY_ADDRESS:-}" ]; then
+    if live_pid "$RUN/ray.pid" "ray" >/dev/null; then echo "ray      up    $RAY_ADDRESS"
+    else echo "ray      DOWN"; ok=3; fi
+  else
+    echo "ray      none  (trainings run in the replicas)"
+  fi
   return $ok
 }
 
@@ -149,8 +161,13 @@ cmd_up() {
   # any failure from here on (die included) stops what this run started
   trap 'rc=$?; if [ $rc -ne 0 ]; then echo "local-cluster: start failed, stopping what started" >&2; cmd_down >&2; fi' EXIT
 
-  local ports redis_port nginx_port i name port servers=""
-  read -r -a ports <<< "$(free_ports $((N + 2)))"
+  local ports redis_port nginx_port i name port servers="" ray_address="" want_ray=${LMVIZ_RAY:-auto}
+  if [ "$want_ray" = auto ]; then
+    if "$PY" -c "import ray" 2>/dev/null; then want_ray=1
+    else want_ray=0; log "no Ray head: $PY lacks ray (pip install -r requirements-cluster.txt); trainings run in the replicas"; fi
+  fi
+  if [ "$want_ray" = 1 ]; then "$PY" -c "import ray" 2>/dev/null || die "LMVIZ_RAY=1 but $PY lacks ray"; fi
+  read -r -a ports <<< "$(free_ports $((N + 2 + 9)))"
   redis_port=${ports[0]}; nginx_port=${ports[1]}
 
   # --- Redis: class state shared by the replicas (data saved in $RUN on shutdown) ---
@@ -160,14 +177,52 @@ cmd_up() {
   wait_redis "$redis_port" || die "redis-server did not answer (see $RUN/redis.log)"
   log "redis on 127.0.0.1:$redis_port"
 
-  # --- Ray head: started here once the Ray training backend exists (LMVIZ_RAY_ADDRESS) ---
+  # --- Ray head: the trainings of every replica (LMVIZ_RAY_ADDRESS), 127.0.0.1, free ports ---
+  if [ "$want_ray" = 1 ]; then
+    local rp=("${ports[@]:$((N + 2)):9}") raybin
+    raybin="$(dirname "$PY")/ray"; [ -x "$raybin" ] || raybin=$(command -v ray) || die "the ray command is missing"
+    mkdir -p "$RUN/ray"
+    # Ray's token authentication: a fresh secret for this cluster, given to the head, the
+    # replicas and the checks below (RAY_AUTH_TOKEN_PATH), readable by this user only
+    ( umask 077; "$PY" -c "import secrets; print(secrets.token_hex(32))" > "$RUN/ray-auth-token" )
+    export RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH="$RUN/ray-auth-token"
+    # one simple command in the background, so that $! is `ray start --block` itself
+    RAY_USAGE_STATS_ENABLED=0 nohup "$raybin" start --head --block --node-ip-address=127.0.0.1 \
+      --port="${rp[0]}" --node-manager-port="${rp[1]}" --object-manager-port="${rp[2]}" \
+      --dashboard-agent-listen-port="${rp[4]}" \
+      --dashboard-agent-grpc-port="${rp[5]}" --metrics-export-port="${rp[6]}" \
+      --runtime-env-agent-port="${rp[7]}" --dashboard-port="${rp[8]}" --include-dashboard=false \
+      --num-cpus="${LMVIZ_RAY_CPUS:-2}" --num-gpus=0 --disable-usage-stats --temp-dir="$RUN/ray" \
+      > "$RUN/ray.log" 2>&1 < /dev/null &
+    echo $! > "$RUN/ray.pid"
+    ray_address="127.0.0.1:${rp[0]}"
+    # the GCS port answers while `ray start` lives, then a driver sees the head's CPUs
+    "$PY" - "${rp[0]}" "$(cat "$RUN/ray.pid")" <<'PY' || die "the Ray head did not start (see $RUN/ray.log)"
+import os, socket, sys, time
+port, pid = int(sys.argv[1]), sys.argv[2]
+end = time.time() + 90
+while time.time() < end:
+    if not os.path.exists(f"/proc/{pid}"):
+        sys.exit(1)
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.5)
+sys.exit(1)
+PY
+    timeout 90 "$PY" -c "import ray, sys; ray.init(address='$ray_address', log_to_driver=False); \
+sys.exit(0 if ray.cluster_resources().get('CPU', 0) > 0 else 1)" >> "$RUN/ray.log" 2>&1 \
+      || die "the Ray head did not accept a driver (see $RUN/ray.log)"
+    log "ray head on $ray_address (${LMVIZ_RAY_CPUS:-2} CPUs)"
+  fi
 
   # --- Streamlit replicas ---
   for ((i = 0; i < N; i++)); do
     name=${NAMES[$i]}; port=${ports[$((i + 2))]}
     # one simple command in the background, so that $! is the Streamlit process itself
     LMVIZ_REPLICA=$name LMVIZ_REDIS_URL="redis://127.0.0.1:$redis_port/0" \
-      LMVIZ_THREADS=${LMVIZ_THREADS:-1} \
+      LMVIZ_RAY_ADDRESS=$ray_address LMVIZ_THREADS=${LMVIZ_THREADS:-1} \
       nohup "$PY" -m streamlit run "$ROOT/app.py" --server.headless=true --server.port="$port" \
         --server.address=127.0.0.1 --browser.gatherUsageStats=false \
         > "$RUN/replica-$name.log" 2>&1 < /dev/null &
@@ -182,6 +237,12 @@ cmd_up() {
       || die "replica $name did not become healthy (see $RUN/replica-$name.log)"
     log "replica $name on $(cat "$RUN/replica-$name.addr")"
   done
+  # one headless visit per replica: the first run of app.py starts the warm-up (torch import,
+  # default model; ui/warmup.py), so the first student does not wait for it
+  local addrs=()
+  for ((i = 0; i < N; i++)); do addrs+=("$(cat "$RUN/replica-${NAMES[$i]}.addr")"); done
+  if "$PY" "$ROOT/deploy/warm.py" "${addrs[@]}"; then log "replicas warmed"
+  else log "warning: a warm-up visit failed (the replicas still serve; see their logs)"; fi
 
   # --- nginx: the generated site file and a small main config, all inside $RUN ---
   "$PY" - "$ROOT/deploy/nginx-lmviz.conf.template" "$RUN/lmviz-site.conf" \
@@ -224,6 +285,7 @@ NGINX_PORT=$nginx_port
 REDIS_PORT=$redis_port
 REDIS_URL=redis://127.0.0.1:$redis_port/0
 REPLICAS=$N
+RAY_ADDRESS=$ray_address
 EOF
   trap - EXIT
   log "up: http://127.0.0.1:$nginx_port/  (run folder $RUN)"

@@ -24,6 +24,7 @@ The thread, the first-come queue on the shared semaphore, pause, cancel and erro
 from __future__ import annotations
 
 import inspect
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -71,7 +72,18 @@ def _takes_cancel(make: Callable) -> bool:
 class TrainingJob(Task):
     """One training run as a Task (start, pause, resume, join, queue_position are Task's; stop
     is cancel). ``make_trainer(cancel)`` (or ``make_trainer()``) builds the Trainer on the worker
-    thread, after the semaphore slot is acquired."""
+    thread, after the semaphore slot is acquired.
+
+    The backend hook: with LMVIZ_RAY_ADDRESS set, ``TrainingJob(...)`` builds a
+    ``lmviz.train_ray.RayTrainingJob`` (same arguments and API; the training runs on that Ray
+    cluster). Unset, this is the local job and ``ray`` is never imported."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is TrainingJob and os.environ.get("LMVIZ_RAY_ADDRESS", "").strip():
+            from .train_ray import RayTrainingJob
+
+            return super().__new__(RayTrainingJob)
+        return super().__new__(cls)
 
     def __init__(self, make_trainer: Callable[..., Any], semaphore: threading.BoundedSemaphore | None = None,
                  chunk: int = 5, poll_s: float = 0.05, on_eval: Callable[[Any], None] | None = None):

@@ -7,11 +7,13 @@ replicas, class state in Redis, everything on 127.0.0.1 and free ports.
 - Streamlit's websocket origin check still holds behind the proxy (Host passed through);
 - a class a lecturer drives from replica A's process is followed and answered from replica B's
   process, through the cluster's Redis;
+- a training started in a page of replica A runs on the cluster's Ray head (the page names the
+  Ray node as its device) and its step count grows in the page;
 - ``down`` stops exactly what ``up`` started.
 
 Out of the default run: runs with LMVIZ_CLUSTER_TESTS=1 (``.ci/run`` sets it). Skips with a
-reason when nginx, redis-server, the redis package or Chromium is missing, except under CI=true,
-where it fails instead.
+reason when nginx, redis-server, the redis package, ray (for the Ray test) or Chromium is missing,
+except under CI=true, where it fails instead.
 """
 from __future__ import annotations
 
@@ -236,11 +238,76 @@ def test_a_class_on_replica_a_is_followed_from_replica_b(cluster):
     assert seen == [1, {"rises": 0, "falls": 1, "same": 0}]
 
 
+def _has_ray() -> bool:
+    try:
+        import ray  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def test_a_training_started_on_replica_a_runs_on_ray_and_its_curve_grows(cluster):
+    _require(_has_ray(), "ray is not installed (pip install -r requirements-cluster.txt)")
+    assert cluster.state.get("RAY_ADDRESS"), "the cluster started without a Ray head"
+    import asyncio
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from stclient import Session
+
+    class Page(Session):
+        """A client that also keeps the progress line and the captions the page draws."""
+
+        def _on_delta(self, d) -> None:
+            super()._on_delta(d)
+            if d.WhichOneof("type") == "new_element":
+                el = d.new_element
+                if el.WhichOneof("type") == "progress":
+                    self.progress.append(el.progress.text)
+                elif el.WhichOneof("type") == "markdown":
+                    self.texts.append(el.markdown.body)
+
+    a_port = int(next(addr for addr, n in cluster.replicas.items() if n == "a").rsplit(":", 1)[1])
+
+    def steps(page: Page) -> list[int]:
+        """The step counts of the progress lines the page drew, oldest first."""
+        found = (re.search(r"step ([\d,]+) /", text) for text in page.progress)
+        return [int(m.group(1).replace(",", "")) for m in found if m]
+
+    async def scenario() -> tuple[list[int], list[str], list[str], list[str]]:
+        page = Page(a_port, "training", "lang=en")
+        page.progress, page.texts = [], []
+        async with page:
+            await page.wait_idle(180)
+            start = page.button("train_start")
+            assert start is not None, page.widgets
+            await page.click(start, timeout=120)
+            end = asyncio.get_running_loop().time() + 180
+            while asyncio.get_running_loop().time() < end:      # the polling fragment redraws
+                seen = steps(page)
+                if len(set(s for s in seen if s > 0)) >= 3:
+                    break
+                await asyncio.sleep(0.5)
+            stop = page.button("train_stop")
+            if stop is not None:
+                await page.click(stop, timeout=60)
+            await asyncio.sleep(1.5)
+        return steps(page), page.texts, page.errors, page.alerts
+
+    seen, texts, errors, alerts = asyncio.run(scenario())
+    assert errors == [], errors
+    grown = [s for s in seen if s > 0]
+    assert len(set(grown)) >= 3 and grown == sorted(grown), (seen, alerts)
+    assert any("Ray" in t for t in texts), texts            # the device line names the Ray node
+
+
 def test_down_stops_exactly_what_up_started(cluster):
     pids = cluster.pids()
-    assert len(pids) == 4                             # redis, nginx, two replicas
+    ray_pids = [int((cluster.dir / "ray.pid").read_text())] if (cluster.dir / "ray.pid").exists() else []
+    assert len(pids) == 4 + len(ray_pids)             # redis, nginx, two replicas (and Ray's head)
     r = cluster.run("down")
     assert r.returncode == 0, r.stderr
     assert not any(Path(f"/proc/{p}").exists() for p in pids)
+    left = subprocess.run(["pgrep", "-f", str(cluster.dir)], capture_output=True, text=True).stdout.split()
+    assert left == [], left                           # nothing Ray started is left either
     assert cluster.pids() == []
     assert cluster.run("status").returncode == 3

@@ -1,0 +1,309 @@
+"""Trainings on a Ray cluster: the backend ``TrainingJob`` uses when ``LMVIZ_RAY_ADDRESS`` is set.
+
+    LMVIZ_RAY_ADDRESS=127.0.0.1:6379 streamlit run app.py     # every training runs on that cluster
+
+Unset, nothing here is imported and ``ray`` is not needed. Set, ``TrainingJob(...)`` builds a
+:class:`RayTrainingJob` (same constructor, same ``start / stop / pause / resume / join /
+snapshot`` and the same :class:`~lmviz.train_job.JobSnapshot`), so pages do not know where the
+training runs:
+
+- The training itself is the one training loop: a local ``TrainingJob`` inside a Ray actor
+  (:class:`TrainingWorker`, ``num_cpus`` = LMVIZ_RAY_CPUS, default 1, per training; a GPU each with
+  LMVIZ_RAY_GPUS=1). The cluster's resources are the cap on concurrent trainings: an actor that
+  the cluster cannot place yet is a queued job (``queue_position`` counts this server's waiting
+  Ray jobs, oldest first); Stop while queued removes it.
+- On this server, a poller (an ``lmviz.tasks.Task`` thread) asks the actor every
+  LMVIZ_RAY_POLL_S (0.5 s) for what is new since its last look: step, evaluation and sample
+  records, the attention of the fixed prompt, and, after each evaluation, the published weights as
+  checkpoint bytes (``lmviz.checkpoint.save_checkpoint``: the format of a downloaded checkpoint,
+  loaded back with ``load_checkpoint``). ``snapshot()`` only copies those records: a page never
+  waits on the cluster.
+- Every call to the cluster has a timeout (LMVIZ_RAY_TIMEOUT, default 30 s). A worker that
+  dies (its process killed, its node lost) or stops answering ends the job in state "error" with
+  a sentence that says so; a training that fails on the worker (a bad text, out of memory) ends
+  with that training's own message; Stop ends it as "stopped" and removes the actor.
+- Code on the workers: by default the workers import lmviz from this checkout's folder
+  (PYTHONPATH; a local cluster, or machines with the code at the same path and the requirements
+  installed). LMVIZ_RAY_UPLOAD=1 ships the checkout (without .git, tests, bench) as Ray's
+  ``working_dir`` instead.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from .tasks import Cancelled
+from .train_job import TrainingJob
+
+ROOT = Path(__file__).resolve().parent.parent
+_INIT_LOCK = threading.Lock()
+_PENDING_LOCK = threading.Lock()
+_PENDING: list = []                  # this server's Ray jobs waiting for cluster resources, oldest first
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        v = float(os.environ.get(name, ""))
+        return v if v > 0 else default
+    except ValueError:
+        return default
+
+
+def timeout_s() -> float:
+    """Seconds any call to the cluster may take (LMVIZ_RAY_TIMEOUT, default 30)."""
+    return _env_float("LMVIZ_RAY_TIMEOUT", 30.0)
+
+
+def runtime_env() -> dict:
+    """How the workers get lmviz (see the module docstring) and their torch thread count."""
+    cpus = _env_float("LMVIZ_RAY_CPUS", 1.0)
+    env = {"env_vars": {"LMVIZ_THREADS": str(max(1, int(cpus)))}}
+    if os.environ.get("LMVIZ_RAY_UPLOAD") == "1":
+        env["working_dir"] = str(ROOT)
+        env["excludes"] = [".git", ".venv", "tests", "bench", "screenshots", "__pycache__"]
+    else:
+        path = os.environ.get("PYTHONPATH", "")
+        env["env_vars"]["PYTHONPATH"] = str(ROOT) + (os.pathsep + path if path else "")
+    return env
+
+
+def connect(address: str | None = None) -> None:
+    """Connect this process to the cluster once (``ray.init``); a second call does nothing."""
+    try:
+        import ray
+    except ImportError as e:
+        raise RuntimeError("LMVIZ_RAY_ADDRESS is set but this server lacks the ray package "
+                           "(pip install -r requirements-cluster.txt)") from e
+
+    with _INIT_LOCK:
+        if ray.is_initialized():
+            return
+        address = address or os.environ.get("LMVIZ_RAY_ADDRESS", "").strip()
+        host, _, port = address.rpartition(":")
+        if port.isdigit():                  # ray.init retries an unreachable address for minutes
+            import socket
+
+            try:
+                socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=5).close()
+            except OSError as e:
+                raise RuntimeError(f"could not reach the Ray cluster at {address} ({e.strerror or e})") from e
+        try:
+            ray.init(address=address, namespace="lmviz", runtime_env=runtime_env(),
+                     log_to_driver=False, include_dashboard=False)
+        except Exception as e:  # noqa: BLE001 - one sentence for the page
+            raise RuntimeError(f"could not reach the Ray cluster at {address} ({str(e).strip()[:160]})") from e
+
+
+class TrainingWorker:
+    """One training on a cluster worker: a local TrainingJob (the one training loop) and what is
+    new since the server's last look."""
+
+    def __init__(self, make_trainer: Callable[..., Any], chunk: int) -> None:
+        os.environ.pop("LMVIZ_RAY_ADDRESS", None)      # the job in here is a local one
+        self.job = TrainingJob(make_trainer, None, chunk=chunk)
+        self.sent_version = 0
+        self.sent_replay = None
+
+    def ready(self) -> dict:
+        import socket
+
+        return {"node": socket.gethostname(), "pid": os.getpid()}
+
+    def start(self) -> None:
+        self.job.start()
+
+    def pause(self) -> None:
+        self.job.pause()
+
+    def resume(self) -> None:
+        self.job.resume()
+
+    def stop(self) -> None:
+        self.job.stop()
+        self.job.join(5)
+
+    def poll(self, n_steps: int, n_evals: int, n_samples: int) -> dict:
+        snap = self.job.snapshot()
+        out = {"state": snap.state, "error": snap.error, "max_steps": snap.max_steps,
+               "elapsed_s": snap.elapsed_s, "info": snap.info, "steps": snap.steps[n_steps:],
+               "evals": snap.evals[n_evals:], "samples": snap.samples[n_samples:], "checkpoint": None}
+        if snap.model is not None and snap.model_version != self.sent_version:
+            from .checkpoint import save_checkpoint
+
+            out["checkpoint"] = save_checkpoint(snap.model, snap.tokenizer, {"steps": snap.step})
+            out["attention"] = snap.attention
+            self.sent_version = snap.model_version
+        rp = getattr(snap, "replay", None)        # lmviz.replay's record, where the job keeps one
+        key = None if rp is None else (len(rp), rp.snapshots[-1].step if len(rp) else -1)
+        if key != self.sent_replay:
+            out["replay"] = rp
+            self.sent_replay = key
+        return out
+
+
+_REMOTE = None
+
+
+def _remote_worker():
+    """TrainingWorker as a Ray actor class (made once; ``ray`` is imported only here and below)."""
+    global _REMOTE
+    if _REMOTE is None:
+        import ray
+
+        _REMOTE = ray.remote(max_restarts=0, max_task_retries=0)(TrainingWorker)
+    return _REMOTE
+
+
+def _lost(e: BaseException) -> RuntimeError:
+    from ray import exceptions as rx
+
+    if isinstance(e, rx.GetTimeoutError):
+        return RuntimeError(f"the training's worker on the Ray cluster did not answer within "
+                            f"{timeout_s():.0f} s, so the training was ended; start it again")
+    if isinstance(e, (rx.RayActorError, rx.WorkerCrashedError, rx.NodeDiedError)):
+        return RuntimeError("the training's worker on the Ray cluster was lost (its process ended); "
+                            "start the training again")
+    return RuntimeError(f"the Ray cluster reported a problem: {str(e).strip()[:200]}")
+
+
+class RayTrainingJob(TrainingJob):
+    """A TrainingJob whose training runs in a :class:`TrainingWorker` actor (module docstring).
+    ``semaphore`` is ignored: the cluster's resources are the cap. ``trainer`` stays None (the
+    Trainer lives on the worker)."""
+
+    def __init__(self, make_trainer: Callable[..., Any], semaphore=None, chunk: int = 5,
+                 poll_s: float | None = None, on_eval=None):
+        super().__init__(make_trainer, None, chunk=chunk, poll_s=poll_s or _env_float("LMVIZ_RAY_POLL_S", 0.5))
+        self._actor = None
+        self._remote_paused = False
+        self._node = ""                       # the cluster node the training runs on
+        self._replay = None                   # the worker's latest training replay (if it keeps one)
+
+    def snapshot(self, last: int | None = None):
+        snap = super().snapshot(last)
+        if self._replay is not None and hasattr(snap, "replay"):
+            import dataclasses
+
+            snap = dataclasses.replace(snap, replay=self._replay)
+        return snap
+
+    def queue_position(self) -> int:
+        with _PENDING_LOCK:
+            return _PENDING.index(self) + 1 if self in _PENDING else 0
+
+    def _get(self, ref):
+        import ray
+
+        try:
+            return ray.get(ref, timeout=timeout_s())
+        except Exception as e:  # noqa: BLE001 - becomes one sentence
+            raise _lost(e) from e
+
+    # -- the poller (an lmviz.tasks.Task worker thread) ----------------------------------------
+    def _work(self, ctx) -> None:
+        connect()
+        try:
+            self._queue_on_cluster(ctx)
+            self._get(self._actor.start.remote())
+            n_steps = n_evals = n_samples = 0
+            while True:
+                if ctx.cancelled():
+                    self._stop_remote()
+                    raise Cancelled("stopped")
+                if self.paused != self._remote_paused:
+                    self._get((self._actor.pause if self.paused else self._actor.resume).remote())
+                    self._remote_paused = self.paused
+                d = self._get(self._actor.poll.remote(n_steps, n_evals, n_samples))
+                self._merge(d)
+                n_steps += len(d["steps"])
+                n_evals += len(d["evals"])
+                n_samples += len(d["samples"])
+                state = d["state"]
+                if state in ("queued", "preparing", "new"):
+                    ctx.phase("preparing")
+                elif state in ("running", "paused"):
+                    self._set(state=state, phase="running")
+                if state == "done":
+                    self._set(state="running")
+                    return None
+                if state == "error":
+                    raise RuntimeError(d["error"] or "the training failed on the Ray cluster")
+                if state == "stopped":
+                    raise RuntimeError("the training was stopped on the Ray cluster")
+                ctx.progress(n_steps and self._steps[-1].step, d["max_steps"])
+                self._stop.wait(self._poll_s)
+        finally:
+            self._drop()
+
+    def _queue_on_cluster(self, ctx) -> None:
+        """Create the actor; while the cluster has no room for it, the job is queued."""
+        gpus = _env_float("LMVIZ_RAY_GPUS", 0.0) if os.environ.get("LMVIZ_RAY_GPUS") else 0
+        opts = {"num_cpus": _env_float("LMVIZ_RAY_CPUS", 1.0)}
+        if gpus:
+            opts["num_gpus"] = gpus
+        import ray
+
+        try:
+            self._actor = _remote_worker().options(**opts).remote(self._make, self._chunk)
+        except Exception as e:  # noqa: BLE001 - e.g. a training that cannot be sent (pickled)
+            raise RuntimeError(f"the training could not be sent to the Ray cluster ({str(e).strip()[:160]})") from e
+        ready = self._actor.ready.remote()
+        with _PENDING_LOCK:
+            _PENDING.append(self)
+        try:
+            self._set(state="queued")
+            while not ray.wait([ready], timeout=self._poll_s)[0]:
+                if ctx.cancelled():
+                    raise Cancelled("stopped while queued")
+            node = self._get(ready)
+        finally:
+            with _PENDING_LOCK:
+                if self in _PENDING:
+                    _PENDING.remove(self)
+        self._set(state="running", phase="preparing")
+        self._node = node["node"]
+
+    def _merge(self, d: dict) -> None:
+        model = tok = None
+        if d.get("checkpoint"):
+            from .checkpoint import load_checkpoint
+
+            model, tok, _ = load_checkpoint(d["checkpoint"])
+        with self._records:
+            self._steps.extend(d["steps"])
+            self._evals.extend(d["evals"])
+            self._samples.extend(d["samples"])
+            self._max_steps, self._elapsed = d["max_steps"], d["elapsed_s"]
+            if d["info"]:               # the page names the device: say it is on the cluster
+                self._info = {**d["info"], "ray_node": self._node,
+                              "device": f"{d['info'].get('device', '?')} · Ray {self._node}"}
+            if d.get("replay") is not None:
+                self._replay = d["replay"]
+            if model is not None:
+                self._model, self._tokenizer, self._attention = model, tok, d.get("attention")
+                self._version += 1
+
+    def _stop_remote(self) -> None:
+        import ray
+
+        if self._actor is not None:
+            try:
+                ray.get(self._actor.stop.remote(), timeout=min(10.0, timeout_s()))
+            except Exception:  # noqa: BLE001 - it is being removed anyway
+                pass
+
+    def _drop(self) -> None:
+        import ray
+
+        actor, self._actor = self._actor, None
+        if actor is not None:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+
+
+__all__ = ["RayTrainingJob", "TrainingWorker", "connect", "runtime_env", "timeout_s"]

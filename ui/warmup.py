@@ -1,0 +1,68 @@
+"""Cold start: warm torch and the default model in the background, once per server process.
+
+``streamlit run`` runs no project code before the first session (Streamlit 1.67 has no
+server-start hook for ``streamlit run``; ``st.App(..., lifespan=...)`` has one, but only as an ASGI
+entry point), so the earliest hook is the top of ``app.py``: its first run -- whichever page the
+first visitor opens -- calls :func:`start`, which returns at once. A background task (the one
+mechanism, ``lmviz.tasks.Task``) then
+
+1. imports torch and names the device (``ui.session.start_warmup``: the sidebar badge reads
+   "loading PyTorch…" until it is done), and
+2. loads the shipped default model (``lmviz.checkpoint.load_default`` is cached per process, so
+   the pages' ``session.default_bundle()`` finds it ready).
+
+The chapter's own title is drawn before any of that is needed (``render.page_header``); a
+chapter that needs the model waits for the same import, never for a second one.
+"""
+from __future__ import annotations
+
+import threading
+
+_TASK = None
+_LOCK = threading.Lock()
+
+
+def _normal_priority() -> None:
+    """Back to nice 0 for this thread where the OS allows it (root or CAP_SYS_NICE; else it stays
+    at the Task's nice 19). A page thread that imports torch waits on this thread's import lock,
+    so a warm-up at nice 19 on a busy server would slow the very page it is meant to speed up."""
+    import os
+
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 0)
+    except (AttributeError, OSError):
+        pass
+
+
+def _warm(ctx) -> str:
+    _normal_priority()
+    from ui import session
+
+    session.start_warmup()                 # torch import + device name (the sidebar badge)
+    ctx.phase("model")
+    from lmviz.checkpoint import load_default
+
+    try:
+        load_default()
+    except Exception:  # noqa: BLE001 - a missing default model is reported by the pages themselves
+        return "no default model"
+    return "warm"
+
+
+def start() -> None:
+    """Start the warm-up once per server process; returns at once (safe to call on every run)."""
+    global _TASK
+    import os
+
+    if _TASK is not None or os.environ.get("LMVIZ_WARMUP") == "0":   # 0: off (bench/startup.py)
+        return
+    with _LOCK:
+        if _TASK is None:
+            from lmviz.tasks import Task
+
+            _TASK = Task(_warm, name="lmviz-warmup").start()
+
+
+def state() -> str | None:
+    """"warm" once torch and the default model are loaded, None before (or when never started)."""
+    return _TASK.snapshot().result if _TASK is not None else None
