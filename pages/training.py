@@ -1,15 +1,14 @@
 """Live training: a real GPT trained in a background thread while the page watches it learn."""
 from __future__ import annotations
 
-import math
-
 import streamlit as st
 
 from ui import session, render, urlstate
-from ui.i18n import t
+from ui.i18n import lang, t
 
-CORPORA = ("english", "chinese", "code", "toy", "capital_en", "capital_zh", "own")
-PRESETS = ("tiny", "default", "bigger")
+CORPORA = ("english", "chinese", "poetry", "code", "toy", "capital_en", "capital_zh", "own")
+PRESETS = ("tiny", "default", "poetry", "bigger")
+DEFAULTS = {"en": ("english", "tiny"), "zh": ("poetry", "poetry")}   # (corpus, preset) by language
 TOKENIZERS = ("char", "bpe")
 MAX_OWN_CHARS = 200_000          # text area
 MAX_UPLOAD_BYTES = 2_000_000     # own corpus upload (.txt)
@@ -44,19 +43,26 @@ def _own_text() -> str | None:
 def sec_setup() -> None:
     from lmviz.train import PRESETS as CFGS
 
+    d_corpus, d_preset = DEFAULTS.get(lang(), DEFAULTS["en"])
     c1, c2, c3 = st.columns(3)
     with c1:
-        corpus = urlstate.selectbox(t("train.corpus"), CORPORA, 0, param="corpus", key="train_corpus",
-                                    format_func={c: t(f"train.corpus_{c}") for c in CORPORA}.get)
+        corpus = urlstate.selectbox(t("train.corpus"), CORPORA, CORPORA.index(d_corpus), param="corpus",
+                                    key="train_corpus", format_func={c: t(f"train.corpus_{c}") for c in CORPORA}.get)
     with c2:
-        preset = urlstate.selectbox(t("train.preset"), PRESETS, 0, param="preset", key="train_preset",
-                                    format_func={p: t(f"train.preset_{p}") for p in PRESETS}.get)
+        preset = urlstate.selectbox(t("train.preset"), PRESETS, PRESETS.index(d_preset), param="preset",
+                                    key="train_preset", format_func={p: t(f"train.preset_{p}") for p in PRESETS}.get)
+    poetry = corpus == "poetry"               # its own vocabulary: one token per character
     with c3:
         tok = urlstate.selectbox(t("train.tokenizer"), TOKENIZERS, 0, param="tok", key="train_tok",
-                                 format_func={k: t(f"train.tok_{k}") for k in TOKENIZERS}.get)
-    st.caption(t(f"train.preset_{preset}_note"))
-    text = _own_text() if corpus == "own" else None
+                                 format_func={k: t(f"train.tok_{k}") for k in TOKENIZERS}.get, disabled=poetry)
     base = CFGS[preset]
+    st.caption(t(f"train.preset_{preset}_note", **base.to_dict()))
+    if poetry:
+        from lmviz.poetry import vocab_facts
+
+        tok = "char"
+        st.caption(t("train.vocab_reason", **vocab_facts()))
+    text = _own_text() if corpus == "own" else None
     values = {}
     with st.expander(t("train.custom")):
         cols = st.columns(3)
@@ -88,10 +94,9 @@ def sec_setup() -> None:
 def _make_trainer(corpus: str, cfg, text: str | None):
     """Called on the worker thread: load/encode the corpus and build the Trainer there."""
     def make(cancel):
-        from lmviz.train import Trainer, corpus_text, default_prompt
+        from lmviz.train import corpus_trainer
 
-        body = text if corpus == "own" else corpus_text(corpus)
-        return Trainer(body, cfg, prompt=default_prompt(body, None if corpus == "own" else corpus), cancel=cancel)
+        return corpus_trainer(corpus, cfg, text, cancel=cancel)
     return make
 
 
@@ -100,7 +105,8 @@ def _start() -> None:
     if setup is None:
         return
     corpus, preset, cfg, text = setup
-    session.start_training(_make_trainer(corpus, cfg, text), label=f"{corpus}/{preset}")
+    session.start_training(_make_trainer(corpus, cfg, text), label=f"{corpus}/{preset}",
+                           meta={"corpus": corpus, "preset": preset})
 
 
 def _reset() -> None:
@@ -139,13 +145,19 @@ def _live_body(snap) -> None:
         st.caption(t("train.published", step=snap.evals[-1].step if snap.evals else 0))
     if not snap.steps and not snap.evals:
         return
-    _curves(snap)
+    base = snap.info.get("baselines")         # lmviz.baselines.Baselines of this run's split
+    _curves(snap, base)
     c1, c2 = st.columns([1, 1])
     with c1:
-        _samples(snap)
+        _samples(snap, _corpus())
     with c2:
         _attention(snap)
     _download(snap)
+
+
+def _corpus() -> str | None:
+    job = session.training_job()
+    return job.meta.get("corpus") if job is not None else None
 
 
 def _snapshot():
@@ -184,37 +196,73 @@ def _status(snap) -> None:
     m[1].metric(t("train.m_val"), f"{ev.val_loss:.3f}" if ev else "—",
                 delta=f"{ev.val_loss - snap.evals[0].val_loss:+.3f}" if ev and len(snap.evals) > 1 else None,
                 delta_color="inverse")
-    m[2].metric(t("train.m_ppl"), f"{ev.val_ppl:.1f}" if ev else "—")
+    m[2].metric(t("train.m_ppl"), f"{ev.val_ppl:,.1f}" if ev else "—")
     m[3].metric(t("train.m_tps"), f"{snap.tokens_per_s:,.0f}")
+    base = info.get("baselines") if info else None
+    if ev is not None and base is not None:     # a perplexity is never shown without its baselines
+        st.caption(t("train.ppl_beside", ppl=ev.val_ppl, uniform_ppl=base.uniform_ppl,
+                     unigram_ppl=base.unigram_ppl))
 
 
-def _curves(snap) -> None:
+def _baseline_lines(base, snap, ppl: bool = False) -> list:
+    """The labelled uniform and unigram lines of the loss (or perplexity) chart."""
+    if base is None:
+        return []
+    from lmviz.tokenizer import CharTokenizer
+
+    unigram_key = "train.f_unigram" if isinstance(snap.tokenizer, CharTokenizer) else "train.f_unigram_tok"
+    if ppl:
+        return [(base.uniform_ppl, t("train.f_uniform_ppl", v=base.vocab_size)),
+                (base.unigram_ppl, t(unigram_key, x=base.unigram_ppl))]
+    return [(base.uniform, t("train.f_uniform", v=base.vocab_size)), (base.unigram, t(unigram_key, x=base.unigram))]
+
+
+def _curves(snap, base) -> None:
     from viz.training import loss_figure, ppl_lr_figure
 
     steps = [m.step for m in snap.steps]
     c1, c2 = st.columns([3, 2])
     with c1:
-        vocab = snap.info.get("vocab_size")
         fig = loss_figure(steps, [m.loss for m in snap.steps], [e.step for e in snap.evals],
                           [e.val_loss for e in snap.evals], names=(t("train.f_train"), t("train.f_val")),
-                          x_title=t("train.f_step"), y_title=t("train.f_loss"),
-                          floor=math.log(vocab) if vocab else None,
-                          floor_name=t("train.f_uniform", v=vocab))
+                          x_title=t("train.f_step"), y_title=t("train.f_loss"), lines=_baseline_lines(base, snap))
         render.plot(fig, key="train_loss", filename="training-loss")
     with c2:
         fig = ppl_lr_figure([e.step for e in snap.evals], [e.val_ppl for e in snap.evals], steps,
                             [m.lr for m in snap.steps], titles=(t("train.f_ppl"), t("train.f_lr")),
-                            x_title=t("train.f_step"))
+                            x_title=t("train.f_step"), lines=_baseline_lines(base, snap, ppl=True))
         render.plot(fig, key="train_ppl_lr", filename="training-ppl-lr")
+    if base is not None and snap.evals:
+        ev = snap.evals[-1]
+        verdict = "below" if ev.val_loss < base.unigram else "between" if ev.val_loss < base.uniform else "above"
+        st.caption(t("train.baselines_note", uniform=base.uniform, unigram=base.unigram, vocab=base.vocab_size,
+                     verdict=t(f"train.bl_{verdict}", step=ev.step, val=ev.val_loss)))
     st.caption(t("train.curves_note"))
 
 
-def _samples(snap) -> None:
+def _samples(snap, corpus: str | None) -> None:
     render.md(f"**{t('train.samples')}**")
     st.caption(t("train.samples_note"))
+    if corpus == "poetry" and snap.samples:
+        _form(snap.samples)
     for s in reversed(snap.samples[-6:]):
         st.caption(t("train.sample_at", step=s.step))
         st.code(s.prompt + s.text, language=None, wrap_lines=True)
+
+
+def _form(samples) -> None:
+    """The form metric of the newest sample (prompt included: it begins the first line)."""
+    from lmviz.poetry import form_share
+
+    now, first = samples[-1], samples[0]
+    f, f0 = form_share(now.prompt + now.text), form_share(first.prompt + first.text)
+    st.metric(t("train.m_form"), f"{f.share:.0%}" if f.n_lines else "—")
+    if f.n_lines:
+        st.caption(t("train.form_now", step=now.step, n_form=f.n_form, n_lines=f.n_lines, share=f.share,
+                     step0=first.step, share0=f0.share, n_lines0=f0.n_lines))
+    else:
+        st.caption(t("train.form_none", step=now.step))
+    st.caption(t("train.form_note"))
 
 
 def _attention(snap) -> None:

@@ -66,3 +66,54 @@ def test_own_text_needs_text():
     assert not at.exception
     assert translate("train.need_text", "zh") in all_text(at)
     assert button(at, "train_start").disabled
+
+
+# -- Chinese live training: the poetry corpus, both baselines, the form metric -----------------
+
+def loss_figure_spec(at):
+    figs = [f for f in figures(at) if f["data"] and f["data"][0].get("mode") == "lines"
+            and len(f["data"]) >= 2 and f["data"][1].get("mode") == "lines+markers"]
+    return figs[0] if figs else None
+
+
+def test_chinese_defaults_to_poetry_and_draws_both_baselines_and_the_form():
+    from lmviz.baselines import unigram_baseline
+    from lmviz.poetry import form_share, poetry_tokenizer, training_text, vocab_facts
+
+    at = open_page(PAGE, "zh")
+    assert at.selectbox(key="train_corpus").value == "poetry"
+    assert at.selectbox(key="train_preset").value == "poetry"
+    assert at.selectbox(key="train_tok").disabled
+    assert translate("train.vocab_reason", "zh", **vocab_facts()) in all_text(at)
+    button(at, "train_start").click().run()
+    assert poll(at, lambda a: (f := loss_figure_spec(a)) is not None and len(f["layout"].get("shapes", [])) >= 2
+                and any(m.label == translate("train.m_form", "zh") for m in a.metric), timeout=90)
+    # the two lines sit at the uniform and unigram baselines of the run's own split
+    tok = poetry_tokenizer()
+    text, vf = training_text()
+    ids = tok.encode(text)
+    n_val = int(len(ids) * vf)
+    b = unigram_baseline(ids[:-n_val], ids[-n_val:], tok.vocab_size)
+    ys = sorted(s["y0"] for s in loss_figure_spec(at)["layout"]["shapes"])
+    assert ys == pytest.approx(sorted([b.uniform, b.unigram]), abs=1e-6)
+    labels = [a["text"] for a in loss_figure_spec(at)["layout"]["annotations"]]
+    assert translate("train.f_unigram", "zh", x=b.unigram) in labels
+    assert translate("train.f_uniform", "zh", v=tok.vocab_size) in labels
+    # the form metric is form_share of the newest sample (prompt included), and the prose says it
+    newest = at.get("code")[0].value                           # samples are drawn newest first
+    f = form_share(newest)
+    metric = next(m for m in at.metric if m.label == translate("train.m_form", "zh"))
+    assert metric.value == (f"{f.share:.0%}" if f.n_lines else "—")
+    text = all_text(at)
+    assert translate("train.form_note", "zh") in text
+    # a perplexity is never shown without the uniform and unigram perplexities beside it
+    assert translate("train.ppl_beside", "zh", ppl=0, uniform_ppl=b.uniform_ppl, unigram_ppl=0).split("。")[0][:5] in text
+    assert f"{b.uniform_ppl:,.0f}" in text and f"{b.unigram_ppl:,.1f}" in text
+    button(at, "train_stop").click().run()
+    assert poll(at, lambda a: not button(a, "train_start").disabled)
+
+
+def test_english_default_is_unchanged():
+    at = open_page(PAGE, "en")
+    assert at.selectbox(key="train_corpus").value == "english"
+    assert at.selectbox(key="train_preset").value == "tiny"

@@ -182,14 +182,15 @@ def training_slot() -> TrainingSlot:
     return TrainingSlot()
 
 
-def start_training(make_trainer, label: str = ""):
+def start_training(make_trainer, label: str = "", meta: dict | None = None):
     """Stop this session's previous job (if any) and start a new one; returns the job.
-    ``make_trainer(cancel)`` builds the Trainer on the worker (see lmviz.train_job)."""
+    ``make_trainer(cancel)`` builds the Trainer on the worker (see lmviz.train_job); ``meta``
+    (what is trained: corpus, preset) stays readable as ``job.meta``."""
     from lmviz.train_job import TrainingJob
 
     slot = training_slot()
     slot.stop()
-    slot.job = TrainingJob(make_trainer, task_semaphore()).start()
+    slot.job = TrainingJob(make_trainer, task_semaphore(), meta=dict(meta or {}, label=label)).start()
     slot.label = label
     return slot.job
 
