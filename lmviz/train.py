@@ -29,6 +29,7 @@ from typing import Callable, Iterator
 import torch
 
 from .bpe import TrainedBPE
+from .limits import check_budget
 from .model import GPT, GPTConfig, init_weights
 from .sampling import generate, model_step
 from .tasks import check_cancel
@@ -300,6 +301,10 @@ class Trainer:
         self.cfg, self.device = cfg, torch.device(device)
         self.tokenizer = tokenizer if tokenizer is not None else build_tokenizer(text, cfg, cancel)
         check_cancel(cancel)
+        # the server's training budget (memory, step time, model bounds), before anything is allocated
+        budget = check_budget(cfg, self.tokenizer.vocab_size, self.device.type)
+        if not budget.ok or budget.cfg != cfg:
+            raise ValueError(" ".join(r.english() for r in budget.reasons))
         ids = torch.tensor(self._encode(text), dtype=torch.long)               # [N]
         check_cancel(cancel)
         n_val = max(cfg.block_size + 1, int(len(ids) * cfg.val_frac))

@@ -12,7 +12,6 @@ DEFAULTS = {"en": ("english", "tiny"), "zh": ("poetry", "poetry")}   # (corpus, 
 TOKENIZERS = ("char", "bpe")
 MAX_OWN_CHARS = 200_000          # text area
 MAX_UPLOAD_BYTES = 2_000_000     # own corpus upload (.txt)
-MAX_CKPT_BYTES = 64 * 2**20      # checkpoint upload
 # the hyper-parameters a user may change: (field, kind, min, max, step)
 KNOBS = (("max_steps", int, 10, 100_000, 50), ("lr", float, 1e-5, 0.05, 1e-4),
          ("batch_size", int, 1, 256, 1), ("block_size", int, 8, 512, 8),
@@ -87,7 +86,32 @@ def sec_setup() -> None:
         st.info(t("train.need_text"))
         st.session_state["train_setup"] = None
         return
-    st.session_state["train_setup"] = (corpus, preset, cfg, text)
+    check = _budget(cfg, corpus, text)
+    sentences = [t(r.key, **r.params) for r in check.reasons]
+    if not check.ok:                          # too large for this server: refused, with the reasons
+        st.error("\n\n".join([t("train.budget_refused")] + sentences))
+        st.session_state["train_setup"] = None
+        return
+    if sentences:                             # only the batch was too large: lowered, and said so
+        st.warning("\n\n".join(sentences))
+    st.session_state["train_setup"] = (corpus, preset, check.cfg, text)
+
+
+def _budget(cfg, corpus: str, text: str | None):
+    """lmviz.limits.check_budget of cfg on this corpus's vocabulary (an upper bound for the
+    user's text, the default bound for the bundled corpora) and this server's device."""
+    import lmviz
+    from lmviz import limits
+
+    if corpus == "poetry":
+        from lmviz.poetry import poetry_tokenizer
+
+        vocab = poetry_tokenizer().vocab_size
+    elif corpus == "own" and text:
+        vocab = limits.vocab_bound(text, cfg)
+    else:
+        vocab = limits.DEFAULT_VOCAB
+    return limits.check_budget(cfg, vocab, lmviz.device().type)
 
 
 # ------------------------------------------------------------------ controls ---------------
@@ -302,22 +326,29 @@ def _download(snap) -> None:
 # ------------------------------------------------------------------ checkpoint upload ------
 def sec_upload() -> None:
     render.md(t("train.upload_intro"))
-    up = st.file_uploader(t("train.upload_ckpt"), type=["safetensors"], key="train_upload_ckpt")
+    from lmviz import limits
+
+    up = st.file_uploader(t("ckpt.upload_label", mb=limits.MAX_UPLOAD_MB), type=["safetensors"],
+                          key="train_upload_ckpt", max_upload_size=limits.MAX_UPLOAD_MB)
     if up is None:
         return
-    if up.size > MAX_CKPT_BYTES:
-        st.error(t("train.err_ckpt_size", mb=MAX_CKPT_BYTES // 2**20))
+    if up.size > limits.MAX_CHECKPOINT_BYTES:
+        st.error(t("ckpt.err_too_large", mb=up.size / 2**20, limit_mb=limits.MAX_UPLOAD_MB))
         return
     key = (up.name, up.size, up.file_id if hasattr(up, "file_id") else None)
     if st.session_state.get("train_loaded_ckpt") == key:
         st.success(t("train.upload_ok", params=f"{session.live_bundle().model.num_params():,}"))
         return
-    from lmviz.checkpoint import load_checkpoint
+    from lmviz.checkpoint import CheckpointError, load_checkpoint
+    from lmviz.tasks import human_message
 
     try:
         model, tok, meta = load_checkpoint(up.getvalue())
-    except ValueError as e:
-        st.error(t("train.err_ckpt", msg=str(e)))
+    except CheckpointError as e:              # one sentence, in the reader's language
+        st.error(t("train.err_ckpt", msg=t(e.key, **e.params)))
+        return
+    except Exception as e:  # noqa: BLE001 - any other failure is a message, never a traceback
+        st.error(t("train.err_ckpt", msg=render.escape(human_message(e))))
         return
     job = session.training_job()
     if job is not None and job.snapshot().active:

@@ -117,3 +117,54 @@ def test_english_default_is_unchanged():
     at = open_page(PAGE, "en")
     assert at.selectbox(key="train_corpus").value == "english"
     assert at.selectbox(key="train_preset").value == "tiny"
+
+
+# -- the training budget (lmviz.limits) in the form ----------------------------------------------
+
+def _set(at, preset, **values):
+    for name, v in values.items():
+        at.number_input(key=f"train_{name}_{preset}").set_value(v)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_over_budget_config_is_refused_with_its_reasons_and_start_is_disabled(lang):
+    from lmviz import limits
+    from lmviz.train import make_config
+
+    at = open_page(PAGE, lang, corpus="english", preset="bigger")
+    _set(at, "bigger", n_layer=12, d_model=1024, n_head=16, block_size=512)
+    check = limits.check_budget(make_config("bigger", n_layer=12, d_model=1024, n_head=16, block_size=512),
+                                limits.DEFAULT_VOCAB)
+    assert not check.ok
+    errors = "\n".join(e.value for e in at.error)
+    assert translate("train.budget_refused", lang) in errors
+    for r in check.reasons:
+        assert translate(r.key, lang, **r.params) in errors
+    assert button(at, "train_start").disabled
+
+
+def test_a_clamped_batch_is_explained_and_the_lowered_batch_is_what_trains():
+    from lmviz import limits
+    from lmviz.train import make_config
+
+    at = open_page(PAGE, "en", corpus="english", preset="default")
+    _set(at, "default", batch_size=256, block_size=512)
+    check = limits.check_budget(make_config("default", batch_size=256, block_size=512), limits.DEFAULT_VOCAB)
+    assert check.ok and check.cfg.batch_size < 256
+    warnings = "\n".join(w.value for w in at.warning)
+    assert translate(check.reasons[0].key, "en", **check.reasons[0].params) in warnings
+    assert at.session_state["train_setup"][2].batch_size == check.cfg.batch_size
+    assert not button(at, "train_start").disabled
+
+
+def test_checkpoint_uploader_states_the_one_limit():
+    from lmviz import limits
+
+    at = open_page(PAGE, "zh")
+    text = at.get("file_uploader")
+    labels = [u.proto.label for u in text]
+    assert translate("ckpt.upload_label", "zh", mb=limits.MAX_UPLOAD_MB) in labels
+    ckpt = next(u for u in text if u.proto.label == translate("ckpt.upload_label", "zh", mb=limits.MAX_UPLOAD_MB))
+    assert ckpt.proto.max_upload_size_mb == limits.MAX_UPLOAD_MB
