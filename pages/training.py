@@ -10,33 +10,77 @@ CORPORA = ("english", "chinese", "poetry", "code", "toy", "capital_en", "capital
 PRESETS = ("tiny", "default", "poetry", "bigger")
 DEFAULTS = {"en": ("english", "tiny"), "zh": ("poetry", "poetry")}   # (corpus, preset) by language
 TOKENIZERS = ("char", "bpe")
-MAX_OWN_CHARS = 200_000          # text area
-MAX_UPLOAD_BYTES = 2_000_000     # own corpus upload (.txt)
+MAX_OWN_CHARS = 200_000          # text area: longer pasted text is cut here, with a message
+MAX_UPLOAD_MB = 2                # own corpus upload (.txt), in MB of 2**20 bytes as Streamlit counts
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
 # the hyper-parameters a user may change: (field, kind, min, max, step)
 KNOBS = (("max_steps", int, 10, 100_000, 50), ("lr", float, 1e-5, 0.05, 1e-4),
          ("batch_size", int, 1, 256, 1), ("block_size", int, 8, 512, 8),
          ("n_layer", int, 1, 12, 1), ("d_model", int, 16, 1024, 16), ("n_head", int, 1, 16, 1),
          ("eval_every", int, 5, 10_000, 5), ("seed", int, 0, 2**31 - 1, 1))
+BPE_MERGES_MAX = 2000
 
 render.page_header("train.title", "train.intro")
 
 
 # ------------------------------------------------------------------ setup ------------------
+def _cut_own_text() -> None:
+    """on_change of the text area: text longer than MAX_OWN_CHARS is cut there, and the page
+    says so (the widget itself has no max_chars: a browser drops a too-long paste silently)."""
+    text = st.session_state.get("train_own_text") or ""
+    if len(text) > MAX_OWN_CHARS:
+        st.session_state["train_own_text"] = text[:MAX_OWN_CHARS]
+        st.session_state["train_own_text_cut"] = len(text)
+    else:
+        st.session_state.pop("train_own_text_cut", None)
+
+
 def _own_text() -> str | None:
     """The user's own corpus from the text area or an uploaded .txt (None and a message if bad)."""
-    up = st.file_uploader(t("train.upload_txt"), type=["txt"], key="train_upload_txt")
+    from lmviz.train import MAX_TEXT_CHARS
+
+    up = st.file_uploader(t("train.upload_txt", mb=MAX_UPLOAD_MB), type=["txt"], key="train_upload_txt",
+                          max_upload_size=MAX_UPLOAD_MB)
     if up is not None:
         if up.size > MAX_UPLOAD_BYTES:
-            st.error(t("train.err_upload_size", mb=MAX_UPLOAD_BYTES / 1e6))
+            st.error(t("train.err_upload_size", mb=MAX_UPLOAD_MB))
             return None
         try:
-            return up.getvalue().decode("utf-8")
+            text = up.getvalue().decode("utf-8")
         except UnicodeDecodeError:
             st.error(t("train.err_utf8"))
             return None
-    text = st.text_area(t("train.own_text"), key="train_own_text", max_chars=MAX_OWN_CHARS, height=140,
-                        placeholder=t("train.own_placeholder"))
+        if len(text) > MAX_TEXT_CHARS:
+            st.warning(t("train.text_cut", n=len(text), limit=MAX_TEXT_CHARS))
+            text = text[:MAX_TEXT_CHARS]
+        return text
+    text = st.text_area(t("train.own_text", n=MAX_OWN_CHARS), key="train_own_text", height=140,
+                        placeholder=t("train.own_placeholder"), on_change=_cut_own_text)
+    if len(text or "") > MAX_OWN_CHARS:       # a value that came without on_change: cut here too
+        st.session_state["train_own_text_cut"] = len(text)
+        text = text[:MAX_OWN_CHARS]
+    cut = st.session_state.get("train_own_text_cut")
+    if cut:
+        st.warning(t("train.text_cut", n=cut, limit=MAX_OWN_CHARS))
     return text or None
+
+
+def _number(v) -> str:
+    return f"{v:,}" if isinstance(v, int) else f"{v:g}"
+
+
+def _knob_problems(values: dict) -> list[str]:
+    """Sentences for every value outside the form's range, and a width the heads do not divide
+    (the widgets have no min/max: a browser would keep an out-of-range number silently)."""
+    out = []
+    for name, kind, lo, hi, _ in KNOBS:
+        v = values.get(name)
+        if v is not None and not lo <= v <= hi:
+            out.append(t("train.err_range", name=t(f"train.k_{name}"), lo=_number(kind(lo)), hi=_number(kind(hi)),
+                         value=_number(kind(v))))
+    if not out and values["d_model"] % values["n_head"]:
+        out.append(t("train.err_divisible", d=values["d_model"], h=values["n_head"]))
+    return out
 
 
 def sec_setup() -> None:
@@ -68,11 +112,21 @@ def sec_setup() -> None:
         for i, (name, kind, lo, hi, step) in enumerate(KNOBS):
             with cols[i % 3]:
                 values[name] = st.number_input(
-                    t(f"train.k_{name}"), min_value=kind(lo), max_value=kind(hi), value=kind(getattr(base, name)),
-                    step=kind(step), format="%.5f" if kind is float else "%d", key=f"train_{name}_{preset}")
+                    t(f"train.k_{name}"), value=kind(getattr(base, name)), step=kind(step),
+                    format="%.5f" if kind is float else "%d", key=f"train_{name}_{preset}",
+                    help=t("train.k_range", lo=_number(kind(lo)), hi=_number(kind(hi))))
         if tok == "bpe":
-            values["bpe_merges"] = st.number_input(t("train.k_bpe_merges"), 0, 2000, base.bpe_merges, 50,
-                                                   key=f"train_bpe_merges_{preset}")
+            values["bpe_merges"] = st.number_input(t("train.k_bpe_merges"), value=base.bpe_merges, step=50,
+                                                   key=f"train_bpe_merges_{preset}",
+                                                   help=t("train.k_range", lo=0, hi=_number(BPE_MERGES_MAX)))
+    problems = _knob_problems(values)
+    if tok == "bpe" and not 0 <= values["bpe_merges"] <= BPE_MERGES_MAX:
+        problems.append(t("train.err_range", name=t("train.k_bpe_merges"), lo=0, hi=_number(BPE_MERGES_MAX),
+                          value=_number(values["bpe_merges"])))
+    if problems:                              # out-of-range numbers: said, and Start stays disabled
+        st.error("\n\n".join(problems))
+        st.session_state["train_setup"] = None
+        return
     values["tokenizer"] = tok
     from lmviz.train import make_config
 

@@ -57,7 +57,7 @@ def test_bad_custom_value_gets_a_message_not_a_traceback():
     at = open_page(PAGE, "en", preset="tiny")
     at.number_input(key="train_n_head_tiny").set_value(3).run()   # 64 is not divisible by 3
     assert not at.exception
-    assert any("divisible by n_head" in e.value for e in at.error)
+    assert any(translate("train.err_divisible", "en", d=64, h=3) in e.value for e in at.error)
     assert button(at, "train_start").disabled
 
 
@@ -168,3 +168,40 @@ def test_checkpoint_uploader_states_the_one_limit():
     assert translate("ckpt.upload_label", "zh", mb=limits.MAX_UPLOAD_MB) in labels
     ckpt = next(u for u in text if u.proto.label == translate("ckpt.upload_label", "zh", mb=limits.MAX_UPLOAD_MB))
     assert ckpt.proto.max_upload_size_mb == limits.MAX_UPLOAD_MB
+
+
+# -- input limits: said on the page, never dropped silently -------------------------------------
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_out_of_range_numbers_are_explained_and_start_is_disabled(lang):
+    at = open_page(PAGE, lang, corpus="toy", preset="tiny")
+    _set(at, "tiny", n_layer=40)
+    errors = "\n".join(e.value for e in at.error)
+    assert translate("train.err_range", lang, name=translate("train.k_n_layer", lang), lo="1", hi="12",
+                     value="40") in errors
+    assert button(at, "train_start").disabled
+    _set(at, "tiny", n_layer=2)
+    assert not at.error and not button(at, "train_start").disabled
+
+
+def test_too_long_pasted_text_is_cut_with_a_message():
+    limit = 200_000
+    src = open(PAGE, encoding="utf-8").read()
+    assert f"MAX_OWN_CHARS = {limit:_}" in src
+    at = open_page(PAGE, "en", corpus="own")
+    label = at.text_area(key="train_own_text").label
+    assert label == translate("train.own_text", "en", n=limit)      # the limit is beside the box
+    long = "abc " * (limit // 4 + 500)                              # 2,000 characters too many
+    at.text_area(key="train_own_text").input(long).run()
+    assert not at.exception
+    assert translate("train.text_cut", "en", n=len(long), limit=limit) in all_text(at)
+    assert at.session_state["train_setup"][3] == long[:limit]
+    assert not button(at, "train_start").disabled
+    at.text_area(key="train_own_text").input("short text " * 100).run()
+    assert translate("train.text_cut", "en", n=len(long), limit=limit) not in all_text(at)
+
+
+def test_the_txt_uploader_states_its_limit():
+    at = open_page(PAGE, "zh", corpus="own")
+    up = next(u for u in at.get("file_uploader") if u.proto.label == translate("train.upload_txt", "zh", mb=2))
+    assert up.proto.max_upload_size_mb == 2
