@@ -21,6 +21,11 @@ KNOBS = (("max_steps", int, 10, 100_000, 50), ("lr", float, 1e-5, 0.05, 1e-4),
 BPE_MERGES_MAX = 2000
 
 render.page_header("train.title", "train.intro")
+_attached = session.attach_run()            # a reload finds its training again through ?run=
+if _attached == "attached":
+    st.success(t("train.run_attached"), icon=":material/link:")
+elif _attached == "gone":
+    st.info(t("train.run_gone"), icon=":material/link_off:")
 
 
 # ------------------------------------------------------------------ setup ------------------
@@ -188,10 +193,7 @@ def _start() -> None:
 
 
 def _reset() -> None:
-    slot = session.training_slot()
-    slot.stop()
-    slot.job = None
-    session.forget_trained_model()
+    session.reset_training()
 
 
 def sec_run() -> None:

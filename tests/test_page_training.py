@@ -205,3 +205,55 @@ def test_the_txt_uploader_states_its_limit():
     at = open_page(PAGE, "zh", corpus="own")
     up = next(u for u in at.get("file_uploader") if u.proto.label == translate("train.upload_txt", "zh", mb=2))
     assert up.proto.max_upload_size_mb == 2
+
+
+# -- a reload finds its training again (?run=<secret>) ------------------------------------------
+
+def progress_step(at) -> int:
+    bars = at.get("progress")
+    if not bars:
+        return -1
+    import re
+
+    m = re.search(r"(\d[\d,]*) / ", bars[0].proto.text)
+    return int(m.group(1).replace(",", "")) if m else -1
+
+
+def test_a_new_session_with_the_run_secret_reattaches_and_a_wrong_one_attaches_nothing():
+    a = open_page(PAGE, "en", corpus="toy", preset="tiny")
+    button(a, "train_start").click().run()
+    secret = a.query_params["run"][0] if isinstance(a.query_params["run"], list) else a.query_params["run"]
+    assert len(secret) >= 40                                     # secrets.token_urlsafe(32)
+    assert poll(a, lambda x: progress_step(x) > 0)
+    # session B: the same URL after a reload. AppTest gives every instance the same session id
+    # (so the same session-scoped slot object): A's session ends as Streamlit ends it (the
+    # slot's release hook), and the slot is emptied to be what B's fresh one would be.
+    from ui import session
+
+    job, slot = session.runs()._entries[secret][:2]
+    session._release_training_slot(slot)
+    assert session.runs()._entries[secret][1] is None          # released: the grace period runs
+    assert job.snapshot().active                                # ... but the run goes on
+    slot.__init__()
+    b = open_page(PAGE, "en", run=secret)
+    assert session.runs()._entries[secret][0] is job
+    assert translate("train.run_attached", "en") in all_text(b)
+    assert poll(b, lambda x: progress_step(x) > 0)
+    s1 = progress_step(b)
+    assert poll(b, lambda x: progress_step(x) > s1)               # the same run, still advancing
+    assert b.session_state["lmviz_session_bundle"].source == "session"   # and its model
+    assert not button(b, "train_stop").disabled
+    assert session.runs()._entries[secret][1] is not None       # claimed: no longer on its way out
+    button(b, "train_stop").click().run()
+    assert job.join(10) and job.state == "stopped"               # B's Stop stopped A's run
+    session.runs()._entries[secret][1].__init__()                # a fresh session again (see above)
+    # a wrong secret attaches nothing and says the link holds no training
+    c = open_page(PAGE, "en", run=secret[:-2] + ("aa" if not secret.endswith("aa") else "bb"))
+    assert translate("train.run_gone", "en") in all_text(c)
+    assert progress_step(c) == -1 and button(c, "train_stop").disabled
+    assert "run" not in c.query_params
+
+
+def test_the_run_secret_is_not_a_chapter_setting():
+    src = open("ui/urlstate.py", encoding="utf-8").read() + open(PAGE, encoding="utf-8").read()
+    assert 'param="run"' not in src and "param='run'" not in src
