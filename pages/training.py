@@ -354,12 +354,13 @@ def _attention(snap) -> None:
     labels, w = snap.attention                       # w [L,H,T,T]
     L, H = w.shape[0], w.shape[1]
     c1, c2 = st.columns(2)
-    layer = c1.selectbox(t("train.layer"), range(L), index=L - 1, key="train_att_layer")
-    head = c2.selectbox(t("train.head"), range(H), key="train_att_head")
-    layer, head = min(layer, L - 1), min(head, H - 1)
+    layers = [t("common.layer_n", n=i + 1) for i in range(L)]          # counted from 1, as said aloud
+    heads = [t("common.head_n", n=i + 1) for i in range(H)]
+    layer = layers.index(c1.selectbox(t("train.layer"), layers, index=L - 1, key=f"train_att_layer_{lang()}_{L}") or layers[-1])
+    head = heads.index(c2.selectbox(t("train.head"), heads, key=f"train_att_head_{lang()}_{H}") or heads[0])
     fig = attention_figure(w[layer, head], labels, x_title=t("train.att_key"), y_title=t("train.att_query"),
                            hover=t("train.att_hover"))
-    render.plot(fig, key="train_att", filename=f"training-attention-L{layer}-H{head}")
+    render.plot(fig, key="train_att", filename=f"training-attention-L{layer + 1}-H{head + 1}")
     h = float(entropy(w[layer, head]))
     st.caption(t("train.att_note", h=f"{h:.2f}", step=snap.evals[-1].step if snap.evals else 0))
 

@@ -68,3 +68,31 @@ def test_train_watch_stop_while_another_page_answers(server, browser, lang):
     assert page.evaluate(LOSS_POINTS) == final                   # stopped: the curve stays put
     assert exceptions(page) == []
     ctx.close()
+
+
+def test_a_reload_reattaches_to_the_running_training(server, browser):
+    """Reloading /training while a model trains shows the same run, further on (?run=<secret>)."""
+    from ui.i18n import translate
+
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
+    page = ctx.new_page()
+    page.set_default_timeout(90_000)
+    page.goto(server.url("", lang="en"), wait_until="domcontentloaded")
+    wait_idle(page)
+    page.goto(server.url("training", lang="en", corpus="toy", preset="tiny"), wait_until="domcontentloaded")
+    wait_idle(page)
+    page.locator(".st-key-train_start button").click()
+    n1 = wait_points(page, 0)
+    page.wait_for_function("() => location.search.includes('run=')", timeout=30_000)
+    secret = page.evaluate("() => new URLSearchParams(location.search).get('run')")
+    assert secret and len(secret) >= 40
+    page.reload(wait_until="domcontentloaded")
+    wait_idle(page)
+    page.get_by_text(translate("train.run_attached", "en")).wait_for(timeout=60_000)
+    n2 = wait_points(page, n1)                                   # the same run, further on
+    assert n2 > n1
+    assert page.evaluate("() => new URLSearchParams(location.search).get('run')") == secret
+    assert exceptions(page) == []
+    page.locator(".st-key-train_stop button").click()
+    page.wait_for_selector(".st-key-train_start button:not([disabled])", timeout=60_000)
+    ctx.close()

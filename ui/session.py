@@ -101,16 +101,20 @@ def set_session_bundle(bundle: Bundle | None) -> None:
 # ================================================================ background tasks ========
 # Long work runs as an lmviz.tasks.Task on a worker thread that never touches Streamlit. All
 # tasks of the server -- trainings, the beyond chapter's demos, measurements -- share one cap,
-# LMVIZ_MAX_TRAININGS (default 2) at once, and wait in first-come order. A page draws a task
+# LMVIZ_MAX_TRAININGS (default: half the cores, at least 1) at once, and wait in first-come order. A page draws a task
 # with poll(); the training page calls publish_trained_model(), which is what makes every
 # chapter show the model being trained (session_state is not reachable from the worker).
 
 def max_trainings() -> int:
-    """Concurrent background tasks allowed on this server (env LMVIZ_MAX_TRAININGS, default 2)."""
+    """Concurrent background tasks allowed on this server: env LMVIZ_MAX_TRAININGS, else half the
+    cores (at least 1). Each task already runs at nice 19 on its own thread(s); on a 2-core server
+    the cap of 1 runs one training at full speed and queues the next, which kept the room's slider
+    reruns at the level of a server with no training at all (bench/load.py, 20 sessions, 2
+    trainings: p50 0.09-0.21 s with a cap of 1, 0.19-0.58 s with 2; numbers in the README)."""
     import os
 
     raw = os.environ.get("LMVIZ_MAX_TRAININGS", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else 2
+    return int(raw) if raw.isdigit() and int(raw) > 0 else max(1, (os.cpu_count() or 2) // 2)
 
 
 @st.cache_resource(show_spinner=False)
