@@ -356,7 +356,8 @@ def _attention(snap) -> None:
     c1, c2 = st.columns(2)
     layers = [t("common.layer_n", n=i + 1) for i in range(L)]          # counted from 1, as said aloud
     heads = [t("common.head_n", n=i + 1) for i in range(H)]
-    layer = layers.index(c1.selectbox(t("train.layer"), layers, index=L - 1, key=f"train_att_layer_{lang()}_{L}") or layers[-1])
+    layer = layers.index(c1.selectbox(t("train.layer"), layers, index=L - 1,
+                                      key=f"train_att_layer_{lang()}_{L}") or layers[-1])
     head = heads.index(c2.selectbox(t("train.head"), heads, key=f"train_att_head_{lang()}_{H}") or heads[0])
     fig = attention_figure(w[layer, head], labels, x_title=t("train.att_key"), y_title=t("train.att_query"),
                            hover=t("train.att_hover"))
