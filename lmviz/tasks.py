@@ -253,3 +253,94 @@ class Task:
         finally:
             if self._sem is not None:
                 self._sem.release()
+
+
+class Registry:
+    """Server-wide tasks by secret, so that a reloaded page finds its task again.
+
+        secret = runs.add(task, owner)      # a fresh secrets.token_urlsafe; the page puts it in its URL
+        runs.claim(secret, other_owner)     # a new session with that secret: the task, or None
+        runs.release(secret, owner)         # the owner went away: cancel after grace_s unless claimed
+
+    The secret is 32 random bytes (never guessable, never derived from anything shown). A task is
+    cancelled ``grace_s`` seconds after its owner released it, unless a session claimed it in the
+    meantime; then the entry is forgotten (its records and model are freed). A release by a former
+    owner (one that lost the task to a later claim) changes nothing. At most ``max_entries`` are
+    kept: beyond that the oldest entry of an ended task goes first, then the oldest released one,
+    then the oldest (forgetting an entry never cancels its task: only a release does).
+
+    >>> runs = Registry(grace_s=0.0)
+    >>> t = Task(lambda ctx: ctx.check() or time.sleep(0.05) or 1); s = runs.add(t, owner="a")
+    >>> runs.claim("wrong", "b") is None, runs.claim(s, "b") is t, len(s) >= 40
+    (True, True, True)
+    """
+
+    def __init__(self, max_entries: int = 64, grace_s: float = 30.0):
+        self.max_entries = max_entries
+        self.grace_s = grace_s
+        self._lock = threading.Lock()
+        self._entries: dict[str, list] = {}          # secret -> [task, owner, timer], oldest first
+
+    def add(self, task: "Task", owner: Any) -> str:
+        import secrets
+
+        secret = secrets.token_urlsafe(32)
+        with self._lock:
+            self._entries[secret] = [task, owner, None]
+            while len(self._entries) > self.max_entries:
+                self._evict()
+        return secret
+
+    def _evict(self) -> None:
+        items = list(self._entries.items())
+        for pick in (lambda e: not e[0].snapshot().active, lambda e: e[1] is None, lambda e: True):
+            for secret, e in items:
+                if pick(e):
+                    if e[2] is not None:
+                        e[2].cancel()
+                    del self._entries[secret]
+                    return
+
+    def claim(self, secret: Any, owner: Any) -> "Task | None":
+        """The task registered under ``secret`` (now owned by ``owner``), or None."""
+        if not isinstance(secret, str) or not 0 < len(secret) <= 100:
+            return None
+        with self._lock:
+            e = self._entries.get(secret)
+            if e is None:
+                return None
+            if e[2] is not None:
+                e[2].cancel()
+            e[1], e[2] = owner, None
+            return e[0]
+
+    def release(self, secret: Any, owner: Any) -> None:
+        """``owner`` went away: cancel its task after grace_s, unless someone claims it first."""
+        with self._lock:
+            e = self._entries.get(secret)
+            if e is None or e[1] is not owner:
+                return
+            e[1] = None
+            e[2] = threading.Timer(self.grace_s, self._expire, args=(secret, e))
+            e[2].daemon = True
+            e[2].start()
+
+    def drop(self, secret: Any, owner: Any) -> None:
+        """Forget ``secret`` now (its owner started another task or reset); the task is not touched."""
+        with self._lock:
+            e = self._entries.get(secret)
+            if e is not None and e[1] is owner:
+                if e[2] is not None:
+                    e[2].cancel()
+                del self._entries[secret]
+
+    def _expire(self, secret: str, entry: list) -> None:
+        with self._lock:
+            if self._entries.get(secret) is not entry or entry[1] is not None:
+                return                                # claimed (or forgotten) in the meantime
+            del self._entries[secret]
+        entry[0].cancel()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)

@@ -29,6 +29,7 @@ from typing import Callable, Iterator
 import torch
 
 from .bpe import TrainedBPE
+from .limits import check_budget
 from .model import GPT, GPTConfig, init_weights
 from .sampling import generate, model_step
 from .tasks import check_cancel
@@ -311,6 +312,10 @@ class Trainer:
         self.cfg, self.device = cfg, torch.device(device)
         self.tokenizer = tokenizer if tokenizer is not None else build_tokenizer(text, cfg, cancel)
         check_cancel(cancel)
+        # the server's training budget (memory, step time, model bounds), before anything is allocated
+        budget = check_budget(cfg, self.tokenizer.vocab_size, self.device.type)
+        if not budget.ok or budget.cfg != cfg:
+            raise ValueError(" ".join(r.english() for r in budget.reasons))
         ids = torch.tensor(self._encode(text), dtype=torch.long)               # [N]
         check_cancel(cancel)
         n_val = max(cfg.block_size + 1, int(len(ids) * cfg.val_frac))
@@ -430,6 +435,7 @@ CORPORA = {
     "toy": ("corpus:toy", "<BOS> I"),
     "capital_en": ("capital:en", "Paris is"),
     "capital_zh": ("capital:zh", "巴黎"),
+    "poetry": ("poetry:", "\n春风"),           # lmviz.poetry.PROMPT: a new poem begins with 春风
 }
 
 
@@ -442,6 +448,10 @@ def corpus_text(name: str) -> str:
     if name not in CORPORA:
         raise ValueError(f"unknown corpus {name!r}; choose one of {', '.join(CORPORA)}")
     kind, arg = CORPORA[name][0].split(":")
+    if kind == "poetry":
+        from .poetry import training_text
+
+        return training_text()[0]
     if kind == "capital":
         from .chapters.capitals import capital_corpus
 
@@ -461,3 +471,20 @@ def default_prompt(text: str, corpus: str | None = None) -> str:
         return CORPORA[corpus][1]
     words = text.strip().split()
     return words[0][:8] + " " if words else text[:4]
+
+
+def corpus_trainer(corpus: str, cfg: TrainConfig, text: str | None = None, *, device=None, cancel=None) -> Trainer:
+    """The Trainer of a bundled corpus (see CORPORA), or of ``text`` when ``corpus == "own"``.
+
+    The poetry corpus brings its own vocabulary (``lmviz.poetry.poetry_tokenizer``: one token per
+    character, so ``cfg.tokenizer`` is ignored) and a ``val_frac`` whose tail is exactly its
+    held-out poems, so the live model is scored on whole poems it never trained on.
+    """
+    if corpus == "poetry":
+        from .poetry import PROMPT, poetry_tokenizer, training_text
+
+        body, vf = training_text()
+        return Trainer(body, replace(cfg, val_frac=vf, tokenizer="char"), device, tokenizer=poetry_tokenizer(),
+                       prompt=PROMPT, cancel=cancel)
+    body = text if corpus == "own" else corpus_text(corpus)
+    return Trainer(body, cfg, device, prompt=default_prompt(body, None if corpus == "own" else corpus), cancel=cancel)

@@ -11,7 +11,8 @@ The thread, the first-come queue on the shared semaphore, pause, cancel and erro
 - every step's ``StepMetrics``; every ``eval_every`` steps the worker measures validation loss,
   samples the fixed prompt, records the attention of that prompt, and publishes a CPU copy of the
   weights (``snapshot().model`` with ``model_version``): the other chapters show that copy while
-  training continues on the original.
+  training continues on the original. ``info["baselines"]`` holds the uniform and unigram
+  baselines of the run's tokenizer and split (``lmviz.baselines.Baselines``).
 - a training replay (``lmviz.replay``): at log-spaced steps the worker snapshots one layer's
   attention on a fixed held-out sentence, the 2-D PCA of the token embeddings and the next-token
   distribution at the fixed prompt (``snapshot().replay``; at most ``replay.DEFAULT_MAX_COUNT``
@@ -86,8 +87,10 @@ class TrainingJob(Task):
         return super().__new__(cls)
 
     def __init__(self, make_trainer: Callable[..., Any], semaphore: threading.BoundedSemaphore | None = None,
-                 chunk: int = 5, poll_s: float = 0.05, on_eval: Callable[[Any], None] | None = None):
+                 chunk: int = 5, poll_s: float = 0.05, on_eval: Callable[[Any], None] | None = None,
+                 meta: dict | None = None):
         super().__init__(self._work, semaphore, name="lmviz-training", poll_s=poll_s)
+        self.meta = dict(meta or {})          # what is trained (corpus, preset, label): set once, read by pages
         self._make = make_trainer
         self._chunk = chunk                   # steps between looks at pause/cancel
         self._on_eval = on_eval               # optional hook(trainer) after each evaluation (tests)
@@ -135,6 +138,8 @@ class TrainingJob(Task):
 
     # -- worker --------------------------------------------------------------------------------
     def _work(self, ctx) -> None:
+        from .baselines import unigram_baseline
+
         ctx.phase("preparing")
         tr = self._make(ctx.cancelled) if _takes_cancel(self._make) else self._make()
         check_cancel(ctx.cancelled)
@@ -144,7 +149,8 @@ class TrainingJob(Task):
             self._max_steps, self._tokenizer = tr.cfg.max_steps, tr.tokenizer
             self._info = {"params": tr.num_params(), "vocab_size": tr.tokenizer.vocab_size,
                           "train_tokens": len(tr.train_ids), "val_tokens": len(tr.val_ids),
-                          "device": str(tr.device), "prompt": tr.prompt}
+                          "device": str(tr.device), "prompt": tr.prompt,
+                          "baselines": unigram_baseline(tr.train_ids, tr.val_ids, tr.tokenizer.vocab_size)}
         rec = self._start_replay(tr)
         self._checkpoint(tr)
         ctx.phase("running")

@@ -1,74 +1,138 @@
 """Live training: a real GPT trained in a background thread while the page watches it learn."""
 from __future__ import annotations
 
-import math
-
 import streamlit as st
 
 from ui import session, render, urlstate
-from ui.i18n import t
+from ui.i18n import lang, t
 from ui.replay_section import sec_replay
 
-CORPORA = ("english", "chinese", "code", "toy", "capital_en", "capital_zh", "own")
-PRESETS = ("tiny", "default", "bigger")
+CORPORA = ("english", "chinese", "poetry", "code", "toy", "capital_en", "capital_zh", "own")
+PRESETS = ("tiny", "default", "poetry", "bigger")
+DEFAULTS = {"en": ("english", "tiny"), "zh": ("poetry", "poetry")}   # (corpus, preset) by language
 TOKENIZERS = ("char", "bpe")
-MAX_OWN_CHARS = 200_000          # text area
-MAX_UPLOAD_BYTES = 2_000_000     # own corpus upload (.txt)
-MAX_CKPT_BYTES = 64 * 2**20      # checkpoint upload
+MAX_OWN_CHARS = 200_000          # text area: longer pasted text is cut here, with a message
+MAX_UPLOAD_MB = 2                # own corpus upload (.txt), in MB of 2**20 bytes as Streamlit counts
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
 # the hyper-parameters a user may change: (field, kind, min, max, step)
 KNOBS = (("max_steps", int, 10, 100_000, 50), ("lr", float, 1e-5, 0.05, 1e-4),
          ("batch_size", int, 1, 256, 1), ("block_size", int, 8, 512, 8),
          ("n_layer", int, 1, 12, 1), ("d_model", int, 16, 1024, 16), ("n_head", int, 1, 16, 1),
          ("eval_every", int, 5, 10_000, 5), ("seed", int, 0, 2**31 - 1, 1))
+BPE_MERGES_MAX = 2000
 
 render.page_header("train.title", "train.intro")
+_attached = session.attach_run()            # a reload finds its training again through ?run=
+if _attached == "attached":
+    st.success(t("train.run_attached"), icon=":material/link:")
+elif _attached == "gone":
+    st.info(t("train.run_gone"), icon=":material/link_off:")
 
 
 # ------------------------------------------------------------------ setup ------------------
+def _cut_own_text() -> None:
+    """on_change of the text area: text longer than MAX_OWN_CHARS is cut there, and the page
+    says so (the widget itself has no max_chars: a browser drops a too-long paste silently)."""
+    text = st.session_state.get("train_own_text") or ""
+    if len(text) > MAX_OWN_CHARS:
+        st.session_state["train_own_text"] = text[:MAX_OWN_CHARS]
+        st.session_state["train_own_text_cut"] = len(text)
+    else:
+        st.session_state.pop("train_own_text_cut", None)
+
+
 def _own_text() -> str | None:
     """The user's own corpus from the text area or an uploaded .txt (None and a message if bad)."""
-    up = st.file_uploader(t("train.upload_txt"), type=["txt"], key="train_upload_txt")
+    from lmviz.train import MAX_TEXT_CHARS
+
+    up = st.file_uploader(t("train.upload_txt", mb=MAX_UPLOAD_MB), type=["txt"], key="train_upload_txt",
+                          max_upload_size=MAX_UPLOAD_MB)
     if up is not None:
         if up.size > MAX_UPLOAD_BYTES:
-            st.error(t("train.err_upload_size", mb=MAX_UPLOAD_BYTES / 1e6))
+            st.error(t("train.err_upload_size", mb=MAX_UPLOAD_MB))
             return None
         try:
-            return up.getvalue().decode("utf-8")
+            text = up.getvalue().decode("utf-8")
         except UnicodeDecodeError:
             st.error(t("train.err_utf8"))
             return None
-    text = st.text_area(t("train.own_text"), key="train_own_text", max_chars=MAX_OWN_CHARS, height=140,
-                        placeholder=t("train.own_placeholder"))
+        if len(text) > MAX_TEXT_CHARS:
+            st.warning(t("train.text_cut", n=len(text), limit=MAX_TEXT_CHARS))
+            text = text[:MAX_TEXT_CHARS]
+        return text
+    text = st.text_area(t("train.own_text", n=MAX_OWN_CHARS), key="train_own_text", height=140,
+                        placeholder=t("train.own_placeholder"), on_change=_cut_own_text)
+    if len(text or "") > MAX_OWN_CHARS:       # a value that came without on_change: cut here too
+        st.session_state["train_own_text_cut"] = len(text)
+        text = text[:MAX_OWN_CHARS]
+    cut = st.session_state.get("train_own_text_cut")
+    if cut:
+        st.warning(t("train.text_cut", n=cut, limit=MAX_OWN_CHARS))
     return text or None
+
+
+def _number(v) -> str:
+    return f"{v:,}" if isinstance(v, int) else f"{v:g}"
+
+
+def _knob_problems(values: dict) -> list[str]:
+    """Sentences for every value outside the form's range, and a width the heads do not divide
+    (the widgets have no min/max: a browser would keep an out-of-range number silently)."""
+    out = []
+    for name, kind, lo, hi, _ in KNOBS:
+        v = values.get(name)
+        if v is not None and not lo <= v <= hi:
+            out.append(t("train.err_range", name=t(f"train.k_{name}"), lo=_number(kind(lo)), hi=_number(kind(hi)),
+                         value=_number(kind(v))))
+    if not out and values["d_model"] % values["n_head"]:
+        out.append(t("train.err_divisible", d=values["d_model"], h=values["n_head"]))
+    return out
 
 
 def sec_setup() -> None:
     from lmviz.train import PRESETS as CFGS
 
+    d_corpus, d_preset = DEFAULTS.get(lang(), DEFAULTS["en"])
     c1, c2, c3 = st.columns(3)
     with c1:
-        corpus = urlstate.selectbox(t("train.corpus"), CORPORA, 0, param="corpus", key="train_corpus",
-                                    format_func={c: t(f"train.corpus_{c}") for c in CORPORA}.get)
+        corpus = urlstate.selectbox(t("train.corpus"), CORPORA, CORPORA.index(d_corpus), param="corpus",
+                                    key="train_corpus", format_func={c: t(f"train.corpus_{c}") for c in CORPORA}.get)
     with c2:
-        preset = urlstate.selectbox(t("train.preset"), PRESETS, 0, param="preset", key="train_preset",
-                                    format_func={p: t(f"train.preset_{p}") for p in PRESETS}.get)
+        preset = urlstate.selectbox(t("train.preset"), PRESETS, PRESETS.index(d_preset), param="preset",
+                                    key="train_preset", format_func={p: t(f"train.preset_{p}") for p in PRESETS}.get)
+    poetry = corpus == "poetry"               # its own vocabulary: one token per character
     with c3:
         tok = urlstate.selectbox(t("train.tokenizer"), TOKENIZERS, 0, param="tok", key="train_tok",
-                                 format_func={k: t(f"train.tok_{k}") for k in TOKENIZERS}.get)
-    st.caption(t(f"train.preset_{preset}_note"))
-    text = _own_text() if corpus == "own" else None
+                                 format_func={k: t(f"train.tok_{k}") for k in TOKENIZERS}.get, disabled=poetry)
     base = CFGS[preset]
+    st.caption(t(f"train.preset_{preset}_note", **base.to_dict()))
+    if poetry:
+        from lmviz.poetry import vocab_facts
+
+        tok = "char"
+        st.caption(t("train.vocab_reason", **vocab_facts()))
+    text = _own_text() if corpus == "own" else None
     values = {}
     with st.expander(t("train.custom")):
         cols = st.columns(3)
         for i, (name, kind, lo, hi, step) in enumerate(KNOBS):
             with cols[i % 3]:
                 values[name] = st.number_input(
-                    t(f"train.k_{name}"), min_value=kind(lo), max_value=kind(hi), value=kind(getattr(base, name)),
-                    step=kind(step), format="%.5f" if kind is float else "%d", key=f"train_{name}_{preset}")
+                    t(f"train.k_{name}"), value=kind(getattr(base, name)), step=kind(step),
+                    format="%.5f" if kind is float else "%d", key=f"train_{name}_{preset}",
+                    help=t("train.k_range", lo=_number(kind(lo)), hi=_number(kind(hi))))
         if tok == "bpe":
-            values["bpe_merges"] = st.number_input(t("train.k_bpe_merges"), 0, 2000, base.bpe_merges, 50,
-                                                   key=f"train_bpe_merges_{preset}")
+            values["bpe_merges"] = st.number_input(t("train.k_bpe_merges"), value=base.bpe_merges, step=50,
+                                                   key=f"train_bpe_merges_{preset}",
+                                                   help=t("train.k_range", lo=0, hi=_number(BPE_MERGES_MAX)))
+    problems = _knob_problems(values)
+    if tok == "bpe" and not 0 <= values["bpe_merges"] <= BPE_MERGES_MAX:
+        problems.append(t("train.err_range", name=t("train.k_bpe_merges"), lo=0, hi=_number(BPE_MERGES_MAX),
+                          value=_number(values["bpe_merges"])))
+    if problems:                              # out-of-range numbers: said, and Start stays disabled
+        st.error("\n\n".join(problems))
+        st.session_state["train_setup"] = None
+        return
     values["tokenizer"] = tok
     from lmviz.train import make_config
 
@@ -82,17 +146,41 @@ def sec_setup() -> None:
         st.info(t("train.need_text"))
         st.session_state["train_setup"] = None
         return
-    st.session_state["train_setup"] = (corpus, preset, cfg, text)
+    check = _budget(cfg, corpus, text)
+    sentences = [t(r.key, **r.params) for r in check.reasons]
+    if not check.ok:                          # too large for this server: refused, with the reasons
+        st.error("\n\n".join([t("train.budget_refused")] + sentences))
+        st.session_state["train_setup"] = None
+        return
+    if sentences:                             # only the batch was too large: lowered, and said so
+        st.warning("\n\n".join(sentences))
+    st.session_state["train_setup"] = (corpus, preset, check.cfg, text)
+
+
+def _budget(cfg, corpus: str, text: str | None):
+    """lmviz.limits.check_budget of cfg on this corpus's vocabulary (an upper bound for the
+    user's text, the default bound for the bundled corpora) and this server's device."""
+    import lmviz
+    from lmviz import limits
+
+    if corpus == "poetry":
+        from lmviz.poetry import poetry_tokenizer
+
+        vocab = poetry_tokenizer().vocab_size
+    elif corpus == "own" and text:
+        vocab = limits.vocab_bound(text, cfg)
+    else:
+        vocab = limits.DEFAULT_VOCAB
+    return limits.check_budget(cfg, vocab, lmviz.device().type)
 
 
 # ------------------------------------------------------------------ controls ---------------
 def _make_trainer(corpus: str, cfg, text: str | None):
     """Called on the worker thread: load/encode the corpus and build the Trainer there."""
     def make(cancel):
-        from lmviz.train import Trainer, corpus_text, default_prompt
+        from lmviz.train import corpus_trainer
 
-        body = text if corpus == "own" else corpus_text(corpus)
-        return Trainer(body, cfg, prompt=default_prompt(body, None if corpus == "own" else corpus), cancel=cancel)
+        return corpus_trainer(corpus, cfg, text, cancel=cancel)
     return make
 
 
@@ -101,14 +189,12 @@ def _start() -> None:
     if setup is None:
         return
     corpus, preset, cfg, text = setup
-    session.start_training(_make_trainer(corpus, cfg, text), label=f"{corpus}/{preset}")
+    session.start_training(_make_trainer(corpus, cfg, text), label=f"{corpus}/{preset}",
+                           meta={"corpus": corpus, "preset": preset})
 
 
 def _reset() -> None:
-    slot = session.training_slot()
-    slot.stop()
-    slot.job = None
-    session.forget_trained_model()
+    session.reset_training()
 
 
 def sec_run() -> None:
@@ -140,13 +226,19 @@ def _live_body(snap) -> None:
         st.caption(t("train.published", step=snap.evals[-1].step if snap.evals else 0))
     if not snap.steps and not snap.evals:
         return
-    _curves(snap)
+    base = snap.info.get("baselines")         # lmviz.baselines.Baselines of this run's split
+    _curves(snap, base)
     c1, c2 = st.columns([1, 1])
     with c1:
-        _samples(snap)
+        _samples(snap, _corpus())
     with c2:
         _attention(snap)
     _download(snap)
+
+
+def _corpus() -> str | None:
+    job = session.training_job()
+    return job.meta.get("corpus") if job is not None else None
 
 
 def _snapshot():
@@ -185,37 +277,73 @@ def _status(snap) -> None:
     m[1].metric(t("train.m_val"), f"{ev.val_loss:.3f}" if ev else "—",
                 delta=f"{ev.val_loss - snap.evals[0].val_loss:+.3f}" if ev and len(snap.evals) > 1 else None,
                 delta_color="inverse")
-    m[2].metric(t("train.m_ppl"), f"{ev.val_ppl:.1f}" if ev else "—")
+    m[2].metric(t("train.m_ppl"), f"{ev.val_ppl:,.1f}" if ev else "—")
     m[3].metric(t("train.m_tps"), f"{snap.tokens_per_s:,.0f}")
+    base = info.get("baselines") if info else None
+    if ev is not None and base is not None:     # a perplexity is never shown without its baselines
+        st.caption(t("train.ppl_beside", ppl=ev.val_ppl, uniform_ppl=base.uniform_ppl,
+                     unigram_ppl=base.unigram_ppl))
 
 
-def _curves(snap) -> None:
+def _baseline_lines(base, snap, ppl: bool = False) -> list:
+    """The labelled uniform and unigram lines of the loss (or perplexity) chart."""
+    if base is None:
+        return []
+    from lmviz.tokenizer import CharTokenizer
+
+    unigram_key = "train.f_unigram" if isinstance(snap.tokenizer, CharTokenizer) else "train.f_unigram_tok"
+    if ppl:
+        return [(base.uniform_ppl, t("train.f_uniform_ppl", v=base.vocab_size)),
+                (base.unigram_ppl, t(unigram_key, x=base.unigram_ppl))]
+    return [(base.uniform, t("train.f_uniform", v=base.vocab_size)), (base.unigram, t(unigram_key, x=base.unigram))]
+
+
+def _curves(snap, base) -> None:
     from viz.training import loss_figure, ppl_lr_figure
 
     steps = [m.step for m in snap.steps]
     c1, c2 = st.columns([3, 2])
     with c1:
-        vocab = snap.info.get("vocab_size")
         fig = loss_figure(steps, [m.loss for m in snap.steps], [e.step for e in snap.evals],
                           [e.val_loss for e in snap.evals], names=(t("train.f_train"), t("train.f_val")),
-                          x_title=t("train.f_step"), y_title=t("train.f_loss"),
-                          floor=math.log(vocab) if vocab else None,
-                          floor_name=t("train.f_uniform", v=vocab))
+                          x_title=t("train.f_step"), y_title=t("train.f_loss"), lines=_baseline_lines(base, snap))
         render.plot(fig, key="train_loss", filename="training-loss")
     with c2:
         fig = ppl_lr_figure([e.step for e in snap.evals], [e.val_ppl for e in snap.evals], steps,
                             [m.lr for m in snap.steps], titles=(t("train.f_ppl"), t("train.f_lr")),
-                            x_title=t("train.f_step"))
+                            x_title=t("train.f_step"), lines=_baseline_lines(base, snap, ppl=True))
         render.plot(fig, key="train_ppl_lr", filename="training-ppl-lr")
+    if base is not None and snap.evals:
+        ev = snap.evals[-1]
+        verdict = "below" if ev.val_loss < base.unigram else "between" if ev.val_loss < base.uniform else "above"
+        st.caption(t("train.baselines_note", uniform=base.uniform, unigram=base.unigram, vocab=base.vocab_size,
+                     verdict=t(f"train.bl_{verdict}", step=ev.step, val=ev.val_loss)))
     st.caption(t("train.curves_note"))
 
 
-def _samples(snap) -> None:
+def _samples(snap, corpus: str | None) -> None:
     render.md(f"**{t('train.samples')}**")
     st.caption(t("train.samples_note"))
+    if corpus == "poetry" and snap.samples:
+        _form(snap.samples)
     for s in reversed(snap.samples[-6:]):
         st.caption(t("train.sample_at", step=s.step))
         st.code(s.prompt + s.text, language=None, wrap_lines=True)
+
+
+def _form(samples) -> None:
+    """The form metric of the newest sample (prompt included: it begins the first line)."""
+    from lmviz.poetry import form_share
+
+    now, first = samples[-1], samples[0]
+    f, f0 = form_share(now.prompt + now.text), form_share(first.prompt + first.text)
+    st.metric(t("train.m_form"), f"{f.share:.0%}" if f.n_lines else "—")
+    if f.n_lines:
+        st.caption(t("train.form_now", step=now.step, n_form=f.n_form, n_lines=f.n_lines, share=f.share,
+                     step0=first.step, share0=f0.share, n_lines0=f0.n_lines))
+    else:
+        st.caption(t("train.form_none", step=now.step))
+    st.caption(t("train.form_note"))
 
 
 def _attention(snap) -> None:
@@ -227,12 +355,14 @@ def _attention(snap) -> None:
     labels, w = snap.attention                       # w [L,H,T,T]
     L, H = w.shape[0], w.shape[1]
     c1, c2 = st.columns(2)
-    layer = c1.selectbox(t("train.layer"), range(L), index=L - 1, key="train_att_layer")
-    head = c2.selectbox(t("train.head"), range(H), key="train_att_head")
-    layer, head = min(layer, L - 1), min(head, H - 1)
+    layers = [t("common.layer_n", n=i + 1) for i in range(L)]          # counted from 1, as said aloud
+    heads = [t("common.head_n", n=i + 1) for i in range(H)]
+    layer = layers.index(c1.selectbox(t("train.layer"), layers, index=L - 1,
+                                      key=f"train_att_layer_{lang()}_{L}") or layers[-1])
+    head = heads.index(c2.selectbox(t("train.head"), heads, key=f"train_att_head_{lang()}_{H}") or heads[0])
     fig = attention_figure(w[layer, head], labels, x_title=t("train.att_key"), y_title=t("train.att_query"),
                            hover=t("train.att_hover"))
-    render.plot(fig, key="train_att", filename=f"training-attention-L{layer}-H{head}")
+    render.plot(fig, key="train_att", filename=f"training-attention-L{layer + 1}-H{head + 1}")
     h = float(entropy(w[layer, head]))
     st.caption(t("train.att_note", h=f"{h:.2f}", step=snap.evals[-1].step if snap.evals else 0))
 
@@ -256,22 +386,29 @@ def _download(snap) -> None:
 # ------------------------------------------------------------------ checkpoint upload ------
 def sec_upload() -> None:
     render.md(t("train.upload_intro"))
-    up = st.file_uploader(t("train.upload_ckpt"), type=["safetensors"], key="train_upload_ckpt")
+    from lmviz import limits
+
+    up = st.file_uploader(t("ckpt.upload_label", mb=limits.MAX_UPLOAD_MB), type=["safetensors"],
+                          key="train_upload_ckpt", max_upload_size=limits.MAX_UPLOAD_MB)
     if up is None:
         return
-    if up.size > MAX_CKPT_BYTES:
-        st.error(t("train.err_ckpt_size", mb=MAX_CKPT_BYTES // 2**20))
+    if up.size > limits.MAX_CHECKPOINT_BYTES:
+        st.error(t("ckpt.err_too_large", mb=up.size / 2**20, limit_mb=limits.MAX_UPLOAD_MB))
         return
     key = (up.name, up.size, up.file_id if hasattr(up, "file_id") else None)
     if st.session_state.get("train_loaded_ckpt") == key:
         st.success(t("train.upload_ok", params=f"{session.live_bundle().model.num_params():,}"))
         return
-    from lmviz.checkpoint import load_checkpoint_with_replay
+    from lmviz.checkpoint import CheckpointError, load_checkpoint_with_replay
+    from lmviz.tasks import human_message
 
     try:
         model, tok, meta, replay = load_checkpoint_with_replay(up.getvalue())
-    except ValueError as e:   # a CheckpointError names its catalogue sentence: say it in the page's language
-        st.error(t("train.err_ckpt", msg=t(e.key, **e.params) if hasattr(e, "key") else str(e)))
+    except CheckpointError as e:              # one sentence, in the reader's language
+        st.error(t("train.err_ckpt", msg=t(e.key, **e.params)))
+        return
+    except Exception as e:  # noqa: BLE001 - any other failure is a message, never a traceback
+        st.error(t("train.err_ckpt", msg=render.escape(human_message(e))))
         return
     job = session.training_job()
     if job is not None and job.snapshot().active:

@@ -20,8 +20,18 @@ LOSS_POINTS = """() => { for (const p of document.querySelectorAll('.js-plotly-p
 
 
 def wait_points(page, more_than: float, timeout_ms: int = 60_000) -> float:
-    page.wait_for_function(f"() => ({LOSS_POINTS})() > {more_than}", timeout=timeout_ms, polling=250)
-    return page.evaluate(LOSS_POINTS)
+    """The last step drawn, once it is past ``more_than`` (read in the same check: a chart that
+    is being redrawn between two reads must not count as 0)."""
+    h = page.wait_for_function(f"() => {{ const n = ({LOSS_POINTS})(); return n > {more_than} ? n : false; }}",
+                               timeout=timeout_ms, polling=250)
+    return float(h.json_value())
+
+
+def stop(page) -> None:
+    """Press Stop unless the run already finished (a loaded machine may be slow elsewhere)."""
+    if page.locator(".st-key-train_stop button:not([disabled])").count():
+        page.locator(".st-key-train_stop button").click()
+    page.wait_for_selector(".st-key-train_start button:not([disabled])", timeout=60_000)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -31,7 +41,8 @@ def test_train_watch_stop_while_another_page_answers(server, browser, lang):
     page.set_default_timeout(90_000)
     page.goto(server.url("", lang=lang), wait_until="domcontentloaded")   # the app registers its pages
     wait_idle(page)
-    page.goto(server.url("training", lang=lang, corpus="english", preset="tiny"), wait_until="domcontentloaded")
+    # the default preset: long enough (2,000 steps) to be still running when the other tab is done
+    page.goto(server.url("training", lang=lang, corpus="english", preset="default"), wait_until="domcontentloaded")
     wait_idle(page)
     assert exceptions(page) == []
     page.locator(".st-key-train_start button").click()
@@ -59,12 +70,38 @@ def test_train_watch_stop_while_another_page_answers(server, browser, lang):
 
     n3 = wait_points(page, n2)                                   # still training meanwhile
     shot(page, f"training-live-{lang}")
-    page.locator(".st-key-train_stop button").click()
-    page.wait_for_selector(".st-key-train_start button:not([disabled])", timeout=60_000)
+    stop(page)
     wait_idle(page)
     final = page.evaluate(LOSS_POINTS)
     assert final >= n3
     page.wait_for_timeout(2500)
     assert page.evaluate(LOSS_POINTS) == final                   # stopped: the curve stays put
     assert exceptions(page) == []
+    ctx.close()
+
+
+def test_a_reload_reattaches_to_the_running_training(server, browser):
+    """Reloading /training while a model trains shows the same run, further on (?run=<secret>)."""
+    from ui.i18n import translate
+
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
+    page = ctx.new_page()
+    page.set_default_timeout(90_000)
+    page.goto(server.url("", lang="en"), wait_until="domcontentloaded")
+    wait_idle(page)
+    page.goto(server.url("training", lang="en", corpus="toy", preset="default"), wait_until="domcontentloaded")
+    wait_idle(page)
+    page.locator(".st-key-train_start button").click()
+    n1 = wait_points(page, 0)
+    page.wait_for_function("() => location.search.includes('run=')", timeout=30_000)
+    secret = page.evaluate("() => new URLSearchParams(location.search).get('run')")
+    assert secret and len(secret) >= 40
+    page.reload(wait_until="domcontentloaded")
+    wait_idle(page)
+    page.get_by_text(translate("train.run_attached", "en")).wait_for(timeout=60_000)
+    n2 = wait_points(page, n1)                                   # the same run, further on
+    assert n2 > n1
+    assert page.evaluate("() => new URLSearchParams(location.search).get('run')") == secret
+    assert exceptions(page) == []
+    stop(page)
     ctx.close()

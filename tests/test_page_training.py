@@ -57,7 +57,7 @@ def test_bad_custom_value_gets_a_message_not_a_traceback():
     at = open_page(PAGE, "en", preset="tiny")
     at.number_input(key="train_n_head_tiny").set_value(3).run()   # 64 is not divisible by 3
     assert not at.exception
-    assert any("divisible by n_head" in e.value for e in at.error)
+    assert any(translate("train.err_divisible", "en", d=64, h=3) in e.value for e in at.error)
     assert button(at, "train_start").disabled
 
 
@@ -66,3 +66,194 @@ def test_own_text_needs_text():
     assert not at.exception
     assert translate("train.need_text", "zh") in all_text(at)
     assert button(at, "train_start").disabled
+
+
+# -- Chinese live training: the poetry corpus, both baselines, the form metric -----------------
+
+def loss_figure_spec(at):
+    figs = [f for f in figures(at) if f["data"] and f["data"][0].get("mode") == "lines"
+            and len(f["data"]) >= 2 and f["data"][1].get("mode") == "lines+markers"]
+    return figs[0] if figs else None
+
+
+def test_chinese_defaults_to_poetry_and_draws_both_baselines_and_the_form():
+    from lmviz.baselines import unigram_baseline
+    from lmviz.poetry import form_share, poetry_tokenizer, training_text, vocab_facts
+
+    at = open_page(PAGE, "zh")
+    assert at.selectbox(key="train_corpus").value == "poetry"
+    assert at.selectbox(key="train_preset").value == "poetry"
+    assert at.selectbox(key="train_tok").disabled
+    assert translate("train.vocab_reason", "zh", **vocab_facts()) in all_text(at)
+    button(at, "train_start").click().run()
+    assert poll(at, lambda a: (f := loss_figure_spec(a)) is not None and len(f["layout"].get("shapes", [])) >= 2
+                and any(m.label == translate("train.m_form", "zh") for m in a.metric), timeout=90)
+    # the two lines sit at the uniform and unigram baselines of the run's own split
+    tok = poetry_tokenizer()
+    text, vf = training_text()
+    ids = tok.encode(text)
+    n_val = int(len(ids) * vf)
+    b = unigram_baseline(ids[:-n_val], ids[-n_val:], tok.vocab_size)
+    ys = sorted(s["y0"] for s in loss_figure_spec(at)["layout"]["shapes"])
+    assert ys == pytest.approx(sorted([b.uniform, b.unigram]), abs=1e-6)
+    labels = [a["text"] for a in loss_figure_spec(at)["layout"]["annotations"]]
+    assert translate("train.f_unigram", "zh", x=b.unigram) in labels
+    assert translate("train.f_uniform", "zh", v=tok.vocab_size) in labels
+    # the form metric is form_share of the newest sample (prompt included), and the prose says it
+    newest = at.get("code")[0].value                           # samples are drawn newest first
+    f = form_share(newest)
+    metric = next(m for m in at.metric if m.label == translate("train.m_form", "zh"))
+    assert metric.value == (f"{f.share:.0%}" if f.n_lines else "—")
+    text = all_text(at)
+    assert translate("train.form_note", "zh") in text
+    # a perplexity is never shown without the uniform and unigram perplexities beside it
+    assert translate("train.ppl_beside", "zh", ppl=0, uniform_ppl=b.uniform_ppl, unigram_ppl=0).split("。")[0][:5] in text
+    assert f"{b.uniform_ppl:,.0f}" in text and f"{b.unigram_ppl:,.1f}" in text
+    button(at, "train_stop").click().run()
+    assert poll(at, lambda a: not button(a, "train_start").disabled)
+
+
+def test_english_default_is_unchanged():
+    at = open_page(PAGE, "en")
+    assert at.selectbox(key="train_corpus").value == "english"
+    assert at.selectbox(key="train_preset").value == "tiny"
+
+
+# -- the training budget (lmviz.limits) in the form ----------------------------------------------
+
+def _set(at, preset, **values):
+    for name, v in values.items():
+        at.number_input(key=f"train_{name}_{preset}").set_value(v)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_over_budget_config_is_refused_with_its_reasons_and_start_is_disabled(lang):
+    from lmviz import limits
+    from lmviz.train import make_config
+
+    at = open_page(PAGE, lang, corpus="english", preset="bigger")
+    _set(at, "bigger", n_layer=12, d_model=1024, n_head=16, block_size=512)
+    check = limits.check_budget(make_config("bigger", n_layer=12, d_model=1024, n_head=16, block_size=512),
+                                limits.DEFAULT_VOCAB)
+    assert not check.ok
+    errors = "\n".join(e.value for e in at.error)
+    assert translate("train.budget_refused", lang) in errors
+    for r in check.reasons:
+        assert translate(r.key, lang, **r.params) in errors
+    assert button(at, "train_start").disabled
+
+
+def test_a_clamped_batch_is_explained_and_the_lowered_batch_is_what_trains():
+    from lmviz import limits
+    from lmviz.train import make_config
+
+    at = open_page(PAGE, "en", corpus="english", preset="default")
+    _set(at, "default", batch_size=256, block_size=512)
+    check = limits.check_budget(make_config("default", batch_size=256, block_size=512), limits.DEFAULT_VOCAB)
+    assert check.ok and check.cfg.batch_size < 256
+    warnings = "\n".join(w.value for w in at.warning)
+    assert translate(check.reasons[0].key, "en", **check.reasons[0].params) in warnings
+    assert at.session_state["train_setup"][2].batch_size == check.cfg.batch_size
+    assert not button(at, "train_start").disabled
+
+
+def test_checkpoint_uploader_states_the_one_limit():
+    from lmviz import limits
+
+    at = open_page(PAGE, "zh")
+    text = at.get("file_uploader")
+    labels = [u.proto.label for u in text]
+    assert translate("ckpt.upload_label", "zh", mb=limits.MAX_UPLOAD_MB) in labels
+    ckpt = next(u for u in text if u.proto.label == translate("ckpt.upload_label", "zh", mb=limits.MAX_UPLOAD_MB))
+    assert ckpt.proto.max_upload_size_mb == limits.MAX_UPLOAD_MB
+
+
+# -- input limits: said on the page, never dropped silently -------------------------------------
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_out_of_range_numbers_are_explained_and_start_is_disabled(lang):
+    at = open_page(PAGE, lang, corpus="toy", preset="tiny")
+    _set(at, "tiny", n_layer=40)
+    errors = "\n".join(e.value for e in at.error)
+    assert translate("train.err_range", lang, name=translate("train.k_n_layer", lang), lo="1", hi="12",
+                     value="40") in errors
+    assert button(at, "train_start").disabled
+    _set(at, "tiny", n_layer=2)
+    assert not at.error and not button(at, "train_start").disabled
+
+
+def test_too_long_pasted_text_is_cut_with_a_message():
+    limit = 200_000
+    src = open(PAGE, encoding="utf-8").read()
+    assert f"MAX_OWN_CHARS = {limit:_}" in src
+    at = open_page(PAGE, "en", corpus="own")
+    label = at.text_area(key="train_own_text").label
+    assert label == translate("train.own_text", "en", n=limit)      # the limit is beside the box
+    long = "abc " * (limit // 4 + 500)                              # 2,000 characters too many
+    at.text_area(key="train_own_text").input(long).run()
+    assert not at.exception
+    assert translate("train.text_cut", "en", n=len(long), limit=limit) in all_text(at)
+    assert at.session_state["train_setup"][3] == long[:limit]
+    assert not button(at, "train_start").disabled
+    at.text_area(key="train_own_text").input("short text " * 100).run()
+    assert translate("train.text_cut", "en", n=len(long), limit=limit) not in all_text(at)
+
+
+def test_the_txt_uploader_states_its_limit():
+    at = open_page(PAGE, "zh", corpus="own")
+    up = next(u for u in at.get("file_uploader") if u.proto.label == translate("train.upload_txt", "zh", mb=2))
+    assert up.proto.max_upload_size_mb == 2
+
+
+# -- a reload finds its training again (?run=<secret>) ------------------------------------------
+
+def progress_step(at) -> int:
+    bars = at.get("progress")
+    if not bars:
+        return -1
+    import re
+
+    m = re.search(r"(\d[\d,]*) / ", bars[0].proto.text)
+    return int(m.group(1).replace(",", "")) if m else -1
+
+
+def test_a_new_session_with_the_run_secret_reattaches_and_a_wrong_one_attaches_nothing():
+    a = open_page(PAGE, "en", corpus="toy", preset="tiny")
+    button(a, "train_start").click().run()
+    secret = a.query_params["run"][0] if isinstance(a.query_params["run"], list) else a.query_params["run"]
+    assert len(secret) >= 40                                     # secrets.token_urlsafe(32)
+    assert poll(a, lambda x: progress_step(x) > 0)
+    # session B: the same URL after a reload. AppTest gives every instance the same session id
+    # (so the same session-scoped slot object): A's session ends as Streamlit ends it (the
+    # slot's release hook), and the slot is emptied to be what B's fresh one would be.
+    from ui import session
+
+    job, slot = session.runs()._entries[secret][:2]
+    session._release_training_slot(slot)
+    assert session.runs()._entries[secret][1] is None          # released: the grace period runs
+    assert job.snapshot().active                                # ... but the run goes on
+    slot.__init__()
+    b = open_page(PAGE, "en", run=secret)
+    assert session.runs()._entries[secret][0] is job
+    assert translate("train.run_attached", "en") in all_text(b)
+    assert poll(b, lambda x: progress_step(x) > 0)
+    s1 = progress_step(b)
+    assert poll(b, lambda x: progress_step(x) > s1)               # the same run, still advancing
+    assert b.session_state["lmviz_session_bundle"].source == "session"   # and its model
+    assert not button(b, "train_stop").disabled
+    assert session.runs()._entries[secret][1] is not None       # claimed: no longer on its way out
+    button(b, "train_stop").click().run()
+    assert job.join(10) and job.state == "stopped"               # B's Stop stopped A's run
+    session.runs()._entries[secret][1].__init__()                # a fresh session again (see above)
+    # a wrong secret attaches nothing and says the link holds no training
+    c = open_page(PAGE, "en", run=secret[:-2] + ("aa" if not secret.endswith("aa") else "bb"))
+    assert translate("train.run_gone", "en") in all_text(c)
+    assert progress_step(c) == -1 and button(c, "train_stop").disabled
+    assert "run" not in c.query_params
+
+
+def test_the_run_secret_is_not_a_chapter_setting():
+    src = open("ui/urlstate.py", encoding="utf-8").read() + open(PAGE, encoding="utf-8").read()
+    assert 'param="run"' not in src and "param='run'" not in src

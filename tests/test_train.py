@@ -274,3 +274,17 @@ def test_stop_during_preparation_frees_the_slot():
     assert job.state == "stopped" and job.trainer is None
     assert sem.acquire(blocking=False)            # the slot was given back
     sem.release()
+
+
+def test_the_trainer_refuses_an_over_budget_config_before_allocating():
+    from lmviz import limits
+
+    cfg = make_config("bigger", n_layer=12, d_model=1024, n_head=16, block_size=512)
+    check = limits.check_budget(cfg, len(set(TEXT)))          # a character per token
+    assert not check.ok
+    with pytest.raises(ValueError) as e:
+        Trainer(TEXT * 40, cfg, device="cpu")
+    assert str(e.value) == " ".join(r.english() for r in check.reasons)
+    big_batch = make_config("default", batch_size=512, block_size=512)
+    with pytest.raises(ValueError, match="batch size was lowered"):
+        Trainer(TEXT * 40, big_batch, device="cpu")

@@ -33,10 +33,24 @@ def downsample(x, y, max_points: int = MAX_POINTS):
     return xs, ys
 
 
+# dash styles of the reference lines, in the order given (uniform guess, unigram guess, ...)
+_DASHES = ("dot", "dash", "dashdot")
+
+
+def _lines(fig: go.Figure, lines, **where) -> None:
+    """Labelled horizontal reference lines [(y, label), ...]: the first label above its line,
+    the next below (two baselines close together must not print over each other)."""
+    for i, (y, label) in enumerate(lines):
+        fig.add_hline(y=float(y), line=dict(color=COLORS["neutral"], dash=_DASHES[i % len(_DASHES)], width=1.5),
+                      annotation_text=label, annotation_position="top right" if i % 2 == 0 else "bottom right",
+                      **where)
+
+
 def loss_figure(steps, losses, eval_steps, val_losses, *, names=("train (batch)", "validation"),
-                x_title: str = "step", y_title: str = "loss (nats/token)", floor: float | None = None,
-                floor_name: str = "", height: int = 340) -> go.Figure:
-    """Training loss per step (downsampled) and validation loss at each evaluation."""
+                x_title: str = "step", y_title: str = "loss (nats/token)", lines=(),
+                height: int = 340) -> go.Figure:
+    """Training loss per step (downsampled) and validation loss at each evaluation, with labelled
+    horizontal baselines ``lines = [(loss, label), ...]`` (e.g. the uniform and unigram guesses)."""
     fig = go.Figure()
     xs, ys = downsample(steps, losses)
     fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=names[0],
@@ -44,17 +58,16 @@ def loss_figure(steps, losses, eval_steps, val_losses, *, names=("train (batch)"
     fig.add_trace(go.Scatter(x=np.asarray(eval_steps, dtype=float), y=np.asarray(val_losses, dtype=float),
                              mode="lines+markers", name=names[1],
                              line=dict(color=COLORS["val"], width=2.5), marker=dict(size=6)))
-    if floor is not None:
-        fig.add_hline(y=floor, line=dict(color=COLORS["neutral"], dash="dot"),
-                      annotation_text=floor_name, annotation_position="top right")
+    _lines(fig, lines)
     fig.update_xaxes(title_text=x_title, rangemode="tozero")
     fig.update_yaxes(title_text=y_title, rangemode="tozero")
     return theme.apply(fig, height=height)
 
 
 def ppl_lr_figure(eval_steps, ppl, steps, lrs, *, titles=("validation perplexity", "learning rate"),
-                  x_title: str = "step", height: int = 300) -> go.Figure:
-    """Two panels side by side: validation perplexity (log scale) and the learning-rate schedule."""
+                  x_title: str = "step", lines=(), height: int = 300) -> go.Figure:
+    """Two panels side by side: validation perplexity (log scale, with labelled baselines
+    ``lines = [(perplexity, label), ...]``) and the learning-rate schedule."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.12)
     fig.add_trace(go.Scatter(x=np.asarray(eval_steps, dtype=float), y=np.asarray(ppl, dtype=float),
                              mode="lines+markers", name=titles[0], line=dict(color=COLORS["val"]),
@@ -62,6 +75,7 @@ def ppl_lr_figure(eval_steps, ppl, steps, lrs, *, titles=("validation perplexity
     xs, ys = downsample(steps, lrs)
     fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=titles[1], line=dict(color=COLORS["accent"]),
                              showlegend=False), row=1, col=2)
+    _lines(fig, lines, row=1, col=1)
     fig.update_yaxes(type="log", dtick="D2", row=1, col=1)  # ticks at 1, 2, 5 x 10^k only
     fig.update_yaxes(exponentformat="e", row=1, col=2)
     fig.update_xaxes(title_text=x_title, rangemode="tozero")
