@@ -54,6 +54,10 @@ def test_first_visit_of_a_fresh_server(chromium, path, query):
         assert f"/{path}" in page.url and f"lang={lang}" in page.url
         # the app around the page ran: its sidebar holds the language switch
         assert page.locator("[data-testid=stSidebar]").get_by_text("Language / 语言").count() == 1
+        # every text box shows the text the page computes with (a fresh server's first visitor
+        # used to see empty boxes while the page used the defaults)
+        values = page.eval_on_selector_all("[data-testid=stTextInput] input", "els => els.map(e => e.value)")
+        assert all(v.strip() for v in values), values
         if path in ("generation", "autoregression"):
             assert page.locator("a[href*='x.example']").count() == 0
             assert page.locator("img[src*='h.example']").count() == 0

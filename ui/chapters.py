@@ -62,6 +62,16 @@ def run_app() -> None:
     rerun would drop the click that started it) and no "Page not found"."""
     import runpy
 
+    import streamlit as st
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory and "lmviz_page_file" not in st.session_state:
+        # A fresh session's first run (no click to lose): leave the legacy mode and rerun, so
+        # that the chapter's widgets are made once, by app.py's navigation. Drawing them here
+        # first left a fresh server's first visitor with empty text boxes (the legacy run's
+        # widgets are other widgets to Streamlit; their values did not carry over).
+        PagesManager.uses_pages_directory = False
+        st.rerun()
     runpy.run_path(str(ROOT / "app.py"), run_name="__main__")
 
 

@@ -69,6 +69,11 @@ def seed_from_url(param: str, key: str, default: Any, parse: Callable[[str], Any
                 bad_value_note(note_param, note_raw)
             else:
                 del notes[key]
+        # Re-assert the value before the widget is made: a widget's value reaches the browser
+        # only on a run that set it, and a run interrupted by a rerun (a fresh server's first
+        # visit: the model finishing loading) could set it and end before the widget was sent;
+        # the browser then showed an empty box while the page computed with the real text.
+        st.session_state[key] = st.session_state[key]
         return
     # A link's value applies once per session: a widget whose key changes later (say, the merge
     # count of another corpus) starts from its default, not from a value meant for another view.
