@@ -66,7 +66,6 @@ def test_chinese_follows_the_glossary():
     assert found == [], [f"{k}: {w} -> {banned[w]}" for k, w in found]
 
 
-@pytest.mark.xfail(strict=False, reason="gen.temp_intro is rewritten in another branch; drop this mark once merged")
 def test_temperature_divides_the_logits():
     assert "在 softmax 之前去除" not in catalogue("zh")["gen.temp_intro"]
 
