@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.Slider_pb2 import Slider as SliderProto
 
 FINISHED_OK = (0, 3)            # ScriptFinishedStatus: whole run, fragment run
 FINISHED_RERUN = 2              # stopped early because another rerun was requested
@@ -35,8 +36,9 @@ class Widget:
     fragment_id: str            # "" when not inside a fragment
     lo: float = 0.0             # slider range
     hi: float = 0.0
-    value: list | None = None   # slider value as the server sent it
+    value: list | None = None   # slider value as the server sent it (option labels for a select slider)
     disabled: bool = False      # greyed out when the server last drew it
+    options: list | None = None  # a select slider's option labels (None: a numeric slider)
 
 
 class Session:
@@ -45,7 +47,7 @@ class Session:
     def __init__(self, port: int, page: str, query: str = "", auto_rerun: bool = True) -> None:
         self.port, self.page, self.query, self.auto_rerun = port, page, query, auto_rerun
         self.widgets: dict[str, Widget] = {}
-        self.states: dict[str, list] = {}      # slider id -> value we last sent
+        self.states: dict[str, list] = {}      # slider id -> value we last sent (floats, or labels)
         self.errors: list[str] = []            # exception elements seen
         self.alerts: list[str] = []            # st.error/warning/info texts seen
         self.page_hash = ""
@@ -55,6 +57,7 @@ class Session:
         self._reader: asyncio.Task | None = None
         self._timers: dict[str, asyncio.Task] = {}    # fragment id -> its auto-rerun loop
         self._registered: set[str] = set()             # fragments the current run registered
+        self._labelled: set[str] = set()               # select sliders: state sent as option labels
         self._finished = asyncio.Event()
         self._last_status: int | None = None
         self.runs = 0
@@ -96,7 +99,13 @@ class Session:
         for wid, value in self.states.items():
             w = cs.widget_states.widgets.add()
             w.id = wid
-            w.double_array_value.data.extend(value)
+            if wid in self._labelled:
+                # a select slider's state is its option labels, as the browser sends it; numbers
+                # there make the server store the widget as a double array, and serialising its
+                # labels into one then fails ("must be real number, not str")
+                w.string_array_value.data.extend(value)
+            else:
+                w.double_array_value.data.extend(value)
         if trigger:
             w = cs.widget_states.widgets.add()
             w.id = trigger
@@ -154,11 +163,20 @@ class Session:
             self.alerts.append(el.alert.body[:200])
         elif ek == "slider":
             s = el.slider
-            value = list(s.value) if s.set_value else list(self.states.get(s.id) or s.default)
+            if s.type == SliderProto.Type.SELECT_SLIDER:
+                # Streamlit >= 1.5x: a select slider's value travels as option labels (raw_value)
+                self._labelled.add(s.id)
+                options = list(s.options)
+                sent = list(s.raw_value)
+                default = [options[int(i)] for i in s.default if 0 <= int(i) < len(options)]
+            else:
+                options, sent, default = None, list(s.value), list(s.default)
+            value = sent if s.set_value else list(self.states.get(s.id) or default)
             if s.set_value:
                 # the server set the value (session state): a browser takes it as the widget's state
                 self.states[s.id] = value
-            self.widgets[s.id] = Widget(s.id, "slider", s.label, d.fragment_id, s.min, s.max, value)
+            self.widgets[s.id] = Widget(s.id, "slider", s.label, d.fragment_id, s.min, s.max, value,
+                                        options=options)
             self.slider_log.append((time.perf_counter(), s.id, value))
             del self.slider_log[:-200]
         elif ek in ("markdown", "code"):
@@ -191,8 +209,12 @@ class Session:
                      if w.kind == "button" and w.id.endswith(key_suffix)), None)
 
     async def move_slider(self, w: Widget, value: float, timeout: float = 60) -> float:
-        """Set slider ``w`` to ``value``; seconds until the server finished the rerun."""
-        self.states[w.id] = [float(value)]
+        """Set slider ``w`` to ``value`` (a select slider: the index of an option, ``w.lo``..``w.hi``);
+        seconds until the server finished the rerun."""
+        if w.options is not None:
+            self.states[w.id] = [w.options[min(max(int(round(value)), 0), len(w.options) - 1)]]
+        else:
+            self.states[w.id] = [float(value)]
         t0 = time.perf_counter()
         await self._rerun(fragment_id=w.fragment_id)
         await asyncio.wait_for(self._finished.wait(), timeout)

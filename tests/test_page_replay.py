@@ -125,3 +125,92 @@ def test_live_training_replay_grows():
     next(b for b in at.button if b.key == "train_stop").click().run()
     assert not at.exception
     assert poll_until(at, lambda a: not next(b for b in a.button if b.key == "train_start").disabled, 30)
+
+
+def _client():
+    import sys
+
+    from tests.browser_util import ROOT
+
+    if str(ROOT / "bench") not in sys.path:
+        sys.path.insert(0, str(ROOT / "bench"))
+    from stclient import Session
+
+    return Session
+
+
+def test_websocket_client_echoes_a_select_slider_as_labels_like_the_browser():
+    """The replay slider is a select slider whose value the page sets while a run grows; the
+    browser sends such a value back as option labels (a string array). bench/stclient.py once
+    echoed it as numbers, so the server stored the widget as a double array and the next rerun
+    failed in st.select_slider with "must be real number, not str"."""
+    import asyncio
+
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from streamlit.proto.Slider_pb2 import Slider
+
+    class Wire:
+        sent: list[bytes] = []
+
+        async def send(self, data: bytes) -> None:
+            self.sent.append(data)
+
+    s = _client()(0, "training")
+    s._ws = Wire()
+    fm = ForwardMsg()
+    sl = fm.delta.new_element.slider
+    sl.id, sl.type, sl.label = "w-train_replay_step", Slider.Type.SELECT_SLIDER, "Training step"
+    sl.options[:], sl.default[:] = ["0", "16", "32"], [2]
+    sl.raw_value[:], sl.set_value = ["16"], True               # the page set the step in session state
+    s._on_delta(fm.delta)
+    assert s.widgets["w-train_replay_step"].value == ["16"]
+
+    def sent() -> list:
+        msg = BackMsg()
+        msg.ParseFromString(s._ws.sent[-1])
+        (w,) = msg.rerun_script.widget_states.widgets
+        return [w.WhichOneof("value"), list(w.string_array_value.data)]
+
+    asyncio.run(s._rerun(fragment_id="f"))                     # the polling fragment's rerun
+    assert sent() == ["string_array_value", ["16"]]
+    with pytest.raises(asyncio.TimeoutError):                  # no server answers here
+        asyncio.run(s.move_slider(s.widgets["w-train_replay_step"], 2, timeout=0.01))
+    assert sent() == ["string_array_value", ["32"]]            # a move picks an option by index
+
+
+def test_start_a_training_through_the_websocket_client_raises_nothing():
+    """The reported bug end to end: a local server, the websocket client opens /training, presses
+    Start and answers the polling fragment's reruns while the replay slider follows the run."""
+    import asyncio
+    import time
+
+    from tests.browser_util import Server
+
+    Session = _client()
+
+    async def scenario(port: int):
+        s = Session(port, "training", "lang=zh&corpus=toy&preset=tiny")
+        async with s:
+            await s.wait_idle(180)
+            await s.click(s.button("train_start"), timeout=120)
+            seen: set[str] = set()
+            end = time.monotonic() + 120
+            while time.monotonic() < end and len(seen) < 3 and not s.errors:
+                w = next((w for w in s.sliders() if w.id.endswith("train_replay_step")), None)
+                if w is not None and w.value:
+                    seen.add(w.value[0])
+                await asyncio.sleep(0.3)
+            stop = s.button("train_stop")
+            if stop is not None and not stop.disabled:
+                await s.click(stop, timeout=60)
+            return s.errors, seen, w
+
+    srv = Server()
+    try:
+        errors, seen, w = asyncio.run(scenario(srv.port))
+    finally:
+        srv.stop()
+    assert errors == [], errors
+    assert len(seen) >= 3, seen                                 # the slider followed new snapshots
+    assert w.value[0] in w.options
