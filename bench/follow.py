@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import os
 import re
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -33,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from load import cpu_s, pct, rss_mb  # noqa: E402
+from load import cpu_s, pct, print_latencies, rss_mb  # noqa: E402
 from stclient import Session  # noqa: E402
 
 VALUES = (0.5, 1.5, 0.25, 2.0, 0.75, 3.0, 1.25, 2.5)   # τ values the lecturer moves through
@@ -146,10 +145,7 @@ async def run(args) -> None:
           f"({100 * cpu_used / wall:.0f} % of one core; {100 * cpu_used / wall / n:.1f} % per follower)")
     print(f"server RSS: {rss0:.0f} MB with the lecturer alone, {rss_open:.0f} MB with {len(followers)} "
           f"followers ({(rss_open - rss0) / n:.1f} MB per follower)")
-    if lags:
-        print(f"mean {statistics.mean(lags):.3f} s")
-    print(f"follow lag p50 {pct(lags, 0.5):.2f} s, p95 {pct(lags, 0.95):.2f} s, "
-          f"max {max(lags, default=float('nan')):.2f} s, followers {len(followers)}")
+    print_latencies("follow lag", lags, f"followers {len(followers)}")
 
 
 def main() -> None:

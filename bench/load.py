@@ -57,6 +57,15 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else float("nan")
 
 
+def print_latencies(label: str, xs: list[float], tail: str) -> None:
+    """The two closing lines both page benches print: the mean (when any was measured), then
+    p50/p95/max under `label`, ending with `tail` (what the run was)."""
+    if xs:
+        print(f"mean {statistics.mean(xs):.3f} s")
+    print(f"{label} p50 {pct(xs, 0.5):.2f} s, p95 {pct(xs, 0.95):.2f} s, max {max(xs, default=float('nan')):.2f} s, "
+          f"{tail}")
+
+
 async def trainer(port: int, i: int, started: list, errors: list) -> Session:
     s = Session(port, "training", "lang=en" if i % 2 == 0 else "lang=zh")
     await s.__aenter__()
@@ -142,10 +151,7 @@ async def run(args) -> None:
     print(f"server RSS: {rss0:.0f} MB before, {rss_open:.0f} MB with {args.sessions} sessions and "
           f"{args.trainings} trainings ({per:.1f} MB per session), {rss_closed:.0f} MB "
           f"{args.ttl + 5} s after they closed")
-    if n:
-        print(f"mean {statistics.mean(lat):.3f} s")
-    print(f"slider p50 {pct(lat, 0.5):.2f} s, p95 {pct(lat, 0.95):.2f} s, max {max(lat, default=float('nan')):.2f} s, "
-          f"sessions {args.sessions}, trainings {args.trainings}")
+    print_latencies("slider", lat, f"sessions {args.sessions}, trainings {args.trainings}")
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Shared test fixtures: repo root on sys.path, one torch thread, and the browser server."""
+"""Shared test fixtures: repo root on sys.path, one torch thread, a hand-moved clock, and the browser server."""
 from __future__ import annotations
 
 import os
@@ -12,6 +12,19 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LMVIZ_THREADS", "1")
 os.chdir(ROOT)  # AppTest.from_file("app.py") and relative asset paths
+
+
+class Clock:
+    """A hand-moved clock for the class-store tests: ``ClassStore(clock=Clock())``, then ``advance``."""
+
+    def __init__(self, t: float = 1_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, s: float) -> None:
+        self.t += s
 
 
 def pytest_configure(config):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser_util import exceptions, shot, wait_charts, wait_idle
+from tests.replay_util import replay_checkpoint
 
 pytestmark = pytest.mark.browser
 
@@ -16,22 +17,9 @@ CAPTIONS = """() => Array.from(document.querySelectorAll('.st-key-train_replay_b
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     """A tiny run with its replay, saved as a checkpoint file (seconds on CPU)."""
-    from lmviz.checkpoint import save_checkpoint
-    from lmviz.replay import Recorder, default_probe
-    from lmviz.train import Trainer, corpus_text, make_config
-
-    text = corpus_text("english")[:30_000]
-    tr = Trainer(text, make_config("tiny", max_steps=80, d_model=32, block_size=16, batch_size=8), device="cpu",
-                 prompt="The ")
-    rec = Recorder(default_probe(text, "The "), max_steps=80)
-    rec.start(tr.model, tr.tokenizer)
-    while not tr.done:
-        n = min(10, rec.steps_to_next(tr.steps_done) or 10)
-        for m in tr.step(n):
-            rec.after_step(tr.model, tr.tokenizer, m.step, m.loss)
+    blob, rec = replay_checkpoint(80)
     folder = tmp_path_factory.mktemp("ckpt")
     path, bad = folder / "replay.safetensors", folder / "hostile.safetensors"
-    blob = save_checkpoint(tr.model, tr.tokenizer, {"steps": 80}, replay=rec.replay())
     path.write_bytes(blob)
     # the same file with one attention weight of the replay set to NaN
     import json

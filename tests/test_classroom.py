@@ -15,17 +15,7 @@ import pytest
 from lmviz.classroom import (ALPHABET, CODE_LEN, ClassLimits, ClassStore, MemoryBackend,
                              normalise_code)
 from tests import redis_util
-
-
-class Clock:
-    def __init__(self, t: float = 1_000_000.0):
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, s: float) -> None:
-        self.t += s
+from tests.conftest import Clock
 
 
 @pytest.fixture

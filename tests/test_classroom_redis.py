@@ -15,18 +15,7 @@ import pytest
 
 from lmviz.classroom import ClassStore, MemoryBackend, store_from_env
 from tests import redis_util
-from tests.conftest import ROOT
-
-
-class Clock:
-    def __init__(self, t: float = 2_000_000.0):
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, s: float) -> None:
-        self.t += s
+from tests.conftest import ROOT, Clock
 
 
 def test_without_a_url_the_store_is_in_process_and_redis_is_not_imported():
@@ -82,7 +71,7 @@ def test_store_from_env_uses_redis_and_its_prefix(server):
 
 
 def test_two_stores_on_one_redis_share_a_class(server):
-    clock = Clock()
+    clock = Clock(2_000_000.0)
     a = ClassStore(redis_util.backend(clock, server, "shared:"), clock=clock)
     b = ClassStore(redis_util.backend(clock, server, "shared:"), clock=clock)
     c = a.create_class()
@@ -98,7 +87,7 @@ def test_two_stores_on_one_redis_share_a_class(server):
 
 def test_every_key_gets_a_real_ttl(server):
     """Redis frees what nobody reads again: no key without an expiry."""
-    clock = Clock()
+    clock = Clock(2_000_000.0)
     db = redis_util.backend(clock, server, "ttl:")
     s = ClassStore(db, clock=clock)
     c = s.create_class()
@@ -117,7 +106,7 @@ def test_every_key_gets_a_real_ttl(server):
 
 
 def test_outage_gives_a_reason_and_the_store_recovers_after_a_restart(server):
-    clock = Clock()
+    clock = Clock(2_000_000.0)
     s = ClassStore(redis_util.backend(clock, server, "out:"), clock=clock)
     c = s.create_class()
     s.publish(c.code, c.secret, "kv-cache", "", {"step": "3"})
@@ -150,7 +139,7 @@ def test_a_restart_that_lost_the_data_says_not_found_not_an_error():
     redis_util.require_redis()
     srv = redis_util.RedisServer(persist=False)
     try:
-        clock = Clock()
+        clock = Clock(2_000_000.0)
         s = ClassStore(redis_util.backend(clock, srv, "lost:"), clock=clock)
         c = s.create_class()
         srv.restart()
@@ -199,7 +188,7 @@ def test_concurrent_lecturer_writes_lose_no_update(server):
     """Two replicas writing one class record at once: every version bump survives (CAS + retry)."""
     import threading
 
-    clock = Clock()
+    clock = Clock(2_000_000.0)
     stores = [ClassStore(redis_util.backend(clock, server, "cas:"), clock=clock) for _ in range(2)]
     c = stores[0].create_class()
     go = threading.Barrier(4)

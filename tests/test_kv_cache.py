@@ -6,7 +6,7 @@ import torch
 import lmviz.kv_cache as K
 from lmviz.kv_cache import (DTYPE_BYTES, KVCache, generate_cached, generate_uncached, kv_cache_bytes,
                             max_tokens_for_budget)
-from lmviz.model import GPT, GPTConfig
+from tests.model_util import tiny_gpt
 
 torch.set_num_threads(1)
 
@@ -14,10 +14,7 @@ V = 29
 
 
 def tiny(**kw):
-    base = dict(vocab_size=V, block_size=24, n_layer=2, n_head=4, n_kv_head=4, d_model=32)
-    base.update(kw)
-    torch.manual_seed(0)
-    return GPT(GPTConfig(**base)).eval()
+    return tiny_gpt(V, 24, **kw)
 
 
 def test_doctests():

@@ -6,8 +6,9 @@ import torch
 import torch.nn.functional as F
 
 import lmviz.model as M
-from lmviz.model import (GPT, GPTConfig, causal_mask, layer_norm, rms_norm, rope_cache, rope_rotate,
+from lmviz.model import (GPTConfig, causal_mask, layer_norm, rms_norm, rope_cache, rope_rotate,
                          sinusoidal_positions)
+from tests.model_util import tiny_gpt
 
 torch.set_num_threads(1)
 
@@ -15,10 +16,7 @@ V = 37
 
 
 def tiny(**kw):
-    base = dict(vocab_size=V, block_size=16, n_layer=2, n_head=4, n_kv_head=4, d_model=32)
-    base.update(kw)
-    torch.manual_seed(0)
-    return GPT(GPTConfig(**base)).eval()
+    return tiny_gpt(V, 16, **kw)
 
 
 VARIANTS = [dict(pos=p, norm=n, n_kv_head=h) for p in ("learned", "sinusoidal", "rope")

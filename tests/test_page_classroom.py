@@ -24,6 +24,13 @@ def start_class(at):
     return at.session_state["class_lect"]["code"]
 
 
+def join(code: str, **kw):
+    """A student's tab opening the lecturer's follow link on the home page, then its next run."""
+    fol = open_page(None, follow=code, **kw)
+    fol.run()
+    return fol
+
+
 @pytest.fixture
 def lecture():
     lec = open_page(GEN, present="1")
@@ -35,8 +42,7 @@ def lecture():
 
 def test_follower_gets_chapter_and_setting_in_own_language(lecture):
     lec, code = lecture
-    fol = open_page(None, lang="zh", follow=code)        # opens the link on the home page
-    fol.run()
+    fol = join(code, lang="zh")                         # opens the link on the home page
     assert not fol.exception, [e.value for e in fol.exception]
     assert fol.session_state["lmviz_page_file"] == GEN
     assert fol.slider(key="gen_tau").value == 0.5
@@ -53,8 +59,7 @@ def test_student_cannot_drive(lecture):
     from ui.classroom import store
 
     lec, code = lecture
-    fol = open_page(None, follow=code)
-    fol.run()
+    fol = join(code)
     assert "class_lect" not in fol.session_state
     assert not keys(fol) & {"class_end", "class_start"}
     assert not any(k.startswith(("class_ask:", "class_reveal:", "class_close:")) for k in keys(fol))
@@ -67,8 +72,7 @@ def test_answer_once_and_reveal(lecture):
     from ui.classroom import store
 
     lec, code = lecture
-    fol = open_page(None, follow=code)
-    fol.run()
+    fol = join(code)
     lec.button(key="class_ask:gen_tau_half").click().run()
     assert "class_reveal:gen_tau_half" in keys(lec)
     fol.run()
@@ -93,8 +97,7 @@ def test_answer_once_and_reveal(lecture):
 
 def test_step_away_and_rejoin(lecture):
     lec, code = lecture
-    fol = open_page(None, follow=code)
-    fol.run()
+    fol = join(code)
     fol.button(key="class_away").click().run()
     assert translate("class.exploring", "en", cls=code) in all_text(fol)
     lec.slider(key="gen_tau").set_value(2.0).run()
@@ -107,8 +110,7 @@ def test_step_away_and_rejoin(lecture):
 
 def test_class_ends_with_a_note(lecture):
     lec, code = lecture
-    fol = open_page(None, follow=code)
-    fol.run()
+    fol = join(code)
     lec.button(key="class_end").click().run()
     assert "class_lect" not in lec.session_state
     fol.run()
@@ -140,8 +142,7 @@ def test_alone_a_student_predicts_then_sees_the_reveal():
 
 def test_follower_sees_the_lecturers_section(lecture):
     lec, code = lecture
-    fol = open_page(None, follow=code)
-    fol.run()
+    fol = join(code)
     headers = lambda at: [m.value for m in at.markdown if m.value.startswith("## ")]   # noqa: E731
     assert headers(fol) == ["## " + translate("gen.sec_temp", "en")]
     lec.button(key="lmviz_next").click().run()
@@ -156,8 +157,7 @@ def test_lecturer_gone_ends_following_with_a_note(lecture):
     from ui.classroom import store
 
     lec, code = lecture
-    fol = open_page(None, follow=code)
-    fol.run()
+    fol = join(code)
     s = store()
     real = s._clock
     s._clock = lambda: real() + s.limits.idle_expiry_s + 5     # the lecturer's tab closed minutes ago
@@ -182,7 +182,6 @@ def test_next_chapter_puts_the_last_question_away(lecture):
     lec.switch_page("pages/kv_cache.py").run()
     assert not lec.exception
     assert store().lecturer_view(code, secret).question is None
-    fol = open_page(None, follow=code)
-    fol.run()
+    fol = join(code)
     assert fol.session_state["lmviz_page_file"] == "pages/kv_cache.py"
     assert translate("class.asked", "en") not in all_text(fol)

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from tests.apptest_util import all_text, figures, open_page, poll_until
+from tests.replay_util import replay_checkpoint
 from ui.i18n import translate
 
 pytestmark = pytest.mark.apptest
@@ -18,20 +19,9 @@ PAGE = "pages/training.py"
 @pytest.fixture(scope="module")
 def trained():
     """A tiny run with its replay, as a checkpoint upload would bring it (model, tokenizer, replay)."""
-    from lmviz.checkpoint import load_checkpoint_with_replay, save_checkpoint
-    from lmviz.replay import Recorder, default_probe
-    from lmviz.train import Trainer, corpus_text, make_config
+    from lmviz.checkpoint import load_checkpoint_with_replay
 
-    text = corpus_text("english")[:30_000]
-    tr = Trainer(text, make_config("tiny", max_steps=60, d_model=32, block_size=16, batch_size=8), device="cpu",
-                 prompt="The ")
-    rec = Recorder(default_probe(text, "The "), max_steps=60)
-    rec.start(tr.model, tr.tokenizer)
-    while not tr.done:
-        n = min(10, rec.steps_to_next(tr.steps_done) or 10)
-        for m in tr.step(n):
-            rec.after_step(tr.model, tr.tokenizer, m.step, m.loss)
-    blob = save_checkpoint(tr.model, tr.tokenizer, {"steps": 60}, replay=rec.replay())
+    blob, _ = replay_checkpoint(60)
     return load_checkpoint_with_replay(blob)
 
 
