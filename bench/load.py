@@ -137,7 +137,7 @@ async def run(args) -> None:
         for s in list(sessions) + trainers:
             if s is not None:
                 await s.close()
-        await asyncio.sleep(args.ttl + 5)
+        await asyncio.sleep(args.ttl + 10)
         rss_closed = rss_mb(pid)
     finally:
         srv.stop()
@@ -150,7 +150,7 @@ async def run(args) -> None:
     per = (rss_open - rss0) / max(1, args.sessions + args.trainings)
     print(f"server RSS: {rss0:.0f} MB before, {rss_open:.0f} MB with {args.sessions} sessions and "
           f"{args.trainings} trainings ({per:.1f} MB per session), {rss_closed:.0f} MB "
-          f"{args.ttl + 5} s after they closed")
+          f"{args.ttl + 10} s after they closed")
     print_latencies("slider", lat, f"sessions {args.sessions}, trainings {args.trainings}")
 
 

@@ -59,16 +59,30 @@ class Bundle:
 @st.cache_resource(show_spinner=False)
 def default_bundle() -> Bundle:
     """The shipped default model (loaded once per server, shared read-only)."""
+    global _DEFAULT_READY
     from lmviz.checkpoint import load_default
 
     model, tokenizer, meta = load_default()
+    _DEFAULT_READY = True
     return Bundle(model, tokenizer, meta, "default")
 
 
+_DEFAULT_READY = False      # True once default_bundle() has returned in this process
+
+
 def live_bundle() -> Bundle:
-    """The model the chapters show: this session's trained model if any, else the default."""
+    """The model the chapters show: this session's trained model if any, else the default.
+    On a fresh server the first page that needs it says so while it loads (below the chapter's
+    title, which is already drawn)."""
     bundle = st.session_state.get("lmviz_session_bundle")
-    return bundle if bundle is not None else default_bundle()
+    if bundle is not None:
+        return bundle
+    if not _DEFAULT_READY:
+        from ui.i18n import t
+
+        with st.spinner(t("common.loading_model")):
+            return default_bundle()
+    return default_bundle()
 
 
 def try_live_bundle(message_key: str | None = None) -> Bundle | None:
@@ -217,6 +231,44 @@ def _release_training_slot(slot: TrainingSlot) -> None:
         runs().release(slot.secret, slot)
     else:
         slot.stop()
+
+
+def _trim_memory() -> None:
+    """Collect garbage and hand freed heap pages back to the OS (glibc keeps them otherwise, so a
+    server's resident memory only grew over a lecture)."""
+    global _TRIM_TIMER
+    import gc
+
+    with _TRIM_LOCK:
+        _TRIM_TIMER = None
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):   # not glibc (macOS, musl): nothing to hand back this way
+        pass
+
+
+def _release_memory(_marker=None) -> None:
+    """A session ended: trim memory 5 s later, once for all the sessions that end meanwhile (a
+    full collection costs ~150 ms here and holds the interpreter; a room leaves at once)."""
+    global _TRIM_TIMER
+    with _TRIM_LOCK:
+        if _TRIM_TIMER is None:
+            _TRIM_TIMER = threading.Timer(5.0, _trim_memory)
+            _TRIM_TIMER.daemon = True
+            _TRIM_TIMER.start()
+
+
+_TRIM_LOCK = threading.Lock()
+_TRIM_TIMER: threading.Timer | None = None
+
+
+@st.cache_resource(scope="session", on_release=_release_memory, show_spinner=False)
+def session_end_hook() -> object:
+    """Called once per session run by app.py; its release (the session ending) frees memory."""
+    return object()
 
 
 @st.cache_resource(scope="session", on_release=_release_training_slot, show_spinner=False)
