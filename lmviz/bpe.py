@@ -37,6 +37,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from .data import split
 from .tasks import check_cancel
 
 __all__ = ["PRE_SPLIT", "Candidate", "MergeStep", "Token", "BPETokenizer", "train_bpe",
@@ -418,11 +419,7 @@ def split_heldout(text: str, frac: float = 0.2) -> tuple[str, str]:
     >>> split_heldout("aa bb cc dd ee", 0.2), split_heldout("一二三四五六七八九十", 0.2)
     (('aa bb cc dd', ' ee'), ('一二三四五六七八', '九十'))
     """
-    cut = int(len(text) * (1 - frac))
-    ws = max(text.rfind(c, max(0, cut - 50), cut + 1) for c in " \n")
-    if ws > 0:
-        cut = ws
-    return text[:cut], text[cut:]
+    return split(text, n_val=len(text) - int(len(text) * (1 - frac)), at_space=50)
 
 
 def vocab_tradeoff(tok: BPETokenizer, heldout: str, merge_counts: list[int],

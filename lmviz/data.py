@@ -31,16 +31,28 @@ def load_corpus(name: str) -> str:
         return f.read()
 
 
-def split(ids, val_frac: float = 0.1):
+def split(ids, val_frac: float = 0.1, *, n_val: int | None = None, at_space: int = 0):
     """(train, val): the first (1 - val_frac) of the sequence, then the rest (no shuffling, so
-    validation text is text the model never saw).
+    validation text is text the model never saw). The ONE tail split (Trainer, pages, BPE).
+
+    ``n_val``: the caller's count of held-out items instead of val_frac's share (the Trainer's
+    at-least-one-window rule). ``at_space`` (text only): move the cut back to the last space or
+    newline within that many characters before it, if there is one (Chinese text may have none).
 
     >>> split(list(range(10)), 0.2)
     ([0, 1, 2, 3, 4, 5, 6, 7], [8, 9])
+    >>> split(list(range(10)), n_val=3)
+    ([0, 1, 2, 3, 4, 5, 6], [7, 8, 9])
+    >>> split("aa bb cc", n_val=2, at_space=50)
+    ('aa bb', ' cc')
     """
     if not 0.0 <= val_frac < 1.0:
         raise ValueError(f"val_frac must be in [0, 1), got {val_frac}")
-    n = int(round(len(ids) * (1.0 - val_frac)))
+    n = int(round(len(ids) * (1.0 - val_frac))) if n_val is None else len(ids) - n_val
+    if at_space:
+        ws = max(ids.rfind(c, max(0, n - at_space), n + 1) for c in " \n")
+        if ws > 0:
+            n = ws
     return ids[:n], ids[n:]
 
 
