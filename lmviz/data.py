@@ -70,6 +70,27 @@ def get_batch(data: torch.Tensor, batch_size: int, block_size: int, generator: t
     return x, y
 
 
+def pad_batch(rows, width: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Ragged token rows -> inputs x [N,W] and labels y [N,W] = each row shifted by one (the ONE
+    padding): x[i, :len-1] = row[:-1], y[i, :len-1] = row[1:]; padded inputs are 0 and padded
+    labels PAD_LABEL (-1), which the loss skips. W = ``width`` or the longest row minus one.
+
+    >>> x, y = pad_batch([[5, 6, 7], [8, 9]])
+    >>> x.tolist(), y.tolist()
+    ([[5, 6], [8, 0]], [[6, 7], [9, -1]])
+    """
+    from .special_tokens import PAD_LABEL
+
+    W = max(len(r) for r in rows) - 1 if width is None else width
+    x = torch.zeros(len(rows), W, dtype=torch.long)                   # [N,W] inputs, 0 = padding
+    y = torch.full((len(rows), W), PAD_LABEL, dtype=torch.long)       # [N,W] labels, -1 = padding
+    for i, r in enumerate(rows):
+        if len(r) > 1:
+            x[i, :len(r) - 1] = torch.as_tensor(r[:-1])
+            y[i, :len(r) - 1] = torch.as_tensor(r[1:])
+    return x, y
+
+
 def holdout_units(units, val_frac: float = 0.1, seed: int = 0):
     """(train, held-out): whole units (paragraphs, poems) held out at random with a fixed seed,
     each list in its original order. The same units, fraction and seed give the same split.
