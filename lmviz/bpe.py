@@ -439,16 +439,16 @@ def vocab_tradeoff(tok: BPETokenizer, heldout: str, merge_counts: list[int],
     return out
 
 
-def text_from_bytes(data: bytes, max_bytes: int) -> tuple[str | None, str]:
+def text_from_bytes(data: bytes, max_bytes: int, nul_ok: bool = False) -> tuple[str | None, str]:
     """Check an uploaded file: (text, "ok") or (None, why) with why in
-    "too_big", "binary", "utf8".
+    "too_big", "binary", "utf8" (the ONE upload text check; ``nul_ok`` lets NUL bytes through).
 
     >>> text_from_bytes("低".encode(), 10), text_from_bytes(b"\\xff", 10)[1]
     (('低', 'ok'), 'utf8')
     """
     if len(data) > max_bytes:
         return None, "too_big"
-    if b"\x00" in data:
+    if not nul_ok and b"\x00" in data:
         return None, "binary"
     try:
         return data.decode("utf-8"), "ok"
