@@ -37,6 +37,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from .data import split
 from .tasks import check_cancel
 
 __all__ = ["PRE_SPLIT", "Candidate", "MergeStep", "Token", "BPETokenizer", "train_bpe",
@@ -418,11 +419,7 @@ def split_heldout(text: str, frac: float = 0.2) -> tuple[str, str]:
     >>> split_heldout("aa bb cc dd ee", 0.2), split_heldout("一二三四五六七八九十", 0.2)
     (('aa bb cc dd', ' ee'), ('一二三四五六七八', '九十'))
     """
-    cut = int(len(text) * (1 - frac))
-    ws = max(text.rfind(c, max(0, cut - 50), cut + 1) for c in " \n")
-    if ws > 0:
-        cut = ws
-    return text[:cut], text[cut:]
+    return split(text, n_val=len(text) - int(len(text) * (1 - frac)), at_space=50)
 
 
 def vocab_tradeoff(tok: BPETokenizer, heldout: str, merge_counts: list[int],
@@ -442,16 +439,16 @@ def vocab_tradeoff(tok: BPETokenizer, heldout: str, merge_counts: list[int],
     return out
 
 
-def text_from_bytes(data: bytes, max_bytes: int) -> tuple[str | None, str]:
+def text_from_bytes(data: bytes, max_bytes: int, nul_ok: bool = False) -> tuple[str | None, str]:
     """Check an uploaded file: (text, "ok") or (None, why) with why in
-    "too_big", "binary", "utf8".
+    "too_big", "binary", "utf8" (the ONE upload text check; ``nul_ok`` lets NUL bytes through).
 
     >>> text_from_bytes("低".encode(), 10), text_from_bytes(b"\\xff", 10)[1]
     (('低', 'ok'), 'utf8')
     """
     if len(data) > max_bytes:
         return None, "too_big"
-    if b"\x00" in data:
+    if not nul_ok and b"\x00" in data:
         return None, "binary"
     try:
         return data.decode("utf-8"), "ok"

@@ -31,16 +31,28 @@ def load_corpus(name: str) -> str:
         return f.read()
 
 
-def split(ids, val_frac: float = 0.1):
+def split(ids, val_frac: float = 0.1, *, n_val: int | None = None, at_space: int = 0):
     """(train, val): the first (1 - val_frac) of the sequence, then the rest (no shuffling, so
-    validation text is text the model never saw).
+    validation text is text the model never saw). The ONE tail split (Trainer, pages, BPE).
+
+    ``n_val``: the caller's count of held-out items instead of val_frac's share (the Trainer's
+    at-least-one-window rule). ``at_space`` (text only): move the cut back to the last space or
+    newline within that many characters before it, if there is one (Chinese text may have none).
 
     >>> split(list(range(10)), 0.2)
     ([0, 1, 2, 3, 4, 5, 6, 7], [8, 9])
+    >>> split(list(range(10)), n_val=3)
+    ([0, 1, 2, 3, 4, 5, 6], [7, 8, 9])
+    >>> split("aa bb cc", n_val=2, at_space=50)
+    ('aa bb', ' cc')
     """
     if not 0.0 <= val_frac < 1.0:
         raise ValueError(f"val_frac must be in [0, 1), got {val_frac}")
-    n = int(round(len(ids) * (1.0 - val_frac)))
+    n = int(round(len(ids) * (1.0 - val_frac))) if n_val is None else len(ids) - n_val
+    if at_space:
+        ws = max(ids.rfind(c, max(0, n - at_space), n + 1) for c in " \n")
+        if ws > 0:
+            n = ws
     return ids[:n], ids[n:]
 
 
@@ -55,6 +67,27 @@ def get_batch(data: torch.Tensor, batch_size: int, block_size: int, generator: t
     offs = torch.arange(block_size)                                                   # [T]
     x = data[ix[:, None] + offs]                                                      # [B,T]
     y = data[ix[:, None] + offs + 1]                                                  # [B,T]
+    return x, y
+
+
+def pad_batch(rows, width: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Ragged token rows -> inputs x [N,W] and labels y [N,W] = each row shifted by one (the ONE
+    padding): x[i, :len-1] = row[:-1], y[i, :len-1] = row[1:]; padded inputs are 0 and padded
+    labels PAD_LABEL (-1), which the loss skips. W = ``width`` or the longest row minus one.
+
+    >>> x, y = pad_batch([[5, 6, 7], [8, 9]])
+    >>> x.tolist(), y.tolist()
+    ([[5, 6], [8, 0]], [[6, 7], [9, -1]])
+    """
+    from .special_tokens import PAD_LABEL
+
+    W = max(len(r) for r in rows) - 1 if width is None else width
+    x = torch.zeros(len(rows), W, dtype=torch.long)                   # [N,W] inputs, 0 = padding
+    y = torch.full((len(rows), W), PAD_LABEL, dtype=torch.long)       # [N,W] labels, -1 = padding
+    for i, r in enumerate(rows):
+        if len(r) > 1:
+            x[i, :len(r) - 1] = torch.as_tensor(r[:-1])
+            y[i, :len(r) - 1] = torch.as_tensor(r[1:])
     return x, y
 
 

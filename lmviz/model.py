@@ -140,6 +140,20 @@ def sinusoidal_positions(T: int, d: int, offset: int = 0) -> torch.Tensor:
     return out
 
 
+def rope_angles(positions: torch.Tensor, dh: int, base: float = ROPE_BASE,
+                dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The RoPE angles [T, dh/2]: pair i turns by p * base^(-2i/dh) at position p (the ONE copy).
+
+    ``dtype`` is the precision the angles are computed in (float64 for the exact embedding demo).
+
+    >>> rope_angles(torch.tensor([0, 2]), 4, base=100.0)
+    tensor([[0.0000, 0.0000],
+            [2.0000, 0.2000]])
+    """
+    inv = 1.0 / (base ** (torch.arange(0, dh, 2, dtype=dtype, device=positions.device) / dh))  # [dh/2]
+    return positions.to(dtype)[:, None] * inv                                   # [T,dh/2]
+
+
 def rope_cache(T: int, dh: int, offset: int = 0, base: float = ROPE_BASE) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin of the RoPE angles for positions offset..offset+T-1: each [T, dh/2].
 
@@ -149,16 +163,16 @@ def rope_cache(T: int, dh: int, offset: int = 0, base: float = ROPE_BASE) -> tup
     >>> cos.shape, float(cos[0, 0]), float(sin[0, 0])
     (torch.Size([3, 2]), 1.0, 0.0)
     """
-    inv = 1.0 / (base ** (torch.arange(0, dh, 2, dtype=torch.float32) / dh))   # [dh/2]
-    pos = torch.arange(offset, offset + T, dtype=torch.float32)                # [T]
-    ang = torch.outer(pos, inv)                                                # [T,dh/2]
+    ang = rope_angles(torch.arange(offset, offset + T), dh, base)               # [T,dh/2]
     return ang.cos(), ang.sin()
 
 
-def rope_rotate(x: torch.Tensor, positions: torch.Tensor | int, base: float = ROPE_BASE) -> torch.Tensor:
+def rope_rotate(x: torch.Tensor, positions: torch.Tensor | int, base: float = ROPE_BASE,
+                angle_dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Rotate each pair (x[i], x[i+dh/2]) of x [..., T, dh] by its position's angle.
 
     ``positions`` is a tensor [T] of absolute positions, or an int offset (positions offset..).
+    ``angle_dtype``: the precision of the angles (see :func:`rope_angles`).
     Rotations keep lengths, and q.k after rotation depends only on the position difference.
 
     >>> x = torch.tensor([[1.0, 0.0]])                    # one vector, dh = 2, at position 0
@@ -168,8 +182,7 @@ def rope_rotate(x: torch.Tensor, positions: torch.Tensor | int, base: float = RO
     T, dh = x.shape[-2], x.shape[-1]
     if isinstance(positions, int):
         positions = torch.arange(positions, positions + T)
-    inv = 1.0 / (base ** (torch.arange(0, dh, 2, dtype=torch.float32, device=x.device) / dh))
-    ang = positions.to(device=x.device, dtype=torch.float32)[:, None] * inv    # [T,dh/2]
+    ang = rope_angles(positions.to(x.device), dh, base, angle_dtype)           # [T,dh/2]
     cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
     x1, x2 = x[..., : dh // 2], x[..., dh // 2:]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 
+from .data import pad_batch
 from .model import GPT
 from .train import TrainConfig, Trainer
 
@@ -78,10 +79,8 @@ def corpus_likelihood(model: GPT, tokenizer, text: str, max_tokens: int = MAX_TO
     y = torch.tensor(ids[1:], dtype=torch.long)                         # [N] labels: x shifted by one
     N = x.numel()
     B = math.ceil(N / T)
-    xb = torch.zeros(B * T, dtype=torch.long)
-    yb = torch.full((B * T,), -1, dtype=torch.long)                     # -1: padding, not scored
-    xb[:N], yb[:N] = x, y
-    xb, yb = xb.view(B, T).to(model.device), yb.view(B, T).to(model.device)  # [B,T]
+    xb, yb = pad_batch([ids[b * T: b * T + T + 1] for b in range(B)], width=T)  # [B,T], -1: not scored
+    xb, yb = xb.to(model.device), yb.to(model.device)
     was_training = model.training
     model.eval()
     try:

@@ -22,7 +22,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from .data import CORPUS_DIR, load_corpus
+from .data import CORPUS_DIR, load_corpus, split
 from .tokenizer import CharTokenizer
 
 CORPUS = "poetry"                       # name for lmviz.data.load_corpus
@@ -58,7 +58,8 @@ def load_poetry() -> PoetryCorpus:
     n_val = stats["n_heldout"]
     if len(poems) != stats["n_poems"] or not 0 < n_val < len(poems):
         raise ValueError("poetry.txt.gz and poetry.json disagree; rebuild with scripts/make_corpora.py")
-    return PoetryCorpus(tuple(poems[:-n_val]), tuple(poems[-n_val:]), stats)
+    train, held = split(poems, n_val=n_val)
+    return PoetryCorpus(tuple(train), tuple(held), stats)
 
 
 @functools.lru_cache(maxsize=1)

@@ -29,6 +29,7 @@ from typing import Callable, Iterator
 import torch
 
 from .bpe import TrainedBPE
+from .data import split
 from .limits import check_budget
 from .model import GPT, GPTConfig, init_weights
 from .sampling import generate, model_step
@@ -322,7 +323,8 @@ class Trainer:
         if len(ids) - n_val < cfg.block_size + 1:
             raise ValueError(f"the text gives {len(ids):,} tokens; with block_size {cfg.block_size} it needs "
                              f"at least {2 * (cfg.block_size + 1):,} (more text, or a smaller block size)")
-        self.train_ids, self.val_ids = ids[:-n_val].to(self.device), ids[-n_val:].to(self.device)
+        train_ids, val_ids = split(ids, cfg.val_frac, n_val=n_val)
+        self.train_ids, self.val_ids = train_ids.to(self.device), val_ids.to(self.device)
         self.gen = torch.Generator().manual_seed(cfg.seed)                    # weights and batches
         self.model = GPT(cfg.model_config(self.tokenizer.vocab_size))
         init_weights(self.model, self.gen)

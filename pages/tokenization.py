@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from lmviz.bpe import split_heldout, text_from_bytes, train_bpe, vocab_tradeoff
+from lmviz.bpe import split_heldout, train_bpe, vocab_tradeoff
 from ui import render, urlstate
 from ui.i18n import lang, t
 from viz.tokenization import (pair_counts_figure, segmentation, token_chips_html,
@@ -66,12 +66,9 @@ with c1:
                               key="tok_upload")
         if up is None:
             st.info(t("tok.upload_wait"))
-        elif up.size > MAX_UPLOAD:
-            st.error(t("tok.err_too_big", kb=MAX_UPLOAD // 1024))
         else:
-            text, why = text_from_bytes(up.getvalue(), MAX_UPLOAD)
-            if text is None:
-                st.error(t(f"tok.err_{why}", kb=MAX_UPLOAD // 1024))
+            text = render.upload_text(up, MAX_UPLOAD, {why: t(f"tok.err_{why}", kb=MAX_UPLOAD // 1024)
+                                                       for why in ("too_big", "binary", "utf8")})
     if text is not None and source not in ("toy", "own"):
         with st.expander(t("tok.show_corpus", n=len(text))):
             st.text(text[:3000] + ("…" if len(text) > 3000 else ""))

@@ -48,13 +48,9 @@ def _own_text() -> str | None:
     up = st.file_uploader(t("train.upload_txt", mb=MAX_UPLOAD_MB), type=["txt"], key="train_upload_txt",
                           max_upload_size=MAX_UPLOAD_MB)
     if up is not None:
-        if up.size > MAX_UPLOAD_BYTES:
-            st.error(t("train.err_upload_size", mb=MAX_UPLOAD_MB))
-            return None
-        try:
-            text = up.getvalue().decode("utf-8")
-        except UnicodeDecodeError:
-            st.error(t("train.err_utf8"))
+        text = render.upload_text(up, MAX_UPLOAD_BYTES, {"too_big": t("train.err_upload_size", mb=MAX_UPLOAD_MB),
+                                                         "utf8": t("train.err_utf8")}, nul_ok=True)
+        if text is None:
             return None
         if len(text) > MAX_TEXT_CHARS:
             st.warning(t("train.text_cut", n=len(text), limit=MAX_TEXT_CHARS))
@@ -392,8 +388,8 @@ def sec_upload() -> None:
                           key="train_upload_ckpt", max_upload_size=limits.MAX_UPLOAD_MB)
     if up is None:
         return
-    if up.size > limits.MAX_CHECKPOINT_BYTES:
-        st.error(t("ckpt.err_too_large", mb=up.size / 2**20, limit_mb=limits.MAX_UPLOAD_MB))
+    if render.upload_too_big(up, limits.MAX_CHECKPOINT_BYTES,
+                             t("ckpt.err_too_large", mb=up.size / 2**20, limit_mb=limits.MAX_UPLOAD_MB)):
         return
     key = (up.name, up.size, up.file_id if hasattr(up, "file_id") else None)
     if st.session_state.get("train_loaded_ckpt") == key:

@@ -65,6 +65,28 @@ def unknown_chars(unknown, *, limit: int = 12) -> None:
     st.warning(t("common.unknown_chars", n=len(unknown), chars=escape(shown)))
 
 
+def upload_too_big(up, max_bytes: int, message: str) -> bool:
+    """True (and ``message`` shown as an error) when the uploaded file ``up`` exceeds max_bytes."""
+    if up.size > max_bytes:
+        st.error(message)
+        return True
+    return False
+
+
+def upload_text(up, max_bytes: int, messages: dict[str, str], *, nul_ok: bool = False) -> str | None:
+    """The uploaded .txt ``up`` as text, or None with a message on the page: the ONE upload check
+    (size, then lmviz.bpe.text_from_bytes). ``messages`` maps "too_big", "utf8" and (unless
+    ``nul_ok``) "binary" to the sentence shown."""
+    from lmviz.bpe import text_from_bytes
+
+    if upload_too_big(up, max_bytes, messages["too_big"]):
+        return None
+    text, why = text_from_bytes(up.getvalue(), max_bytes, nul_ok=nul_ok)
+    if text is None:
+        st.error(messages[why])
+    return text
+
+
 def md(text: str) -> None:
     """``st.markdown`` for chapter prose (kept for the HTML hand-out). Never pass raw user text."""
     st.markdown(text)

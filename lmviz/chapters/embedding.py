@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
+from lmviz.model import rope_rotate
 from lmviz.tokenizer import TOY_EN
 
 # -----------------------------------------------------------------------------
@@ -130,23 +131,14 @@ def rope_offset_demo(q, k, n_pos: int = 12, base: float = 10000.0) -> RopeDemo:
     if q.shape != k.shape or q.shape[-1] % 2:
         raise ValueError("q and k need the same even length")
     pos = torch.arange(n_pos)
-    qr = _rope64(q.expand(n_pos, -1), pos, base)          # [P, dh]
-    kr = _rope64(k.expand(n_pos, -1), pos, base)          # [P, dh]
+    qr = rope_rotate(q.expand(n_pos, -1), pos, base, angle_dtype=torch.float64)  # [P, dh], exact angles
+    kr = rope_rotate(k.expand(n_pos, -1), pos, base, angle_dtype=torch.float64)  # [P, dh]
     s = qr @ kr.T                                         # [P, P]
     spread = 0.0
     for off in range(-(n_pos - 1), n_pos):
         dg = torch.diagonal(s, offset=-off)
         spread = max(spread, float(dg.max() - dg.min()))
     return RopeDemo(pos, qr, kr, s, s[:, 0].clone(), spread)
-
-
-def _rope64(x: torch.Tensor, positions: torch.Tensor, base: float) -> torch.Tensor:
-    """The model's rope_rotate pairing (x[i], x[i+dh/2]), with angles in float64 for exactness."""
-    dh = x.shape[-1]
-    inv = 1.0 / (base ** (torch.arange(0, dh, 2, dtype=torch.float64) / dh))  # [dh/2]
-    ang = positions.to(torch.float64)[:, None] * inv                          # [P, dh/2]
-    x1, x2 = x[..., : dh // 2], x[..., dh // 2:]
-    return torch.cat([x1 * ang.cos() - x2 * ang.sin(), x1 * ang.sin() + x2 * ang.cos()], dim=-1)
 
 
 # -----------------------------------------------------------------------------

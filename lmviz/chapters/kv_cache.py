@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from lmviz.data import pad_batch
 from lmviz.kv_cache import KVCache, CacheSnapshot, generate_cached, kv_cache_bytes
 from lmviz.model import GPT, GPTConfig
 from lmviz.sampling import greedy, next_logits
@@ -78,12 +79,7 @@ def train_toy(cfg: ToyTrainConfig = ToyTrainConfig()) -> ToyModel:
     """Train the KV-cache walk-through toy model on TOY_SENTENCES (next-word cross-entropy, padding ignored)."""
     tok = toy_tokenizer()
     rows = [tok.encode(s) for s, n in TOY_SENTENCES for _ in range(n)]
-    T = max(len(r) for r in rows)
-    x = torch.zeros(len(rows), T - 1, dtype=torch.long)          # [N,T-1] inputs
-    y = torch.full((len(rows), T - 1), -1, dtype=torch.long)     # [N,T-1] targets, -1 = padding
-    for i, r in enumerate(rows):
-        x[i, :len(r) - 1] = torch.tensor(r[:-1])
-        y[i, :len(r) - 1] = torch.tensor(r[1:])
+    x, y = pad_batch(rows)                                       # [N,T-1] inputs, targets (-1 = padding)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
         model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=8, n_layer=cfg.n_layer,

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 
 from lmviz.chapters.capitals import TEMPLATES, Pair, _holdable, capital_corpus, load_pairs, template_positions
 from lmviz.chapters.capitals import render as render_sentence
+from lmviz.data import pad_batch
 from lmviz.model import GPT, GPTConfig, init_weights
 from lmviz.sampling import next_logits
 
@@ -117,17 +118,6 @@ def _new_model(vocab_size: int, block_size: int, cfg: StructureConfig) -> GPT:
     return model
 
 
-def _pad(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Ragged sequences -> inputs [N,T-1] and targets [N,T-1] (padding targets = -1)."""
-    T = max(len(s) for s in seqs)
-    x = torch.zeros(len(seqs), T, dtype=torch.long)
-    y = torch.full((len(seqs), T), -1, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        x[i, :len(s)] = torch.tensor(s)
-        y[i, :len(s) - 1] = torch.tensor(s[1:])
-    return x[:, :-1], y[:, :-1]
-
-
 def train_transformer(seqs: list[list[int]], vocab_size: int, cfg: StructureConfig,
                       on_step: Callable[[int, float], None] | None = None,
                       cancel: Callable[[], bool] | None = None) -> tuple[GPT, list[float]]:
@@ -137,7 +127,7 @@ def train_transformer(seqs: list[list[int]], vocab_size: int, cfg: StructureConf
     from lmviz.train import fit_small
 
     lmviz.set_threads()
-    x, y = _pad(seqs)                                        # [N,T]
+    x, y = pad_batch(seqs)                                   # [N,T], padding targets = -1
     model = _new_model(vocab_size, x.shape[1], cfg)
     losses = fit_small(model, x, y, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed + 1,
                        clip=1.0, cancel=cancel, on_step=on_step)
