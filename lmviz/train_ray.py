@@ -175,8 +175,9 @@ class RayTrainingJob(TrainingJob):
     Trainer lives on the worker)."""
 
     def __init__(self, make_trainer: Callable[..., Any], semaphore=None, chunk: int = 5,
-                 poll_s: float | None = None, on_eval=None):
-        super().__init__(make_trainer, None, chunk=chunk, poll_s=poll_s or _env_float("LMVIZ_RAY_POLL_S", 0.5))
+                 poll_s: float | None = None, on_eval=None, meta: dict | None = None):
+        super().__init__(make_trainer, None, chunk=chunk, poll_s=poll_s or _env_float("LMVIZ_RAY_POLL_S", 0.5),
+                         meta=meta)
         self._actor = None
         self._remote_paused = False
         self._node = ""                       # the cluster node the training runs on

@@ -66,3 +66,26 @@ def chromium():
 def browser(server, chromium):
     """The shared Chromium, with the shared server started."""
     return chromium
+
+
+def run_async(coro):
+    """``asyncio.run(coro)`` on a thread of its own: the run's one Playwright (``chromium``) keeps
+    an event loop in the main thread once a browser test has run, and asyncio.run refuses to
+    start inside it."""
+    import asyncio
+    import threading
+
+    out: dict = {}
+
+    def target():
+        try:
+            out["value"] = asyncio.run(coro)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the test's thread
+            out["error"] = e
+
+    t = threading.Thread(target=target, name="run_async")
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")

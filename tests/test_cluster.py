@@ -27,13 +27,14 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests import redis_util
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_async
 
 pytestmark = [
     pytest.mark.cluster,
@@ -189,7 +190,13 @@ def test_a_browser_stays_on_one_replica_across_reruns_reloads_and_an_upload(clus
         assert exceptions(page) == []
     finally:
         ctx.close()
-    mine = [e for e in cluster.log()[before:] if e["route"] == route]
+    # nginx logs a websocket when it closes: give the last one a moment after the context closed
+    deadline = time.time() + 15
+    while True:
+        mine = [e for e in cluster.log()[before:] if e["route"] == route]
+        if sum(e["path"].startswith("/_stcore/stream") for e in mine) >= 3 or time.time() > deadline:
+            break
+        time.sleep(0.3)
     streams = [e for e in mine if e["path"].startswith("/_stcore/stream")]
     uploads = [e for e in mine if e["path"].startswith("/_stcore/upload_file")]
     assert len(streams) >= 3 and uploads and all(e["status"] in ("101", "200", "204") for e in uploads)
@@ -293,7 +300,7 @@ def test_a_training_started_on_replica_a_runs_on_ray_and_its_curve_grows(cluster
             await asyncio.sleep(1.5)
         return steps(page), page.texts, page.errors, page.alerts
 
-    seen, texts, errors, alerts = asyncio.run(scenario())
+    seen, texts, errors, alerts = run_async(scenario())
     assert errors == [], errors
     grown = [s for s in seen if s > 0]
     assert len(set(grown)) >= 3 and grown == sorted(grown), (seen, alerts)

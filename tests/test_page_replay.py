@@ -8,6 +8,8 @@ import math
 
 import pytest
 
+from tests.conftest import run_async
+
 from tests.apptest_util import all_text, figures, open_page, poll_until
 from tests.replay_util import replay_checkpoint
 from ui.i18n import translate
@@ -162,10 +164,10 @@ def test_websocket_client_echoes_a_select_slider_as_labels_like_the_browser():
         (w,) = msg.rerun_script.widget_states.widgets
         return [w.WhichOneof("value"), list(w.string_array_value.data)]
 
-    asyncio.run(s._rerun(fragment_id="f"))                     # the polling fragment's rerun
+    run_async(s._rerun(fragment_id="f"))                     # the polling fragment's rerun
     assert sent() == ["string_array_value", ["16"]]
     with pytest.raises(asyncio.TimeoutError):                  # no server answers here
-        asyncio.run(s.move_slider(s.widgets["w-train_replay_step"], 2, timeout=0.01))
+        run_async(s.move_slider(s.widgets["w-train_replay_step"], 2, timeout=0.01))
     assert sent() == ["string_array_value", ["32"]]            # a move picks an option by index
 
 
@@ -198,7 +200,7 @@ def test_start_a_training_through_the_websocket_client_raises_nothing():
 
     srv = Server()
     try:
-        errors, seen, w = asyncio.run(scenario(srv.port))
+        errors, seen, w = run_async(scenario(srv.port))
     finally:
         srv.stop()
     assert errors == [], errors
