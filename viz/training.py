@@ -11,6 +11,7 @@ from plotly.subplots import make_subplots
 
 from viz import theme
 from viz.theme import COLORS
+from viz.tokenization import visible
 
 MAX_POINTS = 400   # points per curve sent to the browser
 
@@ -88,7 +89,7 @@ def attention_figure(weights, labels, *, x_title: str = "key", y_title: str = "q
     w = np.array(weights, dtype=float)
     T = w.shape[0]
     w[np.triu_indices(T, 1)] = np.nan             # masked: never attended to, drawn blank
-    ticks = [f"{i}:{lab}" for i, lab in enumerate(labels)]
+    ticks = [f"{i}:{visible(lab)}" for i, lab in enumerate(labels)]    # a newline shows as ↵
     fig = go.Figure(go.Heatmap(z=w, x=ticks, y=ticks, zmin=0.0, zmax=1.0, colorscale=theme.HEATMAP,
                                hovertemplate=hover + "<extra></extra>", colorbar=dict(thickness=12)))
     fig.update_xaxes(title_text=x_title, side="top", tickangle=0)
