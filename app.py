@@ -88,6 +88,5 @@ with st.sidebar:
     _device_badge()
     st.page_link(pages[0], label=t("common.chapter_list"), icon=":material/list:")
 
-session.session_end_hook()          # memory is handed back when the session ends
 nav.run()
 session.start_warmup()

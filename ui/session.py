@@ -233,44 +233,6 @@ def _release_training_slot(slot: TrainingSlot) -> None:
         slot.stop()
 
 
-def _trim_memory() -> None:
-    """Collect garbage and hand freed heap pages back to the OS (glibc keeps them otherwise, so a
-    server's resident memory only grew over a lecture)."""
-    global _TRIM_TIMER
-    import gc
-
-    with _TRIM_LOCK:
-        _TRIM_TIMER = None
-    gc.collect()
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):   # not glibc (macOS, musl): nothing to hand back this way
-        pass
-
-
-def _release_memory(_marker=None) -> None:
-    """A session ended: trim memory 5 s later, once for all the sessions that end meanwhile (a
-    full collection costs ~150 ms here and holds the interpreter; a room leaves at once)."""
-    global _TRIM_TIMER
-    with _TRIM_LOCK:
-        if _TRIM_TIMER is None:
-            _TRIM_TIMER = threading.Timer(5.0, _trim_memory)
-            _TRIM_TIMER.daemon = True
-            _TRIM_TIMER.start()
-
-
-_TRIM_LOCK = threading.Lock()
-_TRIM_TIMER: threading.Timer | None = None
-
-
-@st.cache_resource(scope="session", on_release=_release_memory, show_spinner=False)
-def session_end_hook() -> object:
-    """Called once per session run by app.py; its release (the session ending) frees memory."""
-    return object()
-
-
 @st.cache_resource(scope="session", on_release=_release_training_slot, show_spinner=False)
 def training_slot() -> TrainingSlot:
     """The per-session slot; its job is stopped when the session ends (after the grace period)."""
