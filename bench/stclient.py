@@ -37,7 +37,6 @@ class Widget:
     lo: float = 0.0             # slider range
     hi: float = 0.0
     value: list | None = None   # slider value as the server sent it (option labels for a select slider)
-    disabled: bool = False      # greyed out when the server last drew it
     options: list | None = None  # a select slider's option labels (None: a numeric slider)
 
 
@@ -59,7 +58,6 @@ class Session:
         self._registered: set[str] = set()             # fragments the current run registered
         self._labelled: set[str] = set()               # select sliders: state sent as option labels
         self._finished = asyncio.Event()
-        self._last_status: int | None = None
         self.runs = 0
 
     async def __aenter__(self) -> "Session":
@@ -142,7 +140,6 @@ class Session:
                         # a whole-script run ended: fragments it did not register are gone
                         for fid in set(self._timers) - self._registered:
                             self._timers.pop(fid).cancel()
-                    self._last_status = fm.script_finished
                     if fm.script_finished in FINISHED_OK:
                         self.runs += 1
                         self._finished.set()
@@ -184,7 +181,7 @@ class Session:
             del self.texts[:-200]
         elif ek == "button":
             b = el.button
-            self.widgets[b.id] = Widget(b.id, "button", b.label, d.fragment_id, disabled=b.disabled)
+            self.widgets[b.id] = Widget(b.id, "button", b.label, d.fragment_id)
 
     async def _auto(self, interval: float, fragment_id: str) -> None:
         try:
