@@ -37,6 +37,7 @@ class Widget:
     lo: float = 0.0             # slider range
     hi: float = 0.0
     value: list | None = None   # slider value as the server sent it (option labels for a select slider)
+    disabled: bool = False      # greyed out when the server last drew it (a button)
     options: list | None = None  # a select slider's option labels (None: a numeric slider)
 
 
@@ -181,7 +182,7 @@ class Session:
             del self.texts[:-200]
         elif ek == "button":
             b = el.button
-            self.widgets[b.id] = Widget(b.id, "button", b.label, d.fragment_id)
+            self.widgets[b.id] = Widget(b.id, "button", b.label, d.fragment_id, disabled=b.disabled)
 
     async def _auto(self, interval: float, fragment_id: str) -> None:
         try:
