@@ -5,7 +5,7 @@ import streamlit as st
 
 from ui import session, render, urlstate
 from ui.i18n import lang, t
-from ui.replay_section import sec_replay
+from ui import replay_section
 
 CORPORA = ("english", "chinese", "poetry", "code", "toy", "capital_en", "capital_zh", "own")
 PRESETS = ("tiny", "default", "poetry", "bigger")
@@ -243,8 +243,14 @@ def _snapshot():
 
 
 def live() -> None:
-    """Poll the job once a second while it is active; draw once when it is not."""
-    session.poll(_snapshot, _live_body)
+    """Poll the job once a second while it is active; draw once when it is not. The replay is
+    drawn in the same fragment: the page has one poll (see ``ui.session.poll``)."""
+    session.poll(_snapshot, _live_and_replay)
+
+
+def _live_and_replay(snap) -> None:
+    _live_body(snap)
+    replay_section.draw()
 
 
 def _status(snap) -> None:
@@ -414,8 +420,8 @@ def sec_upload() -> None:
     st.session_state["lmviz_published_model"] = model
     st.session_state["train_loaded_ckpt"] = key
     st.session_state["train_uploaded_replay"] = (model, replay)   # ui.replay_section shows it
-    st.success(t("train.upload_ok", params=f"{model.num_params():,}"))
+    st.rerun()             # the run section above draws the uploaded model's replay (and this says ok)
 
 
 render.run_sections([("train.sec_setup", sec_setup), ("train.sec_run", sec_run),
-                     ("train.sec_upload", sec_upload), ("train.replay_title", sec_replay)])
+                     ("train.sec_upload", sec_upload)])

@@ -31,11 +31,9 @@ def stop(page) -> None:
     """Press Stop unless the run already finished (a loaded machine may be slow elsewhere)."""
     if page.locator(".st-key-train_stop button:not([disabled])").count():
         page.locator(".st-key-train_stop button").click()
-    page.wait_for_selector(".st-key-train_start button:not([disabled])", timeout=60_000)
+    page.wait_for_selector(".st-key-train_start button:not([disabled])", timeout=120_000)
 
 
-@pytest.mark.xfail(strict=False, reason="after the other browser tests on the shared server, Start stays "
-                   "disabled for over 60 s after Stop (passes alone); being investigated, see the closing note")
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_train_watch_stop_while_another_page_answers(server, browser, lang):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
@@ -71,6 +69,10 @@ def test_train_watch_stop_while_another_page_answers(server, browser, lang):
         page.bring_to_front()
 
     n3 = wait_points(page, n2)                                   # still training meanwhile
+    # one copy of each live chart: with two polling fragments on the page, Streamlit 1.67 left a
+    # hidden copy of every chart of one of them in the page on each tick (~3 charts a second)
+    for key in ("train_loss", "train_ppl_lr", "train_att"):
+        assert page.locator(f".st-key-{key} .js-plotly-plot").count() == 1, key
     shot(page, f"training-live-{lang}")
     stop(page)
     wait_idle(page)

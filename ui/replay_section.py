@@ -2,7 +2,7 @@
 
 Where the replay comes from, in this order: the checkpoint uploaded on this page when it is the
 model the chapters show (its replay, or a sentence saying it has none); else this session's
-training (live: polled once a second while it runs, like the rest of the page); else nothing
+training (live: drawn by the run section's poll while it runs); else nothing
 (the shipped default model carries no replay: a sentence says so).
 
 Two controls choose the snapshot, and the one used last wins: the step slider, and a stretch
@@ -167,7 +167,10 @@ def _show(src: Source, snaps) -> None:
                      entropy0=first.entropy))
 
 
-def sec_replay() -> None:
-    """The section: polls the live training like the rest of the page; draws once otherwise."""
+def draw() -> None:
+    """The replay, under its own heading; called from the live fragment of /training's run
+    section (the page's one poll, see ``ui.session.poll``), so it follows a live run with the
+    rest of that section, and shows an uploaded checkpoint's replay once there is no run."""
+    render.md(f"#### {t('train.replay_title')}")
     st.caption(t("train.replay_intro"))
-    session.poll(_source, _draw)
+    _draw(_source())

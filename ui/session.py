@@ -145,20 +145,42 @@ def start_task(work, *, name: str, total: int = 0):
     return Task(work, task_semaphore(), name=name, total=total).start()
 
 
+MAX_POLL_S = 8.0     # the slowest a poll may become when its runs keep taking longer than its interval
+
+
 def poll(snapshot, draw, *, every: float = 1.0) -> None:
     """Draw ``draw(snap)`` (``snap = snapshot()``, None when there is no task) in a fragment that
     reruns every ``every`` seconds while the task is active; when the task starts or ends, the
-    whole page reruns once, so polling stops and the rest of the page sees the result."""
+    whole page reruns once, so polling stops and the rest of the page sees the result.
+
+    One page has at most one active poll at a time (two ``run_every`` fragments on one page
+    left a hidden copy of every chart of one of them in the browser on each tick, in
+    Streamlit 1.67: the page grew by ~3 charts a second and the browser fell behind). A run that
+    takes longer than the interval is interrupted by the next tick, which leaves the same hidden
+    copies; so the interval follows the runs: when the last run took longer than the interval, the
+    page reruns once and the fragment comes back with twice the run's time (at most
+    ``MAX_POLL_S``); each full rerun picks the interval again from the last run's time."""
+    import time
+
     first = snapshot()
     active = first is not None and first.active
+    name = f"lmviz_poll:{getattr(draw, '__module__', '')}.{getattr(draw, '__qualname__', '')}"
+    took = st.session_state.get(name, 0.0)              # seconds the last run of this poll took
+    interval = min(MAX_POLL_S, max(every, 2 * took))
 
     def body() -> None:
         snap = snapshot()
         if (snap is not None and snap.active) != active:
             st.rerun()
-        draw(snap)
+        if active and st.session_state.get(name, 0.0) > interval and interval < MAX_POLL_S:
+            st.rerun()                                  # slower than its interval: come back slower
+        t0 = time.perf_counter()
+        try:
+            draw(snap)
+        finally:                                        # also when the run is interrupted
+            st.session_state[name] = time.perf_counter() - t0
 
-    st.fragment(run_every=every if active else None)(body)()
+    st.fragment(run_every=interval if active else None)(body)()
 
 
 def task_status(snap, *, queued_key: str, running_key: str, error_key: str, **fmt) -> bool:
