@@ -11,8 +11,12 @@ websocket clients that speak Streamlit's own protocol (``bench/stclient.py``): n
 anything, so the 2-core machine's time goes to the server being measured.
 
 Prints the latency percentiles, errors (exception boxes, time-outs), server CPU and resident
-memory before, with the sessions open and after they closed (``--ttl`` seconds after, the
-disconnected-session time-to-live this bench gives the server). Its last line reads
+memory before, with the sessions open and after they closed. "After" waits for the server to
+forget the sessions: ``--ttl`` seconds (the disconnected-session time-to-live this bench gives
+the server, also used as the trainings' grace period, LMVIZ_RUN_GRACE_S) plus 10 s. With
+``--waves K`` the whole room (sessions, trainings, moves, close) comes K times to the same
+server: memory that sessions leave behind grows with every wave, memory the process keeps for
+reuse (allocator pools, torch's caches) does not. Its last line reads
 ``slider p50 X s, p95 Y s, max Z s, sessions N, trainings T``.
 """
 from __future__ import annotations
@@ -113,6 +117,7 @@ async def run(args) -> None:
     from tests.browser_util import Server
 
     os.environ["STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL"] = str(args.ttl)
+    os.environ["LMVIZ_RUN_GRACE_S"] = str(args.ttl)
     srv = Server()
     pid = srv.proc.pid
     rng = random.Random(args.seed)
@@ -125,32 +130,35 @@ async def run(args) -> None:
         await warm.wait_idle(timeout=180)
         await warm.close()
         rss0, cpu0, t0 = rss_mb(pid), cpu_s(pid), time.perf_counter()
-        started: list[float] = []
-        trainers = [await trainer(srv.port, i, started, errors) for i in range(args.trainings)]
-        deadline = time.perf_counter() + args.time_limit
-        sessions = await asyncio.gather(*(mover(srv.port, i, args.moves, lat, errors, rng, deadline)
-                                          for i in range(args.sessions)))
-        rss_open = rss_mb(pid)
+        rss_open, rss_closed, polls = [], [], []
+        for _ in range(args.waves):
+            started: list[float] = []
+            trainers = [await trainer(srv.port, i, started, errors) for i in range(args.trainings)]
+            deadline = time.perf_counter() + args.time_limit / args.waves
+            sessions = await asyncio.gather(*(mover(srv.port, i, args.moves, lat, errors, rng, deadline)
+                                              for i in range(args.sessions)))
+            rss_open.append(rss_mb(pid))
+            polls.append([s.runs for s in trainers])
+            for s in list(sessions) + trainers:
+                if s is not None:
+                    await s.close()
+            await asyncio.sleep(args.ttl + 10)          # sessions forgotten, trainings stopped
+            rss_closed.append(rss_mb(pid))
         cpu_used = cpu_s(pid) - cpu0
         wall = time.perf_counter() - t0
-        polls = [s.runs for s in trainers]
-        for s in list(sessions) + trainers:
-            if s is not None:
-                await s.close()
-        await asyncio.sleep(args.ttl + 10)
-        rss_closed = rss_mb(pid)
     finally:
         srv.stop()
     n = len(lat)
     print(f"moves timed: {n}; errors: {len(errors)}")
     for e in sorted(set(errors))[:20]:
         print(f"  error: {e} (x{errors.count(e)})")
-    print(f"training sessions: {len(trainers)} started, page polls seen {polls}")
+    print(f"training sessions: {args.trainings} per wave, page polls seen {polls}")
     print(f"server CPU: {cpu_used:.1f} s over {wall:.1f} s wall ({100 * cpu_used / wall:.0f} % of one core)")
-    per = (rss_open - rss0) / max(1, args.sessions + args.trainings)
-    print(f"server RSS: {rss0:.0f} MB before, {rss_open:.0f} MB with {args.sessions} sessions and "
-          f"{args.trainings} trainings ({per:.1f} MB per session), {rss_closed:.0f} MB "
-          f"{args.ttl + 10} s after they closed")
+    per = (rss_open[0] - rss0) / max(1, args.sessions + args.trainings)
+    print(f"server RSS: {rss0:.0f} MB before, {rss_open[0]:.0f} MB with {args.sessions} sessions and "
+          f"{args.trainings} trainings ({per:.1f} MB per session)")
+    for k, (o, c) in enumerate(zip(rss_open, rss_closed), 1):
+        print(f"  wave {k}: {o:.0f} MB open, {c:.0f} MB {args.ttl + 10} s after they closed")
     print_latencies("slider", lat, f"sessions {args.sessions}, trainings {args.trainings}")
 
 
@@ -161,11 +169,12 @@ def main() -> None:
     ap.add_argument("--moves", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ttl", type=int, default=10, help="disconnected-session TTL given to the server (s)")
-    ap.add_argument("--time-limit", type=float, default=300, help="stop moving sliders after this (s)")
+    ap.add_argument("--time-limit", type=float, default=300, help="stop moving sliders after this (s, all waves)")
+    ap.add_argument("--waves", type=int, default=1, help="times the whole room comes and goes")
     args = ap.parse_args()
-    if not (0 < args.sessions <= 100 and 0 <= args.trainings <= 8 and 0 < args.moves <= 50):
-        ap.error("sessions 1-100, trainings 0-8, moves 1-50")
-    asyncio.run(asyncio.wait_for(run(args), args.time_limit + 600))
+    if not (0 < args.sessions <= 100 and 0 <= args.trainings <= 8 and 0 < args.moves <= 50 and 0 < args.waves <= 5):
+        ap.error("sessions 1-100, trainings 0-8, moves 1-50, waves 1-5")
+    asyncio.run(asyncio.wait_for(run(args), args.time_limit + args.waves * (args.ttl + 200) + 600))
 
 
 if __name__ == "__main__":

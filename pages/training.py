@@ -417,7 +417,6 @@ def sec_upload() -> None:
         st.warning(t("train.upload_busy"))
         return
     session.set_session_bundle(session.Bundle(model, tok, meta, "session"))
-    st.session_state["lmviz_published_model"] = model
     st.session_state["train_loaded_ckpt"] = key
     st.session_state["train_uploaded_replay"] = (model, replay)   # ui.replay_section shows it
     st.rerun()             # the run section above draws the uploaded model's replay (and this says ok)

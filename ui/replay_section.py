@@ -26,6 +26,7 @@ STEP_KEY = "train_replay_step"         # the slider
 CHART_KEY = "train_replay_loss"        # the loss chart's selection
 _SEL = "train_replay_sel"              # the last selection acted on
 _LAST = "train_replay_last"            # the newest step the slider saw (to follow new snapshots)
+_PREV = "train_replay_prev"            # the newest step before that one (a stale echo of it is no choice)
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,13 @@ def _choose_step(snaps) -> int:
         st.session_state[_SEL] = sel
         if sel is not None:
             st.session_state[STEP_KEY] = pick(snaps, *sel).step
-    cur = st.session_state.get(STEP_KEY)
-    if cur not in steps or (cur == st.session_state.get(_LAST) and cur != steps[-1]):
+    cur, last = st.session_state.get(STEP_KEY), st.session_state.get(_LAST)
+    # a tick that left the browser before it drew the last followed step sends the step before it
+    # back: that is not a choice, the slider keeps following
+    echo = cur is not None and cur == st.session_state.get(_PREV)
+    if cur not in steps or ((cur == last or echo) and cur != steps[-1]):
+        if last is not None and last != steps[-1]:
+            st.session_state[_PREV] = last
         st.session_state[STEP_KEY] = steps[-1]
     st.session_state[_LAST] = steps[-1]
     return st.session_state[STEP_KEY]

@@ -326,21 +326,22 @@ def training_job():
 
 
 def publish_trained_model(snap, meta: dict | None = None) -> bool:
-    """Show the snapshot's published weights in every chapter (once per model_version).
+    """Show the snapshot's published weights in every chapter (once per model the job publishes:
+    a checkpoint uploaded after the job's last one stays shown until the job publishes a newer one).
 
     Returns True when a new model was published by this call.
     """
     if snap is None or snap.model is None:
         return False
-    if st.session_state.get("lmviz_published_model") is snap.model:
+    if st.session_state.get("lmviz_job_published") is snap.model:
         return False
     info = dict(meta or {}, steps=snap.step, val_loss=snap.evals[-1].val_loss if snap.evals else None)
     set_session_bundle(Bundle(snap.model, snap.tokenizer, info, "session"))
-    st.session_state["lmviz_published_model"] = snap.model
+    st.session_state["lmviz_job_published"] = snap.model
     return True
 
 
 def forget_trained_model() -> None:
     """Back to the shipped default model in every chapter."""
     set_session_bundle(None)
-    st.session_state.pop("lmviz_published_model", None)
+    st.session_state.pop("lmviz_job_published", None)

@@ -1,0 +1,56 @@
+"""ui.session.publish_trained_model: a job's model is published once, and a checkpoint uploaded
+after the job's last publish stays the one every chapter shows; the replay slider of
+ui.replay_section follows a live run."""
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+
+def _script():
+    import types
+
+    import streamlit as st
+
+    from ui import session
+
+    job_model, uploaded = object(), object()
+    snap = types.SimpleNamespace(model=job_model, tokenizer=None, step=40, evals=[])
+    first = session.publish_trained_model(snap)
+    again = session.publish_trained_model(snap)                 # the next poll: nothing new
+    session.set_session_bundle(session.Bundle(uploaded, None, {}, "session"))   # an upload
+    after_upload = session.publish_trained_model(snap)          # the finished job's model again
+    shown = st.session_state["lmviz_session_bundle"].model
+    newer = types.SimpleNamespace(model=object(), tokenizer=None, step=80, evals=[])
+    published_newer = session.publish_trained_model(newer)      # a new run's model replaces it
+    st.write(f"{first} {again} {after_upload} {shown is uploaded} {published_newer}")
+
+
+def test_an_upload_after_the_job_published_stays_shown():
+    at = AppTest.from_function(_script, default_timeout=30).run()
+    assert not at.exception
+    assert at.markdown[0].value == "True False False True True"
+
+
+def _follow_script():
+    import types
+
+    import streamlit as st
+
+    from ui import replay_section as rs
+
+    def snaps(*steps):
+        return [types.SimpleNamespace(step=k) for k in steps]
+
+    out = [rs._choose_step(snaps(0, 1))]                       # follows: the newest
+    out.append(rs._choose_step(snaps(0, 1, 2)))                # still on the newest: follows
+    st.session_state[rs.STEP_KEY] = 1                          # a late tick echoes the step before
+    out.append(rs._choose_step(snaps(0, 1, 2, 4)))             # not a choice: follows to 4
+    st.session_state[rs.STEP_KEY] = 0                          # the student drags to the start
+    out.append(rs._choose_step(snaps(0, 1, 2, 4, 8)))          # a choice: it stays
+    st.write(" ".join(map(str, out)))
+
+
+def test_the_replay_slider_follows_a_live_run_through_a_stale_echo_but_keeps_a_choice():
+    at = AppTest.from_function(_follow_script, default_timeout=30).run()
+    assert not at.exception
+    assert at.markdown[0].value == "1 2 4 0"
