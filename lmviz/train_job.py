@@ -115,8 +115,13 @@ class TrainingJob(Task):
     def state(self) -> str:
         return self._state_of(super().snapshot())
 
-    @staticmethod
-    def _state_of(ts) -> str:
+    def _state_of(self, ts) -> str:
+        if self.cancelled and ts.state not in FINAL:
+            # Stop was asked: the records are final from here on (the worker publishes nothing
+            # more), so the page shows the run as stopped at once. The worker gives its slot back
+            # at its next look at the flag, which a busy machine can delay (nice 19): a new
+            # Start meanwhile waits in the queue instead of behind a disabled button.
+            return "stopped"
         return "preparing" if ts.state == "running" and ts.phase == "preparing" else ts.state
 
     def snapshot(self, last: int | None = None) -> JobSnapshot:
@@ -161,6 +166,7 @@ class TrainingJob(Task):
             if rec is not None:                # stop on the next replay step (only a chunk's last can be one)
                 n = min(n, rec.steps_to_next(tr.steps_done) or n)
             ms = tr.step(n)
+            check_cancel(ctx.cancelled)        # stopped meanwhile: these steps are not published
             if rec is not None and ms:
                 rec.after_step(tr.model, tr.tokenizer, ms[-1].step, ms[-1].loss)
             with self._records:
@@ -194,6 +200,8 @@ class TrainingJob(Task):
         sm = tr.sample()
         att = tr.attention()
         model = copy_model(tr.model)
+        if self.cancelled:                     # stopped meanwhile: nothing more is published
+            raise Cancelled
         with self._records:
             self._evals.append(ev)
             self._samples.append(sm)

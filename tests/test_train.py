@@ -202,6 +202,37 @@ def test_job_pause_resume_stop():
         job.start()
 
 
+def test_a_stopped_job_reads_stopped_at_once_and_publishes_nothing_more():
+    """Stop is visible before the worker reaches its next look at the flag (a busy machine can
+    delay a nice-19 worker): the state reads "stopped" at once and the steps taken meanwhile are
+    not published."""
+    in_step, release = threading.Event(), threading.Event()
+
+    def make():
+        tr = Trainer(TEXT, small(max_steps=100000, eval_every=1000), device="cpu")
+        step = tr.step
+
+        def slow_step(n=1):
+            out = step(n)
+            if tr.steps_done >= 3:
+                in_step.set()
+                release.wait(10)                 # the worker is busy inside a chunk
+            return out
+        tr.step = slow_step
+        return tr
+
+    sem = threading.BoundedSemaphore(1)
+    job = TrainingJob(make, sem, chunk=1).start()
+    assert in_step.wait(60)
+    n = job.snapshot().step
+    job.stop()
+    assert job.state == "stopped" and not job.snapshot().active    # at once, the worker still busy
+    release.set()
+    assert job.join(20)
+    assert job.snapshot().step == n and job.state == "stopped"     # the step in flight was dropped
+    assert sem.acquire(timeout=1)                                  # and the slot is free
+
+
 def test_semaphore_queues_in_order_and_frees_slots():
     sem = threading.BoundedSemaphore(1)
     mk = lambda: (lambda: Trainer(TEXT, small(max_steps=100000, eval_every=1000), device="cpu"))
