@@ -54,3 +54,19 @@ def test_the_replay_slider_follows_a_live_run_through_a_stale_echo_but_keeps_a_c
     at = AppTest.from_function(_follow_script, default_timeout=30).run()
     assert not at.exception
     assert at.markdown[0].value == "1 2 4 0"
+
+
+def test_the_perplexity_panel_has_a_given_log_range_and_its_line_labels_sit_on_their_lines():
+    """Autorange on the log axis with labelled lines kept Chromium laying the live training
+    page out ~100 times a second; and Plotly places an annotation on a log axis in log10 units."""
+    import math
+
+    from viz.training import ppl_lr_figure
+
+    fig = ppl_lr_figure([0, 50, 100], [3900.0, 800.0, 470.0], [1, 2, 3], [1e-3] * 3,
+                        lines=[(3951.0, "uniform"), (637.0, "unigram")])
+    lo, hi = fig.layout.yaxis.range
+    assert lo < math.log10(470) and hi > math.log10(3951)
+    labels = {a.text: a.y for a in fig.layout.annotations if a.text in ("uniform", "unigram")}
+    assert labels == {"uniform": math.log10(3951.0), "unigram": math.log10(637.0)}
+    assert list(fig.layout.yaxis.tickvals) == [500.0, 1000.0, 2000.0]

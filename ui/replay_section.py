@@ -131,11 +131,11 @@ def _show(src: Source, snaps) -> None:
     st.caption(t("train.replay_caption", n=len(snaps), step=step) + " " + loss)
 
     c1, c2, c3 = st.columns(3)
-    with c1:  # (a) one head's attention on the probe sentence
+    with c1:  # (a) one head's attention on the probe sentence (layers and heads shown from 1)
         H = snap.attention.shape[0]
         layer = snap.layer
         best = int(last.prev_token[layer].argmax())           # the previous-token head, by the end
-        names = {h: t("train.replay_head_best" if h == best else "train.replay_head_opt", h=h) for h in range(H)}
+        names = {h: t("train.replay_head_best" if h == best else "train.replay_head_opt", h=h + 1) for h in range(H)}
         head = st.selectbox(t("train.head"), range(H), index=best, key="train_replay_head", format_func=names.get)
         head = min(head, H - 1)
         labels = [visible(tok.token(j)) for j in snap.probe_ids]
@@ -143,13 +143,13 @@ def _show(src: Source, snaps) -> None:
                                   y_title=t("train.att_query"), hover=t("train.att_hover"))
         render.plot(fig, key="train_replay_att", filename=f"replay-attention-step{step}")
         sentence = src.replay.probe.sentence if src.replay.probe is not None else tok.decode(list(snap.probe_ids))
-        st.caption(t("train.replay_att", head=head, layer=layer, sentence=_md_safe(sentence)))
+        st.caption(t("train.replay_att", head=head + 1, layer=layer + 1, sentence=_md_safe(sentence)))
         T = len(snap.probe_ids)
         L_all, H_all, score_all = strongest_previous_token_head(snap)
-        st.caption(t("train.replay_prev_at", head=head, layer=layer, score=float(snap.prev_token[layer, head]),
+        st.caption(t("train.replay_prev_at", head=head + 1, layer=layer + 1, score=float(snap.prev_token[layer, head]),
                      score0=float(first.prev_token[layer, head]), uniform=uniform_previous_token(T)))
         if (L_all, H_all) != (layer, head):
-            st.caption(t("train.replay_prev", head=H_all, layer=L_all, score=score_all))
+            st.caption(t("train.replay_prev", head=H_all + 1, layer=L_all + 1, score=score_all))
     with c2:  # (b) the token embeddings, on the last snapshot's axes
         P = snap.emb_xy.shape[0]
         xy = aligned_embeddings(snaps)[i]

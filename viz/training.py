@@ -38,13 +38,15 @@ def downsample(x, y, max_points: int = MAX_POINTS):
 _DASHES = ("dot", "dash", "dashdot")
 
 
-def _lines(fig: go.Figure, lines, **where) -> None:
+def _lines(fig: go.Figure, lines, log: bool = False, **where) -> None:
     """Labelled horizontal reference lines [(y, label), ...]: the first label above its line,
-    the next below (two baselines close together must not print over each other)."""
+    the next below (two baselines close together must not print over each other). ``log``: the
+    y axis is logarithmic (Plotly places an annotation there in log10 units, a line in data units)."""
     for i, (y, label) in enumerate(lines):
+        extra = {"annotation_y": float(np.log10(y))} if log and y > 0 else {}
         fig.add_hline(y=float(y), line=dict(color=COLORS["neutral"], dash=_DASHES[i % len(_DASHES)], width=1.5),
                       annotation_text=label, annotation_position="top right" if i % 2 == 0 else "bottom right",
-                      **where)
+                      **extra, **where)
 
 
 def loss_figure(steps, losses, eval_steps, val_losses, *, names=("train (batch)", "validation"),
@@ -65,6 +67,38 @@ def loss_figure(steps, losses, eval_steps, val_losses, *, names=("train (batch)"
     return theme.apply(fig, height=height)
 
 
+def log_range(values, pad: float = 0.06) -> list[float] | None:
+    """A log axis's range (log10 units, as Plotly wants it) around the finite positive values,
+    padded by ``pad`` decades; None (autorange) when there are none.
+
+    >>> log_range([10, 1000])
+    [0.94, 3.06]
+    >>> log_range([float("nan"), 0, -1]) is None
+    True
+    """
+    v = np.asarray([float(x) for x in values], dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return None
+    lo, hi = float(np.log10(v.min())), float(np.log10(v.max()))
+    return [round(lo - pad, 6), round(hi + pad, 6)]
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """The values 1, 2, 5 x 10^k inside a log axis's range [lo, hi] (log10 units).
+
+    >>> log_ticks(0.94, 3.06)
+    [10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]
+    """
+    out = []
+    for k in range(int(np.floor(lo)), int(np.ceil(hi)) + 1):
+        for m in (1, 2, 5):
+            v = m * 10.0 ** k
+            if lo <= np.log10(v) <= hi:
+                out.append(v)
+    return out
+
+
 def ppl_lr_figure(eval_steps, ppl, steps, lrs, *, titles=("validation perplexity", "learning rate"),
                   x_title: str = "step", lines=(), height: int = 300) -> go.Figure:
     """Two panels side by side: validation perplexity (log scale, with labelled baselines
@@ -76,8 +110,14 @@ def ppl_lr_figure(eval_steps, ppl, steps, lrs, *, titles=("validation perplexity
     xs, ys = downsample(steps, lrs)
     fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=titles[1], line=dict(color=COLORS["accent"]),
                              showlegend=False), row=1, col=2)
-    _lines(fig, lines, row=1, col=1)
-    fig.update_yaxes(type="log", dtick="D2", row=1, col=1)  # ticks at 1, 2, 5 x 10^k only
+    _lines(fig, lines, log=True, row=1, col=1)
+    # The range is given: autorange on this log axis with the labelled lines kept the browser
+    # laying the chart out ~100 times a second (Plotly 3, Chromium). Ticks at 1, 2, 5 x 10^k.
+    rng = log_range(list(ppl) + [y for y, _ in lines])
+    ticks = log_ticks(*rng) if rng else None
+    ticks = ticks if ticks and len(ticks) >= 2 else None     # less than two: Plotly's own ticks
+    fig.update_yaxes(type="log", range=rng, tickvals=ticks, ticktext=[f"{v:,g}" for v in ticks or []],
+                     row=1, col=1)
     fig.update_yaxes(exponentformat="e", row=1, col=2)
     fig.update_xaxes(title_text=x_title, rangemode="tozero")
     return theme.apply(fig, height=height)
