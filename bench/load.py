@@ -12,8 +12,9 @@ anything, so the 2-core machine's time goes to the server being measured.
 
 Prints the latency percentiles, errors (exception boxes, time-outs), server CPU and resident
 memory before, with the sessions open and after they closed. "After" waits for the server to
-forget the sessions: ``--ttl`` seconds (the disconnected-session time-to-live this bench gives
-the server, also used as the trainings' grace period, LMVIZ_RUN_GRACE_S) plus 10 s. With
+forget the sessions and stop their trainings: ``--ttl`` seconds (the disconnected-session
+time-to-live this bench gives the server), ``--ttl`` more (the trainings' grace period after
+their session ended, LMVIZ_RUN_GRACE_S), plus 10 s. With
 ``--waves K`` the whole room (sessions, trainings, moves, close) comes K times to the same
 server: memory that sessions leave behind grows with every wave, memory the process keeps for
 reuse (allocator pools, torch's caches) does not. Its last line reads
@@ -142,7 +143,7 @@ async def run(args) -> None:
             for s in list(sessions) + trainers:
                 if s is not None:
                     await s.close()
-            await asyncio.sleep(args.ttl + 10)          # sessions forgotten, trainings stopped
+            await asyncio.sleep(2 * args.ttl + 10)      # sessions forgotten (ttl), then trainings stopped (grace)
             rss_closed.append(rss_mb(pid))
         cpu_used = cpu_s(pid) - cpu0
         wall = time.perf_counter() - t0
@@ -158,7 +159,7 @@ async def run(args) -> None:
     print(f"server RSS: {rss0:.0f} MB before, {rss_open[0]:.0f} MB with {args.sessions} sessions and "
           f"{args.trainings} trainings ({per:.1f} MB per session)")
     for k, (o, c) in enumerate(zip(rss_open, rss_closed), 1):
-        print(f"  wave {k}: {o:.0f} MB open, {c:.0f} MB {args.ttl + 10} s after they closed")
+        print(f"  wave {k}: {o:.0f} MB open, {c:.0f} MB {2 * args.ttl + 10} s after they closed")
     print_latencies("slider", lat, f"sessions {args.sessions}, trainings {args.trainings}")
 
 

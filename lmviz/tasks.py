@@ -224,6 +224,9 @@ class Task:
                 with _QUEUE_LOCK:
                     first = _QUEUES.get(key, [None])[0] is self
                 if first and self._sem.acquire(timeout=self._poll_s):
+                    if self._stop.is_set():           # cancelled while it waited for the slot
+                        self._sem.release()
+                        return False
                     return True
                 if not first:
                     time.sleep(self._poll_s)
