@@ -13,6 +13,8 @@ Modes, side by side in one run:
 - ``no warm-up``: LMVIZ_WARMUP=0 (ui/warmup.py off): the chapter imports torch and loads the
   default model itself (the behaviour before the warm-up);
 - ``warm-up``: the default; the first visit's run of app.py starts the warm-up at its top;
+- ``server start``: ``streamlit run serve.py`` (the ASGI entry), whose lifespan starts the
+  warm-up when the server starts; the chapter is opened as soon as the server reports healthy;
 - ``home first``: someone (the lecturer, or deploy/local-cluster.sh's warm-up visit)
   opened the home page 10 s before: what every later first visitor of a chapter sees.
 
@@ -32,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.browser_util import CHROMIUM, LAUNCH_ARGS, Server, wait_charts  # noqa: E402
 
-MODES = ("no warm-up", "warm-up", "home first")
+MODES = ("no warm-up", "warm-up", "server start", "home first")
 
 
 def one_run(chapter: str, mode: str) -> tuple[float, float, float]:
@@ -44,7 +46,7 @@ def one_run(chapter: str, mode: str) -> tuple[float, float, float]:
     else:
         os.environ.pop("LMVIZ_WARMUP", None)
     t0 = time.perf_counter()
-    srv = Server()
+    srv = Server("serve.py" if mode == "server start" else "app.py")
     healthy = time.perf_counter() - t0
     try:
         with sync_playwright() as p:

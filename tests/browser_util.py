@@ -43,15 +43,16 @@ def free_port() -> int:
 
 
 class Server:
-    """``streamlit run app.py`` on a free port; ``url(path, **query)`` builds page URLs."""
+    """``streamlit run app.py`` on a free port; ``url(path, **query)`` builds page URLs.
+    ``script="serve.py"``: the ASGI entry that warms the model at server start."""
 
-    def __init__(self) -> None:
+    def __init__(self, script: str = "app.py") -> None:
         self.port = free_port()
         env = dict(os.environ, LMVIZ_THREADS=os.environ.get("LMVIZ_THREADS", "1"))
         self.log = open(ROOT / ".pytest_cache" / f"streamlit-{self.port}.log", "w") \
             if (ROOT / ".pytest_cache").exists() else subprocess.DEVNULL
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+            [sys.executable, "-m", "streamlit", "run", script, "--server.headless=true",
              f"--server.port={self.port}", "--server.address=127.0.0.1",
              "--browser.gatherUsageStats=false"],
             cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)

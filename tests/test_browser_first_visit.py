@@ -1,6 +1,7 @@
 """The first visitor of a freshly started server lands on the chapter the link names.
 
-Each case starts its own ``streamlit run app.py`` (a free port) and opens ONE link in a new
+Each case starts its own ``streamlit run app.py`` (a free port; two cases ``serve.py``, the ASGI
+entry) and opens ONE link in a new
 browser: the chapter's title must show in the link's language, with no "Page not found" dialog
 (``[role=dialog]``) and no exception. Paths whose name differs from their file's stem
 (``/kv-cache`` is ``pages/kv_cache.py``) used to show the dialog, and paths equal to a stem
@@ -35,7 +36,18 @@ CASES = [  # (path, query) of the first visit
 
 @pytest.mark.parametrize("path,query", CASES, ids=[p or "home" for p, _ in CASES])
 def test_first_visit_of_a_fresh_server(chromium, path, query):
-    server = Server()
+    first_visit(chromium, path, query, "app.py")
+
+
+@pytest.mark.parametrize("path,query", [("kv-cache", {"lang": "zh", "tau": "0.5"}), ("attention", {"lang": "en"})],
+                         ids=["kv-cache", "attention"])
+def test_first_visit_through_the_asgi_entry_that_warms_at_server_start(chromium, path, query):
+    """``streamlit run serve.py`` serves the same app (its lifespan warms the model first)."""
+    first_visit(chromium, path, query, "serve.py")
+
+
+def first_visit(chromium, path: str, query: dict, script: str) -> None:
+    server = Server(script)
     try:
         ctx = chromium.new_context(viewport={"width": 1400, "height": 900})
         page = ctx.new_page()
