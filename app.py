@@ -13,6 +13,8 @@ import numpy  # noqa: E402,F401,I001
 from ui import warmup; warmup.start()  # noqa: E702,I001
 # --- end cold start ---
 
+from pathlib import Path  # noqa: E402
+
 import streamlit as st  # noqa: E402
 
 from ui import session
@@ -29,7 +31,9 @@ if "lang" not in st.session_state:
 if "present" not in st.session_state:
     st.session_state["present"] = st.query_params.get("present") == "1"
 
-st.set_page_config(page_title="lmviz", page_icon=":material/school:", layout="wide",
+# the tab icon is a file of ours (scripts/make_favicon.py): a ":material/…" or emoji icon is
+# fetched from a CDN by the browser, and lmviz needs no network at run time
+st.set_page_config(page_title="lmviz", page_icon=str(Path(__file__).parent / "assets" / "favicon.png"), layout="wide",
                    initial_sidebar_state="collapsed" if st.session_state["present"] else "auto")
 
 

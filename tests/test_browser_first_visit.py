@@ -70,6 +70,10 @@ def first_visit(chromium, path: str, query: dict, script: str) -> None:
         # used to see empty boxes while the page used the defaults)
         values = page.eval_on_selector_all("[data-testid=stTextInput] input", "els => els.map(e => e.value)")
         assert all(v.strip() for v in values), values
+        # nothing is fetched from anywhere but this server (no CDN: the tab icon is ours too)
+        outside = [u for u in requests if urlparse(u).scheme in ("http", "https", "ws", "wss")
+                   and urlparse(u).hostname not in ("127.0.0.1", "localhost")]
+        assert outside == [], outside
         if path in ("generation", "autoregression"):
             assert page.locator("a[href*='x.example']").count() == 0
             assert page.locator("img[src*='h.example']").count() == 0
