@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.browser_util import CHROMIUM, LAUNCH_ARGS, Server, free_port, wait_idle  # noqa: E402
+from tests.browser_util import CHROMIUM, LAUNCH_ARGS, Server, wait_idle  # noqa: E402
 
 PANEL_APP = """
 import sys; sys.path.insert(0, {root!r})
@@ -74,24 +73,18 @@ def panel(browser, seconds: float) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         app = Path(tmp) / "panel.py"
         app.write_text(PANEL_APP.format(root=str(ROOT)))
-        port = free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(app), "--server.headless=true",
-                                 f"--server.port={port}", "--server.address=127.0.0.1",
-                                 "--browser.gatherUsageStats=false"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        srv = Server(str(app))
         try:
-            time.sleep(4)
             for mode in ("lmviz", "before", "lmviz", "before"):      # interleaved
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(f"http://127.0.0.1:{port}/?mode={mode}")
+                page.goto(srv.url("", mode=mode))
                 page.wait_for_selector(".js-plotly-plot", timeout=60_000)
                 time.sleep(3)
                 lay, busy = rates(page, seconds)
                 print(f"panel, {mode:6s}: {lay:6.1f} layouts/s, main thread {100 * busy:3.0f} % busy", flush=True)
                 page.close()
         finally:
-            proc.terminate()
-            proc.wait(10)
+            srv.stop()
 
 
 def whole_page(browser, seconds: float) -> None:

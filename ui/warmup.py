@@ -54,8 +54,8 @@ def limit_malloc_arenas(n: int = 2) -> bool:
     glibc). Each new thread (a session's script run, a training) could get an arena of its own,
     and memory freed in one stays with it: ``bench/load.py --waves 2`` (20 sessions, 2 trainings,
     twice) read 705 MB open / 824 MB closed in the second wave with glibc's default of 8 per
-    core, 627 / 738 MB with 2 (MALLOC_ARENA_MAX=2), slider latency unchanged. An environment
-    variable MALLOC_ARENA_MAX set by the operator wins."""
+    core, 622 / 767 MB with this call (627 / 738 MB with MALLOC_ARENA_MAX=2 in the environment),
+    slider latency unchanged. An environment variable MALLOC_ARENA_MAX set by the operator wins."""
     import ctypes
     import os
 
