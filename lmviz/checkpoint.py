@@ -39,7 +39,7 @@ from pathlib import Path
 import torch
 
 from . import limits
-from .model import GPT, GPTConfig
+from .model import GPT, GPTConfig, meta_gpt
 from .tokenizer import tokenizer_from_dict
 
 FORMAT = "lmviz-gpt-1"
@@ -379,8 +379,7 @@ def load_checkpoint_with_replay(src, device=None):
         if bad:
             _fail("err_nonfinite", name=k, count=bad)
         weights[k] = t.float() if dtype != torch.float32 else t
-    with torch.device("meta"):
-        model = GPT(cfg)
+    model = meta_gpt(cfg)
     model.load_state_dict({**weights, _TIED: weights["wte.weight"]}, strict=True, assign=True)
     model.lm_head.weight = model.wte.weight          # assign=True replaced both: tie them again
     if device is not None:

@@ -19,7 +19,7 @@ Two kinds of limits live here, and they are chosen to agree with each other:
     True
 
 Pure functions of their arguments: no torch allocation (parameter shapes come from the model
-class built on the ``meta`` device), no streamlit.
+class built on the ``meta`` device, ``model.meta_gpt``), no streamlit.
 """
 from __future__ import annotations
 
@@ -104,12 +104,9 @@ def param_shapes(cfg) -> dict[str, tuple[int, ...]]:
     ``wte.weight``). Built from the model class on the ``meta`` device: no memory is allocated.
     Call it only on a config within the bounds (``model_problems(cfg) == []`` up to the count).
     """
-    import torch
+    from .model import meta_gpt
 
-    from .model import GPT
-
-    with torch.device("meta"):
-        model = GPT(cfg)
+    model = meta_gpt(cfg)
     return {k: tuple(v.shape) for k, v in model.state_dict().items() if k != "lm_head.weight"}
 
 

@@ -31,6 +31,23 @@ def test_param_count_matches_the_model():
         assert param_count(cfg) == GPT(cfg).num_params()
 
 
+def test_meta_gpt_has_the_models_shapes_and_leaves_other_models_random():
+    import threading
+
+    from lmviz.model import meta_gpt
+
+    for cfg in (GPTConfig(vocab_size=50), GPTConfig(vocab_size=7, pos="rope", norm="rmsnorm", n_kv_head=2)):
+        real, shell = GPT(cfg).state_dict(), meta_gpt(cfg).state_dict()
+        assert {k: v.shape for k, v in real.items()} == {k: v.shape for k, v in shell.items()}
+        assert all(v.is_meta for v in shell.values()) and not any(v.is_meta for v in real.values())
+    # the mode that skips the random fills is per thread: a model built meanwhile is initialised
+    built = []
+    t = threading.Thread(target=lambda: built.append(GPT(GPTConfig(vocab_size=50))))
+    t.start(); meta_gpt(GPTConfig(vocab_size=50)); t.join()          # noqa: E702
+    assert float(built[0].wte.weight.detach().std()) == pytest.approx(0.02, rel=0.2)
+    assert float(GPT(GPTConfig(vocab_size=50)).wte.weight.detach().abs().sum()) > 0
+
+
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_every_preset_is_allowed_unchanged(name):
     for device in ("cpu", "cuda"):
