@@ -6,10 +6,7 @@ The entry point builds the navigation from ``ui/chapters.py`` and holds the shar
 from __future__ import annotations
 
 # --- cold start (ui/warmup.py): torch and the default model load in the background from the
-# first run on; keep this the first statement after the imports that it needs ---
-# numpy first, in this thread: the warm-up's torch import and a page's plotly import both import
-# it, and two threads importing it at once once left a page with a half-initialised numpy
-import numpy  # noqa: E402,F401,I001
+# first run on; keep this the first statement ---
 from ui import warmup; warmup.start()  # noqa: E702,I001
 # --- end cold start ---
 

@@ -1,23 +1,26 @@
 """lmviz as an ASGI app: ``streamlit run serve.py`` serves ``app.py`` exactly as
-``streamlit run app.py`` does, and warms torch and the default model as soon as the server
-starts (ui/warmup.py), before the first visitor's request instead of during it.
+``streamlit run app.py`` does, and adds two things for a room's first visits:
 
-Streamlit finds the ``st.App`` below and runs it with uvicorn; its lifespan starts the warm-up
-(a background task that returns at once), so the server reports healthy right away.
+- it warms torch and the default model as soon as the server starts (ui/warmup.py), before the
+  first visitor's request instead of during it: Streamlit finds the ``st.App`` below and runs it
+  with uvicorn; its lifespan starts the warm-up (a background task that returns at once), so the
+  server reports healthy right away;
+- each chapter's URL answers with Streamlit's page plus the chapter's title and a "loading" line
+  in the link's language (ui/first_paint.py), painted before Streamlit's frontend has loaded.
 """
 from contextlib import asynccontextmanager
 
 import streamlit as st
 
+from ui import first_paint
+
 
 @asynccontextmanager
 async def lifespan(_app):
-    import numpy  # noqa: F401 - before the warm-up thread (see app.py)
-
     from ui import warmup
 
     warmup.start()
     yield
 
 
-app = st.App("app.py", lifespan=lifespan)
+app = st.App("app.py", lifespan=lifespan, routes=first_paint.routes())

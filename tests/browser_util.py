@@ -43,10 +43,11 @@ def free_port() -> int:
 
 
 class Server:
-    """``streamlit run app.py`` on a free port; ``url(path, **query)`` builds page URLs.
-    ``script="serve.py"``: the ASGI entry that warms the model at server start."""
+    """``streamlit run serve.py`` (README's run command: the ASGI entry that warms the model at
+    server start and paints a chapter's title first) on a free port; ``url(path, **query)`` builds
+    page URLs. ``script="app.py"``: the plain ``streamlit run app.py``, which serves the same app."""
 
-    def __init__(self, script: str = "app.py") -> None:
+    def __init__(self, script: str = "serve.py") -> None:
         self.port = free_port()
         env = dict(os.environ, LMVIZ_THREADS=os.environ.get("LMVIZ_THREADS", "1"))
         self.log = open(ROOT / ".pytest_cache" / f"streamlit-{self.port}.log", "w") \
@@ -92,10 +93,15 @@ def wait_idle(page, timeout_ms: int = 90_000) -> None:
         page.wait_for_timeout(400)
 
 
-def wait_charts(page, timeout_ms: int = 60_000) -> int:
-    """Wait for the Plotly charts the page declares to render; returns how many there are."""
+def wait_charts(page, timeout_ms: int = 60_000, every: bool = False) -> int:
+    """Wait for the Plotly charts the page declares to render (the first one; ``every``: all of
+    them); returns how many there are."""
     n = page.locator("[data-testid=stPlotlyChart]").count()
-    if n:
+    if n and every:
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-testid=stPlotlyChart]')]"
+            ".every(c => c.querySelector('.main-svg'))", timeout=timeout_ms, polling=50)
+    elif n:
         page.wait_for_selector(".js-plotly-plot .main-svg", timeout=timeout_ms)
     return n
 

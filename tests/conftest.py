@@ -36,7 +36,7 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def server():
-    """One ``streamlit run app.py`` on a free port for all browser tests (skips without Chromium,
+    """One ``streamlit run serve.py`` on a free port for all browser tests (skips without Chromium,
     fails instead under LMVIZ_REQUIRE_BROWSER=1)."""
     from tests.browser_util import SHOTS, Server, require_browser
 

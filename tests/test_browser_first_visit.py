@@ -1,21 +1,25 @@
 """The first visitor of a freshly started server lands on the chapter the link names.
 
-Each case starts its own ``streamlit run app.py`` (a free port; two cases ``serve.py``, the ASGI
-entry) and opens ONE link in a new
-browser: the chapter's title must show in the link's language, with no "Page not found" dialog
-(``[role=dialog]``) and no exception. Paths whose name differs from their file's stem
-(``/kv-cache`` is ``pages/kv_cache.py``) used to show the dialog, and paths equal to a stem
-(``/attention``) used to run the page without the app around it (English, no sidebar): see
-``app.py`` and ``ui/chapters.py``. A hostile link value is checked in the real page too: the
-"not valid here" note shows it as text, with no link and no image.
+Each case starts its own server (a free port) and opens ONE link in a new browser: the chapter's
+title must show in the link's language, with no "Page not found" dialog (``[role=dialog]``) and no
+exception. Most cases run ``streamlit run serve.py`` (README's command); two run the plain
+``streamlit run app.py``, which serves the same app without the first paint. Through ``serve.py``
+the HTML page itself already holds the chapter's title and the "loading" line in the link's
+language (``ui/first_paint.py``), and that block is gone once the real page is drawn. Paths whose
+name differs from their file's stem (``/kv-cache`` is ``pages/kv_cache.py``) used to show the
+dialog, and paths equal to a stem (``/attention``) used to run the page without the app around it
+(English, no sidebar): see ``app.py`` and ``ui/chapters.py``. A hostile link value is checked in
+the real page too: the "not valid here" note shows it as text, with no link and no image.
 """
 from __future__ import annotations
 
+import html
 from urllib.parse import quote, urlparse
 
 import pytest
 
 from tests.browser_util import Server, exceptions, wait_idle
+from ui import first_paint
 from ui.chapters import by_slug
 from ui.i18n import translate
 
@@ -36,14 +40,14 @@ CASES = [  # (path, query) of the first visit
 
 @pytest.mark.parametrize("path,query", CASES, ids=[p or "home" for p, _ in CASES])
 def test_first_visit_of_a_fresh_server(chromium, path, query):
-    first_visit(chromium, path, query, "app.py")
+    first_visit(chromium, path, query, "serve.py")
 
 
 @pytest.mark.parametrize("path,query", [("kv-cache", {"lang": "zh", "tau": "0.5"}), ("attention", {"lang": "en"})],
                          ids=["kv-cache", "attention"])
-def test_first_visit_through_the_asgi_entry_that_warms_at_server_start(chromium, path, query):
-    """``streamlit run serve.py`` serves the same app (its lifespan warms the model first)."""
-    first_visit(chromium, path, query, "serve.py")
+def test_first_visit_of_the_plain_streamlit_run_app_py(chromium, path, query):
+    """``streamlit run app.py`` serves the same app (the warm-up starts with the first visit)."""
+    first_visit(chromium, path, query, "app.py")
 
 
 def first_visit(chromium, path: str, query: dict, script: str) -> None:
@@ -54,14 +58,20 @@ def first_visit(chromium, path: str, query: dict, script: str) -> None:
         page.set_default_timeout(90_000)
         requests = []
         page.on("request", lambda r: requests.append(r.url))
-        page.goto(server.url(path, **query), wait_until="domcontentloaded")
-        wait_idle(page)
-        page.wait_for_selector("h1", timeout=90_000)
-        page.wait_for_timeout(1500)                     # a late dialog would have come by now
         lang = query["lang"]
-        title = translate(by_slug(path).title_key.replace(".nav", ".title"), lang)
+        title = translate(by_slug(path).heading_key, lang)
+        response = page.goto(server.url(path, **query), wait_until="domcontentloaded")
+        if script == "serve.py":
+            # the page as it arrives: the title and the loading line, painted before the frontend runs
+            sent = response.text()
+            assert first_paint.BLOCK_ID in sent and f'lang="{lang}"' in sent
+            assert html.escape(title) in sent and html.escape(translate("common.loading_model", lang)) in sent
+        wait_idle(page)
+        page.wait_for_selector("[data-testid=stMain] h1", timeout=90_000)
+        page.wait_for_timeout(1500)                     # a late dialog would have come by now
+        assert page.locator(f"#{first_paint.BLOCK_ID}").count() == 0      # it gave way to the page
         assert page.locator("[role=dialog]").count() == 0, page.locator("[role=dialog]").all_inner_texts()
-        assert title in page.locator("h1").first.inner_text()
+        assert title in page.locator("[data-testid=stMain] h1").first.inner_text()
         assert exceptions(page) == []
         assert f"/{path}" in page.url and f"lang={lang}" in page.url
         # the app around the page ran: its sidebar holds the language switch

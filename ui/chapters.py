@@ -27,6 +27,11 @@ class Chapter:
     icon: str       # Material icon shown in the navigation
 
     @property
+    def heading_key(self) -> str:
+        """i18n key of the chapter's page title (its h1): "att.nav" -> "att.title"."""
+        return self.title_key.split(".", 1)[0] + ".title"
+
+    @property
     def exists(self) -> bool:
         return (ROOT / self.file).exists()
 

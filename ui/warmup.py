@@ -67,15 +67,26 @@ def limit_malloc_arenas(n: int = 2) -> bool:
         return False
 
 
+def _shared_imports() -> None:
+    """numpy and pandas, in the caller's thread, before any page can build a figure (also with the
+    warm-up off): plotly looks pandas up in sys.modules without importing it (optional_imports),
+    so a figure built while another thread imported pandas met a half-initialised module (a page's
+    AttributeError traceback); numpy met the same between torch and plotly. pandas is what a
+    page's first st.dataframe converts through: 0.24 s, once per process."""
+    import numpy  # noqa: F401
+    import pandas  # noqa: F401
+
+
 def start() -> None:
     """Start the warm-up once per server process; returns at once (safe to call on every run)."""
     global _TASK
     import os
 
-    if _TASK is not None or os.environ.get("LMVIZ_WARMUP") == "0":   # 0: off (bench/startup.py)
+    if _TASK is not None:
         return
     with _LOCK:
-        if _TASK is None:
+        _shared_imports()           # a second caller waits here until the first has imported
+        if _TASK is None and os.environ.get("LMVIZ_WARMUP") != "0":   # 0: off (bench/startup.py)
             limit_malloc_arenas()
             from lmviz.tasks import Task
 

@@ -1,0 +1,57 @@
+"""ui/first_paint.py: the chapter's title and loading line in the HTML page serve.py sends."""
+from __future__ import annotations
+
+import re
+from html import escape
+from pathlib import Path
+
+import pytest
+
+from ui import first_paint
+from ui.chapters import ROOT, registered
+from ui.i18n import LANGS, catalogue, translate
+
+
+@pytest.mark.parametrize("chapter", registered(), ids=lambda c: c.slug or "home")
+def test_the_first_title_is_the_title_the_page_draws(chapter):
+    """The block's title is the chapter's heading key, the key its page script draws."""
+    source = (ROOT / chapter.file).read_text(encoding="utf-8")
+    assert f'page_header("{chapter.heading_key}"' in source
+    for lang in LANGS:
+        assert chapter.heading_key in catalogue(lang)
+        html = first_paint.page("/" + chapter.slug, f"lang={lang}")
+        assert escape(translate(chapter.heading_key, lang)) in html
+        assert html.count(f'id="{first_paint.BLOCK_ID}"') == 1
+        assert html.index(first_paint.MARK) < html.index(first_paint.BLOCK_ID)
+
+
+def test_language_and_presenter_mode_come_from_the_link_and_nothing_else_does():
+    zh = first_paint.page("/attention", "lang=zh&present=1&s=%3Cscript%3Ealert(1)%3C/script%3E")
+    assert translate("att.title", "zh") in zh and translate("common.loading_model", "zh") in zh
+    assert 'lang="zh"' in zh and "font-size:21px" in zh and 'class=""' in zh   # no sidebar column
+    assert "alert(1)" not in zh
+    # an unknown or hostile language is English, never echoed
+    bad = first_paint.page("/attention", "lang=%22%3E%3Cimg%20src=x%3E")
+    assert 'lang="en"' in bad and "<img src=x>" not in bad and translate("att.title", "en") in bad
+    assert 'class="sidebar"' in bad and "font-size:16px" in bad
+
+
+def test_other_paths_get_streamlits_page_unchanged():
+    index = first_paint._index()
+    assert first_paint.MARK in index            # Streamlit's page still has the element we follow
+    for path in ("/nope", "/_stcore/x", "/attention/extra"):
+        assert first_paint.page(path, "") == index
+
+
+def test_the_block_is_escaped_html_with_one_script_that_removes_it():
+    html = first_paint.block(registered()[0], "lang=en")
+    scripts = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    assert len(scripts) == 1
+    assert f"getElementById('{first_paint.BLOCK_ID}')" in scripts[0]
+    assert "[data-testid=stMain] h1" in scripts[0] and str(first_paint.GIVE_UP_MS) in scripts[0]
+
+
+def test_serve_py_routes_every_chapter():
+    paths = sorted(r.path for r in first_paint.routes())
+    assert paths == sorted("/" + c.slug for c in registered())
+    assert "first_paint.routes()" in Path(ROOT / "serve.py").read_text(encoding="utf-8")

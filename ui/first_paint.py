@@ -1,0 +1,103 @@
+"""The first paint of a chapter link: its title and a "loading" line, in the HTML page itself.
+
+A browser shows nothing of a Streamlit page until the frontend's JavaScript (about 2 MB here) is
+loaded and run, its websocket is open and the script's first elements have arrived: 0.8-1.0 s on
+the 2-core server for an empty app, 1.3-1.6 s for a chapter (``bench/startup.py``). ``serve.py``
+therefore answers each chapter's URL with Streamlit's own ``index.html`` plus a small block of
+ours: the chapter's title and the "loading the model" line, in the link's language, painted as
+soon as the HTML arrives, above the page while Streamlit starts underneath. The block removes
+itself the moment the real page's title is in the document (a MutationObserver), when the script
+shows an error instead, or after ``GIVE_UP_MS`` whatever happens, so it can never hide the page.
+
+Everything in the block comes from the catalogue (``ui.i18n``) and the chapter list
+(``ui.chapters``), escaped; a link's own text never reaches it (``lang`` is one of ``LANGS`` or
+ignored). No streamlit import: ``serve.py`` builds the routes before any session exists.
+"""
+from __future__ import annotations
+
+import functools
+import html
+from pathlib import Path
+from urllib.parse import parse_qs
+
+from ui.chapters import Chapter, registered
+from ui.i18n import LANGS, translate
+
+GIVE_UP_MS = 20_000          # the block goes away after this even if no title ever arrives
+BLOCK_ID = "lmviz-first-paint"
+MARK = '<div id="root"></div>'
+
+# Streamlit 1.67's wide layout, sidebar and h1 (theme font "sans-serif"), so that the real title
+# lands where the first one was; the sidebar column only where Streamlit shows it expanded (wide
+# screens, not in presenter mode, whose type is larger: app.py's html{font-size:21px}).
+_CSS = (
+    "#{id}{{position:fixed;inset:0;z-index:999990;display:flex;background:#fff;"
+    "color:rgb(47,45,43);font-family:sans-serif;font-size:{size}}}"
+    "#{id} aside{{display:none;width:300px;flex:none;background:rgb(248,248,247);"
+    "border-right:1px solid rgb(231,229,226)}}"
+    "@media (min-width:768px){{#{id}.sidebar aside{{display:block}}}}"
+    "#{id} main{{padding:6rem 5rem 0 5rem}}"
+    "#{id} h1{{font-size:2.75rem;font-weight:700;line-height:1.2;margin:0;padding:1.25rem 0 1rem 0}}"
+    "#{id} p{{font-size:1rem;line-height:1.6;margin:0;color:rgba(47,45,43,0.6)}}"
+)
+_SCRIPT = (
+    "(function(){var b=document.getElementById('%s');if(!b)return;"
+    "function done(){return document.querySelector("
+    "'[data-testid=stMain] h1,[data-testid=stException],[data-testid=stMain] [role=alert]');}"
+    "function gone(o){b.remove();if(o)o.disconnect();}"
+    "var o=new MutationObserver(function(){if(done())gone(o);});"
+    "o.observe(document.documentElement,{childList:true,subtree:true});"
+    "setTimeout(function(){gone(o);},%d);})();"
+)
+
+
+def chapter_at(path: str) -> Chapter | None:
+    """The chapter whose URL path is ``path`` ("/" or "/attention"), None for any other path."""
+    slug = path.strip("/")
+    return next((c for c in registered() if c.slug == slug), None)
+
+
+def block(chapter: Chapter, query_string: str) -> str:
+    """The HTML block painted first for ``chapter`` opened with ``query_string`` (no "?")."""
+    query = parse_qs(query_string, keep_blank_values=True)
+    lang = query.get("lang", ["en"])[-1]
+    lang = lang if lang in LANGS else "en"
+    present = query.get("present", [""])[-1] == "1"
+    title = html.escape(translate(chapter.heading_key, lang))
+    loading = html.escape(translate("common.loading_model", lang))
+    css = _CSS.format(id=BLOCK_ID, size="21px" if present else "16px")
+    return (f"<style>{css}</style>"
+            f'<div id="{BLOCK_ID}" class="{"" if present else "sidebar"}" lang="{lang}" aria-busy="true">'
+            f"<aside></aside><main><h1>{title}</h1><p>{loading}</p></main></div>"
+            f"<script>{_SCRIPT % (BLOCK_ID, GIVE_UP_MS)}</script>")
+
+
+@functools.lru_cache(maxsize=1)
+def _index() -> str:
+    """Streamlit's own index.html (its frontend's entry page)."""
+    from streamlit import file_util
+
+    return (Path(file_util.get_static_dir()) / "index.html").read_text(encoding="utf-8")
+
+
+def page(path: str, query_string: str) -> str:
+    """Streamlit's index.html with the first-paint block of the chapter at ``path`` right after
+    the frontend's root element (the page unchanged for any other path, or should a later
+    Streamlit write its root element differently)."""
+    chapter = chapter_at(path)
+    index = _index()
+    if chapter is None:
+        return index
+    return index.replace(MARK, MARK + block(chapter, query_string), 1)
+
+
+def routes() -> list:
+    """Starlette routes for ``st.App(routes=...)``: GET and HEAD of every chapter's URL path."""
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Route
+
+    async def endpoint(request):
+        body = page(request.url.path, request.url.query)
+        return HTMLResponse(body, headers={"Cache-Control": "no-cache"})
+
+    return [Route("/" + c.slug, endpoint, methods=["GET", "HEAD"]) for c in registered()]
