@@ -1,18 +1,20 @@
 """Cold start: warm torch and the default model in the background, once per server process.
 
-``streamlit run`` runs no project code before the first session (Streamlit 1.67 has no
-server-start hook for ``streamlit run``; ``st.App(..., lifespan=...)`` has one, but only as an ASGI
-entry point), so the earliest hook is the top of ``app.py``: its first run -- whichever page the
-first visitor opens -- calls :func:`start`, which returns at once. A background task (the one
-mechanism, ``lmviz.tasks.Task``) then
+``streamlit run serve.py`` (README's command) calls :func:`start` from its ASGI lifespan, as the
+server starts; ``streamlit run app.py`` has no server-start hook, so there the top of ``app.py``
+calls it on the first visitor's run. It returns at once: first it imports numpy and pandas in the
+caller's thread (see ``_shared_imports``), then a background task (the one mechanism,
+``lmviz.tasks.Task``)
 
 1. imports torch and names the device (``ui.session.start_warmup``: the sidebar badge reads
-   "loading PyTorch…" until it is done), and
+   "loading PyTorch…" until it is done),
 2. loads the shipped default model (``lmviz.checkpoint.load_default`` is cached per process, so
-   the pages' ``session.default_bundle()`` finds it ready).
+   the pages' ``session.default_bundle()`` finds it ready), and
+3. builds one optimizer (torch's first imports ``torch._dynamo``, 0.85 s).
 
-The chapter's own title is drawn before any of that is needed (``render.page_header``); a
-chapter that needs the model waits for the same import, never for a second one.
+The chapter's own title is drawn before any of that is needed (``render.page_header``; through
+``serve.py`` it is already in the page the browser received, ``ui/first_paint.py``); a chapter
+that needs the model waits for the same import, never for a second one.
 """
 from __future__ import annotations
 
@@ -46,6 +48,12 @@ def _warm(ctx) -> str:
         load_default()
     except Exception:  # noqa: BLE001 - a missing default model is reported by the pages themselves
         return "no default model"
+    ctx.phase("optimizer")
+    import torch
+
+    # torch's first optimizer imports torch._dynamo: 0.85 s (and ~70 MB) that the loss chapter's
+    # SGD step and every training's AdamW would otherwise wait for on their first use
+    torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
     return "warm"
 
 
