@@ -8,7 +8,10 @@ opens the chapter once the server reports healthy, and times, from the request:
 - **title**: the chapter's title painted (the first ``h1`` holding it, and the frame after it:
   measured in the page from its navigation start, so Playwright's polling adds nothing);
 - **page title**: Streamlit's own title of the chapter painted (the same, inside ``stMain``);
-- **chapter**: the whole chapter painted (the script finished, the charts drawn).
+- **content**: the script finished after that title (every element has reached the browser: the
+  server's part);
+- **chapter**: the whole chapter painted (the script finished, every chart drawn: the rest is the
+  browser's part, mostly plotly.js drawing the charts).
 
 Modes, side by side in one run (the same chapters, the same browser, the same machine):
 
@@ -43,10 +46,11 @@ from ui.i18n import translate  # noqa: E402
 MODES = ("app.py, no warm-up", "app.py", "serve.py", "serve.py, home first")
 
 # In the page, before its own scripts: the time (ms from navigation start) of the frame after the
-# first h1 holding the title appeared, anywhere and inside Streamlit's main block.
+# first h1 holding the title appeared, anywhere and inside Streamlit's main block, and of the
+# script's end after that.
 _PAINT_PROBE = """
 (() => {
-  const want = %s, marks = {any: null, main: null};
+  const want = %s, marks = {any: null, main: null, done: null};
   window.__lmvizPaint = marks;
   const painted = (k) => { marks[k] = -1; requestAnimationFrame(() => requestAnimationFrame(
       () => { marks[k] = performance.now(); })); };
@@ -56,13 +60,16 @@ _PAINT_PROBE = """
       if (marks.any === null) painted('any');
       if (marks.main === null && h.closest('[data-testid=stMain]')) painted('main');
     }
-  }).observe(document, {childList: true, subtree: true});
+    const app = document.querySelector('[data-testid=stApp]');
+    if (marks.main !== null && marks.done === null && app
+        && app.getAttribute('data-test-script-state') === 'notRunning') marks.done = performance.now();
+  }).observe(document, {childList: true, subtree: true, attributes: true});
 })();
 """
 
 
-def one_run(chapter: str, mode: str) -> tuple[float, float, float]:
-    """(title, page title, whole chapter) in seconds from the request, for one fresh server."""
+def one_run(chapter: str, mode: str) -> tuple[float, float, float, float]:
+    """(title, page title, content, whole chapter) in s from the request, for one fresh server."""
     from playwright.sync_api import sync_playwright
 
     if mode.endswith("no warm-up"):
@@ -95,7 +102,7 @@ def one_run(chapter: str, mode: str) -> tuple[float, float, float]:
     finally:
         srv.stop()
         os.environ.pop("LMVIZ_WARMUP", None)
-    return marks["any"] / 1000, marks["main"] / 1000, t_all
+    return marks["any"] / 1000, marks["main"] / 1000, marks["done"] / 1000, t_all
 
 
 def main() -> None:
@@ -113,14 +120,14 @@ def main() -> None:
                 r = one_run(chapter, mode)
                 rows.setdefault((chapter, mode), []).append(r)
                 print(f"/{chapter or 'home':<20} {mode:<22} title {r[0]:5.2f} s  page title {r[1]:5.2f} s  "
-                      f"chapter {r[2]:5.2f} s", flush=True)
+                      f"content {r[2]:5.2f} s  chapter {r[3]:5.2f} s", flush=True)
     print("\nmedians in s (targets: title < 1, chapter < 3); load average "
           + " ".join(f"{x:.1f}" for x in os.getloadavg()))
     for mode in modes:
-        med = [[statistics.median(x[i] for x in rows[(c, mode)]) for c in chapters] for i in range(3)]
+        med = [[statistics.median(x[i] for x in rows[(c, mode)]) for c in chapters] for i in range(4)]
         print(f"  {mode:<22} " + " | ".join(
             f"{name} " + " ".join(f"{v:.2f}" for v in vals)
-            for name, vals in zip(("title", "page title", "chapter"), med))
+            for name, vals in zip(("title", "page title", "content", "chapter"), med))
             + f"   ({', '.join(c or 'home' for c in chapters)})")
 
 
