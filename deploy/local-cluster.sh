@@ -223,7 +223,7 @@ sys.exit(0 if ray.cluster_resources().get('CPU', 0) > 0 else 1)" >> "$RUN/ray.lo
     # one simple command in the background, so that $! is the Streamlit process itself
     LMVIZ_REPLICA=$name LMVIZ_REDIS_URL="redis://127.0.0.1:$redis_port/0" \
       LMVIZ_RAY_ADDRESS=$ray_address LMVIZ_THREADS=${LMVIZ_THREADS:-1} \
-      nohup "$PY" -m streamlit run "$ROOT/app.py" --server.headless=true --server.port="$port" \
+      nohup "$PY" -m streamlit run "$ROOT/serve.py" --server.headless=true --server.port="$port" \
         --server.address=127.0.0.1 --browser.gatherUsageStats=false \
         > "$RUN/replica-$name.log" 2>&1 < /dev/null &
     echo $! > "$RUN/replica-$name.pid"
@@ -237,8 +237,9 @@ sys.exit(0 if ray.cluster_resources().get('CPU', 0) > 0 else 1)" >> "$RUN/ray.lo
       || die "replica $name did not become healthy (see $RUN/replica-$name.log)"
     log "replica $name on $(cat "$RUN/replica-$name.addr")"
   done
-  # one headless visit per replica: the first run of app.py starts the warm-up (torch import,
-  # default model; ui/warmup.py), so the first student does not wait for it
+  # one headless visit per replica: serve.py started the warm-up (torch import, default model;
+  # ui/warmup.py) with the server; the visit also runs app.py once, so the first student's run
+  # finds Streamlit's caches and the page scripts ready
   local addrs=()
   for ((i = 0; i < N; i++)); do addrs+=("$(cat "$RUN/replica-${NAMES[$i]}.addr")"); done
   if "$PY" "$ROOT/deploy/warm.py" "${addrs[@]}"; then log "replicas warmed"
