@@ -105,7 +105,7 @@ class TrainingJob(Task):
         self._info: dict = {}
         self._max_steps = 0
         self._elapsed = 0.0
-        self.trainer = None                   # the live Trainer, for tests and the checkpoint
+        self.trainer = None                   # the live Trainer while the run lasts (tests)
         self._recorder = None                 # lmviz.replay.Recorder of this run (None: no replay)
 
     def stop(self) -> None:
@@ -143,13 +143,22 @@ class TrainingJob(Task):
 
     # -- worker --------------------------------------------------------------------------------
     def _work(self, ctx) -> None:
-        from .baselines import unigram_baseline
-
         ctx.phase("preparing")
         tr = self._make(ctx.cancelled) if _takes_cancel(self._make) else self._make()
         check_cancel(ctx.cancelled)
         tr.cancel = ctx.cancelled
         self.trainer = tr
+        try:
+            self._train(ctx, tr)
+        finally:
+            # the run is over: its optimizer state, gradients and batches go (the published copy
+            # of the weights stays in the snapshots; lmviz.tasks gives the memory back)
+            self.trainer = None
+            tr.cancel = None
+
+    def _train(self, ctx, tr) -> None:
+        from .baselines import unigram_baseline
+
         with self._records:
             self._max_steps, self._tokenizer = tr.cfg.max_steps, tr.tokenizer
             self._info = {"params": tr.num_params(), "vocab_size": tr.tokenizer.vocab_size,

@@ -165,7 +165,9 @@ def test_unknown_preset_or_field_and_short_text_are_refused():
 # -- the background job ---------------------------------------------------------------------------
 
 def test_job_runs_to_the_end_and_publishes_models():
-    job = TrainingJob(lambda: Trainer(TEXT, small(max_steps=20), device="cpu"), threading.BoundedSemaphore(1))
+    seen = []
+    job = TrainingJob(lambda: Trainer(TEXT, small(max_steps=20), device="cpu"), threading.BoundedSemaphore(1),
+                      on_eval=seen.append)
     job.start()
     assert job.join(30)
     s = job.snapshot()
@@ -173,11 +175,13 @@ def test_job_runs_to_the_end_and_publishes_models():
     assert [e.step for e in s.evals] == [0, 5, 10, 15, 20]
     assert [x.step for x in s.samples] == [0, 5, 10, 15, 20]
     assert s.model_version == 5 and not s.model.training
-    idx = torch.tensor([job.trainer.tokenizer.encode("the cat")])
-    job.trainer.model.eval()
+    assert job.trainer is None                    # the finished run let its optimizer state go
+    tr = seen[-1]
+    idx = torch.tensor([tr.tokenizer.encode("the cat")])
+    tr.model.eval()
     with torch.no_grad():                         # the published copy is the final model
-        assert torch.equal(s.model(idx)[0], job.trainer.model(idx)[0])
-    assert s.model is not job.trainer.model
+        assert torch.equal(s.model(idx)[0], tr.model(idx)[0])
+    assert s.model is not tr.model
     labels, w = s.attention
     assert w.shape[0] == 1 and len(labels) == w.shape[-1]
 
