@@ -2,7 +2,7 @@
 
     python bench/load.py --sessions 20 --trainings 2 [--moves 5] [--time-limit 300]
 
-Starts ``streamlit run app.py`` on a free port on 127.0.0.1, opens T sessions on /training and
+Starts ``streamlit run serve.py`` on a free port on 127.0.0.1, opens T sessions on /training and
 presses Start (they keep polling the run once a second, as a browser tab does), then opens N
 sessions spread over the chapters, each on its chapter's first slider, and moves that slider
 ``--moves`` times at random moments. A move is timed from the message leaving the client to the

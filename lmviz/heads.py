@@ -12,7 +12,7 @@ head read from the values it attended to). The layer then
 The projection mixes the heads: ``projected = Σ_h head_out[h] @ W_O[:, h*d_head:(h+1)*d_head]^T``,
 each head writing through its own slice of W_O (``per_head [H, T, d_model]`` below; a test
 checks the sum). A test also checks ``projected`` against the model's own attention sublayer
-(the fast ``scaled_dot_product_attention`` path, read with a forward hook).
+(the fast ``scaled_dot_product_attention`` path, the model's own modules called in turn).
 
     >>> from lmviz.model import GPT, GPTConfig
     >>> import torch
@@ -88,18 +88,19 @@ def multi_head(model, ids, layer: int = 0) -> MultiHead:
 
 
 @torch.no_grad()
+@torch.no_grad()
 def sublayer_output(model, ids, layer: int = 0) -> torch.Tensor:
-    """The attention sublayer's output [T, d_model] as the fast path computes it (a forward hook
-    on ``blocks[layer].attn`` during ``model(idx)``): the reference ``multi_head`` is checked
-    against. Runs in eval mode and restores the mode."""
-    got = {}
-    handle = model.blocks[layer].attn.register_forward_hook(
-        lambda _m, _inp, out: got.__setitem__("y", out.detach()))
-    was_training = model.training
-    model.eval()
-    try:
-        model(torch.as_tensor([list(ids)], dtype=torch.long, device=model.device))
-    finally:
-        handle.remove()
-        model.train(was_training)
-    return got["y"][0].float().cpu()                                # [T,d]
+    """The attention sublayer's output [T, d_model] as the fast path computes it: the model's own
+    modules (embedding, the blocks before ``layer``, then that block's norm and attention with
+    ``scaled_dot_product_attention``), the same calls as ``GPT.forward``; the reference
+    ``multi_head`` is checked against it. Nothing is attached to the model or switched on it (a
+    forward hook here once caught another session's sequence on the shared default model: a
+    size-mismatch error under load), so call it on a model in eval mode, as every model a page
+    shows is (with dropout 0, the default, the mode changes nothing)."""
+    idx = torch.as_tensor([list(ids)], dtype=torch.long, device=model.device)       # [1,T]
+    _, _, x = model.embed(idx)                                                       # [1,T,d]
+    positions = torch.arange(idx.shape[1], device=idx.device)
+    for block in model.blocks[:layer]:
+        x = block(x, positions)
+    block = model.blocks[layer]
+    return block.attn(block.ln_1(x), positions)[0].float().cpu()                     # [T,d]

@@ -81,3 +81,27 @@ def test_catalogue_strings_format_with_computed_values():
         for step in mh.shapes:
             translate("att.mh_shape", lang, name=translate(f"att.mh_step_{step.name}", lang),
                       shape=" × ".join(map(str, step.shape)))
+
+
+def test_sessions_sharing_one_model_get_their_own_sublayer_output():
+    """Pages of several sessions call it on the one shared default model at once (a forward hook
+    once caught another thread's sequence: a size-mismatch error under bench/load.py)."""
+    import threading
+
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=20, n_layer=2, n_head=2, n_kv_head=2, d_model=16, block_size=32)).eval()
+    seqs = [list(range(1, n + 1)) for n in (3, 7, 11, 12)]
+    want = [sublayer_output(model, ids, 1) for ids in seqs]
+    bad = []
+
+    def work(i):
+        for _ in range(40):
+            got = sublayer_output(model, seqs[i], 1)
+            model(torch.tensor([seqs[-1 - i]]))               # someone else's forward meanwhile
+            if got.shape != want[i].shape or not torch.allclose(got, want[i]):
+                bad.append(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(seqs))]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert bad == []

@@ -11,7 +11,8 @@ shows an error instead, or after ``GIVE_UP_MS`` whatever happens, so it can neve
 
 Everything in the block comes from the catalogue (``ui.i18n``) and the chapter list
 (``ui.chapters``), escaped; a link's own text never reaches it (``lang`` is one of ``LANGS`` or
-ignored). No streamlit import: ``serve.py`` builds the routes before any session exists.
+ignored). Nothing here needs a session (``serve.py`` builds the routes when the server starts);
+streamlit is imported only to find its ``index.html``.
 """
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ _CSS = (
     "#{id} main{{padding:6rem 5rem 0 5rem}}"
     "#{id} h1{{font-size:2.75rem;font-weight:700;line-height:1.2;margin:0;padding:1.25rem 0 1rem 0}}"
     "#{id} p{{font-size:1rem;line-height:1.6;margin:0;color:rgba(47,45,43,0.6)}}"
+    # Streamlit follows the system's dark mode unless the user picked a theme
+    "@media (prefers-color-scheme:dark){{#{id}{{background:rgb(14,17,23);color:rgb(250,250,250)}}"
+    "#{id} aside{{background:rgb(38,39,48);border-color:rgb(38,39,48)}}"
+    "#{id} p{{color:rgba(250,250,250,0.6)}}}}"
 )
 _SCRIPT = (
     "(function(){var b=document.getElementById('%s');if(!b)return;"
