@@ -28,22 +28,21 @@ GIVE_UP_MS = 20_000          # the block goes away after this even if no title e
 BLOCK_ID = "lmviz-first-paint"
 MARK = '<div id="root"></div>'
 
-# Streamlit 1.67's wide layout, sidebar and h1 (theme font "sans-serif"), so that the real title
+# Streamlit 1.67's wide layout, sidebar and h1 (theme font "sans-serif"; the config's [theme] makes
+# it a light theme whatever the system's dark mode says), so that the real title
 # lands where the first one was; the sidebar column only where Streamlit shows it expanded (wide
 # screens, not in presenter mode, whose type is larger: app.py's html{font-size:21px}).
 _CSS = (
+    "{font_face}"
     "#{id}{{position:fixed;inset:0;z-index:999990;display:flex;background:#fff;"
-    "color:rgb(47,45,43);font-family:sans-serif;font-size:{size}}}"
+    "color:rgb(47,45,43);font-family:{family}sans-serif;font-size:{size}}}"
     "#{id} aside{{display:none;width:300px;flex:none;background:rgb(248,248,247);"
     "border-right:1px solid rgb(231,229,226)}}"
     "@media (min-width:768px){{#{id}.sidebar aside{{display:block}}}}"
     "#{id} main{{padding:6rem 5rem 0 5rem}}"
+    "@media (max-width:767px){{#{id} main{{padding:6rem 1rem 0 1rem}}}}"
     "#{id} h1{{font-size:2.75rem;font-weight:700;line-height:1.2;margin:0;padding:1.25rem 0 1rem 0}}"
     "#{id} p{{font-size:1rem;line-height:1.6;margin:0;color:rgba(47,45,43,0.6)}}"
-    # Streamlit follows the system's dark mode unless the user picked a theme
-    "@media (prefers-color-scheme:dark){{#{id}{{background:rgb(14,17,23);color:rgb(250,250,250)}}"
-    "#{id} aside{{background:rgb(38,39,48);border-color:rgb(38,39,48)}}"
-    "#{id} p{{color:rgba(250,250,250,0.6)}}}}"
 )
 _SCRIPT = (
     "(function(){var b=document.getElementById('%s');if(!b)return;"
@@ -70,7 +69,11 @@ def block(chapter: Chapter, query_string: str) -> str:
     present = query.get("present", [""])[-1] == "1"
     title = html.escape(translate(chapter.heading_key, lang))
     loading = html.escape(translate("common.loading_model", lang))
-    css = _CSS.format(id=BLOCK_ID, size="21px" if present else "16px")
+    font = _font_file()
+    css = _CSS.format(id=BLOCK_ID, size="21px" if present else "16px",
+                      family=f"{_FAMILY}," if font else "",
+                      font_face=(f"@font-face{{font-family:{_FAMILY};font-display:swap;"
+                                 f"src:url({font})format('woff2')}}") if font else "")
     return (f"<style>{css}</style>"
             f'<div id="{BLOCK_ID}" class="{"" if present else "sidebar"}" lang="{lang}" aria-busy="true">'
             f"<aside></aside><main><h1>{title}</h1><p>{loading}</p></main></div>"
@@ -83,6 +86,19 @@ def _index() -> str:
     from streamlit import file_util
 
     return (Path(file_util.get_static_dir()) / "index.html").read_text(encoding="utf-8")
+
+
+_FAMILY = "lmviz-first-paint-sans"
+
+
+@functools.lru_cache(maxsize=1)
+def _font_file() -> str | None:
+    """The URL of Streamlit's own text font, which its index.html preloads (the frontend declares
+    the font only once it runs), or None: the block then uses the system's sans-serif."""
+    import re
+
+    m = re.search(r'href="(\./static/media/SourceSans[^"]*\.woff2)"', _index())
+    return m.group(1) if m else None
 
 
 def page(path: str, query_string: str) -> str:
