@@ -88,7 +88,6 @@ def multi_head(model, ids, layer: int = 0) -> MultiHead:
 
 
 @torch.no_grad()
-@torch.no_grad()
 def sublayer_output(model, ids, layer: int = 0) -> torch.Tensor:
     """The attention sublayer's output [T, d_model] as the fast path computes it: the model's own
     modules (embedding, the blocks before ``layer``, then that block's norm and attention with

@@ -548,4 +548,3 @@ def meta_gpt(cfg: GPTConfig) -> GPT:
     process imports torch's reference kernels, 0.8 s of a 2-core server's cold start."""
     with torch.device("meta"), _NoFills():
         return GPT(cfg, init=False)
-
