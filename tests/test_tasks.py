@@ -102,3 +102,11 @@ def test_check_cancel():
     check_cancel(None)
     with pytest.raises(Cancelled):
         check_cancel(lambda: True)
+
+
+def test_the_allocator_calls_answer_and_leave_an_operators_setting_alone(monkeypatch):
+    from lmviz.tasks import give_back_memory, limit_malloc_arenas
+
+    assert isinstance(give_back_memory(), bool)
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert limit_malloc_arenas() is False            # the operator's MALLOC_ARENA_MAX wins

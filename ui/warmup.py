@@ -57,24 +57,6 @@ def _warm(ctx) -> str:
     return "warm"
 
 
-def limit_malloc_arenas(n: int = 2) -> bool:
-    """Ask glibc for at most ``n`` malloc arenas from now on (Linux; False where there is no
-    glibc). Each new thread (a session's script run, a training) could get an arena of its own,
-    and memory freed in one stays with it: ``bench/load.py --waves 2`` (20 sessions, 2 trainings,
-    twice) read 705 MB open / 824 MB closed in the second wave with glibc's default of 8 per
-    core, 622 / 767 MB with this call (627 / 738 MB with MALLOC_ARENA_MAX=2 in the environment),
-    slider latency unchanged. An environment variable MALLOC_ARENA_MAX set by the operator wins."""
-    import ctypes
-    import os
-
-    if "MALLOC_ARENA_MAX" in os.environ:
-        return False
-    try:
-        return bool(ctypes.CDLL("libc.so.6").mallopt(-8, int(n)))    # M_ARENA_MAX
-    except (OSError, AttributeError):
-        return False
-
-
 def _shared_imports() -> None:
     """numpy and pandas, in the caller's thread, before any page can build a figure (also with the
     warm-up off): plotly looks pandas up in sys.modules without importing it (optional_imports),
@@ -95,9 +77,9 @@ def start() -> None:
     with _LOCK:
         _shared_imports()           # a second caller waits here until the first has imported
         if _TASK is None and os.environ.get("LMVIZ_WARMUP") != "0":   # 0: off (bench/startup.py)
-            limit_malloc_arenas()
-            from lmviz.tasks import Task
+            from lmviz.tasks import Task, limit_malloc_arenas
 
+            limit_malloc_arenas()
             _TASK = Task(_warm, name="lmviz-warmup").start()
 
 
