@@ -757,11 +757,11 @@ def store_from_env(environ: Mapping[str, str] | None = None, limits: ClassLimits
     url = env.get("LMVIZ_REDIS_URL", "").strip()
     if not url:
         return ClassStore(limits=limits, clock=clock)
+    from lmviz.classroom_redis import RedisBackend
     try:
-        from lmviz.classroom_redis import RedisBackend   # imports redis: only here
+        backend = RedisBackend.from_url(url, prefix=env.get("LMVIZ_REDIS_PREFIX", "lmviz:"),
+                                        clock=clock)            # imports redis: only here
     except ImportError as e:
         raise RuntimeError("LMVIZ_REDIS_URL is set but the redis package is missing "
                            "(pip install -r requirements-cluster.txt)") from e
-
-    return ClassStore(RedisBackend.from_url(url, prefix=env.get("LMVIZ_REDIS_PREFIX", "lmviz:"),
-                                            clock=clock), limits, clock)
+    return ClassStore(backend, limits, clock)

@@ -31,16 +31,24 @@ import math
 import time
 from typing import Any, Callable, Sequence
 
-import redis
-from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
-
 from lmviz.classroom import BackendUnavailable, _Compound
 
 __all__ = ["RedisBackend"]
 
-_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-         redis.exceptions.ReadOnlyError, OSError)   # BusyLoadingError is a ConnectionError
+
+@functools.cache
+def _redis():
+    """The ``redis`` package, imported on first use: importing this module (the doctest run, a
+    server with no ``LMVIZ_REDIS_URL``) needs no ``redis`` installed (requirements-cluster.txt)."""
+    import redis
+    return redis
+
+
+@functools.cache
+def _down() -> tuple[type[BaseException], ...]:
+    """The errors that mean "Redis is not reachable now" (BusyLoadingError is a ConnectionError)."""
+    ex = _redis().exceptions
+    return (ex.ConnectionError, ex.TimeoutError, ex.ReadOnlyError, OSError)
 
 # -- Lua ---------------------------------------------------------------------------------------
 # live(k, now) -> json or nil: a string key's value unless its expires_at has passed
@@ -164,7 +172,7 @@ def _reachable(fn):
     def call(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except _DOWN as e:
+        except _down() as e:
             raise BackendUnavailable(f"redis: {type(e).__name__}: {e}") from e
     return call
 
@@ -196,6 +204,9 @@ class RedisBackend(_Compound):
         """A backend on ``redis://host:port/db`` with short time-outs (a page never waits long on
         a Redis that is down) and one quick retry (a pooled connection that a Redis restart cut
         is replaced on the spot)."""
+        redis = _redis()
+        from redis.backoff import ExponentialBackoff
+        from redis.retry import Retry
         client = redis.Redis.from_url(
             url, socket_connect_timeout=connect_timeout_s, socket_timeout=timeout_s,
             retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1), health_check_interval=30)

@@ -1,7 +1,8 @@
 """A throw-away ``redis-server`` for tests: 127.0.0.1, a free port, its own temporary folder.
 
-Tests that need it skip with a reason when ``redis-server`` or the ``redis`` package is missing,
-except under ``CI=true`` (``.ci/run`` installs both), where they fail instead.
+Tests that need it are marked ``cluster`` and skip with a reason when ``redis-server`` or the
+``redis`` package is missing, except with ``LMVIZ_CLUSTER_TESTS=1`` (``.ci/run``'s cluster step,
+which installs both), where they fail instead.
 """
 from __future__ import annotations
 
@@ -21,12 +22,13 @@ from tests.browser_util import free_port
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() == "true"
+def cluster_required() -> bool:
+    """True in the cluster step (LMVIZ_CLUSTER_TESTS=1): a missing piece fails instead of skipping."""
+    return os.environ.get("LMVIZ_CLUSTER_TESTS") == "1"
 
 
 def require_redis():
-    """Skip (fail under CI=true) unless redis-server and the redis package are both here."""
+    """Skip (fail under LMVIZ_CLUSTER_TESTS=1) unless redis-server and the redis package are both here."""
     problem = None
     if not Path(REDIS_SERVER).exists():
         problem = "redis-server not found (apt-get install redis-server)"
@@ -36,8 +38,8 @@ def require_redis():
         except ImportError:
             problem = "the redis package is not installed (pip install -r requirements-cluster.txt)"
     if problem:
-        if in_ci():
-            pytest.fail(f"Redis tests are required in CI but: {problem}")
+        if cluster_required():
+            pytest.fail(f"Redis tests are required with LMVIZ_CLUSTER_TESTS=1 but: {problem}")
         pytest.skip(problem)
 
 

@@ -4,7 +4,7 @@ rate limits, hostile input and concurrency. Time comes from a fake clock: no tes
 Every semantic test runs on both backends: ``memory`` (in-process, under the store's lock) and
 ``redis`` (lmviz/classroom_redis.py on a redis-server started for the run, no lock: atomic Lua
 steps). The redis cases skip with a reason when redis-server or the redis package is missing,
-except under CI=true. Redis-only cases (outages, restarts, several processes) are in
+except with LMVIZ_CLUSTER_TESTS=1 (.ci/run's cluster step). Redis-only cases (outages, restarts, several processes) are in
 tests/test_classroom_redis.py."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def clock():
     return Clock()
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.cluster)])
 def new_backend(request):
     """backend(clock) -> a fresh, empty backend of the kind under test."""
     if request.param == "memory":

@@ -3,7 +3,7 @@ both backends in tests/test_classroom.py): choosing the backend from the environ
 import, outages and restarts, real TTLs on every key, and several processes on one Redis.
 
 Each test here starts what it needs on 127.0.0.1 and a free port; skips with a reason when
-redis-server or the redis package is missing, except under CI=true."""
+redis-server or the redis package is missing, except with LMVIZ_CLUSTER_TESTS=1."""
 from __future__ import annotations
 
 import json
@@ -57,6 +57,7 @@ def server():
     srv.close()
 
 
+@pytest.mark.cluster
 def test_store_from_env_uses_redis_and_its_prefix(server):
     from lmviz.classroom_redis import RedisBackend
 
@@ -70,6 +71,7 @@ def test_store_from_env_uses_redis_and_its_prefix(server):
     assert other.follow(c.code, "s1").status == "not_found"     # prefixes keep deployments apart
 
 
+@pytest.mark.cluster
 def test_two_stores_on_one_redis_share_a_class(server):
     clock = Clock(2_000_000.0)
     a = ClassStore(redis_util.backend(clock, server, "shared:"), clock=clock)
@@ -85,6 +87,7 @@ def test_two_stores_on_one_redis_share_a_class(server):
     assert a.lecturer_view(c.code, c.secret).followers == 1
 
 
+@pytest.mark.cluster
 def test_every_key_gets_a_real_ttl(server):
     """Redis frees what nobody reads again: no key without an expiry."""
     clock = Clock(2_000_000.0)
@@ -105,6 +108,7 @@ def test_every_key_gets_a_real_ttl(server):
     assert ttls[f"ttl:class:{c.code}"] <= (s.limits.idle_expiry_s + s.limits.ended_keep_s + 6) * 1000
 
 
+@pytest.mark.cluster
 def test_outage_gives_a_reason_and_the_store_recovers_after_a_restart(server):
     clock = Clock(2_000_000.0)
     s = ClassStore(redis_util.backend(clock, server, "out:"), clock=clock)
@@ -135,6 +139,7 @@ def test_outage_gives_a_reason_and_the_store_recovers_after_a_restart(server):
     assert s.create_class().ok and s.live_classes() == 2
 
 
+@pytest.mark.cluster
 def test_a_restart_that_lost_the_data_says_not_found_not_an_error():
     redis_util.require_redis()
     srv = redis_util.RedisServer(persist=False)
@@ -150,6 +155,7 @@ def test_a_restart_that_lost_the_data_says_not_found_not_an_error():
         srv.close()
 
 
+@pytest.mark.cluster
 def test_answers_from_several_processes_count_exactly(server):
     """Four OS processes (each its own store, no shared lock) answer and double-answer at once."""
     import time
@@ -184,6 +190,7 @@ def test_answers_from_several_processes_count_exactly(server):
     assert s.lecturer_view(c.code, c.secret).followers == 240
 
 
+@pytest.mark.cluster
 def test_concurrent_lecturer_writes_lose_no_update(server):
     """Two replicas writing one class record at once: every version bump survives (CAS + retry)."""
     import threading

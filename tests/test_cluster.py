@@ -13,7 +13,7 @@ replicas, class state in Redis, everything on 127.0.0.1 and free ports.
 
 Out of the default run: runs with LMVIZ_CLUSTER_TESTS=1 (``.ci/run`` sets it). Skips with a
 reason when nginx, redis-server, the redis package, ray (for the Ray test) or Chromium is missing,
-except under CI=true, where it fails instead.
+except with LMVIZ_CLUSTER_TESTS=1, where it fails instead.
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ LOG_RE = re.compile(r'"(?P<method>\S+) (?P<path>\S+) [^"]*" (?P<status>\d+) \d+ 
 
 def _require(ok: bool, problem: str) -> None:
     if not ok:
-        if redis_util.in_ci():
+        if redis_util.cluster_required():
             pytest.fail(f"cluster tests are required in CI but: {problem}")
         pytest.skip(problem)
 
@@ -165,7 +165,7 @@ def test_websocket_upgrade_and_origin_check_behind_the_proxy(cluster):
 def test_a_browser_stays_on_one_replica_across_reruns_reloads_and_an_upload(cluster, request):
     from tests.browser_util import exceptions, move_first_slider, require_browser, wait_idle
 
-    if redis_util.in_ci():
+    if redis_util.cluster_required():
         os.environ.setdefault("LMVIZ_REQUIRE_BROWSER", "1")
     require_browser()
     b = request.getfixturevalue("chromium")       # the run's one Playwright (conftest.py)

@@ -10,7 +10,7 @@
 - the cluster's CPUs are the cap: a second job waits queued (position 1) until the first ends.
 
 Out of the default run: runs with LMVIZ_CLUSTER_TESTS=1 (``.ci/run`` sets it). Skips with a
-reason when ray is missing, except under CI=true, where it fails instead.
+reason when ray is missing, except with LMVIZ_CLUSTER_TESTS=1, where it fails instead.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _require_ray():
     try:
         import ray  # noqa: F401
     except ImportError:
-        if redis_util.in_ci():
+        if redis_util.cluster_required():
             pytest.fail("Ray tests are required in CI but ray is not installed "
                         "(pip install -r requirements-cluster.txt)")
         pytest.skip("ray is not installed (pip install -r requirements-cluster.txt)")
