@@ -1,0 +1,94 @@
+"""A room opens a chapter together: N sessions open the same chapter within one second.
+
+    python bench/room_open.py --sessions 30 --chapter attention [--lang zh] [--training]
+                              [--healthy-for 60]
+
+Starts ``streamlit run serve.py`` (README's run command) on a free port on 127.0.0.1, waits until
+it is healthy and then ``--healthy-for`` seconds more (the lecture case: the server was started
+before the class), optionally starts one training on /training (``--training``: the room opens
+a chapter while a model trains), then opens ``--sessions`` websocket sessions on ``/CHAPTER``
+spread evenly over one second. Each session is timed from its connect to the server's "script
+finished" for its first run: the server's whole work for that visitor's first view (the
+browser's drawing is not included; ``bench/startup.py`` times that for one visitor). The clients
+speak Streamlit's own protocol (``bench/stclient.py``), so the 2-core machine's time goes to the
+server. The last line reads ``open p50 X s, p95 Y s, max Z s, sessions N, chapter C, ...``.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from load import print_latencies, trainer  # noqa: E402
+from stclient import Session  # noqa: E402
+
+
+async def opener(port: int, chapter: str, query: str, delay: float, lat: list, errors: list,
+                 timeout: float) -> Session | None:
+    await asyncio.sleep(delay)
+    s = Session(port, chapter, query, auto_rerun=False)
+    t0 = time.perf_counter()
+    try:
+        await s.__aenter__()
+        await s.wait_idle(timeout=timeout)
+    except Exception as e:  # noqa: BLE001 - counted, not raised
+        errors.append(f"{chapter}: open failed ({type(e).__name__})")
+        return s
+    lat.append(time.perf_counter() - t0)
+    errors.extend(f"{chapter}: exception box: {e}" for e in s.errors)
+    return s
+
+
+async def run(args) -> None:
+    from tests.browser_util import Server
+
+    srv = Server()
+    lat: list[float] = []
+    errors: list[str] = []
+    opened: list[Session | None] = []
+    trainers: list[Session] = []
+    try:
+        await asyncio.sleep(args.healthy_for)
+        if args.training:
+            started: list[float] = []
+            trainers.append(await trainer(srv.port, 0 if args.lang == "en" else 1, started, errors))
+            await asyncio.sleep(2)                  # the run is past its set-up
+        query = f"lang={args.lang}"
+        opened = await asyncio.gather(*(
+            opener(srv.port, args.chapter, query, i / max(1, args.sessions), lat, errors, args.timeout)
+            for i in range(args.sessions)))
+    finally:
+        for s in list(opened) + trainers:
+            if s is not None:
+                try:
+                    await s.close()
+                except Exception:  # noqa: BLE001 - closing a broken session
+                    pass
+        srv.stop()
+    print(f"sessions opened: {len(lat)} of {args.sessions}; errors: {len(errors)}")
+    for e in sorted(set(errors))[:20]:
+        print(f"  error: {e} (x{errors.count(e)})")
+    print_latencies("open", lat, f"sessions {args.sessions}, chapter {args.chapter}, lang {args.lang}, "
+                    f"training {'on' if args.training else 'off'}, healthy for {args.healthy_for:.0f} s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sessions", type=int, default=30)
+    ap.add_argument("--chapter", default="attention", help="URL path of the chapter, e.g. kv-cache")
+    ap.add_argument("--lang", default="en", choices=("en", "zh"))
+    ap.add_argument("--training", action="store_true", help="one training runs while the room opens")
+    ap.add_argument("--healthy-for", type=float, default=60.0,
+                    help="seconds between the server's health and the room arriving")
+    ap.add_argument("--timeout", type=float, default=180.0, help="give up on one session after this (s)")
+    asyncio.run(run(ap.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
