@@ -51,8 +51,7 @@ def live_input():
                          max_chars=MAX_CHARS)
     enc = encode_for_model(b.tokenizer, text, b.model.cfg.block_size)
     render.unknown_chars(enc.unknown)
-    if enc.truncated:
-        st.info(t("att.truncated", n=b.model.cfg.block_size))
+    render.context_cut(enc.context)
     if not enc.ids:
         st.warning(t("att.empty"))
         return None

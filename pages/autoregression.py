@@ -90,8 +90,7 @@ def sec_live():
         st.warning(t("ar.too_short"))
         return
     render.unknown_chars(r.unknown, limit=20)
-    if r.truncated:
-        st.info(t("ar.truncated", n=len(r.tokens)))
+    render.context_cut(r.context)
     fig = chain_figure(r.tokens[1:], r.probs, contexts=["".join(r.tokens[: i + 1]) for i in range(len(r.probs))],
                        best=r.best, hover_best=t("ar.fig.best"), x_title=t("ar.fig.position"),
                        y_title=t("ar.fig.prob"), title=t("ar.fig.live_title"))

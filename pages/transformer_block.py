@@ -48,8 +48,7 @@ def sec_shapes():
                          max_chars=MAX_CHARS)
     enc = encode_for_model(b.tokenizer, text, cfg.block_size)
     render.unknown_chars(enc.unknown)
-    if enc.truncated:
-        st.info(t("blk.truncated", n=cfg.block_size))
+    render.context_cut(enc.context)
     if not enc.ids:
         st.warning(t("blk.empty"))
         return
