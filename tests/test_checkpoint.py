@@ -380,6 +380,7 @@ def _hostile_replays():
     big = dict(header["replay.attention"])
     big["shape"] = [10**6, 4, 16, 16]
     no_meta = {k: v for k, v in header["__metadata__"].items() if k != "replay"}
+    one = save_checkpoint(m, tok, replay=rp.upto(rp.snapshots[0].step))      # a single snapshot
     return {
         "an unknown replay tensor": (_with_entry(blob, "replay.evil", dtype="F32", shape=[0], data_offsets=[0, 0]),
                                      "ckpt.err_replay"),
@@ -401,6 +402,17 @@ def _hostile_replays():
         "a probe sentence of 5,000 characters": (_with_metadata(blob, replay=json.dumps(
             {**rmeta, "probe": {**rmeta["probe"], "sentence": "a" * 5000}})), "ckpt.err_replay"),
         "replay metadata not JSON": (_with_metadata(blob, replay="{"), "ckpt.err_replay"),
+        # the hostile probe: a bool passed the int check and crashed /training
+        "layer true": (_with_metadata(blob, replay=json.dumps({**rmeta, "layer": True})), "ckpt.err_replay"),
+        "layer false": (_with_metadata(blob, replay=json.dumps({**rmeta, "layer": False})), "ckpt.err_replay"),
+        "layer 1.0": (_with_metadata(blob, replay=json.dumps({**rmeta, "layer": 1.0})), "ckpt.err_replay"),
+        "count true (one snapshot)": (_with_metadata(one, replay=json.dumps({**json.loads(
+            _split(one)[0]["__metadata__"]["replay"]), "count": True})), "ckpt.err_replay"),
+        # ... and metadata nested 100,000 deep raised RecursionError (its English text on the page)
+        "replay metadata nested 100,000 deep": (_with_metadata(blob, replay="[" * 100_000 + "]" * 100_000),
+                                                "ckpt.err_replay"),
+        "a probe nested 100,000 deep": (_with_metadata(blob, replay=json.dumps({**rmeta, "probe": "@"}).replace(
+            '"@"', "[" * 100_000 + "]" * 100_000)), "ckpt.err_replay"),
         "a replay dtype that is a list": (_with_entry(blob, "replay.attention", dtype=["F32"]), "ckpt.err_replay"),
         "a replay of another model": (save_checkpoint(m, tok, replay=_replay(other, tok)), "ckpt.err_replay_model"),
     }
@@ -471,3 +483,18 @@ def test_the_cost_pages_hostile_upload_costs_nothing():
     from ui.i18n import translate
 
     assert "steps" in translate("ckpt.err_meta_field", "zh", name="steps")
+
+
+@pytest.mark.parametrize("case", ["layer true", "replay metadata nested 100,000 deep", "a probe nested 100,000 deep"])
+def test_the_probes_replays_are_refused_in_the_readers_language(case):
+    """/training shows ``t(err.key, **err.params)``: a catalogue sentence in the page's language,
+    never Python's own English message (RecursionError's "maximum recursion depth exceeded")."""
+    from ui.i18n import translate
+
+    data, _ = _hostile_replays()[case]
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(data)
+    zh = translate(err.value.key, "zh", **err.value.params)
+    en = translate(err.value.key, "en", **err.value.params)
+    assert zh != en and "recursion" not in (zh + en).lower() and "{" not in zh
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in zh)
