@@ -97,6 +97,7 @@ def sec_why():
     n = b.model.cfg.block_size
     enc, er, ep = (encode_for_model(b.tokenizer, x, n) for x in (text, ref, pron))
     render.unknown_chars(enc.unknown)
+    render.context_cut(enc.context)
     span = find_span(enc.ids, er.ids) if er.ids and not er.unknown else None
     pspan = find_span(enc.ids, ep.ids, span[1]) if span and ep.ids and not ep.unknown else None
     if span is None or pspan is None:

@@ -62,6 +62,16 @@ def test_the_sentence_says_how_many_tokens_and_which_end_in_both_languages():
             assert "56" in s and "32" in s and "24" in s and "{" not in s
 
 
+def test_no_page_cuts_ids_to_a_context_by_hand():
+    """The cut lives in fit_context: no page slices token ids by a block size itself (the same
+    slice in eight places is how /cost came to cap at 64 characters instead)."""
+    import re
+
+    hand = re.compile(r"\[[^\]\n]*block_size[^\]\n]*\]")
+    found = {p.name: hand.findall(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "pages").glob("*.py"))}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
 # ---------------------------------------------------------------- the pages --------------
 def _bundle(block: int):
     """A small model of context ``block`` whose characters cover every catalogue string."""
