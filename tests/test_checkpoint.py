@@ -498,3 +498,24 @@ def test_the_probes_replays_are_refused_in_the_readers_language(case):
     en = translate(err.value.key, "en", **err.value.params)
     assert zh != en and "recursion" not in (zh + en).lower() and "{" not in zh
     assert any("\u4e00" <= ch <= "\u9fff" for ch in zh)
+
+
+@pytest.mark.parametrize("case,lang", [("layer true", "zh"), ("a probe nested 100,000 deep", "en"),
+                                       ("steps a list, batch 3,000,000", "zh")])
+def test_training_page_refuses_the_probes_uploads_in_its_language(case, lang):
+    """The upload on /training, as the probe sent it: the page shows the refusal in its own
+    language and no traceback, and the shipped model stays the live one."""
+    from tests.apptest_util import open_page
+    from ui.i18n import translate
+
+    data = {**_hostile_replays(), **HOSTILE}[case][0]
+    at = open_page("pages/training.py", lang)
+    at.file_uploader(key="train_upload_ckpt").set_value(("probe.safetensors", data, "application/octet-stream"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(data)
+    want = translate("train.err_ckpt", lang, msg=translate(err.value.key, lang, **err.value.params))
+    assert want in errors, errors
+    assert "lmviz_session_bundle" not in at.session_state or at.session_state["lmviz_session_bundle"] is None
