@@ -73,7 +73,7 @@ def test_no_page_cuts_ids_to_a_context_by_hand():
 
 
 # ---------------------------------------------------------------- the pages --------------
-def _bundle(block: int):
+def _bundle(block: int, n_layer: int = 2, n_head: int = 2):
     """A small model of context ``block`` whose characters cover every catalogue string."""
     from lmviz.model import GPT, GPTConfig
     from ui.session import Bundle
@@ -86,19 +86,19 @@ def _bundle(block: int):
                                                       "bey.stem_default"))
     tok = CharTokenizer(text + LONG["en"] + LONG["zh"] + "The capital of France is Paris.床前明月光，疑是地上霜。")
     torch.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=block, n_layer=2, n_head=2, n_kv_head=2,
+    model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=block, n_layer=n_layer, n_head=n_head, n_kv_head=n_head,
                           d_model=16)).eval()
     return Bundle(model, tok, {}, "session")
 
 
-def _open(page: str, lang: str, block: int, **params):
+def _open(page: str, lang: str, block: int, n_layer: int = 2, n_head: int = 2, **params):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params["lang"] = lang
     for k, v in params.items():
         at.query_params[k] = v
-    at.session_state["lmviz_session_bundle"] = _bundle(block)
+    at.session_state["lmviz_session_bundle"] = _bundle(block, n_layer, n_head)
     at.run()
     at.switch_page(page).run()
     return at
@@ -154,3 +154,11 @@ def test_every_page_cuts_a_long_prompt_to_the_models_context(page, param):
     for total, lim, cut in cuts:
         assert lim == limit and cut == total - limit > 0
     assert max(total for total, _, _ in cuts) >= len(text)        # the long prompt itself was cut
+
+
+@pytest.mark.parametrize("page", [p for p, _ in PAGES])
+def test_a_one_layer_one_head_model_opens_every_page(page):
+    """/training lets a student train n_layer=1, n_head=1: /attention's layer and head sliders
+    (1 to 1, which Streamlit refuses) crashed the page."""
+    at = _open(page, "en", 32, n_layer=1, n_head=1)
+    assert not at.exception, [e.value for e in at.exception]
