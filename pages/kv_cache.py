@@ -172,6 +172,7 @@ def sec_live():
     from lmviz.tokenizer import fit_context
 
     fit = fit_context(tok, text, max(1, cfg.block_size - 1), keep="end")   # room for one new token
+    # (the sentence says "here": this page reads one token less than the context holds)
     render.unknown_chars(fit.unknown, limit=10)
     if not fit.ids:
         st.warning(t("kv.empty_prompt"))
