@@ -2,7 +2,8 @@
 
 Layout: the weights are safetensors tensors (the tied lm_head is stored once, as
 ``wte.weight``); the header's ``__metadata__`` holds three JSON strings: ``config`` (GPTConfig),
-``tokenizer`` (its to_dict) and ``meta`` (anything JSON: corpus, steps, losses...), plus
+``tokenizer`` (its to_dict) and ``meta`` (the training record: steps, label, losses...; each
+field typed and bounded by :func:`check_meta` on load, unknown ones dropped), plus
 ``format = "lmviz-gpt-1"``.
 
 Loading is a checkpoint's border control: every byte of the file is checked **before** anything
@@ -185,6 +186,128 @@ def _config(d) -> GPTConfig:
     return cfg
 
 
+# the training record (``meta``): every field a page may read, typed and bounded here, so that no
+# page does arithmetic on what a file says (a list as ``steps`` times a huge ``batch_size`` built a
+# 3 GB list on /cost). A known field of the wrong type or out of range refuses the file; a field
+# lmviz does not know is dropped (no page reads it, so it costs nothing and is never shown).
+MAX_META_STR = 200             # characters of a label, a corpus name, a date
+MAX_META_LIST = 100_000        # numbers in a list (a recorded loss curve)
+MAX_META_KEYS = 64             # entries of a record inside the record (trainer settings, languages)
+MAX_STEPS = 10**9              # optimizer steps (a lecture trains thousands)
+MAX_BATCH = 10**6              # sequences per step
+MAX_TOKENS_SEEN = 10**15       # tokens trained on (10^15: far above any run lmviz can do)
+
+
+class _Bad(Exception):
+    """A meta field that fails its check (turned into the one refusal below)."""
+
+
+def _m_int(lo: int, hi: int):
+    def check(v):
+        if not _is_int(v) or not lo <= v <= hi:
+            raise _Bad
+        return v
+    return check
+
+
+def _m_float(v):
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or abs(v) > 1e12:
+        raise _Bad
+    return float(v)
+
+
+def _m_opt_float(v):
+    return None if v is None else _m_float(v)
+
+
+def _m_str(n: int = MAX_META_STR):
+    def check(v):
+        if not isinstance(v, str) or len(v) > n:
+            raise _Bad
+        return v
+    return check
+
+
+def _m_list(item, n: int = MAX_META_LIST):
+    def check(v):
+        if not isinstance(v, list) or len(v) > n:
+            raise _Bad
+        return [item(x) for x in v]
+    return check
+
+
+def _m_map(value, n: int = MAX_META_KEYS):
+    """An object of short string keys to checked values."""
+    def check(v):
+        if not isinstance(v, dict) or len(v) > n:
+            raise _Bad
+        return {_m_str(80)(k): value(x) for k, x in v.items()}
+    return check
+
+
+def _m_scalar(v):
+    if v is None or isinstance(v, bool):
+        return v
+    if _is_int(v):
+        return _m_int(-2**63, 2**63)(v)
+    if isinstance(v, float):
+        return _m_float(v)
+    return _m_str()(v)
+
+
+# what lmviz.baselines.language_report reads (all required) and what it may carry beside them
+_LANG_NUMBERS = ("heldout_loss", "train_loss", "gap", "unigram_baseline", "uniform_baseline")
+_LANG_OPTIONAL = {"below_unigram": _m_float, "eval_tokens": _m_int(0, MAX_TOKENS_SEEN),
+                  "train_tokens": _m_int(0, MAX_TOKENS_SEEN), "heldout_tokens": _m_int(0, MAX_TOKENS_SEEN)}
+
+
+def _m_language(v):
+    if not isinstance(v, dict) or any(k not in v for k in ("corpus",) + _LANG_NUMBERS):
+        raise _Bad
+    out = {"corpus": _m_str(80)(v["corpus"]), **{k: _m_float(v[k]) for k in _LANG_NUMBERS}}
+    out.update({k: f(v[k]) for k, f in _LANG_OPTIONAL.items() if k in v})
+    return out
+
+
+META_FIELDS = {
+    "steps": _m_int(0, MAX_STEPS),
+    "batch_size": _m_int(1, MAX_BATCH),
+    "tokens_seen": _m_int(0, MAX_TOKENS_SEEN),
+    "label": _m_str(),
+    "corpus": _m_str(),
+    "corpora": _m_list(_m_str(80), 32),
+    "seed": _m_int(-2**63, 2**63),
+    "trained_at": _m_str(40),
+    "what": _m_str(),
+    "val_loss": _m_opt_float,
+    "final_train_loss": _m_map(_m_float),
+    "final_val_loss": _m_map(_m_float),
+    "losses": _m_list(_m_float),
+    "trainer": _m_map(_m_scalar),
+    "languages": _m_map(_m_language, 8),
+}
+
+
+def check_meta(meta) -> dict:
+    """The training record as pages may read it: every known field typed and bounded
+    (``META_FIELDS``), unknown fields dropped; CheckpointError ``ckpt.err_meta_field`` naming the
+    first field that fails (``ckpt.err_metadata`` when the record is not a JSON object).
+
+    >>> check_meta({"steps": 3, "batch_size": 8, "note": "dropped"})
+    {'steps': 3, 'batch_size': 8}
+    """
+    if not isinstance(meta, dict):
+        _fail("err_metadata", part="meta")
+    out = {}
+    for k, check in META_FIELDS.items():
+        if k in meta:
+            try:
+                out[k] = check(meta[k])
+            except _Bad:
+                _fail("err_meta_field", name=k)
+    return out
+
+
 def _tokenizer(d, vocab_size: int):
     """The tokenizer, after its sizes are checked (a BPE's merges could otherwise build tokens of
     exponential length: merge (a, a), then (aa, aa), ...)."""
@@ -352,6 +475,7 @@ def check_checkpoint(data: bytes):
     header, start = _read_header(data)
     cfg_d, tok_d, meta = _metadata(header)
     cfg = _config(cfg_d)
+    meta = check_meta(meta)
     tok = _tokenizer(tok_d, cfg.vocab_size)
     layout = _tensor_layout(header, cfg, len(data), start)
     return cfg, tok, meta, layout
@@ -384,7 +508,7 @@ def load_checkpoint_with_replay(src, device=None):
     model.lm_head.weight = model.wte.weight          # assign=True replaced both: tie them again
     if device is not None:
         model.to(device)
-    return model.eval(), tok, meta if isinstance(meta, dict) else {"meta": meta}, replay
+    return model.eval(), tok, meta, replay
 
 
 @functools.lru_cache(maxsize=1)

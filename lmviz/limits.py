@@ -7,7 +7,8 @@ Two kinds of limits live here, and they are chosen to agree with each other:
   wide enough for everything lmviz itself trains, so a user can always re-upload a download:
   the largest model the training budget accepts (``MAX_PARAMS``) stored as fp32 plus the
   largest header fits ``MAX_CHECKPOINT_BYTES``, which is also the server's upload limit
-  (``.streamlit/config.toml`` ``server.maxUploadSize``; a test keeps them equal).
+  (``.streamlit/config.toml`` ``server.maxUploadSize``, and nginx's ``client_max_body_size``
+  in ``deploy/``, which adds the request's framing: tests keep them equal).
 - **The training budget** (``estimate`` and ``check_budget``): memory (weights, gradients,
   AdamW state, activations, logits) and the time of one optimizer step, estimated from a
   ``TrainConfig`` before anything is built. A configuration that does not fit is refused, or
@@ -46,6 +47,10 @@ MAX_PARAMS = 15_000_000    # parameters (tied table once): 3x the "bigger" prese
 MAX_UPLOAD_MB = 64                         # the ONE upload limit, in MB of 2**20 bytes (as
 #                                            Streamlit counts): == server.maxUploadSize
 MAX_CHECKPOINT_BYTES = MAX_UPLOAD_MB * 2**20  # largest checkpoint file read at all
+UPLOAD_FRAMING_MB = 1                      # an upload's request body: the file plus its multipart
+#                                            framing (Streamlit's own streaming cap allows 1 MB)
+MAX_REQUEST_MB = MAX_UPLOAD_MB + UPLOAD_FRAMING_MB  # a proxy's body limit (nginx
+#                                            client_max_body_size, deploy/site_conf.py), never less
 MAX_HEADER_BYTES = 2 * 2**20               # safetensors JSON header: a 50k-character vocabulary
 #                                            as JSON inside JSON is ~0.5 MB; tensors ~0.1 KB each
 WEIGHT_DTYPES = {"F32": 4, "F16": 2}       # what save_checkpoint writes (full or half precision)

@@ -494,7 +494,7 @@ def snapshots_from_tensors(tensors: dict, metadata: dict,
         return [], None
     try:
         meta = json.loads(raw)
-    except (TypeError, json.JSONDecodeError):
+    except (TypeError, ValueError, RecursionError):   # RecursionError: JSON nested thousands deep
         raise ValueError("the replay metadata is not JSON") from None
     if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
         raise ValueError("the replay metadata has an unknown format")
@@ -507,12 +507,14 @@ def snapshots_from_tensors(tensors: dict, metadata: dict,
     n, T = t["step"].shape[0], t["probe_ids"].shape[0]
     H = t["attention"].shape[1] if n else 0
     k = t["top_ids"].shape[1] if n else 0
-    ok = (n == meta.get("count") and n >= 1
+    layer, count = meta.get("layer"), meta.get("count")
+    whole = lambda v: isinstance(v, int) and not isinstance(v, bool)   # noqa: E731 - True is no layer
+    ok = (whole(count) and n == count and n >= 1
           and all(t[f].shape[0] == n for f in ("loss", "entropy", "attention", "prev_token", "emb_xy",
                                                "emb_var", "top_ids", "top_probs"))
           and t["attention"].shape[2:] == (T, T) and t["emb_xy"].shape[2] == 2
           and t["emb_var"].shape[1] == 2 and t["top_probs"].shape[1] == k
-          and isinstance(meta.get("layer"), int) and 0 <= meta["layer"] < t["prev_token"].shape[1]
+          and whole(layer) and 0 <= layer < t["prev_token"].shape[1]
           and t["prev_token"].shape[2] == H)
     if not ok:
         raise ValueError("the replay tensors do not fit together")

@@ -17,6 +17,8 @@ them), ``decode``, ``vocab_size``, ``token(i)``, ``to_dict``/``from_dict`` (JSON
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 class UnknownCharacters(ValueError):
     """Text holds pieces the vocabulary lacks; ``.unknown`` lists them in first-seen order."""
@@ -219,6 +221,45 @@ def tokenizer_from_dict(d: dict):
             raise ValueError("word tokenizer spec needs a 'words' list and a 'sep' string")
         return WordTokenizer(words, sep=sep)
     raise ValueError(f"unknown tokenizer type {kind!r}")
+
+
+# -----------------------------------------------------------------------------
+# text -> the ids a model reads: the one place a prompt is cut to a model's context
+
+@dataclass(frozen=True)
+class ContextIds:
+    """A text as a model with a context of ``limit`` tokens reads it."""
+    ids: list[int]          # the known token ids the model reads (at most ``limit``)
+    unknown: list[str]      # pieces the vocabulary lacks (dropped), first-seen order
+    total: int              # known tokens of the whole text, before the cut
+    limit: int              # the most tokens the model reads (its block size, or less)
+    keep: str               # "start": the first ``limit`` tokens are kept; "end": the last ones
+
+    @property
+    def cut(self) -> int:
+        """How many known tokens were left out (0: the model reads the whole text)."""
+        return self.total - len(self.ids)
+
+
+def fit_context(tokenizer, text: str, limit: int, keep: str = "start") -> ContextIds:
+    """Encode ``text`` leniently (unknown pieces dropped and reported) and keep at most ``limit``
+    tokens: the first ones (``keep="start"``: a text the page analyses) or the last ones
+    (``keep="end"``: a prompt the model continues). Every page that feeds text to a model goes
+    through here with ``limit = model.cfg.block_size`` (or less), and says so when ``cut > 0``.
+
+    >>> f = fit_context(CharTokenizer("abc"), "abcabd", 4); f.ids, f.unknown, f.total, f.cut
+    ([0, 1, 2, 0], ['d'], 5, 1)
+    >>> fit_context(CharTokenizer("abc"), "abcab", 2, keep="end").ids
+    [0, 1]
+    """
+    if keep not in ("start", "end"):
+        raise ValueError(f"keep must be 'start' or 'end', got {keep!r}")
+    limit = int(limit)
+    if limit < 1:
+        raise ValueError(f"a context holds at least one token, got limit={limit}")
+    ids, unknown = tokenizer.encode_lossy(text)
+    kept = ids[:limit] if keep == "start" else ids[-limit:]
+    return ContextIds(list(kept), list(unknown), len(ids), limit, keep)
 
 
 CharTokenizer.from_dict = staticmethod(tokenizer_from_dict)

@@ -51,8 +51,7 @@ def live_input():
                          max_chars=MAX_CHARS)
     enc = encode_for_model(b.tokenizer, text, b.model.cfg.block_size)
     render.unknown_chars(enc.unknown)
-    if enc.truncated:
-        st.info(t("att.truncated", n=b.model.cfg.block_size))
+    render.context_cut(enc.context)
     if not enc.ids:
         st.warning(t("att.empty"))
         return None
@@ -98,6 +97,7 @@ def sec_why():
     n = b.model.cfg.block_size
     enc, er, ep = (encode_for_model(b.tokenizer, x, n) for x in (text, ref, pron))
     render.unknown_chars(enc.unknown)
+    render.context_cut(enc.context)
     span = find_span(enc.ids, er.ids) if er.ids and not er.unknown else None
     pspan = find_span(enc.ids, ep.ids, span[1]) if span and ep.ids and not ep.unknown else None
     if span is None or pspan is None:
@@ -144,7 +144,9 @@ def sec_multi_head():
         return
     c1, c2 = st.columns([1, 1])
     with c1:
-        layer = urlstate.slider(t("att.layer"), 1, cfg.n_layer, 1, param="mL", key="att_mh_layer")
+        # a one-layer model has nothing to choose (a slider from 1 to 1 is an error in Streamlit)
+        layer = urlstate.slider(t("att.layer"), 1, cfg.n_layer, 1, param="mL", key="att_mh_layer") \
+            if cfg.n_layer > 1 else 1
     mh, err = _multi_head(b.model, session.model_key(b), tuple(enc.ids), layer - 1)
     T, H, dh, d = len(enc.ids), mh.n_head, mh.d_head, mh.d_model
     c2.code("\n↓\n".join(t("att.mh_shape", name=t(f"att.mh_step_{s.name}"), shape=" × ".join(map(str, s.shape)))
@@ -180,9 +182,9 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
 
     c1, c2, c3 = st.columns([1, 1, 2])
     with c1:
-        layer = urlstate.slider(t("att.layer"), 1, n_layer, 1, param="L", key="att_layer")
+        layer = urlstate.slider(t("att.layer"), 1, n_layer, 1, param="L", key="att_layer") if n_layer > 1 else 1
     with c2:
-        head = urlstate.slider(t("att.head"), 1, n_head, 1, param="h", key="att_head")
+        head = urlstate.slider(t("att.head"), 1, n_head, 1, param="h", key="att_head") if n_head > 1 else 1
     with c3:
         names = {s: t(f"att.stage.{s}") for s in STAGES}   # translated now, not at format time
         stage = urlstate.selectbox(t("att.stage"), STAGES, param="st", key="att_stage",

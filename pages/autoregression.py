@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from lmviz.tokenizer import fit_context
 from ui import session, render, urlstate
 from ui.chapters import by_slug
 from ui.i18n import t
@@ -90,8 +91,7 @@ def sec_live():
         st.warning(t("ar.too_short"))
         return
     render.unknown_chars(r.unknown, limit=20)
-    if r.truncated:
-        st.info(t("ar.truncated", n=len(r.tokens)))
+    render.context_cut(r.context)
     fig = chain_figure(r.tokens[1:], r.probs, contexts=["".join(r.tokens[: i + 1]) for i in range(len(r.probs))],
                        best=r.best, hover_best=t("ar.fig.best"), x_title=t("ar.fig.position"),
                        y_title=t("ar.fig.prob"), title=t("ar.fig.live_title"))
@@ -160,8 +160,7 @@ def sec_parallel():
     b = _bundle()
     if b is None:
         return
-    ids, _ = b.tokenizer.encode_lossy(_sentence())
-    ids = tuple(ids[: min(MAX_TOKENS_PARALLEL, b.model.cfg.block_size)])
+    ids = tuple(fit_context(b.tokenizer, _sentence(), min(MAX_TOKENS_PARALLEL, b.model.cfg.block_size)).ids)
     if len(ids) < 2:
         st.warning(t("ar.too_short"))
         return
@@ -194,8 +193,7 @@ def sec_mask():
     b = _bundle()
     if b is None:
         return
-    ids, _ = b.tokenizer.encode_lossy(_sentence())
-    ids = tuple(ids[: min(24, b.model.cfg.block_size)])
+    ids = tuple(fit_context(b.tokenizer, _sentence(), min(24, b.model.cfg.block_size)).ids)
     if len(ids) >= 2:
         weights = _attention(ids, _model_key(b), b)
         c1, c2 = st.columns(2)

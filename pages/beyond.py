@@ -243,18 +243,18 @@ def _docs():
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _next_probs(text: str, source: str, model_id: int) -> tuple[np.ndarray, list[str], int]:
-    """Next-token probabilities [V] after ``text`` on the live model, its vocabulary and how many
-    characters were read (the front is cut to the model's context)."""
+def _next_probs(text: str, source: str, model_id: int):
+    """Next-token probabilities [V] after ``text`` on the live model, its vocabulary and the
+    fit_context record of what was read (the front is cut to the model's context)."""
     import torch
 
     from lmviz.sampling import next_logits
+    from lmviz.tokenizer import fit_context
 
     b = session.live_bundle()
-    ids, _ = b.tokenizer.encode_lossy(text)
-    ids = ids[-b.model.cfg.block_size:] or [0]
-    p = torch.softmax(next_logits(b.model, ids), -1).numpy()
-    return p, [b.tokenizer.token(i) for i in range(len(p))], len(ids)
+    fit = fit_context(b.tokenizer, text, b.model.cfg.block_size, keep="end")
+    p = torch.softmax(next_logits(b.model, fit.ids or [0]), -1).numpy()
+    return p, [b.tokenizer.token(i) for i in range(len(p))], fit
 
 
 def _shift(prompt: str, context: str, names: tuple[str, str], key: str, title: str) -> None:
@@ -263,7 +263,7 @@ def _shift(prompt: str, context: str, names: tuple[str, str], key: str, title: s
 
     b = _bundle()
     p0, vocab, _ = _next_probs(prompt, b.source, id(b.model))
-    p1, _, n_read = _next_probs(context + prompt, b.source, id(b.model))
+    p1, _, fit = _next_probs(context + prompt, b.source, id(b.model))
     top = sorted(set(np.argsort(-p0)[:6]) | set(np.argsort(-p1)[:6]), key=lambda i: -p1[i])
     shown = [visible(vocab[i]) for i in top]
     render.plot(shift_figure(shown, p0[top], p1[top], names=names, y_label=t("bey.prob"), title=title),
@@ -271,7 +271,8 @@ def _shift(prompt: str, context: str, names: tuple[str, str], key: str, title: s
     kl = float(np.sum(p1 * (np.log(p1 + 1e-12) - np.log(p0 + 1e-12))))
     c1, c2 = st.columns(2)
     c1.metric(t("bey.kl"), f"{kl:.3f}")
-    c2.metric(t("bey.chars_read"), f"{n_read}")
+    c2.metric(t("bey.chars_read"), f"{len(fit.ids)}")
+    render.context_cut(fit)
 
 
 def sec_knowledge():

@@ -21,7 +21,7 @@ from viz.tokenization import visible
 
 DEFAULT_NS = (128, 256, 512, 1024)            # measured once per server, cached (well under 1 s)
 MORE_NS = (128, 256, 512, 1024, 2048, 4096)   # on request, in a background thread
-MAX_PROMPT = 64                               # characters: the live model's context is 64
+MAX_PROMPT = 64                               # characters in the box; the model reads at most its block size
 SRAM_KB = (16, 64, 100, 192, 228)             # on-chip budgets (228 KB: an H100 SM's shared memory)
 # Hoffmann et al. 2022, Table 3 (approach 1): compute-optimal (FLOPs, parameters)
 CHINCHILLA_TABLE3 = [(1.92e19, 400e6), (1.21e20, 1e9), (1.23e22, 10e9), (5.76e23, 67e9),
@@ -145,18 +145,21 @@ def _bundle():
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _qkv(prompt: str, layer: int, head: int, model_key: str, _model, _tok):
-    """q, k, v [T, dh] of one head of the live model for `prompt` (numpy, float64)."""
+    """q, k, v [T, dh] of one head of the live model for `prompt` (numpy, float64), the prompt cut
+    to the model's context (the fit_context record says how much was cut)."""
     import torch
 
-    ids, unknown = _tok.encode_lossy(prompt)
-    if not ids:
-        return None, unknown
+    from lmviz.tokenizer import fit_context
+
+    fit = fit_context(_tok, prompt, _model.cfg.block_size)
+    if not fit.ids:
+        return None, fit
     with torch.no_grad():
-        tr = _model.forward_trace(torch.tensor(ids, dtype=torch.long))
+        tr = _model.forward_trace(torch.tensor(fit.ids, dtype=torch.long))
     L = tr.layers[layer]
-    labels = [_tok.token(i) for i in ids]
+    labels = [_tok.token(i) for i in fit.ids]
     return (L.q[head].double().numpy(), L.k[head].double().numpy(), L.v[head].double().numpy(),
-            labels), unknown
+            labels), fit
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -206,8 +209,9 @@ def sec_flash() -> None:
         q, k, v = _random_qkv(48, 32)
         labels = None
     else:
-        got, unknown = _qkv(prompt, layer, head, session.model_key(b), b.model, b.tokenizer)
-        render.unknown_chars(unknown, limit=20)
+        got, fit = _qkv(prompt, layer, head, session.model_key(b), b.model, b.tokenizer)
+        render.unknown_chars(fit.unknown, limit=20)
+        render.context_cut(fit)
         if got is None:
             st.warning(t("cost.empty_prompt"))
             return

@@ -206,15 +206,16 @@ def _encode_prompt(b, prompt: str) -> list[int] | None:
     if not prompt:
         st.warning(t("gen.err_empty"))
         return None
+    from lmviz.tokenizer import fit_context
+
     ids, unknown = b.tokenizer.encode_lossy(prompt)
     shown = " ".join(repr(u) for u in unknown[:12]) + (" …" if len(unknown) > 12 else "")
     if not ids:
         st.error(t("gen.err_all_unknown", chars=html.escape(shown)))
         return None
     render.unknown_chars(unknown)
-    B = b.model.cfg.block_size
-    if len(ids) > B:
-        st.info(t("gen.warn_long", n=len(ids), b=B))
+    # the stepper keeps the whole prompt; next_logits reads its last block_size ids (this cut)
+    render.context_cut(fit_context(b.tokenizer, prompt, b.model.cfg.block_size, keep="end"))
     return ids
 
 

@@ -169,12 +169,16 @@ def sec_live():
     with c1:
         text = urlstate.text(t("kv.prompt"), t("kv.default_prompt"), param="prompt", key="kv_prompt",
                              max_chars=LIVE_MAX_PROMPT)
-    ids, unknown = tok.encode_lossy(text)
-    render.unknown_chars(unknown, limit=10)
-    if not ids:
+    from lmviz.tokenizer import fit_context
+
+    fit = fit_context(tok, text, max(1, cfg.block_size - 1), keep="end")   # room for one new token
+    # (the sentence says "here": this page reads one token less than the context holds)
+    render.unknown_chars(fit.unknown, limit=10)
+    if not fit.ids:
         st.warning(t("kv.empty_prompt"))
         return
-    ids = ids[-(cfg.block_size - 1):]
+    render.context_cut(fit)
+    ids = fit.ids
     room = cfg.block_size - len(ids) + 1
     with c2:
         n_new = st.number_input(t("kv.n_new"), 1, max(1, min(12, room)), min(6, room), key="kv_live_new")

@@ -402,15 +402,17 @@ def sec_upload() -> None:
         st.success(t("train.upload_ok", params=f"{session.live_bundle().model.num_params():,}"))
         return
     from lmviz.checkpoint import CheckpointError, load_checkpoint_with_replay
-    from lmviz.tasks import human_message
 
     try:
         model, tok, meta, replay = load_checkpoint_with_replay(up.getvalue())
     except CheckpointError as e:              # one sentence, in the reader's language
         st.error(t("train.err_ckpt", msg=t(e.key, **e.params)))
         return
-    except Exception as e:  # noqa: BLE001 - any other failure is a message, never a traceback
-        st.error(t("train.err_ckpt", msg=render.escape(human_message(e))))
+    except Exception:  # noqa: BLE001 - any other failure: a sentence in the page's language, never
+        import logging  # Python's own (English) message; the server's log keeps the traceback
+
+        logging.getLogger(__name__).exception("checkpoint upload failed")
+        st.error(t("train.err_ckpt", msg=t("ckpt.err_unexpected")))
         return
     job = session.training_job()
     if job is not None and job.snapshot().active:

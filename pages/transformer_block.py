@@ -48,8 +48,7 @@ def sec_shapes():
                          max_chars=MAX_CHARS)
     enc = encode_for_model(b.tokenizer, text, cfg.block_size)
     render.unknown_chars(enc.unknown)
-    if enc.truncated:
-        st.info(t("blk.truncated", n=cfg.block_size))
+    render.context_cut(enc.context)
     if not enc.ids:
         st.warning(t("blk.empty"))
         return
@@ -152,6 +151,8 @@ def sec_context():
         word = urlstate.text(t("blk.ctx_word"), dw, param="cw", key="blk_w", max_chars=20)
     n = b.model.cfg.block_size
     ea, eb, ew = (encode_for_model(b.tokenizer, x, n) for x in (sa, sb, word))
+    for e in (ea, eb):
+        render.context_cut(e.context)
     if ew.unknown or not ew.ids:
         st.warning(t("blk.ctx_bad_word"))
         return

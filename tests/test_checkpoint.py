@@ -129,6 +129,26 @@ def _hostile_cases():
         "no metadata": (_join({k: v for k, v in header.items() if k != "__metadata__"}, body), "ckpt.err_format"),
         "other format": (_with_metadata(blob, format="other"), "ckpt.err_format"),
         "meta not JSON": (_with_metadata(blob, meta="{oops"), "ckpt.err_metadata"),
+        "meta not an object": (_with_metadata(blob, meta="[1, 2]"), "ckpt.err_metadata"),
+        # the hostile probe's /cost upload: [0] * 3,000,000 * block_size took the server to 3.5 GB
+        "steps a list, batch 3,000,000": (_with_metadata(blob, meta='{"steps": [0], "batch_size": 3000000}'),
+                                          "ckpt.err_meta_field"),
+        "batch_size 3,000,000": (_with_metadata(blob, meta='{"steps": 1, "batch_size": 3000000}'), "ckpt.err_meta_field"),
+        "tokens_seen 10**300": (_with_metadata(blob, meta='{"tokens_seen": 1' + "0" * 300 + '}'), "ckpt.err_meta_field"),
+        "tokens_seen a string": (_with_metadata(blob, meta='{"tokens_seen": "many"}'), "ckpt.err_meta_field"),
+        "tokens_seen 1e308 (a float)": (_with_metadata(blob, meta='{"tokens_seen": 1e308}'), "ckpt.err_meta_field"),
+        "steps true": (_with_metadata(blob, meta='{"steps": true}'), "ckpt.err_meta_field"),
+        "negative steps": (_with_metadata(blob, meta='{"steps": -5}'), "ckpt.err_meta_field"),
+        "a label of 100,000 characters": (_with_metadata(blob, meta=json.dumps({"label": "x" * 100_000})),
+                                          "ckpt.err_meta_field"),
+        "an infinite loss in the curve": (_with_metadata(blob, meta='{"losses": [1.0, Infinity]}'), "ckpt.err_meta_field"),
+        "a language record without its numbers": (
+            _with_metadata(blob, meta='{"languages": {"en": {"corpus": "english"}}}'), "ckpt.err_meta_field"),
+        "a held-out loss that is a string": (_with_metadata(blob, meta=json.dumps({"languages": {"en": {
+            "corpus": "english", "heldout_loss": "1", "train_loss": 1, "gap": 0, "unigram_baseline": 3,
+            "uniform_baseline": 8}}})), "ckpt.err_meta_field"),
+        "trainer settings nested deeply": (_with_metadata(blob, meta=json.dumps({"trainer": {"lr": [[[[1]]]]}})),
+                                           "ckpt.err_meta_field"),
         "config not an object": (_with_metadata(blob, config="[1, 2]"), "ckpt.err_metadata"),
         "config missing": (_join({**header, "__metadata__": {k: v for k, v in header["__metadata__"].items()
                                                                 if k != "config"}}, body), "ckpt.err_metadata"),
@@ -360,6 +380,7 @@ def _hostile_replays():
     big = dict(header["replay.attention"])
     big["shape"] = [10**6, 4, 16, 16]
     no_meta = {k: v for k, v in header["__metadata__"].items() if k != "replay"}
+    one = save_checkpoint(m, tok, replay=rp.upto(rp.snapshots[0].step))      # a single snapshot
     return {
         "an unknown replay tensor": (_with_entry(blob, "replay.evil", dtype="F32", shape=[0], data_offsets=[0, 0]),
                                      "ckpt.err_replay"),
@@ -381,6 +402,17 @@ def _hostile_replays():
         "a probe sentence of 5,000 characters": (_with_metadata(blob, replay=json.dumps(
             {**rmeta, "probe": {**rmeta["probe"], "sentence": "a" * 5000}})), "ckpt.err_replay"),
         "replay metadata not JSON": (_with_metadata(blob, replay="{"), "ckpt.err_replay"),
+        # the hostile probe: a bool passed the int check and crashed /training
+        "layer true": (_with_metadata(blob, replay=json.dumps({**rmeta, "layer": True})), "ckpt.err_replay"),
+        "layer false": (_with_metadata(blob, replay=json.dumps({**rmeta, "layer": False})), "ckpt.err_replay"),
+        "layer 1.0": (_with_metadata(blob, replay=json.dumps({**rmeta, "layer": 1.0})), "ckpt.err_replay"),
+        "count true (one snapshot)": (_with_metadata(one, replay=json.dumps({**json.loads(
+            _split(one)[0]["__metadata__"]["replay"]), "count": True})), "ckpt.err_replay"),
+        # ... and metadata nested 100,000 deep raised RecursionError (its English text on the page)
+        "replay metadata nested 100,000 deep": (_with_metadata(blob, replay="[" * 100_000 + "]" * 100_000),
+                                                "ckpt.err_replay"),
+        "a probe nested 100,000 deep": (_with_metadata(blob, replay=json.dumps({**rmeta, "probe": "@"}).replace(
+            '"@"', "[" * 100_000 + "]" * 100_000)), "ckpt.err_replay"),
         "a replay dtype that is a list": (_with_entry(blob, "replay.attention", dtype=["F32"]), "ckpt.err_replay"),
         "a replay of another model": (save_checkpoint(m, tok, replay=_replay(other, tok)), "ckpt.err_replay_model"),
     }
@@ -408,3 +440,82 @@ def test_a_tokenizer_type_that_is_a_list_is_refused_not_a_crash():
     with pytest.raises(CheckpointError) as err:
         load_checkpoint(_with_metadata(save_checkpoint(m, tok), tokenizer=json.dumps({"type": ["char"]})))
     assert err.value.key == "ckpt.err_tokenizer"
+
+
+def test_meta_is_typed_and_bounded_and_unknown_fields_are_dropped():
+    """Every field of ``meta`` a page may read comes back typed and bounded; what lmviz does not
+    know is dropped, so no page ever reads (or shows) it."""
+    m, tok = make()
+    meta = {"steps": 120, "batch_size": 12, "tokens_seen": 92_160, "label": "tiny · english", "seed": 1,
+            "val_loss": 2, "losses": [3, 2.5], "trainer": {"lr": 0.001, "tokenizer": "char", "n_layer": 2},
+            "languages": {"en": {"corpus": "english", "heldout_loss": 1, "train_loss": 1.0, "gap": 0.0,
+                                 "unigram_baseline": 3.1, "uniform_baseline": 8.2, "eval_tokens": 10}},
+            "note": {"deep": [[[[["x"]]]]]}, "[link](https://x.example)": 1}
+    got = load_checkpoint(save_checkpoint(m, tok, meta))[2]
+    assert set(got) == set(meta) - {"note", "[link](https://x.example)"}
+    assert got["val_loss"] == 2.0 and isinstance(got["val_loss"], float)
+    assert got["losses"] == [3.0, 2.5] and all(isinstance(x, float) for x in got["losses"])
+    assert got["languages"]["en"]["heldout_loss"] == 1.0 and got["languages"]["en"]["eval_tokens"] == 10
+
+    from lmviz.baselines import language_report
+
+    assert language_report(got, "en").unigram == 3.1
+    # what /cost computes from it is a plain product of bounded ints
+    assert got["steps"] * got["batch_size"] * 16 == 23_040
+
+
+def test_the_cost_pages_hostile_upload_costs_nothing():
+    """The reproduction of the probe: a 70 kB file whose meta was {"steps": [0], "batch_size":
+    3000000} is refused with a sentence, before any page multiplies its fields."""
+    import tracemalloc
+
+    m, tok = make()
+    data = save_checkpoint(m, tok, {"steps": [0], "batch_size": 3_000_000})
+    tracemalloc.start()
+    try:
+        with pytest.raises(CheckpointError) as err:
+            load_checkpoint(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert err.value.key == "ckpt.err_meta_field" and err.value.params == {"name": "steps"}
+    assert peak < 20 * 2**20                       # the file's own size, not 3,000,000 x a list
+    from ui.i18n import translate
+
+    assert "steps" in translate("ckpt.err_meta_field", "zh", name="steps")
+
+
+@pytest.mark.parametrize("case", ["layer true", "replay metadata nested 100,000 deep", "a probe nested 100,000 deep"])
+def test_the_probes_replays_are_refused_in_the_readers_language(case):
+    """/training shows ``t(err.key, **err.params)``: a catalogue sentence in the page's language,
+    never Python's own English message (RecursionError's "maximum recursion depth exceeded")."""
+    from ui.i18n import translate
+
+    data, _ = _hostile_replays()[case]
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(data)
+    zh = translate(err.value.key, "zh", **err.value.params)
+    en = translate(err.value.key, "en", **err.value.params)
+    assert zh != en and "recursion" not in (zh + en).lower() and "{" not in zh
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in zh)
+
+
+@pytest.mark.parametrize("case,lang", [("layer true", "zh"), ("a probe nested 100,000 deep", "en"),
+                                       ("steps a list, batch 3,000,000", "zh")])
+def test_training_page_refuses_the_probes_uploads_in_its_language(case, lang):
+    """The upload on /training, as the probe sent it: the page shows the refusal in its own
+    language and no traceback, and the shipped model stays the live one."""
+    from tests.apptest_util import open_page
+    from ui.i18n import translate
+
+    data = {**_hostile_replays(), **HOSTILE}[case][0]
+    at = open_page("pages/training.py", lang)
+    at.file_uploader(key="train_upload_ckpt").set_value(("probe.safetensors", data, "application/octet-stream"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(data)
+    want = translate("train.err_ckpt", lang, msg=translate(err.value.key, lang, **err.value.params))
+    assert want in errors, errors
+    assert "lmviz_session_bundle" not in at.session_state or at.session_state["lmviz_session_bundle"] is None

@@ -65,6 +65,14 @@ def unknown_chars(unknown, *, limit: int = 12) -> None:
     st.warning(t("common.unknown_chars", n=len(unknown), chars=escape(shown)))
 
 
+def context_cut(fit) -> None:
+    """The one sentence for a text cut to the model's context (``lmviz.tokenizer.fit_context``'s
+    record): how many tokens it has, how many the model reads, which end was left out. Nothing
+    when the model reads the whole text."""
+    if fit.cut > 0:
+        st.info(t(f"common.context_cut_{fit.keep}", total=fit.total, limit=fit.limit, cut=fit.cut))
+
+
 def upload_too_big(up, max_bytes: int, message: str) -> bool:
     """True (and ``message`` shown as an error) when the uploaded file ``up`` exceeds max_bytes."""
     if up.size > max_bytes:

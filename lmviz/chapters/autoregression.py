@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from lmviz.model import causal_mask
 from lmviz.sampling import TOY_GREEDY_TABLE
-from lmviz.tokenizer import TOY_EN, toy_tokenizer
+from lmviz.tokenizer import TOY_EN, ContextIds, fit_context, toy_tokenizer
 
 # the two toy sentences of the notes (teacher-forcing example), as text the toy tokenizers split
 TOY_SENTENCE = {"en": "<BOS> I love robot s <EOS>", "zh": "<开始> 我 喜欢 学习 <结束>"}
@@ -91,6 +91,7 @@ class SequenceLogProbs:
     mean_loss: float          # -total_log_prob / (T-1): the cross-entropy of this text
     unknown: list[str]        # characters the tokenizer does not know (dropped)
     truncated: bool           # the text was cut to the model's block size
+    context: ContextIds       # the cut itself (total tokens, limit, how many left out)
 
 
 @torch.no_grad()
@@ -100,10 +101,8 @@ def sequence_log_probs(model, tokenizer, text: str) -> SequenceLogProbs:
     Text longer than the model's block size is cut (the page says so). ValueError when fewer
     than two known tokens remain.
     """
-    ids, unknown = tokenizer.encode_lossy(text)
-    block = model.cfg.block_size
-    truncated = len(ids) > block
-    ids = ids[:block]
+    fit = fit_context(tokenizer, text, model.cfg.block_size)
+    ids, unknown, truncated = fit.ids, fit.unknown, fit.cut > 0
     if len(ids) < 2:
         raise ValueError("need at least two known tokens")
     idx = torch.tensor(ids, dtype=torch.long, device=model.device)[None]      # [1,T]
@@ -116,7 +115,7 @@ def sequence_log_probs(model, tokenizer, text: str) -> SequenceLogProbs:
         tokens=[tokenizer.token(i) for i in ids], probs=lp.exp().tolist(), log_probs=lp.tolist(),
         best=[tokenizer.token(int(i)) for i in top.indices], best_probs=top.values.exp().tolist(),
         total_log_prob=float(lp.sum()), mean_loss=float(-lp.mean()), unknown=unknown,
-        truncated=truncated)
+        truncated=truncated, context=fit)
 
 
 # -----------------------------------------------------------------------------

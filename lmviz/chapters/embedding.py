@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from lmviz.model import rope_rotate
-from lmviz.tokenizer import TOY_EN
+from lmviz.tokenizer import TOY_EN, ContextIds, fit_context
 
 # -----------------------------------------------------------------------------
 # the toy embedding table of the notes (000 §2): lookup, position, word order
@@ -150,6 +150,7 @@ class Encoded:
     tokens: list[str]        # their printable labels
     unknown: list[str]       # pieces the vocabulary lacks (dropped), first-seen order
     truncated: bool          # True when the text had more than max_len known tokens
+    context: ContextIds      # the cut itself (total tokens, limit, how many left out)
 
 
 def encode_for_model(tokenizer, text: str, max_len: int) -> Encoded:
@@ -159,10 +160,9 @@ def encode_for_model(tokenizer, text: str, max_len: int) -> Encoded:
     >>> e = encode_for_model(CharTokenizer("abc "), "a bad cab", 5); e.tokens, e.unknown, e.truncated
     (['a', '␣', 'b', 'a', '␣'], ['d'], True)
     """
-    ids, unknown = tokenizer.encode_lossy(text)
-    kept = ids[:max_len]
-    labels = [_label(tokenizer.token(i)) for i in kept]
-    return Encoded(kept, labels, unknown, len(ids) > max_len)
+    fit = fit_context(tokenizer, text, max_len)
+    labels = [_label(tokenizer.token(i)) for i in fit.ids]
+    return Encoded(fit.ids, labels, fit.unknown, fit.cut > 0, fit)
 
 
 def _label(tok: str) -> str:
