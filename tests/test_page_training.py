@@ -230,23 +230,24 @@ def test_a_new_session_with_the_run_secret_reattaches_and_a_wrong_one_attaches_n
     # slot's release hook), and the slot is emptied to be what B's fresh one would be.
     from ui import session
 
-    job, slot = session.runs()._entries[secret][:2]
+    entry = session.runs()._entries[secret]
+    job, slot = entry.task, entry.watchers[0]
     session._release_training_slot(slot)
-    assert session.runs()._entries[secret][1] is None          # released: the grace period runs
+    assert session.runs().watchers(secret) == 0                 # released: the grace period runs
     assert job.snapshot().active                                # ... but the run goes on
     slot.__init__()
     b = open_page(PAGE, "en", run=secret)
-    assert session.runs()._entries[secret][0] is job
+    assert session.runs()._entries[secret].task is job
     assert translate("train.run_attached", "en") in all_text(b)
     assert poll(b, lambda x: progress_step(x) > 0)
     s1 = progress_step(b)
     assert poll(b, lambda x: progress_step(x) > s1)               # the same run, still advancing
     assert b.session_state["lmviz_session_bundle"].source == "session"   # and its model
     assert not button(b, "train_stop").disabled
-    assert session.runs()._entries[secret][1] is not None       # claimed: no longer on its way out
+    assert session.runs().watchers(secret) == 1                 # claimed: no longer on its way out
     button(b, "train_stop").click().run()
     assert job.join(10) and job.state == "stopped"               # B's Stop stopped A's run
-    session.runs()._entries[secret][1].__init__()                # a fresh session again (see above)
+    slot.__init__()                                              # a fresh session again (see above)
     # a wrong secret attaches nothing and says the link holds no training
     c = open_page(PAGE, "en", run=secret[:-2] + ("aa" if not secret.endswith("aa") else "bb"))
     assert translate("train.run_gone", "en") in all_text(c)
