@@ -480,10 +480,7 @@ class TaskSlots:
             if hit is not _MISS:
                 return TaskSnapshot("done", total or 1, total or 1, 0, result=hit)
             if cur is not None:
-                snap = cur[1].snapshot()
-                if snap.state == "done" and results is not None:
-                    results.put((purpose, key), snap.result)
-                return snap
+                return self._seen(cur[1].snapshot(), (purpose, key), results)
             if inline_s > 0:
                 try:
                     result = work(InlineContext(inline_s))
@@ -495,7 +492,13 @@ class TaskSlots:
                     return TaskSnapshot("done", total or 1, total or 1, 0, result=result)
             task = Task(work, semaphore, name=name, total=total).start()
             self._tasks[purpose] = (key, task)
-            return task.snapshot()
+            return self._seen(task.snapshot(), (purpose, key), results)
+
+    @staticmethod
+    def _seen(snap: TaskSnapshot, key: Any, results: ResultCache | None) -> TaskSnapshot:
+        if snap.state == "done" and results is not None:
+            results.put(key, snap.result)
+        return snap
 
     def task(self, purpose: str) -> Task | None:
         """The purpose's current task (None when none was started or its result came cached)."""
