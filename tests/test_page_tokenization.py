@@ -127,7 +127,6 @@ def test_special_tokens_and_rare_words(lang):
     """What the live tokenizer and the page's BPE reserve, what becomes of an unseen character,
     and a rare word cut into more pieces than a frequent one (on the English example)."""
     from lmviz.special_tokens import encode_unknown, rare_vs_common, special_tokens
-    from pages.tokenization import UNKNOWN_DEFAULT
     from ui.session import default_bundle
 
     at = open_page(PAGE, lang)
@@ -143,7 +142,7 @@ def test_special_tokens_and_rare_words(lang):
                              for r in sp.reserved)) in text
     else:
         assert translate("tok.sp_none", lang, v=sp.vocab_size) in text
-    r = encode_unknown(live, UNKNOWN_DEFAULT[lang])
+    r = encode_unknown(live, at.text_input(key="tok_sp_text").value)      # the page's default sample
     assert "☃" in r.unknown
     from viz.tokenization import visible
     assert " | ".join(visible(x) for x in r.pieces) in [c.value for c in at.code]
@@ -172,7 +171,9 @@ def test_a_long_bpe_run_goes_to_the_task_pool_and_the_page_polls_it(monkeypatch)
 
     import lmviz.bpe as bpe
     from lmviz import tasks
+    from ui import session
 
+    monkeypatch.setattr(session, "_RESULTS", {})                # no run finished before this test
     threads = []
     train = bpe.train_bpe
     monkeypatch.setattr(bpe, "train_bpe", lambda *a, **k: threads.append(threading.current_thread().name)
