@@ -124,7 +124,7 @@ class TrainingWorker:
     def resume(self) -> None:
         self.job.resume()
 
-    def stop(self) -> None:
+    def cancel(self) -> None:
         self.job.cancel()
         self.job.join(5)
 
@@ -246,7 +246,7 @@ class RayTrainingJob(TrainingJob):
         n_steps = n_evals = n_samples = 0
         while True:
             if ctx.cancelled():
-                self._stop_remote()
+                self._cancel_remote()
                 raise Cancelled("stopped")
             if self.paused != self._remote_paused:
                 self._get((self._actor.pause if self.paused else self._actor.resume).remote())
@@ -293,12 +293,12 @@ class RayTrainingJob(TrainingJob):
             if remote in ("running", "paused") and self._state in ("running", "paused"):
                 self._move(remote)
 
-    def _stop_remote(self) -> None:
+    def _cancel_remote(self) -> None:
         import ray
 
         if self._actor is not None:
             try:
-                ray.get(self._actor.stop.remote(), timeout=min(10.0, timeout_s()))
+                ray.get(self._actor.cancel.remote(), timeout=min(10.0, timeout_s()))
             except Exception:  # noqa: BLE001 - it is being removed anyway
                 pass
 
