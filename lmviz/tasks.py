@@ -9,15 +9,27 @@
 - ``ctx.progress(done, total)`` records how far it got (the page draws a progress bar);
 - ``ctx.cancelled()`` is True once ``cancel()`` was asked: pass it as the ``cancel`` callback of
   long core functions (``Trainer``, ``train_bpe``, ``fit``), which raise :class:`Cancelled`;
-- ``ctx.check()`` raises :class:`Cancelled` when cancelled and blocks while paused.
+- ``ctx.check()`` raises :class:`Cancelled` when cancelled and blocks while paused;
+- ``ctx.phase(name)`` says what the work is doing now; the phase "preparing" of a running task
+  reads as the state "preparing".
 
-Rules the pages rely on:
+The lifecycle (one for every task: a chapter's measurement, a local training, a training on Ray):
 
+    new -> queued -> running <-> paused          running in the phase "preparing" reads "preparing"
+               \\         \\          \\
+                +---------+----------+--> done | stopped | error      (final: nothing follows)
+
+- ``cancel()`` reads as "stopped" at once, whatever the worker is doing (a busy machine can delay
+  a nice-19 worker's next look at the flag), and it stays "stopped": a task that was asked to stop
+  never ends "done" or "error" afterwards, and a final state never changes. ``ACTIVE`` are the
+  states in which a page keeps polling; :func:`is_active` is the one test of it.
 - The worker never calls Streamlit (it has no script context). State changes happen under one
   lock; ``snapshot()`` copies them under it, so a page never sees a half-written state.
 - A shared ``threading.BoundedSemaphore`` caps concurrent tasks across all sessions. A task waits
   its turn in first-come order (``queue_position`` 1, 2, ...) and gives the slot back when it
   ends, however it ends (done, stopped, error). A task cancelled while queued never runs.
+  A subclass with another kind of slot (a Ray actor the cluster places) overrides
+  ``_acquire`` / ``_release`` and keeps the rest.
 - The worker thread lowers its own CPU priority to nice 19 (Linux), so long work never starves
   the page reruns of the Streamlit server (torch's intra-op threads are separate threads).
 - An error is stored as a message for people (no Python class name in front), the traceback goes
@@ -37,11 +49,16 @@ import sys
 import threading
 import time
 import traceback
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
-STATES = ("new", "queued", "running", "paused", "done", "stopped", "error")
+STATES = ("new", "queued", "preparing", "running", "paused", "done", "stopped", "error")
 FINAL = ("done", "stopped", "error")
+ACTIVE = ("queued", "preparing", "running", "paused")       # a page keeps polling (is_active)
+# the states the worker may move to from each (besides a final one, reachable from any
+# non-final state); "preparing" and a cancelled task's "stopped" are read, never stored
+_NEXT = {"new": ("queued", "running"), "queued": ("running",), "running": ("paused",), "paused": ("running",)}
 
 _QUEUE_LOCK = threading.Lock()
 _QUEUES: dict[int, list] = {}      # id(semaphore) -> tasks waiting on it, first come first
@@ -119,6 +136,30 @@ def give_back_memory() -> bool:
     return _glibc("malloc_trim", 0)
 
 
+def is_active(state: str) -> bool:
+    """True while a page should keep polling a task in ``state`` (queued, preparing, running,
+    paused): the one place this is decided.
+
+    >>> [s for s in STATES if is_active(s)]
+    ['queued', 'preparing', 'running', 'paused']
+    """
+    return state in ACTIVE
+
+
+def shown_state(state: str, phase: str, cancelled: bool) -> str:
+    """The state a task reads as, from what its worker stored: a final state stays; a cancelled
+    task reads "stopped" at once; a running one in the phase "preparing" reads "preparing".
+
+    >>> shown_state("running", "preparing", False), shown_state("queued", "", True), shown_state("done", "", True)
+    ('preparing', 'stopped', 'done')
+    """
+    if state in FINAL:
+        return state
+    if cancelled:
+        return "stopped"
+    return "preparing" if state == "running" and phase == "preparing" else state
+
+
 @dataclass(frozen=True)
 class TaskSnapshot:
     state: str                  # one of STATES
@@ -131,8 +172,8 @@ class TaskSnapshot:
 
     @property
     def active(self) -> bool:
-        """True while a page should keep polling (queued, running or paused)."""
-        return self.state in ("queued", "running", "paused")
+        """True while a page should keep polling (queued, preparing, running or paused)."""
+        return is_active(self.state)
 
     @property
     def fraction(self) -> float:
@@ -152,10 +193,10 @@ class TaskContext:
     def check(self) -> None:
         """Raise Cancelled when cancelled; while paused, wait (state "paused") until resumed."""
         t = self._task
-        if not t._run.is_set():
-            t._set(state="paused")
+        if not t._run.is_set() and not self.cancelled():
+            t._move("paused")
             t._run.wait()
-            t._set(state="running")
+            t._move("running")
         check_cancel(self.cancelled)
 
     def progress(self, done: int, total: int | None = None) -> None:
@@ -165,24 +206,50 @@ class TaskContext:
                 self._task._total = int(total)
 
     def phase(self, name: str) -> None:
-        self._task._set(phase=name)
+        with self._task._lock:
+            self._task._phase = str(name)
+
+
+class InlineContext:
+    """A TaskContext for work tried on the caller's thread within a time budget: ``cancelled()``
+    turns True once ``budget_s`` seconds have passed (the work raises Cancelled and is handed to a
+    task instead, see :meth:`TaskSlots.snapshot`); progress and phases go nowhere.
+
+    >>> ctx = InlineContext(0.0); ctx.cancelled()
+    True
+    """
+
+    def __init__(self, budget_s: float):
+        self._end = time.monotonic() + budget_s
+
+    def cancelled(self) -> bool:
+        return time.monotonic() >= self._end
+
+    def check(self) -> None:
+        check_cancel(self.cancelled)
+
+    def progress(self, done: int, total: int | None = None) -> None:
+        pass
+
+    def phase(self, name: str) -> None:
+        pass
 
 
 class Task:
     """One piece of long work on a worker thread (see the module docstring)."""
 
     def __init__(self, work: Callable[[TaskContext], Any], semaphore: threading.BoundedSemaphore | None = None,
-                 *, name: str = "lmviz-task", total: int = 0, poll_s: float = 0.05):
+                 *, name: str = "lmviz-task", total: int = 0, poll_s: float = 0.05, phase: str = ""):
         self._work = work
         self._sem = semaphore
         self._name = name
         self._poll_s = poll_s                 # how often a queued task looks at its turn
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()        # the state below (a subclass keeps its records under it too)
         self._stop = threading.Event()
         self._run = threading.Event()         # set = may run, clear = paused
         self._run.set()
         self._state = "new"
-        self._phase = ""
+        self._phase = phase                   # a task that begins by preparing says so from the start
         self._done = 0
         self._total = total
         self._result: Any = None
@@ -194,8 +261,8 @@ class Task:
         with self._lock:
             if self._thread is not None:
                 raise RuntimeError("this task was already started")
-            self._state = "queued" if self._sem is not None else "running"
             self._thread = threading.Thread(target=self._main, name=self._name, daemon=True)
+            self._move("queued" if self._waits_for_a_slot() else "running")
         if self._sem is not None:
             with _QUEUE_LOCK:
                 _QUEUES.setdefault(id(self._sem), []).append(self)
@@ -209,6 +276,7 @@ class Task:
         self._run.set()
 
     def cancel(self) -> None:
+        """Stop the task: it reads "stopped" from now on (the worker ends at its next look)."""
         self._stop.set()
         self._run.set()                       # a paused worker must wake up to stop
 
@@ -231,7 +299,11 @@ class Task:
     @property
     def state(self) -> str:
         with self._lock:
-            return self._state
+            return self._shown()
+
+    @property
+    def active(self) -> bool:
+        return is_active(self.state)
 
     def queue_position(self) -> int:
         with _QUEUE_LOCK:
@@ -241,18 +313,51 @@ class Task:
     def snapshot(self) -> TaskSnapshot:
         pos = self.queue_position()
         with self._lock:
-            return TaskSnapshot(self._state, self._done, self._total, pos, self._phase, self._result, self._error)
+            state = self._shown()
+            return TaskSnapshot(state, self._done, self._total, pos if state == "queued" else 0, self._phase,
+                                self._result, self._error)
+
+    # -- the lifecycle (under the lock) --------------------------------------------------------
+    def _shown(self) -> str:
+        return shown_state(self._state, self._phase, self._stop.is_set())
+
+    def _move(self, state: str) -> bool:
+        """Move the stored state to ``state`` (see the module docstring); False when the task has
+        already ended (a final state never changes). An illegal move is a bug: ValueError."""
+        with self._lock:
+            if self._state in FINAL:
+                return False
+            if state != self._state and state not in FINAL and state not in _NEXT.get(self._state, ()):
+                raise ValueError(f"a task cannot go from {self._state!r} to {state!r}")
+            self._state = state
+            return True
+
+    def _finish(self, state: str, result: Any = None, error: str | None = None) -> None:
+        """End the task; one that was asked to stop ends "stopped", whatever its work did."""
+        with self._lock:
+            if self._stop.is_set():
+                state, result, error = "stopped", None, None
+            if self._move(state):
+                self._result, self._error = result, error
+
+    # -- the slot (a subclass with another kind of slot overrides these three) -----------------
+    def _waits_for_a_slot(self) -> bool:
+        """True when the task starts "queued" (it waits for a slot before it runs)."""
+        return self._sem is not None
+
+    def _acquire(self) -> bool:
+        """Block until this task holds its slot; False when it was cancelled meanwhile."""
+        return self._wait_turn()
+
+    def _release(self) -> None:
+        if self._sem is not None:
+            self._sem.release()
 
     # -- worker --------------------------------------------------------------------------------
-    def _set(self, **kw) -> None:
-        with self._lock:
-            for k, v in kw.items():
-                setattr(self, "_" + k, v)
-
     def _wait_turn(self) -> bool:
         """Block until this task holds a semaphore slot (first come, first served); False if cancelled."""
         if self._sem is None:
-            return True
+            return not self._stop.is_set()
         key = id(self._sem)
         try:
             while not self._stop.is_set():
@@ -276,110 +381,278 @@ class Task:
 
     def _main(self) -> None:
         lower_priority()
-        if not self._wait_turn():
-            self._set(state="stopped")
-            return
+        held = False
         try:
-            self._set(state="running")
+            held = self._acquire()
+            if not held:                              # cancelled while queued: it never runs
+                self._finish("stopped")
+                return
+            self._move("running")
             result = self._work(TaskContext(self))
-            self._set(result=result, state="done")
+            self._finish("done", result=result)
         except Cancelled:
-            self._set(state="stopped")
+            self._finish("stopped")
         except Exception as e:  # noqa: BLE001 - the page shows the message; the thread must not die silently
-            self._set(state="error", error=human_message(e))
-            traceback.print_exc(file=sys.stderr)
+            self._finish("error", error=human_message(e))
+            if not self._stop.is_set():
+                traceback.print_exc(file=sys.stderr)
         finally:
-            if self._sem is not None:
-                self._sem.release()
+            if held:
+                self._release()
             give_back_memory()         # what the work freed (its frames are gone by now)
 
 
+# ---------------------------------------------------------------- one task per purpose ----
+
+class ResultCache:
+    """Results of tasks that ended "done", by key, shared by every session (thread-safe); at most
+    ``max_entries``, the least recently used goes first.
+
+    >>> c = ResultCache(2); c.put("a", 1); c.put("b", 2); _ = c.get("a"); c.put("c", 3)
+    >>> c.get("a"), c.get("b", "gone"), len(c)
+    (1, 'gone', 2)
+    """
+
+    def __init__(self, max_entries: int = 8):
+        self.max_entries = max(1, int(max_entries))
+        self._lock = threading.Lock()
+        self._d: OrderedDict = OrderedDict()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        with self._lock:
+            if key not in self._d:
+                return default
+            self._d.move_to_end(key)
+            return self._d[key]
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._d[key] = value
+            self._d.move_to_end(key)
+            while len(self._d) > self.max_entries:
+                self._d.popitem(last=False)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._d)
+
+
+_MISS = object()
+
+
+class TaskSlots:
+    """One owner's tasks (a browser session's), one per purpose (a chapter's demo, a long BPE run):
+
+        snap = slots.snapshot("robot", (n_bins, steps), work, semaphore=sem, results=cache)
+
+    - asking for a purpose with another key cancels the task of the previous key (a slider moved:
+      the old value's work stops) and starts one for the new key; the same key returns the same
+      task's snapshot;
+    - a key whose result is in ``results`` (any owner computed it) is "done" at once, nothing runs;
+      a task that ends "done" puts its result there;
+    - ``inline_s`` > 0: the work is first tried on the caller's thread with an
+      :class:`InlineContext` of that budget (most inputs finish well inside it); work that raises
+      Cancelled there is started as a task instead;
+    - ``close()`` (the session ended) cancels every task of the owner; nothing starts afterwards.
+
+    >>> slots = TaskSlots(); ran = []
+    >>> slots.snapshot("demo", 1, lambda ctx: ran.append(1) or "one", inline_s=5.0).result
+    'one'
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tasks: dict[str, tuple[Any, Task]] = {}
+        self._closed = False
+
+    def snapshot(self, purpose: str, key: Any, work: Callable[[Any], Any], *,
+                 semaphore: threading.BoundedSemaphore | None = None, results: ResultCache | None = None,
+                 name: str = "lmviz-task", total: int = 0, inline_s: float = 0.0) -> TaskSnapshot:
+        with self._lock:
+            if self._closed:
+                return TaskSnapshot("stopped", 0, total, 0)
+            cur = self._tasks.get(purpose)
+            if cur is not None and cur[0] != key:
+                cur[1].cancel()                        # another value now: the old work stops
+                del self._tasks[purpose]
+                cur = None
+            hit = results.get((purpose, key), _MISS) if results is not None else _MISS
+            if hit is not _MISS:
+                return TaskSnapshot("done", total or 1, total or 1, 0, result=hit)
+            if cur is not None:
+                return self._seen(cur[1].snapshot(), (purpose, key), results)
+            if inline_s > 0:
+                try:
+                    result = work(InlineContext(inline_s))
+                except Cancelled:
+                    pass                               # longer than the budget: a task does it
+                else:
+                    if results is not None:
+                        results.put((purpose, key), result)
+                    return TaskSnapshot("done", total or 1, total or 1, 0, result=result)
+            task = Task(work, semaphore, name=name, total=total).start()
+            self._tasks[purpose] = (key, task)
+            return self._seen(task.snapshot(), (purpose, key), results)
+
+    @staticmethod
+    def _seen(snap: TaskSnapshot, key: Any, results: ResultCache | None) -> TaskSnapshot:
+        if snap.state == "done" and results is not None:
+            results.put(key, snap.result)
+        return snap
+
+    def task(self, purpose: str) -> Task | None:
+        """The purpose's current task (None when none was started or its result came cached)."""
+        with self._lock:
+            cur = self._tasks.get(purpose)
+            return cur[1] if cur is not None else None
+
+    def cancel(self, purpose: str) -> None:
+        with self._lock:
+            cur = self._tasks.pop(purpose, None)
+        if cur is not None:
+            cur[1].cancel()
+
+    def close(self) -> None:
+        """The owner went away: cancel all its tasks; later calls start nothing."""
+        with self._lock:
+            self._closed = True
+            tasks, self._tasks = list(self._tasks.values()), {}
+        for _, task in tasks:
+            task.cancel()
+
+
+# ---------------------------------------------------------------- trainings by secret ----
+
+class RegistryFull(RuntimeError):
+    """Every entry of the Registry holds a live task: a new one is refused (none is evicted)."""
+
+
 class Registry:
-    """Server-wide tasks by secret, so that a reloaded page finds its task again.
+    """Server-wide tasks by secret, so that a reloaded page, or another tab with the link, finds
+    its task again. Every session that shows the task is one of its *watchers*:
 
-        secret = runs.add(task, owner)      # a fresh secrets.token_urlsafe; the page puts it in its URL
-        runs.claim(secret, other_owner)     # a new session with that secret: the task, or None
-        runs.release(secret, owner)         # the owner went away: cancel after grace_s unless claimed
+        secret = runs.add(task, session)     # a fresh secrets.token_urlsafe; the page puts it in its URL
+        runs.claim(secret, other_session)    # a session with that secret: the task (now watched), or None
+        runs.release(secret, session)        # the session ended: when no watcher is left, cancel after grace_s
+        runs.leave(secret, session)          # the session moved on (reset, a new run): likewise, at once
 
-    The secret is 32 random bytes (never guessable, never derived from anything shown). A task is
-    cancelled ``grace_s`` seconds after its owner released it, unless a session claimed it in the
-    meantime; then the entry is forgotten (its records and model are freed). A release by a former
-    owner (one that lost the task to a later claim) changes nothing. At most ``max_entries`` are
-    kept: beyond that the oldest entry of an ended task goes first, then the oldest released one,
-    then the oldest (forgetting an entry never cancels its task: only a release does).
+    The secret is 32 random bytes (never guessable, never derived from anything shown). A task
+    is cancelled only when *no* session watches it any more: ``grace_s`` seconds after its last
+    watcher ended (unless a session claimed it meanwhile; a reload), or at once when its last
+    watcher left it; then the entry is forgotten (its records and model are freed). Opening the
+    link in a second tab and closing that tab leaves the first tab's run alone.
+
+    At most ``max_entries`` are kept. A full registry forgets the oldest entry whose task has
+    ended (an unwatched one first); it never forgets a live task (queued, preparing, running,
+    paused): nobody could reach it to stop it. When every entry is live, ``add`` raises
+    :class:`RegistryFull` and the new task must not start.
 
     >>> runs = Registry(grace_s=0.0)
-    >>> t = Task(lambda ctx: ctx.check() or time.sleep(0.05) or 1); s = runs.add(t, owner="a")
-    >>> runs.claim("wrong", "b") is None, runs.claim(s, "b") is t, len(s) >= 40
-    (True, True, True)
+    >>> t = Task(lambda ctx: ctx.check() or time.sleep(0.05) or 1); s = runs.add(t, "a")
+    >>> runs.claim("wrong", "b") is None, runs.claim(s, "b") is t, runs.watchers(s), len(s) >= 40
+    (True, True, 2, True)
     """
 
     def __init__(self, max_entries: int = 64, grace_s: float = 30.0):
         self.max_entries = max_entries
         self.grace_s = grace_s
         self._lock = threading.Lock()
-        self._entries: dict[str, list] = {}          # secret -> [task, owner, timer], oldest first
+        self._entries: dict[str, _Entry] = {}          # oldest first
 
     def add(self, task: "Task", owner: Any) -> str:
+        """Register ``task`` (watched by ``owner``) under a fresh secret; RegistryFull when every
+        entry holds a live task (call it before ``task.start()``)."""
         import secrets
 
-        secret = secrets.token_urlsafe(32)
         with self._lock:
-            self._entries[secret] = [task, owner, None]
-            while len(self._entries) > self.max_entries:
-                self._evict()
+            while len(self._entries) >= self.max_entries:
+                if not self._forget_an_ended_one():
+                    raise RegistryFull(f"all {self.max_entries} places for trainings on this server "
+                                       f"are taken by trainings that are still going")
+            secret = secrets.token_urlsafe(32)
+            self._entries[secret] = _Entry(task, [owner])
         return secret
 
-    def _evict(self) -> None:
-        items = list(self._entries.items())
-        for pick in (lambda e: not e[0].snapshot().active, lambda e: e[1] is None, lambda e: True):
-            for secret, e in items:
-                if pick(e):
-                    if e[2] is not None:
-                        e[2].cancel()
-                    del self._entries[secret]
-                    return
+    def _forget_an_ended_one(self) -> bool:
+        ended = [(s, e) for s, e in self._entries.items() if e.task.state in FINAL]
+        for s, e in sorted(ended, key=lambda se: bool(se[1].watchers)):     # stable: oldest first
+            self._forget(s)
+            return True
+        return False
 
-    def claim(self, secret: Any, owner: Any) -> "Task | None":
-        """The task registered under ``secret`` (now owned by ``owner``), or None."""
+    def _forget(self, secret: str) -> "_Entry":
+        e = self._entries.pop(secret)
+        if e.timer is not None:
+            e.timer.cancel()
+        return e
+
+    def claim(self, secret: Any, watcher: Any) -> "Task | None":
+        """The task registered under ``secret`` (now also watched by ``watcher``), or None."""
         if not isinstance(secret, str) or not 0 < len(secret) <= 100:
             return None
         with self._lock:
             e = self._entries.get(secret)
             if e is None:
                 return None
-            if e[2] is not None:
-                e[2].cancel()
-            e[1], e[2] = owner, None
-            return e[0]
+            if e.timer is not None:                    # a reload within the grace period
+                e.timer.cancel()
+                e.timer = None
+            if not any(w is watcher for w in e.watchers):
+                e.watchers.append(watcher)
+            return e.task
 
-    def release(self, secret: Any, owner: Any) -> None:
-        """``owner`` went away: cancel its task after grace_s, unless someone claims it first."""
+    def release(self, secret: Any, watcher: Any) -> None:
+        """``watcher`` ended: when it was the last one, cancel the task after grace_s unless a
+        session claims it first."""
         with self._lock:
             e = self._entries.get(secret)
-            if e is None or e[1] is not owner:
+            if e is None or not self._drop_watcher(e, watcher) or e.watchers:
                 return
-            e[1] = None
-            e[2] = threading.Timer(self.grace_s, self._expire, args=(secret, e))
-            e[2].daemon = True
-            e[2].start()
+            e.timer = threading.Timer(self.grace_s, self._expire, args=(secret, e))
+            e.timer.daemon = True
+            e.timer.start()
 
-    def drop(self, secret: Any, owner: Any) -> None:
-        """Forget ``secret`` now (its owner started another task or reset); the task is not touched."""
+    def leave(self, secret: Any, watcher: Any) -> bool:
+        """``watcher`` moved on (reset, another run): when it was the last one, cancel the task
+        and forget it now. True when the task was left to other watchers (not cancelled)."""
         with self._lock:
             e = self._entries.get(secret)
-            if e is not None and e[1] is owner:
-                if e[2] is not None:
-                    e[2].cancel()
-                del self._entries[secret]
+            if e is None or not self._drop_watcher(e, watcher):
+                return False
+            if e.watchers:
+                return True
+            self._forget(secret)
+        e.task.cancel()
+        return False
 
-    def _expire(self, secret: str, entry: list) -> None:
+    def watchers(self, secret: Any) -> int:
+        """How many sessions watch the task under ``secret`` (0: none, or no such secret)."""
         with self._lock:
-            if self._entries.get(secret) is not entry or entry[1] is not None:
+            e = self._entries.get(secret) if isinstance(secret, str) else None
+            return len(e.watchers) if e is not None else 0
+
+    @staticmethod
+    def _drop_watcher(e: "_Entry", watcher: Any) -> bool:
+        for i, w in enumerate(e.watchers):
+            if w is watcher:
+                del e.watchers[i]
+                return True
+        return False
+
+    def _expire(self, secret: str, entry: "_Entry") -> None:
+        with self._lock:
+            if self._entries.get(secret) is not entry or entry.watchers:
                 return                                # claimed (or forgotten) in the meantime
             del self._entries[secret]
-        entry[0].cancel()
+        entry.task.cancel()
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
+
+
+@dataclass
+class _Entry:
+    task: Task
+    watchers: list                    # the sessions that show this task (compared by identity)
+    timer: threading.Timer | None = None

@@ -3,10 +3,13 @@
     job = TrainingJob(lambda cancel: Trainer(text, cfg, cancel=cancel), semaphore)
     job.start()                 # returns at once; the worker thread does everything else
     snap = job.snapshot()       # a consistent copy of the state, for the page to draw
-    job.pause(); job.resume(); job.stop()
+    job.pause(); job.resume(); job.cancel()
 
-The thread, the first-come queue on the shared semaphore, pause, cancel and error messages are
-``lmviz.tasks.Task``'s. This module adds what a training publishes:
+The thread, the first-come queue on the shared semaphore, pause, cancel, error messages and the
+lifecycle (states, "stopped" at once, "preparing" while the trainer is built) are
+``lmviz.tasks.Task``'s. A training on a Ray cluster is the same job with another slot
+(``lmviz.train_ray.RayTrainingJob``); :func:`lmviz.train_backend.training_job` picks one. This
+module adds what a training publishes:
 
 - every step's ``StepMetrics``; every ``eval_every`` steps the worker measures validation loss,
   samples the fixed prompt, records the attention of that prompt, and publishes a CPU copy of the
@@ -25,16 +28,12 @@ The thread, the first-come queue on the shared semaphore, pause, cancel and erro
 from __future__ import annotations
 
 import inspect
-import os
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .tasks import Cancelled, Task, check_cancel
-
-STATES = ("new", "queued", "preparing", "running", "paused", "done", "stopped", "error")
-FINAL = ("done", "stopped", "error")
+from .tasks import FINAL, STATES, Cancelled, Task, check_cancel, is_active
 
 
 @dataclass(frozen=True)
@@ -59,8 +58,8 @@ class JobSnapshot:
 
     @property
     def active(self) -> bool:
-        """True while the page should keep polling (queued, preparing, running or paused)."""
-        return self.state in ("queued", "preparing", "running", "paused")
+        """True while the page should keep polling (``lmviz.tasks.is_active``)."""
+        return is_active(self.state)
 
 
 def _takes_cancel(make: Callable) -> bool:
@@ -71,30 +70,20 @@ def _takes_cancel(make: Callable) -> bool:
 
 
 class TrainingJob(Task):
-    """One training run as a Task (start, pause, resume, join, queue_position are Task's; stop
-    is cancel). ``make_trainer(cancel)`` (or ``make_trainer()``) builds the Trainer on the worker
-    thread, after the semaphore slot is acquired.
-
-    The backend hook: with LMVIZ_RAY_ADDRESS set, ``TrainingJob(...)`` builds a
-    ``lmviz.train_ray.RayTrainingJob`` (same arguments and API; the training runs on that Ray
-    cluster). Unset, this is the local job and ``ray`` is never imported."""
-
-    def __new__(cls, *args, **kwargs):
-        if cls is TrainingJob and os.environ.get("LMVIZ_RAY_ADDRESS", "").strip():
-            from .train_ray import RayTrainingJob
-
-            return super().__new__(RayTrainingJob)
-        return super().__new__(cls)
+    """One training run as a Task (start, pause, resume, cancel, join, queue_position and the
+    lifecycle are Task's). ``make_trainer(cancel)`` (or ``make_trainer()``) builds the Trainer on
+    the worker thread, after the semaphore slot is acquired; meanwhile the job reads "preparing"."""
 
     def __init__(self, make_trainer: Callable[..., Any], semaphore: threading.BoundedSemaphore | None = None,
                  chunk: int = 5, poll_s: float = 0.05, on_eval: Callable[[Any], None] | None = None,
                  meta: dict | None = None):
-        super().__init__(self._work, semaphore, name="lmviz-training", poll_s=poll_s)
+        super().__init__(self._work, semaphore, name="lmviz-training", poll_s=poll_s, phase="preparing")
         self.meta = dict(meta or {})          # what is trained (corpus, preset, label): set once, read by pages
         self._make = make_trainer
         self._chunk = chunk                   # steps between looks at pause/cancel
         self._on_eval = on_eval               # optional hook(trainer) after each evaluation (tests)
-        self._records = threading.Lock()      # guards the records below (the Task's lock guards its state)
+        # the records below change under the task's lock, with the state: a snapshot never pairs
+        # new records with an old state (steps taken but "preparing")
         self._steps: list = []
         self._evals: list = []
         self._samples: list = []
@@ -108,26 +97,11 @@ class TrainingJob(Task):
         self.trainer = None                   # the live Trainer while the run lasts (tests)
         self._recorder = None                 # lmviz.replay.Recorder of this run (None: no replay)
 
-    def stop(self) -> None:
-        self.cancel()
-
-    @property
-    def state(self) -> str:
-        return self._state_of(super().snapshot())
-
-    def _state_of(self, ts) -> str:
-        if self.cancelled and ts.state not in FINAL:
-            # Stop was asked: the records are final from here on (the worker publishes nothing
-            # more), so the page shows the run as stopped at once. The worker gives its slot back
-            # at its next look at the flag, which a busy machine can delay (nice 19): a new
-            # Start meanwhile waits in the queue instead of behind a disabled button.
-            return "stopped"
-        return "preparing" if ts.state == "running" and ts.phase == "preparing" else ts.state
-
     def snapshot(self, last: int | None = None) -> JobSnapshot:
         """A consistent copy of everything the page draws (``last``: keep only the newest steps)."""
-        ts = super().snapshot()
-        with self._records:
+        pos = self.queue_position()
+        with self._lock:
+            state = self._shown()
             steps = self._steps[-last:] if last else list(self._steps)
             recent = self._steps[-20:]
             tps = sum(m.tokens_per_s for m in recent) / len(recent) if recent else 0.0
@@ -136,14 +110,17 @@ class TrainingJob(Task):
             if recent and self._max_steps:
                 ms = sum(m.dt_ms for m in recent) / len(recent)
                 eta = (self._max_steps - step) * ms / 1e3
-            return JobSnapshot(self._state_of(ts), step, self._max_steps, ts.queue_position, tps, eta,
+            return JobSnapshot(state, step, self._max_steps, pos if state == "queued" else 0, tps, eta,
                                self._elapsed, steps, list(self._evals), list(self._samples), self._attention,
-                               self._model, self._version, self._tokenizer, dict(self._info), ts.error,
-                               self._recorder.replay() if self._recorder is not None else None)
+                               self._model, self._version, self._tokenizer, dict(self._info), self._error,
+                               self._replay_so_far())
+
+    def _replay_so_far(self):
+        """The run's training replay so far (None: this run keeps none)."""
+        return self._recorder.replay() if self._recorder is not None else None
 
     # -- worker --------------------------------------------------------------------------------
     def _work(self, ctx) -> None:
-        ctx.phase("preparing")
         tr = self._make(ctx.cancelled) if _takes_cancel(self._make) else self._make()
         check_cancel(ctx.cancelled)
         tr.cancel = ctx.cancelled
@@ -159,15 +136,14 @@ class TrainingJob(Task):
     def _train(self, ctx, tr) -> None:
         from .baselines import unigram_baseline
 
-        with self._records:
-            self._max_steps, self._tokenizer = tr.cfg.max_steps, tr.tokenizer
-            self._info = {"params": tr.num_params(), "vocab_size": tr.tokenizer.vocab_size,
-                          "train_tokens": len(tr.train_ids), "val_tokens": len(tr.val_ids),
-                          "device": str(tr.device), "prompt": tr.prompt,
-                          "baselines": unigram_baseline(tr.train_ids, tr.val_ids, tr.tokenizer.vocab_size)}
+        info = {"params": tr.num_params(), "vocab_size": tr.tokenizer.vocab_size,
+                "train_tokens": len(tr.train_ids), "val_tokens": len(tr.val_ids),
+                "device": str(tr.device), "prompt": tr.prompt,
+                "baselines": unigram_baseline(tr.train_ids, tr.val_ids, tr.tokenizer.vocab_size)}
+        with self._lock:
+            self._max_steps, self._tokenizer, self._info = tr.cfg.max_steps, tr.tokenizer, info
         rec = self._start_replay(tr)
-        self._checkpoint(tr)
-        ctx.phase("running")
+        self._checkpoint(ctx, tr, phase="running")       # the step-0 records and the phase together
         while not tr.done:
             ctx.check()                        # pause waits here; Stop raises Cancelled
             t0 = time.perf_counter()
@@ -178,12 +154,12 @@ class TrainingJob(Task):
             check_cancel(ctx.cancelled)        # stopped meanwhile: these steps are not published
             if rec is not None and ms:
                 rec.after_step(tr.model, tr.tokenizer, ms[-1].step, ms[-1].loss)
-            with self._records:
+            with self._lock:
                 self._steps.extend(ms)
                 self._elapsed += time.perf_counter() - t0
             ctx.progress(tr.steps_done, tr.cfg.max_steps)
             if tr.steps_done % tr.cfg.eval_every == 0 or tr.done:
-                self._checkpoint(tr)
+                self._checkpoint(ctx, tr)
 
     def _start_replay(self, tr):
         """The run's replay Recorder, with its step-0 snapshot (None when the probe does not fit
@@ -197,21 +173,23 @@ class TrainingJob(Task):
             rec.start(tr.model, tr.tokenizer)
         except ValueError:
             return None
-        with self._records:
+        with self._lock:
             self._recorder = rec
         return rec
 
-    def _checkpoint(self, tr) -> None:
-        """Evaluate, sample, look at attention and publish a copy of the weights."""
+    def _checkpoint(self, ctx, tr, phase: str | None = None) -> None:
+        """Evaluate, sample, look at attention and publish a copy of the weights (and, with
+        ``phase``, enter that phase in the same locked step)."""
         from .train import copy_model
 
         ev = tr.evaluate()
         sm = tr.sample()
         att = tr.attention()
         model = copy_model(tr.model)
-        if self.cancelled:                     # stopped meanwhile: nothing more is published
-            raise Cancelled
-        with self._records:
+        check_cancel(ctx.cancelled)            # stopped meanwhile: nothing more is published
+        with self._lock:
+            if phase is not None:
+                self._phase = phase
             self._evals.append(ev)
             self._samples.append(sm)
             self._attention = (att[0], att[1].numpy())

@@ -1,17 +1,21 @@
-"""Trainings on a Ray cluster: the backend ``TrainingJob`` uses when ``LMVIZ_RAY_ADDRESS`` is set.
+"""Trainings on a Ray cluster: the backend ``lmviz.train_backend.training_job`` picks when
+``LMVIZ_RAY_ADDRESS`` is set.
 
     LMVIZ_RAY_ADDRESS=127.0.0.1:6379 streamlit run app.py     # every training runs on that cluster
 
-Unset, nothing here is imported and ``ray`` is not needed. Set, ``TrainingJob(...)`` builds a
-:class:`RayTrainingJob` (same constructor, same ``start / stop / pause / resume / join /
-snapshot`` and the same :class:`~lmviz.train_job.JobSnapshot`), so pages do not know where the
-training runs:
+Unset, nothing here is imported and ``ray`` is not needed. Set, ``training_job(...)`` builds a
+:class:`RayTrainingJob` (same constructor, same ``start / cancel / pause / resume / join /
+snapshot``, the same lifecycle and the same :class:`~lmviz.train_job.JobSnapshot`), so pages do
+not know where the training runs:
 
 - The training itself is the one training loop: a local ``TrainingJob`` inside a Ray actor
   (:class:`TrainingWorker`, ``num_cpus`` = LMVIZ_RAY_CPUS, default 1, per training; a GPU each with
   LMVIZ_RAY_GPUS=1). The cluster's resources are the cap on concurrent trainings: an actor that
   the cluster cannot place yet is a queued job (``queue_position`` counts this server's waiting
-  Ray jobs, oldest first); Stop while queued removes it.
+  Ray jobs, oldest first); Stop while queued removes it. The actor is the job's slot in
+  ``lmviz.tasks.Task``'s lifecycle (``_acquire`` waits until it is placed, ``_release`` removes
+  it): queued while it waits, "preparing" until the worker's training takes its first steps, then
+  running.
 - On this server, a poller (an ``lmviz.tasks.Task`` thread) asks the actor every
   LMVIZ_RAY_POLL_S (0.5 s) for what is new since its last look: step, evaluation and sample
   records, the attention of the fixed prompt, and, after each evaluation, the published weights as
@@ -102,7 +106,6 @@ class TrainingWorker:
     new since the server's last look."""
 
     def __init__(self, make_trainer: Callable[..., Any], chunk: int) -> None:
-        os.environ.pop("LMVIZ_RAY_ADDRESS", None)      # the job in here is a local one
         self.job = TrainingJob(make_trainer, None, chunk=chunk)
         self.sent_version = 0
         self.sent_replay = None
@@ -121,8 +124,8 @@ class TrainingWorker:
     def resume(self) -> None:
         self.job.resume()
 
-    def stop(self) -> None:
-        self.job.stop()
+    def cancel(self) -> None:
+        self.job.cancel()
         self.job.join(5)
 
     def poll(self, n_steps: int, n_evals: int, n_samples: int) -> dict:
@@ -136,7 +139,7 @@ class TrainingWorker:
             out["checkpoint"] = save_checkpoint(snap.model, snap.tokenizer, {"steps": snap.step})
             out["attention"] = snap.attention
             self.sent_version = snap.model_version
-        rp = getattr(snap, "replay", None)        # lmviz.replay's record, where the job keeps one
+        rp = snap.replay
         key = None if rp is None else (len(rp), rp.snapshots[-1].step if len(rp) else -1)
         if key != self.sent_replay:
             out["replay"] = rp
@@ -181,15 +184,10 @@ class RayTrainingJob(TrainingJob):
         self._actor = None
         self._remote_paused = False
         self._node = ""                       # the cluster node the training runs on
-        self._replay = None                   # the worker's latest training replay (if it keeps one)
+        self._remote_replay = None            # the worker's latest training replay (if it keeps one)
 
-    def snapshot(self, last: int | None = None):
-        snap = super().snapshot(last)
-        if self._replay is not None and hasattr(snap, "replay"):
-            import dataclasses
-
-            snap = dataclasses.replace(snap, replay=self._replay)
-        return snap
+    def _replay_so_far(self):
+        return self._remote_replay
 
     def queue_position(self) -> int:
         with _PENDING_LOCK:
@@ -203,44 +201,14 @@ class RayTrainingJob(TrainingJob):
         except Exception as e:  # noqa: BLE001 - becomes one sentence
             raise _lost(e) from e
 
-    # -- the poller (an lmviz.tasks.Task worker thread) ----------------------------------------
-    def _work(self, ctx) -> None:
-        connect()
-        try:
-            self._queue_on_cluster(ctx)
-            self._get(self._actor.start.remote())
-            n_steps = n_evals = n_samples = 0
-            while True:
-                if ctx.cancelled():
-                    self._stop_remote()
-                    raise Cancelled("stopped")
-                if self.paused != self._remote_paused:
-                    self._get((self._actor.pause if self.paused else self._actor.resume).remote())
-                    self._remote_paused = self.paused
-                d = self._get(self._actor.poll.remote(n_steps, n_evals, n_samples))
-                self._merge(d)
-                n_steps += len(d["steps"])
-                n_evals += len(d["evals"])
-                n_samples += len(d["samples"])
-                state = d["state"]
-                if state in ("queued", "preparing", "new"):
-                    ctx.phase("preparing")
-                elif state in ("running", "paused"):
-                    self._set(state=state, phase="running")
-                if state == "done":
-                    self._set(state="running")
-                    return None
-                if state == "error":
-                    raise RuntimeError(d["error"] or "the training failed on the Ray cluster")
-                if state == "stopped":
-                    raise RuntimeError("the training was stopped on the Ray cluster")
-                ctx.progress(n_steps and self._steps[-1].step, d["max_steps"])
-                self._stop.wait(self._poll_s)
-        finally:
-            self._drop()
+    # -- the slot: an actor the cluster places -------------------------------------------------
+    def _waits_for_a_slot(self) -> bool:
+        return True
 
-    def _queue_on_cluster(self, ctx) -> None:
-        """Create the actor; while the cluster has no room for it, the job is queued."""
+    def _acquire(self) -> bool:
+        """Create the actor and wait until the cluster places it (the job reads "queued"); False
+        when Stop came first. The actor is removed again when this fails or is stopped."""
+        connect()
         gpus = _env_float("LMVIZ_RAY_GPUS", 0.0) if os.environ.get("LMVIZ_RAY_GPUS") else 0
         opts = {"num_cpus": _env_float("LMVIZ_RAY_CPUS", 1.0)}
         if gpus:
@@ -254,26 +222,60 @@ class RayTrainingJob(TrainingJob):
         ready = self._actor.ready.remote()
         with _PENDING_LOCK:
             _PENDING.append(self)
+        placed = False
         try:
-            self._set(state="queued")
             while not ray.wait([ready], timeout=self._poll_s)[0]:
-                if ctx.cancelled():
-                    raise Cancelled("stopped while queued")
-            node = self._get(ready)
+                if self.cancelled:
+                    return False
+            self._node = self._get(ready)["node"]
+            placed = not self.cancelled
+            return placed
         finally:
             with _PENDING_LOCK:
                 if self in _PENDING:
                     _PENDING.remove(self)
-        self._set(state="running", phase="preparing")
-        self._node = node["node"]
+            if not placed:
+                self._drop()
+
+    def _release(self) -> None:
+        self._drop()
+
+    # -- the poller (the task's worker thread) -------------------------------------------------
+    def _work(self, ctx) -> None:
+        self._get(self._actor.start.remote())
+        n_steps = n_evals = n_samples = 0
+        while True:
+            if ctx.cancelled():
+                self._cancel_remote()
+                raise Cancelled("stopped")
+            if self.paused != self._remote_paused:
+                self._get((self._actor.pause if self.paused else self._actor.resume).remote())
+                self._remote_paused = self.paused
+            d = self._get(self._actor.poll.remote(n_steps, n_evals, n_samples))
+            self._merge(d)
+            n_steps += len(d["steps"])
+            n_evals += len(d["evals"])
+            n_samples += len(d["samples"])
+            state = d["state"]
+            if state == "done":
+                return None
+            if state == "error":
+                raise RuntimeError(d["error"] or "the training failed on the Ray cluster")
+            if state == "stopped":
+                raise RuntimeError("the training was stopped on the Ray cluster")
+            ctx.progress(n_steps and self._steps[-1].step, d["max_steps"])
+            self._stop.wait(self._poll_s)
 
     def _merge(self, d: dict) -> None:
+        """Add what the worker sent, and take on its state, in one locked step: a snapshot that
+        shows the worker's steps never reads "preparing"."""
         model = tok = None
         if d.get("checkpoint"):
             from .checkpoint import load_checkpoint
 
             model, tok, _ = load_checkpoint(d["checkpoint"])
-        with self._records:
+        remote = d["state"]
+        with self._lock:
             self._steps.extend(d["steps"])
             self._evals.extend(d["evals"])
             self._samples.extend(d["samples"])
@@ -282,17 +284,21 @@ class RayTrainingJob(TrainingJob):
                 self._info = {**d["info"], "ray_node": self._node,
                               "device": f"{d['info'].get('device', '?')} · Ray {self._node}"}
             if d.get("replay") is not None:
-                self._replay = d["replay"]
+                self._remote_replay = d["replay"]
             if model is not None:
                 self._model, self._tokenizer, self._attention = model, tok, d.get("attention")
                 self._version += 1
+            if remote in ("running", "paused", "done"):
+                self._phase = "running"
+            if remote in ("running", "paused") and self._state in ("running", "paused"):
+                self._move(remote)
 
-    def _stop_remote(self) -> None:
+    def _cancel_remote(self) -> None:
         import ray
 
         if self._actor is not None:
             try:
-                ray.get(self._actor.stop.remote(), timeout=min(10.0, timeout_s()))
+                ray.get(self._actor.cancel.remote(), timeout=min(10.0, timeout_s()))
             except Exception:  # noqa: BLE001 - it is being removed anyway
                 pass
 

@@ -15,25 +15,26 @@ START, TARGET = (-0.8, -0.6), (0.7, 0.5)
 
 
 # ---------------------------------------------------------------- background training ----
-def _demo_task(train, cfg, name: str):
-    """A chapter demo's training as a task: progress per step, stopped by cancel."""
-    return session.start_task(lambda ctx: train(cfg, on_step=lambda s, _: ctx.progress(s), cancel=ctx.cancelled),
-                              name=name, total=cfg.steps)
+def _demo(purpose: str, key: tuple, train, cfg):
+    """A snapshot function of this session's demo training ``purpose`` at the settings ``key``: one
+    task per session and demo, the previous one cancelled when a setting changes, all cancelled
+    when the session ends (ui.session.session_task). The same settings give the same (seeded)
+    model, so a finished one is shared with every session."""
+    def work(ctx):
+        return train(cfg, on_step=lambda s, _: ctx.progress(s), cancel=ctx.cancelled)
+    return lambda: session.session_task(purpose, key, work, name=f"lmviz-beyond-{purpose}", total=cfg.steps)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
 def _structure_job(lang_code: str, steps: int):
-    """Shared by every session: the same settings give the same (seeded) models."""
     from lmviz.chapters.structure import StructureConfig, train_structure
 
-    return _demo_task(train_structure, StructureConfig(lang=lang_code, steps=steps), "lmviz-beyond-structure")
+    return _demo("structure", (lang_code, steps), train_structure, StructureConfig(lang=lang_code, steps=steps))
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
 def _robot_job(n_bins: int, steps: int):
     from lmviz.chapters.robot import RobotConfig, train_policy
 
-    return _demo_task(train_policy, RobotConfig(n_bins=n_bins, steps=steps), "lmviz-beyond-robot")
+    return _demo("robot", (n_bins, steps), train_policy, RobotConfig(n_bins=n_bins, steps=steps))
 
 
 def _train_button(label_key: str, flag: str, key: str) -> bool:
@@ -132,7 +133,7 @@ def sec_structure():
             else:
                 st.info(t("bey.struct_train_hint"))
 
-    session.poll(lambda: _structure_job(corpus_lang, steps).snapshot() if started else None, body)
+    session.poll(_structure_job(corpus_lang, steps) if started else lambda: None, body)
     _corpora_side_by_side(corpus)
 
 
@@ -226,7 +227,7 @@ def sec_robot():
                     key="bey_rollout", filename="robot-rollout")
         render.md(t("bey.rollout_md", d=r_model.final_distance, model=name))
 
-    session.poll(lambda: _robot_job(n_bins, steps).snapshot() if started else None, body)
+    session.poll(_robot_job(n_bins, steps) if started else lambda: None, body)
 
 
 # ---------------------------------------------------------------- knowledge ----

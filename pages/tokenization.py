@@ -2,19 +2,28 @@
 measure the vocabulary-size trade-off (BPE 'low lower' example, embedding-table example)."""
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
 import streamlit as st
 
 from lmviz.bpe import split_heldout, train_bpe, vocab_tradeoff
-from ui import render, urlstate
+from ui import render, session, urlstate
 from ui.i18n import lang, t
 from viz.tokenization import (pair_counts_figure, segmentation, token_chips_html,
                               tradeoff_figure, visible)
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
-MAX_CHARS = 10_000         # corpus cap: training stays well under half a second
+MAX_CHARS = 10_000         # corpus cap
+# BPE on the page: a bundled example (at most 2,720 characters) learns 500 merges in ~0.2 s
+# here, so it is learned on the page; a user's text can take 5-27 s at the caps (10,000
+# characters, 500 merges, measured 2026-12-01), so it is tried on the page for INLINE_S and, when
+# longer, handed to the server's low-priority task pool (ui.session.session_task: one run per
+# session, the previous one cancelled when an input changes, cancelled with the session); the
+# page polls it. Finished runs are shared by every session (BPE_RESULTS runs kept).
+INLINE_S = 0.5
+BPE_RESULTS = 8
 MAX_UPLOAD = 64 * 1024     # bytes
 MAX_ENCODE = 2_000         # chars in the encoder box
 SOURCES = ("toy", "english", "chinese", "code", "own", "upload")
@@ -25,19 +34,52 @@ ENCODE_DEFAULT = {"toy": "lower low owl", "english": "The slowest readers learne
 render.page_header("tok.title", "tok.intro")
 
 
-# ---------------------------------------------------------------- cached pure work --------
-@st.cache_data(max_entries=32, show_spinner=False)
-def _train(text: str, n: int, level: str, split: bool):
+# ---------------------------------------------------------------- BPE runs (see INLINE_S) --------
+def _bpe_work(text: str, n: int, level: str, split: bool):
+    return lambda ctx: train_bpe(text, n, level=level, split_words=split, cancel=ctx.cancelled)
+
+
+def _tradeoff_work(text: str, level: str, split: bool, d: int):
+    def work(ctx):
+        train, held = split_heldout(text, 0.2)
+        tok = train_bpe(train, 400, level=level, split_words=split, record=False, cancel=ctx.cancelled)
+        n = len(tok.merges)
+        ks = sorted({0, *(round(n * f) for f in (0.05, 0.1, 0.2, 0.35, 0.5, 0.75)), n})
+        return vocab_tradeoff(tok, held, ks, d), len(train), len(held)
+    return work
+
+
+def _run(purpose: str, key: tuple, work, bundled: bool):
+    """A snapshot function of this session's BPE run ``purpose`` at ``key`` (see INLINE_S)."""
+    return lambda: session.session_task(purpose, key, work, name="lmviz-bpe", max_results=BPE_RESULTS,
+                                        inline_s=math.inf if bundled else INLINE_S)
+
+
+def _run_status(snap) -> None:
+    """The status line of a BPE run in the background (queued, running, failed)."""
+    if snap is None:
+        return
+    if snap.state == "queued":
+        st.info(t("tok.bg_queued", n=snap.queue_position, cap=session.max_trainings()))
+    elif snap.active:
+        st.info(t("tok.bg_running"))
+    elif snap.state == "error":
+        st.error(t("tok.bg_error", error=render.escape(snap.error or "?")))
+
+
+def _result(snapshot):
+    """The run's result when done; otherwise its status, polled until it ends (None)."""
+    snap = snapshot()
+    if snap.state == "done":
+        return snap.result
+    session.poll(snapshot, _run_status)       # reruns the page when the run ends
+    return None
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _english_bpe(text: str, n: int, level: str, split: bool):
+    """BPE on the bundled English example (shared, read-only; ~0.2 s at 500 merges)."""
     return train_bpe(text, n, level=level, split_words=split)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def _tradeoff(text: str, level: str, split: bool, d: int):
-    train, held = split_heldout(text, 0.2)
-    tok = train_bpe(train, 400, level=level, split_words=split, record=False)
-    n = len(tok.merges)
-    ks = sorted({0, *(round(n * f) for f in (0.05, 0.1, 0.2, 0.35, 0.5, 0.75)), n})
-    return vocab_tradeoff(tok, held, ks, d), len(train), len(held)
 
 
 # ---------------------------------------------------------------- corpus ------------------
@@ -97,7 +139,11 @@ with s3:
     n_req = st.number_input(t("tok.num_merges"), 1, 500, key=f"tok_n_{source}")
     urlstate.to_url("merges", int(n_req))
 
-tok = _train(text, int(n_req), level, split)
+BUNDLED = source in ("toy", "english", "chinese", "code")
+tok = _result(_run("tok_bpe", (text, int(n_req), level, split), _bpe_work(text, int(n_req), level, split),
+                   BUNDLED))
+if tok is None:
+    st.stop()
 n = len(tok.merges)
 if tok.stopped_early:
     st.info(t(f"tok.stop.{tok.stop_reason}", done=n, asked=int(n_req)))
@@ -220,7 +266,11 @@ def _tradeoff_section() -> None:
     if len(text) < 200:
         st.info(t("tok.tradeoff_small"))
     else:
-        pts, n_train, n_held = _tradeoff(text, level, split, int(d))
+        res = _result(_run("tok_tradeoff", (text, level, split, int(d)), _tradeoff_work(text, level, split, int(d)),
+                           BUNDLED))
+        if res is None:
+            return
+        pts, n_train, n_held = res
         fig = tradeoff_figure([p.table_params for p in pts], [p.tokens_per_char for p in pts],
                               [p.vocab_size for p in pts], x_title=t("tok.fig.params", d=d),
                               y_title=t("tok.fig.tpc"), title=t("tok.fig.tradeoff_title"))
@@ -298,7 +348,7 @@ def _rare_section() -> None:
         st.info(t("tok.rare_none"))
         try:
             eng = (EXAMPLES / "english.txt").read_text(encoding="utf-8")[:MAX_CHARS]
-            rv = rare_vs_common(_train(eng, max(int(n_req), 60), level, split), eng)
+            rv = rare_vs_common(_english_bpe(eng, max(int(n_req), 60), level, split), eng)
         except ValueError:
             return
         st.caption(t("tok.rare_fallback", n=max(int(n_req), 60)))

@@ -195,8 +195,12 @@ def _reset() -> None:
 
 def sec_run() -> None:
     job = session.training_job()
-    state = job.state if job is not None else "none"
-    active = state in ("queued", "preparing", "running", "paused")
+    active = job is not None and job.active
+    slot = session.training_slot()
+    if slot.refused == "full":                # every place for a training holds a live one
+        st.error(t("train.run_full", n=session.MAX_RUNS))
+    if job is not None and render.presenting():
+        st.caption(t("train.run_link_hidden"))
     cols = st.columns(5)
     ready = st.session_state.get("train_setup") is not None
     cols[0].button(t("train.start"), key="train_start", type="primary", on_click=_start,
@@ -205,7 +209,7 @@ def sec_run() -> None:
                    disabled=not active or job.paused, icon=":material/pause:")
     cols[2].button(t("train.resume"), key="train_resume", on_click=lambda: job.resume(),
                    disabled=not active or not job.paused, icon=":material/resume:")
-    cols[3].button(t("train.stop"), key="train_stop", on_click=lambda: job.stop(),
+    cols[3].button(t("train.stop"), key="train_stop", on_click=lambda: job.cancel(),
                    disabled=not active, icon=":material/stop:")
     cols[4].button(t("train.reset"), key="train_reset", on_click=_reset,
                    disabled=job is None, icon=":material/restart_alt:")

@@ -147,3 +147,44 @@ def test_notes_corpus_beside_the_generated_one_and_the_window_in_use(lang):
     fig = next(f for f in figures(at) if f["layout"].get("title", {}).get("text", "").startswith(
         translate("bey.pos_title", lang, corpus="")[:8]))
     assert len(decode(fig["data"][0]["y"])) == 64
+
+
+def test_the_robot_demo_is_one_task_per_session_cancelled_on_a_new_value_and_with_the_session(monkeypatch):
+    """Issue 28, fault 12: every bins value started a new shared task that kept running after the
+    tab closed. Now: one task per session and demo; a new value cancels the previous one; the
+    session's end cancels it."""
+    import gc
+    import time
+
+    import lmviz.chapters.robot as robot
+    from lmviz import tasks
+    from ui import session
+
+    started = []
+    start = tasks.Task.start
+    monkeypatch.setattr(tasks.Task, "start", lambda self: started.append(self) or start(self))
+
+    def until_cancelled(cfg, on_step=None, cancel=None):         # a demo that is still training
+        while not cancel():
+            time.sleep(0.01)
+        raise tasks.Cancelled("stopped")
+
+    monkeypatch.setattr(robot, "train_policy", until_cancelled)
+    at = open_page(PAGE, "en")
+    at.slider(key="bey_bins").set_value(7).run()
+    at.button(key="bey_r_train").click().run()
+    robots = lambda: [t for t in started if t._name == "lmviz-beyond-robot"]     # noqa: E731
+    assert len(robots()) == 1 and robots()[0].active
+    assert translate("bey.training", "en", step=0, n=300) in [p.proto.text for p in at.get("progress")] or \
+        any(translate("bey.train_queued", "en") == i.value for i in at.info)
+    first = robots()[0]
+    at.run()
+    assert robots() == [first]                                   # a rerun asks the same task
+    at.slider(key="bey_bins").set_value(9).run()                 # the slider moved
+    assert len(robots()) == 2 and first.state == "stopped" and robots()[1].active
+    assert first.join(10)
+    slots = next(o for o in gc.get_objects() if type(o) is tasks.TaskSlots and o.task("robot") is robots()[1])
+    session._close_task_slots(slots)                             # the session ends (its release hook)
+    assert robots()[1].state == "stopped" and robots()[1].join(10)
+    assert len(robots()) == 2 and not any(t.active for t in robots())
+    slots.__init__()                                             # AppTest's next session reuses the object

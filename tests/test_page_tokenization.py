@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.apptest_util import all_text, decode, figures, open_page
+from tests.apptest_util import all_text, decode, figures, open_page, poll_until
 from ui.i18n import translate
 from viz.theme import COLORS
 
@@ -127,7 +127,6 @@ def test_special_tokens_and_rare_words(lang):
     """What the live tokenizer and the page's BPE reserve, what becomes of an unseen character,
     and a rare word cut into more pieces than a frequent one (on the English example)."""
     from lmviz.special_tokens import encode_unknown, rare_vs_common, special_tokens
-    from pages.tokenization import UNKNOWN_DEFAULT
     from ui.session import default_bundle
 
     at = open_page(PAGE, lang)
@@ -143,7 +142,7 @@ def test_special_tokens_and_rare_words(lang):
                              for r in sp.reserved)) in text
     else:
         assert translate("tok.sp_none", lang, v=sp.vocab_size) in text
-    r = encode_unknown(live, UNKNOWN_DEFAULT[lang])
+    r = encode_unknown(live, at.text_input(key="tok_sp_text").value)      # the page's default sample
     assert "☃" in r.unknown
     from viz.tokenization import visible
     assert " | ".join(visible(x) for x in r.pieces) in [c.value for c in at.code]
@@ -161,3 +160,46 @@ def test_special_tokens_and_rare_words(lang):
     no_errors(at)
     assert translate("tok.rare_none", lang) not in [i.value for i in at.info]
     assert rv.rare.word in all_text(at)
+
+
+def test_a_long_bpe_run_goes_to_the_task_pool_and_the_page_polls_it(monkeypatch):
+    """Issue 28, fault 9: 10,000 characters x 500 merges ran 17-55 s on the page's thread. Now a
+    run longer than the page's budget is a low-priority task of this session (cancelled when the
+    input changes) and the page polls it; a bundled example still finishes on the page."""
+    import random
+    import threading
+
+    import lmviz.bpe as bpe
+    from lmviz import tasks
+    from ui import session
+
+    monkeypatch.setattr(session, "_RESULTS", {})                # no run finished before this test
+    threads = []
+    train = bpe.train_bpe
+    monkeypatch.setattr(bpe, "train_bpe", lambda *a, **k: threads.append(threading.current_thread().name)
+                        or train(*a, **k))
+    started = []
+    start = tasks.Task.start
+    monkeypatch.setattr(tasks.Task, "start", lambda self: started.append(self) or start(self))
+    at = open_page(PAGE, "en")
+    assert at.slider and threads and not any(n.startswith("lmviz") for n in threads)   # the toy: on the page
+    rng = random.Random(0)
+    words = " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
+                     for _ in range(2000))[:10_000]
+    at.radio(key="tok_source").set_value("own").run()
+    at.number_input(key="tok_n_own").set_value(500).run()
+    at.text_area(key="tok_own").set_value(words).run()
+    no_errors(at)
+    waiting = {translate("tok.bg_running", "en"), translate("tok.bg_queued", "en", n=1, cap=1)}
+    assert not at.slider and any(i.value in waiting for i in at.info)          # the page did not wait
+    (first,) = [t for t in started if t._name == "lmviz-bpe"]
+    assert first.active
+    at.text_area(key="tok_own").set_value(words[:-1] + "q").run()              # the input changed
+    runs = [t for t in started if t._name == "lmviz-bpe"]
+    assert len(runs) == 2 and first.state == "stopped" and runs[1].active       # the old run was cancelled
+    assert poll_until(at, lambda a: bool(a.slider), 300)
+    no_errors(at)
+    assert at.slider[0].max == 500 and "lmviz-bpe" in threads and runs[1].state == "done"
+    at.radio(key="tok_source").set_value("toy").run()                           # back to a bundled one
+    no_errors(at)
+    assert at.slider and len([t for t in started if t._name == "lmviz-bpe"]) == 2

@@ -230,23 +230,24 @@ def test_a_new_session_with_the_run_secret_reattaches_and_a_wrong_one_attaches_n
     # slot's release hook), and the slot is emptied to be what B's fresh one would be.
     from ui import session
 
-    job, slot = session.runs()._entries[secret][:2]
+    entry = session.runs()._entries[secret]
+    job, slot = entry.task, entry.watchers[0]
     session._release_training_slot(slot)
-    assert session.runs()._entries[secret][1] is None          # released: the grace period runs
+    assert session.runs().watchers(secret) == 0                 # released: the grace period runs
     assert job.snapshot().active                                # ... but the run goes on
     slot.__init__()
     b = open_page(PAGE, "en", run=secret)
-    assert session.runs()._entries[secret][0] is job
+    assert session.runs()._entries[secret].task is job
     assert translate("train.run_attached", "en") in all_text(b)
     assert poll(b, lambda x: progress_step(x) > 0)
     s1 = progress_step(b)
     assert poll(b, lambda x: progress_step(x) > s1)               # the same run, still advancing
     assert b.session_state["lmviz_session_bundle"].source == "session"   # and its model
     assert not button(b, "train_stop").disabled
-    assert session.runs()._entries[secret][1] is not None       # claimed: no longer on its way out
+    assert session.runs().watchers(secret) == 1                 # claimed: no longer on its way out
     button(b, "train_stop").click().run()
     assert job.join(10) and job.state == "stopped"               # B's Stop stopped A's run
-    session.runs()._entries[secret][1].__init__()                # a fresh session again (see above)
+    slot.__init__()                                              # a fresh session again (see above)
     # a wrong secret attaches nothing and says the link holds no training
     c = open_page(PAGE, "en", run=secret[:-2] + ("aa" if not secret.endswith("aa") else "bb"))
     assert translate("train.run_gone", "en") in all_text(c)
@@ -257,3 +258,67 @@ def test_a_new_session_with_the_run_secret_reattaches_and_a_wrong_one_attaches_n
 def test_the_run_secret_is_not_a_chapter_setting():
     src = open("ui/urlstate.py", encoding="utf-8").read() + open(PAGE, encoding="utf-8").read()
     assert 'param="run"' not in src and "param='run'" not in src
+
+
+# -- issue 28, faults 2 and 3 ----------------------------------------------------------------------
+
+def _secret(at):
+    raw = at.query_params.get("run")
+    return raw[0] if isinstance(raw, list) else raw
+
+
+def test_a_stranger_who_opens_and_closes_the_link_does_not_stop_the_run(monkeypatch):
+    from lmviz.tasks import Registry
+    from ui import session
+
+    monkeypatch.setattr(session, "_RUNS", Registry(grace_s=0.05))        # a short grace period
+    a = open_page(PAGE, "en", corpus="toy", preset="tiny")
+    button(a, "train_start").click().run()
+    secret = _secret(a)
+    job = session.runs()._entries[secret].task
+    assert poll(a, lambda x: progress_step(x) > 0)
+    stranger = session.TrainingSlot()                   # another browser with the link ...
+    assert session.runs().claim(secret, stranger) is job and session.runs().watchers(secret) == 2
+    stranger.job, stranger.secret = job, secret         # (what attach_run does there)
+    session._release_training_slot(stranger)            # ... closes its tab
+    time.sleep(0.5)                                     # ten grace periods later
+    assert job.snapshot().active and session.runs().watchers(secret) == 1
+    s1 = progress_step(a)
+    assert poll(a, lambda x: progress_step(x) > s1)      # the owner's tab still watches it advance
+    owner = session.runs()._entries[secret].watchers[0]
+    session._release_training_slot(owner)               # the last watching tab closes
+    assert job.join(20) and job.state == "stopped"
+    owner.__init__()                                    # AppTest's next session reuses the slot object
+
+
+def test_presenter_mode_keeps_the_run_secret_out_of_the_address_bar():
+    from ui import session
+
+    at = open_page(PAGE, "en", corpus="toy", preset="tiny", present="1")       # section 1: the setup
+    button(at, "lmviz_next").click().run()                                       # section 2: the run
+    button(at, "train_start").click().run()
+    assert "run" not in at.query_params                                 # not on the projector
+    assert translate("train.run_link_hidden", "en") in all_text(at)
+    job = session.runs()._entries[next(iter(reversed(session.runs()._entries)))].task
+    assert poll(at, lambda x: job.snapshot().step > 0)                   # this session keeps its run
+    assert not button(at, "train_stop").disabled and "run" not in at.query_params
+    button(at, "train_reset").click().run()
+    assert job.join(20) and job.state == "stopped" and "run" not in at.query_params
+
+
+def test_a_full_registry_refuses_a_new_training_with_a_sentence(monkeypatch):
+    from lmviz.tasks import Registry
+    from tests.test_registry import forever
+    from ui import session
+
+    full = Registry(max_entries=1)
+    live, _ = forever()
+    full.add(live, "someone else")
+    monkeypatch.setattr(session, "_RUNS", full)
+    at = open_page(PAGE, "en", corpus="toy", preset="tiny")
+    button(at, "train_start").click().run()
+    assert not at.exception
+    assert any(translate("train.run_full", "en", n=session.MAX_RUNS) == e.value for e in at.error)
+    assert button(at, "train_stop").disabled and "run" not in at.query_params   # nothing started
+    assert live.state == "running" and len(full) == 1                          # and nothing evicted
+    live.cancel()

@@ -1,6 +1,6 @@
 """The Ray training backend (lmviz.train_ray) on a local in-process Ray (2 CPUs, 127.0.0.1).
 
-- with LMVIZ_RAY_ADDRESS set, ``TrainingJob(...)`` is a RayTrainingJob; unset, it is the local job
+- with LMVIZ_RAY_ADDRESS set, ``training_job(...)`` is a RayTrainingJob; unset, it is the local job
   and ``ray`` is never imported;
 - a tiny training submitted through the backend runs on a Ray actor, its step count grows and it
   publishes a model (checkpoint bytes loaded back) and ends "done";
@@ -90,8 +90,8 @@ def _wait(job, cond, limit: float = 90.0):
 
 def test_unset_means_local_and_ray_is_never_imported():
     code = ("import os, sys; os.environ.pop('LMVIZ_RAY_ADDRESS', None)\n"
-            "from lmviz.train_job import TrainingJob\n"
-            "j = TrainingJob(lambda: None)\n"
+            "from lmviz.train_backend import training_job\n"
+            "j = training_job(lambda: None)\n"
             "print(type(j).__name__, 'ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["TrainingJob", "False"], out.stderr
@@ -104,8 +104,8 @@ def test_an_unreachable_cluster_is_a_sentence_at_once():
     with socket.socket() as s:                          # a free port: nothing listens there
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    code = ("from lmviz.train_job import TrainingJob\n"
-            "j = TrainingJob(lambda: None).start(); print(j.join(30)); s = j.snapshot()\n"
+    code = ("from lmviz.train_backend import training_job\n"
+            "j = training_job(lambda: None).start(); print(j.join(30)); s = j.snapshot()\n"
             "print(s.state); print(s.error)")
     env = dict(os.environ, LMVIZ_RAY_ADDRESS=f"127.0.0.1:{port}")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
@@ -116,10 +116,11 @@ def test_an_unreachable_cluster_is_a_sentence_at_once():
 
 
 def test_a_training_runs_on_ray_and_its_curve_grows(on_ray):
+    from lmviz.train_backend import training_job
     from lmviz.train_job import TrainingJob
     from lmviz.train_ray import RayTrainingJob
 
-    job = TrainingJob(_make(60))
+    job = training_job(_make(60))
     assert isinstance(job, RayTrainingJob)
     job.start()
     first = _wait(job, lambda s: s.step > 0)
@@ -142,12 +143,12 @@ def test_a_training_runs_on_ray_and_its_curve_grows(on_ray):
 
 
 def test_stop_ends_the_remote_training(on_ray):
-    from lmviz.train_job import TrainingJob
+    from lmviz.train_backend import training_job
 
-    job = TrainingJob(_make(100_000, eval_every=1000)).start()
+    job = training_job(_make(100_000, eval_every=1000)).start()
     _wait(job, lambda s: s.step > 0)
     actor = job._actor
-    job.stop()
+    job.cancel()
     assert job.join(30)
     snap = job.snapshot()
     assert snap.state == "stopped" and snap.step < 100_000
@@ -162,18 +163,18 @@ def test_stop_ends_the_remote_training(on_ray):
 
 
 def test_a_failed_remote_training_says_why(on_ray):
-    from lmviz.train_job import TrainingJob
+    from lmviz.train_backend import training_job
 
-    job = TrainingJob(_make(10, text="   ")).start()
+    job = training_job(_make(10, text="   ")).start()
     assert job.join(60)
     snap = job.snapshot()
     assert snap.state == "error" and snap.error == "the training text is empty"
 
 
 def test_a_killed_worker_gives_a_clear_error_not_a_hang(on_ray):
-    from lmviz.train_job import TrainingJob
+    from lmviz.train_backend import training_job
 
-    job = TrainingJob(_make(100_000, eval_every=1000)).start()
+    job = training_job(_make(100_000, eval_every=1000)).start()
     _wait(job, lambda s: s.step > 0)
     on_ray.kill(job._actor, no_restart=True)
     assert job.join(30)                                # no hang: ends within the timeout
@@ -183,17 +184,17 @@ def test_a_killed_worker_gives_a_clear_error_not_a_hang(on_ray):
 
 
 def test_the_clusters_cpus_are_the_cap(on_ray, monkeypatch):
-    from lmviz.train_job import TrainingJob
+    from lmviz.train_backend import training_job
 
     monkeypatch.setenv("LMVIZ_RAY_CPUS", "2")          # one training takes the whole local cluster
-    a = TrainingJob(_make(100_000, eval_every=1000)).start()
+    a = training_job(_make(100_000, eval_every=1000)).start()
     _wait(a, lambda s: s.step > 0)
-    b = TrainingJob(_make(20)).start()
+    b = training_job(_make(20)).start()
     snap = _wait(b, lambda s: s.state == "queued", 30)
     assert snap.queue_position == 1
     time.sleep(1.0)
     assert b.snapshot().state == "queued" and b.snapshot().step == 0
-    a.stop()
+    a.cancel()
     assert a.join(30)
     done = _wait(b, lambda s: s.state == "done")
     assert done.step == 20 and done.queue_position == 0

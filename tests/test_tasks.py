@@ -110,3 +110,160 @@ def test_the_allocator_calls_answer_and_leave_an_operators_setting_alone(monkeyp
     assert isinstance(give_back_memory(), bool)
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
     assert limit_malloc_arenas() is False            # the operator's MALLOC_ARENA_MAX wins
+
+
+# -- the one lifecycle (issue 27) ---------------------------------------------------------------
+
+def _busy(gate: threading.Event, release: threading.Event, then=lambda: "finished"):
+    """Work that is busy (not looking at cancel) until ``release``, then does ``then()``."""
+    def work(ctx):
+        gate.set()
+        release.wait(10)
+        return then()
+    return work
+
+
+def test_a_plain_task_reads_stopped_at_once_and_never_ends_done_after_it():
+    gate, release = threading.Event(), threading.Event()
+    t = Task(_busy(gate, release)).start()
+    assert gate.wait(5) and t.state == "running"
+    t.cancel()
+    s = t.snapshot()
+    assert (s.state, s.active) == ("stopped", False)          # at once, the worker still busy
+    release.set()
+    assert t.join(5)
+    s = t.snapshot()
+    assert (s.state, s.result, s.error) == ("stopped", None, None)   # its late result is dropped
+
+
+def test_an_error_after_stop_is_impossible():
+    gate, release = threading.Event(), threading.Event()
+
+    def fail():
+        raise ValueError("the worker hit an error on its way out")
+
+    t = Task(_busy(gate, release, fail)).start()
+    assert gate.wait(5)
+    t.cancel()
+    release.set()
+    assert t.join(5)
+    assert (t.state, t.snapshot().error) == ("stopped", None)
+
+
+def test_a_final_state_never_changes_and_an_illegal_move_is_refused():
+    t = Task(lambda ctx: 1).start()
+    assert t.join(5) and t.state == "done"
+    t.cancel()                                                # too late: it is done
+    assert t.state == "done" and t.snapshot().result == 1
+    assert t._move("running") is False and t.state == "done"
+    fresh = Task(lambda ctx: 1)
+    with pytest.raises(ValueError, match="cannot go from 'new' to 'paused'"):
+        fresh._move("paused")
+
+
+def test_the_phase_preparing_reads_as_a_state_and_active_is_decided_once():
+    from lmviz.tasks import ACTIVE, STATES, is_active
+
+    gate, release = threading.Event(), threading.Event()
+
+    def work(ctx):
+        ctx.phase("preparing")
+        gate.set()
+        release.wait(10)
+        ctx.phase("running")
+        return 1
+
+    t = Task(work).start()
+    assert gate.wait(5)
+    assert t.state == "preparing" and t.active and t.snapshot().phase == "preparing"
+    release.set()
+    assert t.join(5) and t.state == "done"
+    assert [s for s in STATES if is_active(s)] == list(ACTIVE) == ["queued", "preparing", "running", "paused"]
+    # the training page asks the job, not a list of its own (pages/training.py once had a copy)
+    src = open("pages/training.py", encoding="utf-8").read()
+    assert '"preparing", "running", "paused")' not in src
+
+
+def test_a_task_cancelled_while_queued_reads_stopped_at_once_and_leaves_the_line():
+    sem = threading.BoundedSemaphore(1)
+    gate, release = threading.Event(), threading.Event()
+    a = Task(_busy(gate, release), sem).start()
+    assert gate.wait(5)
+    b = Task(lambda ctx: "b", sem).start()
+    assert wait_for(lambda: b.snapshot().queue_position == 1)
+    b.cancel()
+    s = b.snapshot()
+    assert (s.state, s.queue_position) == ("stopped", 0)
+    release.set()
+    assert a.join(5) and b.join(5) and b.state == "stopped"
+
+
+# -- one task per session and purpose (faults 9 and 12 of issue 28) --------------------------------
+
+def _until_cancelled(log: list, name):
+    def work(ctx):
+        log.append(name)
+        while True:
+            ctx.check()
+            time.sleep(0.005)
+    return work
+
+
+def test_a_new_value_cancels_the_previous_task_and_close_cancels_all():
+    from lmviz.tasks import TaskSlots
+
+    slots, log = TaskSlots(), []
+    s1 = slots.snapshot("robot", (11, 300), _until_cancelled(log, 11))
+    t1 = slots.task("robot")
+    assert s1.active and slots.snapshot("robot", (11, 300), _until_cancelled(log, "again")).active
+    assert slots.task("robot") is t1 and wait_for(lambda: log == [11])    # same value: the same task
+    slots.snapshot("robot", (13, 300), _until_cancelled(log, 13))          # the slider moved
+    t2 = slots.task("robot")
+    assert t2 is not t1 and t1.state == "stopped" and t2.active
+    slots.snapshot("structure", ("en", 300), _until_cancelled(log, "s"))
+    t3 = slots.task("structure")
+    slots.close()                                                          # the session ended
+    assert t2.state == "stopped" and t3.state == "stopped"
+    assert all(t.join(5) for t in (t1, t2, t3))
+    assert slots.snapshot("robot", (15, 300), _until_cancelled(log, 15)).state == "stopped"
+    assert slots.task("robot") is None                                     # nothing starts after close
+
+
+def test_a_finished_result_is_shared_and_bounded():
+    from lmviz.tasks import ResultCache, TaskSlots
+
+    cache, runs = ResultCache(2), []
+
+    def work(k):
+        return lambda ctx: runs.append(k) or k * 10
+
+    a, b = TaskSlots(), TaskSlots()
+    assert wait_for(lambda: a.snapshot("bpe", 1, work(1), results=cache).state == "done")
+    snap = b.snapshot("bpe", 1, work(1), results=cache)                     # another session
+    assert (snap.state, snap.result, runs) == ("done", 10, [1]) and b.task("bpe") is None
+    for k in (2, 3):
+        assert wait_for(lambda: a.snapshot("bpe", k, work(k), results=cache).state == "done")
+    assert len(cache) == 2 and cache.get(("bpe", 1)) is None                # the oldest went
+
+
+def test_work_over_the_inline_budget_moves_to_a_task():
+    from lmviz.tasks import TaskSlots
+
+    threads = []
+
+    def work(ctx):
+        threads.append(threading.current_thread().name)
+        for _ in range(400):
+            ctx.check()                                       # the inline budget ends the first try
+            time.sleep(0.005)
+        return "long"
+
+    slots = TaskSlots()
+    quick = slots.snapshot("bpe", "short", lambda ctx: threads.append(threading.current_thread().name) or "s",
+                           inline_s=5.0)
+    assert quick.state == "done" and quick.result == "s" and slots.task("bpe") is None
+    snap = slots.snapshot("bpe", "long", work, name="lmviz-bpe", inline_s=0.05)
+    assert snap.active and slots.task("bpe") is not None
+    assert wait_for(lambda: slots.snapshot("bpe", "long", work).state == "done", 20)
+    here = threading.current_thread().name
+    assert threads == [here, here, "lmviz-bpe"]                # tried here, then on the task's thread

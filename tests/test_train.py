@@ -199,7 +199,7 @@ def test_job_pause_resume_stop():
     assert job.snapshot().step == n              # no steps while paused
     job.resume()
     assert wait_for(lambda: job.snapshot().step > n)
-    job.stop()
+    job.cancel()
     assert job.join(20)
     assert job.state == "stopped"
     with pytest.raises(RuntimeError):
@@ -229,7 +229,7 @@ def test_a_stopped_job_reads_stopped_at_once_and_publishes_nothing_more():
     job = TrainingJob(make, sem, chunk=1).start()
     assert in_step.wait(60)
     n = job.snapshot().step
-    job.stop()
+    job.cancel()
     assert job.state == "stopped" and not job.snapshot().active    # at once, the worker still busy
     release.set()
     assert job.join(20)
@@ -246,13 +246,13 @@ def test_semaphore_queues_in_order_and_frees_slots():
     b.start(); c.start()
     assert wait_for(lambda: (b.queue_position(), c.queue_position()) == (1, 2))
     assert b.snapshot().state == "queued" and b.snapshot().queue_position == 1
-    c.stop()                                      # leaving the queue
+    c.cancel()                                    # leaving the queue
     assert c.join(10) and c.state == "stopped" and c.snapshot().step == 0
-    a.stop()
+    a.cancel()
     assert a.join(20)
     assert wait_for(lambda: b.state == "running")  # the freed slot goes to the next in line
     assert b.queue_position() == 0
-    b.stop()
+    b.cancel()
     assert b.join(20)
     assert sem.acquire(blocking=False)            # every slot was given back
     sem.release()
@@ -304,7 +304,7 @@ def test_stop_during_preparation_frees_the_slot():
 
     job = TrainingJob(make, sem).start()
     assert preparing.wait(20) and job.state == "preparing"
-    job.stop()
+    job.cancel()
     assert job.join(5)                            # the BPE training noticed the stop
     assert job.state == "stopped" and job.trainer is None
     assert sem.acquire(blocking=False)            # the slot was given back

@@ -114,7 +114,7 @@ def set_session_bundle(bundle: Bundle | None) -> None:
 
 # ================================================================ background tasks ========
 # Long work runs as an lmviz.tasks.Task on a worker thread that never touches Streamlit. All
-# tasks of the server -- trainings, the beyond chapter's demos, measurements -- share one cap,
+# tasks of the server -- trainings, the beyond chapter's demos, long BPE runs, measurements -- share one cap,
 # LMVIZ_MAX_TRAININGS (default: half the cores, at least 1) at once, and wait in first-come order. A page draws a task
 # with poll(); the training page calls publish_trained_model(), which is what makes every
 # chapter show the model being trained (session_state is not reachable from the worker).
@@ -143,6 +143,45 @@ def start_task(work, *, name: str, total: int = 0):
     from lmviz.tasks import Task
 
     return Task(work, task_semaphore(), name=name, total=total).start()
+
+
+# A chapter's per-session work (a demo's training, a long BPE run): one task per session and
+# purpose, the previous one cancelled when its input changes, all cancelled when the session ends
+# (lmviz.tasks.TaskSlots); finished results are shared by every session through a bounded cache
+# per purpose, so the second student with the same input gets it at once.
+_RESULTS: dict = {}
+_RESULTS_LOCK = threading.Lock()
+
+
+def shared_results(purpose: str, max_entries: int = 8):
+    """The server-wide lmviz.tasks.ResultCache of ``purpose`` (made once, ``max_entries`` long)."""
+    with _RESULTS_LOCK:
+        if purpose not in _RESULTS:
+            from lmviz.tasks import ResultCache
+
+            _RESULTS[purpose] = ResultCache(max_entries)
+        return _RESULTS[purpose]
+
+
+def _close_task_slots(slots) -> None:
+    slots.close()
+
+
+@st.cache_resource(scope="session", on_release=_close_task_slots, show_spinner=False)
+def task_slots():
+    """This session's lmviz.tasks.TaskSlots (its tasks are cancelled when the session ends)."""
+    from lmviz.tasks import TaskSlots
+
+    return TaskSlots()
+
+
+def session_task(purpose: str, key, work, *, name: str, total: int = 0, inline_s: float = 0.0,
+                 max_results: int = 8):
+    """The snapshot of this session's task for ``purpose`` at input ``key`` (started under the
+    server-wide cap when needed; see lmviz.tasks.TaskSlots). ``inline_s`` > 0: tried on the
+    script's thread within that many seconds first (most inputs finish there, no rerun)."""
+    return task_slots().snapshot(purpose, key, work, semaphore=task_semaphore(), name=name, total=total,
+                                 results=shared_results(purpose, max_results), inline_s=inline_s)
 
 
 MAX_POLL_S = 8.0     # the slowest a poll may become when its runs keep taking longer than its interval
@@ -208,16 +247,16 @@ class TrainingSlot:
         self.label = ""      # what was trained (corpus, preset), for the bundle's meta
         self.secret = None   # the job's key in RUNS (and ?run= of /training), None without a job
         self.looked = None   # the ?run= value this session already tried to attach to
-
-    def stop(self) -> None:
-        if self.job is not None:
-            self.job.stop()
+        self.refused = None  # why the last Start was refused (a message for people), else None
 
 
 # A reload opens a new session: the old one's job is found again through a per-run secret in
 # /training's URL (?run=, set with st.query_params, never a chapter setting of ui.urlstate, so
-# neither shared links nor the classroom's follow link carry it). When a session ends for good,
-# its job is stopped LMVIZ_RUN_GRACE_S seconds later (default 30) unless a new session claimed it.
+# neither shared links nor the classroom's follow link carry it). Every session that shows a job
+# watches it (lmviz.tasks.Registry): a job is stopped only when no session watches it any more,
+# LMVIZ_RUN_GRACE_S seconds (default 30) after the last one ended, unless a new session claimed
+# it meanwhile. In presenter mode the secret stays out of the address bar (it is projected); the
+# presenting session keeps its job, but a reload there does not find it.
 RUN_PARAM = "run"
 
 
@@ -233,6 +272,7 @@ def _grace_s() -> float:
 
 _RUNS = None
 _RUNS_LOCK = threading.Lock()
+MAX_RUNS = 64        # trainings the registry holds (live ones are never forgotten to make room)
 
 
 def runs():
@@ -242,17 +282,17 @@ def runs():
         if _RUNS is None:
             from lmviz.tasks import Registry
 
-            _RUNS = Registry(max_entries=64, grace_s=_grace_s())
+            _RUNS = Registry(max_entries=MAX_RUNS, grace_s=_grace_s())
         return _RUNS
 
 
 def _release_training_slot(slot: TrainingSlot) -> None:
-    # the session went away: a registered job gets a grace period to be reattached (a reload),
-    # an unregistered one is stopped now (frees the worker and its semaphore slot)
+    # the session went away: a registered job goes on while another session watches it, else it
+    # gets a grace period to be reattached (a reload); an unregistered one is stopped now
     if slot.secret is not None:
         runs().release(slot.secret, slot)
-    else:
-        slot.stop()
+    elif slot.job is not None:
+        slot.job.cancel()
 
 
 @st.cache_resource(scope="session", on_release=_release_training_slot, show_spinner=False)
@@ -261,42 +301,70 @@ def training_slot() -> TrainingSlot:
     return TrainingSlot()
 
 
+def _leave_job(slot: TrainingSlot) -> None:
+    """This session lets go of its job: stopped unless another session watches it."""
+    if slot.secret is not None:
+        runs().leave(slot.secret, slot)
+    elif slot.job is not None:
+        slot.job.cancel()
+    slot.job, slot.secret = None, None
+
+
+def _hide_secret() -> bool:
+    """True when the run's secret must stay out of the address bar (presenter mode)."""
+    from ui.render import presenting
+
+    return presenting()
+
+
+def _show_secret(slot: TrainingSlot) -> None:
+    """Keep ``?run=`` in step with this session's job (absent in presenter mode or without one)."""
+    want = None if _hide_secret() or slot.job is None else slot.secret
+    if want is None:
+        if RUN_PARAM in st.query_params:
+            del st.query_params[RUN_PARAM]
+    elif st.query_params.get(RUN_PARAM) != want:
+        st.query_params[RUN_PARAM] = want
+
+
 def start_training(make_trainer, label: str = "", meta: dict | None = None):
-    """Stop this session's previous job (if any) and start a new one; returns the job.
-    ``make_trainer(cancel)`` builds the Trainer on the worker (see lmviz.train_job); ``meta``
-    (what is trained: corpus, preset) stays readable as ``job.meta``. The job is registered
-    under a fresh secret, written to ``?run=``."""
-    from lmviz.train_job import TrainingJob
+    """Let go of this session's previous job (stopped unless another session watches it) and
+    start a new one; returns the job, or None when the server's registry of trainings is full of
+    live ones (``training_slot().refused`` then says so). ``make_trainer(cancel)`` builds the
+    Trainer on the worker (see lmviz.train_job); ``meta`` (what is trained: corpus, preset) stays
+    readable as ``job.meta``. The job is registered under a fresh secret, written to ``?run=``."""
+    from lmviz.tasks import RegistryFull
+    from lmviz.train_backend import training_job as new_job
 
     slot = training_slot()
-    slot.stop()
-    if slot.secret is not None:
-        runs().drop(slot.secret, slot)
-    slot.job = TrainingJob(make_trainer, task_semaphore(), meta=dict(meta or {}, label=label)).start()
-    slot.label = label
-    slot.secret = runs().add(slot.job, slot)
-    slot.looked = slot.secret
-    st.query_params[RUN_PARAM] = slot.secret
-    return slot.job
+    _leave_job(slot)
+    job = new_job(make_trainer, task_semaphore(), meta=dict(meta or {}, label=label))
+    try:
+        secret = runs().add(job, slot)          # before start: a refused job never runs
+    except RegistryFull:
+        slot.refused = "full"
+        _show_secret(slot)
+        return None
+    slot.job, slot.label, slot.secret, slot.looked, slot.refused = job.start(), label, secret, secret, None
+    _show_secret(slot)
+    return job
 
 
 def reset_training() -> None:
-    """Stop and forget this session's job (its secret too) and go back to the shipped model."""
+    """Let go of this session's job (stopped unless another session watches it) and its secret,
+    and go back to the shipped model."""
     slot = training_slot()
-    slot.stop()
-    if slot.secret is not None:
-        runs().drop(slot.secret, slot)
-    slot.job, slot.secret = None, None
-    if RUN_PARAM in st.query_params:
-        del st.query_params[RUN_PARAM]
+    _leave_job(slot)
+    slot.refused = None
+    _show_secret(slot)
     forget_trained_model()
 
 
 def attach_run() -> str | None:
-    """On /training: attach this session to the job named by ``?run=`` (a reload), and keep
-    ``?run=`` in the URL while the session has a registered job. Returns "attached" when this
-    call attached, "gone" when the link names no job (ended long ago, another server), else None.
-    """
+    """On /training: attach this session to the job named by ``?run=`` (a reload, another tab),
+    and keep ``?run=`` in the URL while the session has a registered job (not in presenter mode).
+    Returns "attached" when this call attached, "gone" when the link names no job (ended long
+    ago, another server), else None."""
     slot = training_slot()
     raw = st.query_params.get(RUN_PARAM)
     out = None
@@ -307,16 +375,10 @@ def attach_run() -> str | None:
             out = "gone"
         else:
             if slot.job is not None and slot.job is not job:
-                slot.stop()
-                if slot.secret is not None:
-                    runs().drop(slot.secret, slot)
+                _leave_job(slot)
             slot.job, slot.secret, slot.label = job, raw, job.meta.get("label", "")
             out = "attached"
-    if slot.secret is not None and slot.job is not None:
-        if st.query_params.get(RUN_PARAM) != slot.secret:
-            st.query_params[RUN_PARAM] = slot.secret
-    elif out == "gone":
-        del st.query_params[RUN_PARAM]
+    _show_secret(slot)
     return out
 
 
