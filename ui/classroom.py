@@ -30,7 +30,8 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from lmviz import questions as qs
-from lmviz.classroom import ClassStore, FollowView, normalise_code, store_from_env
+from lmviz.classroom import (BrowserIds, ClassStore, FollowView, Gate, address_key, normalise_code,
+                             store_from_env)
 from ui.i18n import t
 
 LECT = "class_lect"          # session key: {"code": str, "secret": str} while this session lectures
@@ -38,8 +39,17 @@ FOLLOW = "class_follow"      # session key: follower state (see _follow_state)
 NOTE = "class_note"          # session key: a note to show once following or lecturing ended
 PENDING = "lmviz_follow_pending"   # session key: {param: raw value} the widgets take when drawn
 SID = "class_sid"            # session key: this session's anonymous id in the store
-NOT_FOLLOWED = frozenset({"lang", "present", "follow", "sec"})   # URL params that are not settings
-TICK_S = 1.0                 # lecturer publish/heartbeat and follower poll period
+# URL params that are not the chapter's settings. ``run`` is a training's secret (ui.session):
+# it must never reach the class record (nor Redis), or every follower could take over the run.
+SECRET_PARAMS = frozenset({"run"})
+NOT_FOLLOWED = frozenset({"lang", "present", "follow", "sec"}) | SECRET_PARAMS
+TICK_S = 1.0                 # lecturer publish/heartbeat period
+FOLLOW_TICK_S = 0.25         # a follower's check of the class (a version read; the page reruns
+                             # only when the lecturer's state changed) ...
+FOLLOW_POLLS_PER_S = 80      # ... slower in a big class: its followers check at most this often
+                             # together (200 followers: every 2.5 s)
+FOLLOW_TICK_MAX_S = 5.0
+FOLLOW_RERUNS = 4            # followers of one process that rerun their page at once (Gate)
 
 # The section (ui.render.run_sections key) each question is asked just before.
 QUESTION_SECTION = {
@@ -63,11 +73,65 @@ def store() -> ClassStore:
     return store_from_env()
 
 
+@st.cache_resource(show_spinner=False)
+def browser_ids() -> BrowserIds:
+    """Verifies the signed browser id that serve.py's page routes hand out (ui.first_paint)."""
+    return BrowserIds()
+
+
+@st.cache_resource(show_spinner=False)
+def follow_gate() -> Gate:
+    """The process's gate for followers' page updates (the lecturer never goes through it)."""
+    return Gate(FOLLOW_RERUNS)
+
+
 def sid() -> str:
-    """This session's anonymous id (one answer per question per session)."""
+    """This session's anonymous id (a follower's place in the follower count)."""
     if SID not in st.session_state:
         st.session_state[SID] = _secrets.token_urlsafe(12)
     return st.session_state[SID]
+
+
+def browser() -> str:
+    """This browser's verified id (the signed cookie ``lmviz_id``), "" without a valid one (the
+    app run without serve.py, a client that drops cookies, or a forged value)."""
+    try:
+        raw = st.context.cookies.get(BrowserIds.COOKIE)
+    except Exception:  # noqa: BLE001 - no client context (AppTest): no cookie
+        return ""
+    return browser_ids().verify(raw) or ""
+
+
+def voter() -> str:
+    """Who answers: the browser (every tab of it is one voter), else this session."""
+    b = browser()
+    return f"b:{b}" if b else f"s:{sid()}"
+
+
+def client_address() -> str:
+    """The client's address as the store's bounds count it (lmviz.classroom.address_key).
+
+    Behind nginx (deploy/) the websocket comes from the proxy, a loopback or private address;
+    then the last X-Forwarded-For entry is the client, as nginx saw it (the template appends
+    ``$remote_addr``; entries before it are the client's own claims and are ignored)."""
+    import ipaddress
+
+    try:
+        headers = st.context.headers
+        if not headers:
+            return ""    # no client connection (AppTest): nothing to count by
+        peer = st.context.ip_address or "127.0.0.1"   # Streamlit gives None for loopback
+        forwarded = headers.get_all("X-Forwarded-For")
+    except Exception:  # noqa: BLE001 - no client context
+        return ""
+    try:
+        proxied = ipaddress.ip_address(peer).is_private or ipaddress.ip_address(peer).is_loopback
+    except ValueError:
+        proxied = False
+    if proxied and forwarded:
+        last = forwarded[-1].split(",")[-1].strip()
+        return address_key(last) or address_key(peer)
+    return address_key(peer)
 
 
 def current_slug() -> str:
@@ -123,7 +187,7 @@ def init_from_url() -> None:
         del st.query_params["follow"]
         return
     st.session_state[FOLLOW] = {"code": code, "version": -1, "paused": False, "view": None,
-                                "expect": None}
+                                "expect": None, "epoch": store().epoch()}
 
 
 # ------------------------------------------------------------------------ lecturer ------------
@@ -150,13 +214,19 @@ def publish_now() -> None:
                         lecturer_settings())
     if not r.ok and r.reason in ("ended", "not_found", "wrong_secret"):
         st.session_state.pop(LECT, None)
-        _note("ended" if r.reason != "not_found" else "lecturer_gone")
+        _note("ended" if r.reason != "not_found" else _vanished(lect.get("epoch")))
+
+
+def _vanished(epoch: str | None) -> str:
+    """Why a class the store no longer knows is gone: the store restarted without its data (a
+    Redis restart without persistence), or the class ended so long ago it was forgotten."""
+    return "store_restarted" if store().lost(epoch) else "lecturer_gone"
 
 
 def _start_class() -> None:
-    c = store().create_class()
+    c = store().create_class(browser=browser(), address=client_address())
     if c.ok:
-        st.session_state[LECT] = {"code": c.code, "secret": c.secret}
+        st.session_state[LECT] = {"code": c.code, "secret": c.secret, "epoch": c.epoch}
         st.session_state.pop(NOTE, None)
     else:
         _note(c.reason)
@@ -187,6 +257,8 @@ def lecturer_bar() -> None:
                       help=t("class.start_help"), on_click=_start_class)
         return
     publish_now()   # the full run's state (a new chapter or section) goes out at once
+    if not lecturing():
+        st.rerun(scope="app")   # the class is gone: show the note (drawn above) at once
     _lecturer_tick()
 
 
@@ -203,7 +275,11 @@ def _lecturer_tick() -> None:
     view = store().lecturer_view(lect["code"], lect["secret"])
     if not view.ok and view.reason != "store_unavailable":
         st.session_state.pop(LECT, None)
-        _note(view.reason if view.reason in ("ended_by_lecturer", "lecturer_gone", "too_long") else "ended")
+        if view.reason == "not_found":
+            _note(_vanished(lect.get("epoch")))
+        else:
+            _note(view.reason if view.reason in ("ended_by_lecturer", "lecturer_gone", "too_long",
+                                                 "reclaimed") else "ended")
         st.rerun(scope="app")
     with st.container(border=True):
         left, mid, right = st.columns([3, 5, 2], vertical_alignment="center")
@@ -263,18 +339,28 @@ def follower_bar() -> None:
         f["paused"] = True          # the student opened another chapter: exploring
         store().leave(f["code"], sid())
     st.query_params["follow"] = f["code"]
-    _follower_tick()
+    # the check's period, chosen at each page run from the class's size (see FOLLOW_POLLS_PER_S)
+    st.fragment(run_every=follow_period(f.get("followers", 0)))(_follower_tick)()
 
 
-@st.fragment(run_every=TICK_S)
+def follow_period(followers: int) -> float:
+    """Seconds between a follower's checks of its class: FOLLOW_TICK_S, longer in a big class."""
+    return min(FOLLOW_TICK_MAX_S, max(FOLLOW_TICK_S, followers / FOLLOW_POLLS_PER_S))
+
+
 def _follower_tick() -> None:
     f = _follow_state()
     if not f:
         return
+    ticking = _in_fragment_rerun()
+    if ticking:
+        follow_gate().leave(sid())   # the page run this follower was let in for has finished
     view = store().follow(f["code"], sid(), -2 if f["paused"] else f["version"])
     if view.status in ("ended", "not_found", "bad_code", "rate_limited", "bad_session"):
-        _stop_following(view.reason or view.status)
+        reason = view.reason or view.status
+        _stop_following(_vanished(f.get("epoch")) if reason == "not_found" and f.get("epoch") else reason)
         st.rerun(scope="app")
+    f["followers"] = view.followers
     with st.container(border=True):
         left, right = st.columns([7, 2], vertical_alignment="center")
         if view.status == "unavailable":
@@ -290,6 +376,8 @@ def _follower_tick() -> None:
     if view.status != "live" or f["paused"]:
         return
     if view.changed:
+        if ticking and not follow_gate().enter(sid()):
+            return   # this replica's follower updates are all busy: catch up at a later tick
         f["version"] = view.version
         f["view"] = view
         _apply(view, f)
@@ -445,7 +533,7 @@ def _send_answer(code: str, qid: str, key: str) -> None:
     pick = st.session_state.get(key)
     if pick is None:
         return
-    r = store().answer(code, sid(), qid, pick)
+    r = store().answer(code, voter(), qid, pick, address=client_address())
     if not r.ok and r.reason != "already_answered":
         st.session_state[f"{key}:why"] = r.reason
 
@@ -455,7 +543,7 @@ def _follower_question(q: qs.Question, v: FollowView) -> None:
     code = f["code"]
     s = q.solve()
     by = {o.id: o for o in s.options}
-    mine = store().my_answer(code, sid(), q.id)
+    mine = store().my_answer(code, voter(), q.id)
     with st.container(border=True):
         st.caption(t("class.asked"))
         _prompt(q)
