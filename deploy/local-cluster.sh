@@ -170,10 +170,11 @@ cmd_up() {
   read -r -a ports <<< "$(free_ports $((N + 2 + 9)))"
   redis_port=${ports[0]}; nginx_port=${ports[1]}
 
-  # --- Redis: class state shared by the replicas (data saved in $RUN on shutdown) ---
+  # --- Redis: class state shared by the replicas, persisted in $RUN: the append-only file
+  # (fsync every second) keeps the classes over a crash or kill -9, not only a clean shutdown ---
   redis-server --port "$redis_port" --bind 127.0.0.1 --protected-mode yes --dir "$RUN" \
     --daemonize yes --pidfile "$RUN/redis.pid" --logfile "$RUN/redis.log" \
-    --save "300 1" --dbfilename dump.rdb --appendonly no
+    --save "300 1" --dbfilename dump.rdb --appendonly yes --appendfsync everysec
   wait_redis "$redis_port" || die "redis-server did not answer (see $RUN/redis.log)"
   log "redis on 127.0.0.1:$redis_port"
 
@@ -247,11 +248,11 @@ sys.exit(0 if ray.cluster_resources().get('CPU', 0) > 0 else 1)" >> "$RUN/ray.lo
 
   # --- nginx: the generated site file and a small main config, all inside $RUN ---
   "$PY" - "$ROOT/deploy/nginx-lmviz.conf.template" "$RUN/lmviz-site.conf" \
-      "127.0.0.1:$nginx_port" "$servers" "$RUN/nginx-access.log" <<'PY'
+      "127.0.0.1:$nginx_port" "$servers" "$RUN/nginx-access.log" "$RUN/nginx-error.log" <<'PY'
 import sys
-src, dst, listen, servers, access = sys.argv[1:]
+src, dst, listen, servers, access, error = sys.argv[1:]
 values = {"LISTEN": listen, "SERVER_NAME": "_", "UPSTREAM_SERVERS": servers.rstrip(),
-          "ACCESS_LOG": access}
+          "ACCESS_LOG": access, "ERROR_LOG": error}
 out = []
 for line in open(src).read().splitlines(keepends=True):
     if not line.lstrip().startswith("#"):          # the header comments keep their placeholders
