@@ -81,8 +81,12 @@ def browser_ids() -> BrowserIds:
 
 @st.cache_resource(show_spinner=False)
 def follow_gate() -> Gate:
-    """The process's gate for followers' page updates (the lecturer never goes through it)."""
-    return Gate(FOLLOW_RERUNS)
+    """The process's gate for followers' page updates (the lecturer never goes through it);
+    ``LMVIZ_FOLLOW_RERUNS`` sets its size (default FOLLOW_RERUNS)."""
+    import os
+
+    raw = os.environ.get("LMVIZ_FOLLOW_RERUNS", "")
+    return Gate(int(raw) if raw.isdigit() and int(raw) > 0 else FOLLOW_RERUNS)
 
 
 def sid() -> str:
