@@ -239,3 +239,29 @@ def test_a_store_that_lost_its_data_says_so(lecture):
         assert not at.exception
         assert note in [i.value for i in at.info]
     assert "class_lect" not in lec.session_state and "class_follow" not in fol.session_state
+
+
+class _Headers(dict):
+    def get_all(self, key):
+        return [v for k, v in self.items() if k.lower() == key.lower()]
+
+
+@pytest.mark.parametrize("peer,forwarded,want", [
+    ("93.184.216.34", None, "93.184.216.34"),                    # a direct client
+    (None, None, "127.0.0.1"),                               # loopback (Streamlit says None)
+    (None, "198.51.100.1, 203.0.113.7", "203.0.113.7"),      # behind nginx: the entry nginx added
+    ("10.0.0.2", "203.0.113.7", "203.0.113.7"),              # nginx on the private network
+    ("93.184.216.34", "198.51.100.1", "93.184.216.34"),          # a public client's own claim: ignored
+    (None, "not-an-address", "127.0.0.1"),
+    (None, "2001:db8:1:2::99", "2001:db8:1:2::/64"),
+])
+def test_the_client_address_behind_a_proxy_is_the_one_nginx_saw(monkeypatch, peer, forwarded, want):
+    from types import SimpleNamespace
+
+    from ui import classroom
+
+    headers = _Headers({"Host": "lmviz.example"})
+    if forwarded:
+        headers["X-Forwarded-For"] = forwarded
+    monkeypatch.setattr(classroom.st, "context", SimpleNamespace(headers=headers, ip_address=peer))
+    assert classroom.client_address() == want
