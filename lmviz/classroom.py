@@ -56,8 +56,12 @@ turns it into its usual record with reason ``"store_unavailable"`` (status
 Keys (``{c}`` a class code, ``{q}`` a question id, ``{s}`` a session id):
 ``class:{c}`` the class record; ``ans:{c}:{q}:{s}`` one student's answer (an option id);
 ``hist:{c}:{q}`` counts per option id; ``n:{c}:{q}`` answers to one question; ``n:{c}`` answers
-in the class; ``fol:{c}`` followers (zset); ``classes`` live classes (zset); ``fail:{s}``
-failed code look-ups of a session in the current minute. (The Redis backend puts a prefix,
+in the class; ``n:{c}:{q}:{a}`` answers to one question from one client address;
+``fol:{c}`` followers (zset); ``classes`` live classes (zset); ``own:{a}`` live classes of one
+browser or address (zset); ``fail:{s}`` failed code look-ups of a session in the current minute;
+``rl:{a}`` answer attempts of a voter or address in the current minute; ``epoch`` the store's
+epoch (see ``ClassStore.epoch``). ``{a}`` is an HMAC of a browser id or client address with the
+server's key (``class_key``): the store never holds an address. (The Redis backend puts a prefix,
 ``lmviz:`` by default, before every key.)
 
 Security: a class code (7 characters from an alphabet without look-alikes, ~2.8e10 codes) is
@@ -68,6 +72,13 @@ session id (given by the server, not typed), a question id and an option id; opt
 checked against the open question's options, so nothing free-form a student sends is stored,
 and nothing stored is ever meant to be rendered as HTML. Failed code look-ups are limited per
 session per minute.
+
+Hostile clients: "a session" is cheap (a new tab, a script), so the bounds that matter count
+browsers and addresses. A browser id is signed (:class:`BrowserIds`: only the server mints one);
+an answer counts once per voter (the browser, every tab of it), at most
+``max_answers_per_address`` per question from one address, and attempts are rate-limited per
+voter and per address. Classes are bounded per browser and per address, and a full store
+reclaims a class whose lecturer went silent or that nobody follows before it refuses anyone.
 
 Nothing here raises on a student's or lecturer's bad input: every operation returns a record
 with ``ok``/``status`` and a ``reason`` (a short word the page turns into ``class.reason.*``).

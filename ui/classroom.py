@@ -12,11 +12,20 @@ The shared state lives in :class:`lmviz.classroom.ClassStore` (one per process, 
   (chapter slug, ``?sec=`` and the chapter's URL settings) is published whenever
   ``ui.urlstate`` writes a setting and on every tick of a 1 s fragment, which is also the
   heartbeat.
-- **Follower** (``?follow=CODE``): a 1 s fragment calls ``store.follow``; on a new version it
-  switches to the lecturer's chapter (``st.switch_page``) or reruns the page, after putting the
-  followed settings in ``lmviz_follow_pending``, which ``ui.urlstate`` writes into the widgets'
-  session-state keys as they are drawn. Language is the follower's own. Stepping away (a button,
-  or opening another chapter) keeps polling but applies nothing; "Rejoin" catches up at once.
+- **Follower** (``?follow=CODE``): a fragment checks ``store.follow`` every 0.25 s (one version
+  read, redrawing only the small follow banner; slower in a big class, ``follow_period``); only
+  on a new version does it switch to the lecturer's chapter (``st.switch_page``) or rerun the
+  page, after putting the followed settings in ``lmviz_follow_pending``, which ``ui.urlstate``
+  writes into the widgets' session-state keys as they are drawn. At most ``FOLLOW_RERUNS``
+  followers of one process rerun their page at once (``follow_gate``): the others catch up a
+  tick later, and the lecturer, who never waits at that gate, keeps the process. Language is
+  the follower's own. Stepping away (a button, or opening another chapter) keeps polling but
+  applies nothing; "Rejoin" catches up at once.
+- **Who is who**: an answer counts once per browser, through the signed cookie ``lmviz_id``
+  that serve.py's page routes hand out (``browser``; without one, once per session), and the
+  store bounds classes and answers per client address (``client_address``: behind nginx, the
+  address nginx saw). URL parameters that are secrets (``SECRET_PARAMS``: ``run``) are never
+  published to the class.
 - **Predict, then reveal**: ``ui.render.run_sections`` draws each chapter's questions
   (``lmviz.questions``) just before the section that answers them.
 
