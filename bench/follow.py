@@ -207,7 +207,11 @@ async def run(args) -> None:
                 break
             value = VALUES[k % len(VALUES)]
             sent, sent_wall = time.perf_counter(), time.time()
-            took = await lecturer.move_slider(w, value, timeout=60)
+            try:
+                took = await lecturer.move_slider(w, value, timeout=60)
+            except asyncio.TimeoutError:
+                took = float("inf")     # the lecturer's own page did not finish within 60 s
+                errors.append("the lecturer's rerun took over 60 s")
             await wait_for(lambda: all(shown_at(s, value, sent) for s in followers), args.gap + 5)
             got = [shown_at(s, value, sent) for s in followers]
             move_lags = [g - sent for g in got if g is not None]

@@ -55,10 +55,12 @@ NOT_FOLLOWED = frozenset({"lang", "present", "follow", "sec"}) | SECRET_PARAMS
 TICK_S = 1.0                 # lecturer publish/heartbeat period
 FOLLOW_TICK_S = 0.25         # a follower's check of the class (a version read; the page reruns
                              # only when the lecturer's state changed) ...
-FOLLOW_POLLS_PER_S = 80      # ... slower in a big class: its followers check at most this often
-                             # together (200 followers: every 2.5 s)
+FOLLOW_POLLS_PER_S = 40      # ... slower in a big class: its followers check at most this often
+                             # together (30 followers: every 0.75 s; 200: every 5 s)
 FOLLOW_TICK_MAX_S = 5.0
-FOLLOW_RERUNS = 4            # followers of one process that rerun their page at once (Gate)
+FOLLOW_RERUNS = 3            # followers of one process that rerun their page at once (Gate): a
+                             # process runs Python on one core at a time, so more at once only
+                             # slows everyone, the lecturer included
 
 # The section (ui.render.run_sections key) each question is asked just before.
 QUESTION_SECTION = {
@@ -113,6 +115,14 @@ def browser() -> str:
     except Exception:  # noqa: BLE001 - no client context (AppTest): no cookie
         return ""
     return browser_ids().verify(raw) or ""
+
+
+def _connected() -> bool:
+    """True when a browser (or a client speaking its protocol) holds this session's websocket."""
+    try:
+        return bool(st.context.headers)
+    except Exception:  # noqa: BLE001 - no client context
+        return False
 
 
 def voter() -> str:
@@ -352,8 +362,10 @@ def follower_bar() -> None:
         f["paused"] = True          # the student opened another chapter: exploring
         store().leave(f["code"], sid())
     st.query_params["follow"] = f["code"]
+    if "followers" not in f:    # a new follower: the class's size sets how often it checks
+        f["followers"] = store().follow(f["code"], sid(), -2).followers
     # the check's period, chosen at each page run from the class's size (see FOLLOW_POLLS_PER_S)
-    st.fragment(run_every=follow_period(f.get("followers", 0)))(_follower_tick)()
+    st.fragment(run_every=follow_period(f["followers"]))(_follower_tick)()
 
 
 def follow_period(followers: int) -> float:
@@ -389,7 +401,9 @@ def _follower_tick() -> None:
     if view.status != "live" or f["paused"]:
         return
     if view.changed:
-        if ticking and not follow_gate().enter(sid()):
+        # a browser's tab ticks, and leaves the gate at its next tick; a session without a
+        # client connection (AppTest) never ticks, so it does not queue there
+        if _connected() and not follow_gate().enter(sid()):
             return   # this replica's follower updates are all busy: catch up at a later tick
         f["version"] = view.version
         f["view"] = view
