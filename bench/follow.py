@@ -149,6 +149,8 @@ async def run(args) -> None:
     b_misses = 0
     pw = chromium = None
     lecturer = None
+    cpu_used = own_used = 0.0
+    wall = 1.0
     hard_deadline = time.perf_counter() + args.time_limit
     try:
         lecturer = Session(srv.port, "generation", "lang=en&present=1")
@@ -200,7 +202,7 @@ async def run(args) -> None:
             print_latencies("browser open", opened, f"browsers {len(browsers)}")
         await asyncio.sleep(2)
         rss_open = rss_mb(pid)
-        cpu0, t0 = cpu_s(pid), time.perf_counter()
+        cpu0, t0, own0 = cpu_s(pid), time.perf_counter(), time.process_time()
         w = tau_slider(lecturer)
         for k in range(args.moves):
             if time.perf_counter() > hard_deadline or w is None:
@@ -238,6 +240,7 @@ async def run(args) -> None:
             if rest > 0:
                 await asyncio.sleep(rest)
         cpu_used, wall = cpu_s(pid) - cpu0, time.perf_counter() - t0
+        own_used = time.process_time() - own0
         for s in [lecturer, *followers]:
             errors.extend(f"exception box: {e}" for e in s.errors)
         for b in browsers:
@@ -262,6 +265,8 @@ async def run(args) -> None:
         print(f"  error: {e} (x{errors.count(e)})")
     print(f"server CPU over the moves: {cpu_used:.1f} s in {wall:.1f} s wall "
           f"({100 * cpu_used / wall:.0f} % of one core; {100 * cpu_used / wall / n:.1f} % per follower)")
+    print(f"this client's CPU over the moves: {own_used:.1f} s ({100 * own_used / wall:.0f} % of one core; "
+          f"near 100 % the websocket followers are limited by this script, not by the server)")
     print(f"server RSS: {rss0:.0f} MB with the lecturer alone, {rss_open:.0f} MB with {len(followers)} "
           f"followers ({(rss_open - rss0) / n:.1f} MB per follower)")
     if browsers:
