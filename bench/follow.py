@@ -17,6 +17,16 @@ Prints per-move lags, followers that never showed a value (counted as misses, no
 errors, the server's CPU over the moves (per follower) and its resident memory before the
 followers joined and with them (per follower). The last line reads
 ``follow lag p50 X s, p95 Y s, max Z s, followers N``.
+
+``--browsers B`` adds B real headless Chromium followers (Debian's chromium through Playwright),
+which open the student link as a student does. For them the lag is measured as a student sees
+it: from the lecturer's message leaving the client to the moment the follower's page shows the
+new τ in its slider (a watcher in the page samples the slider every 10 ms and timestamps each
+change with the wall clock, which this script shares). Their "open" time is from ``goto`` of
+the follow link to the page showing the lecturer's chapter with the lecturer's τ. Printed as
+separate lines: ``browser open p50/p95/max`` and ``browser follow lag p50/p95/max``.
+
+    python bench/follow.py --followers 0 --browsers 3
 """
 from __future__ import annotations
 
@@ -37,6 +47,69 @@ from stclient import Session  # noqa: E402
 
 VALUES = (0.5, 1.5, 0.25, 2.0, 0.75, 3.0, 1.25, 2.5)   # τ values the lecturer moves through
 TAU_KEY = "gen_tau"
+
+# In every browser follower's page, before Streamlit loads: every 10 ms, the value of the τ
+# slider (the slider labelled with τ) and the page's path; each change is pushed with Date.now().
+WATCH_JS = """
+window.__lmvizSeen = [];
+(function () {
+  var last = null;
+  setInterval(function () {
+    var v = null;
+    document.querySelectorAll('[data-testid=stSlider]').forEach(function (s) {
+      var lab = s.querySelector('[data-testid=stWidgetLabel]');
+      var inp = s.querySelector('input[type=range]');
+      if (v === null && lab && inp && lab.textContent.indexOf('\u03c4') >= 0) v = inp.value;
+    });
+    var key = location.pathname + ' ' + v;
+    if (key !== last) { last = key; window.__lmvizSeen.push([Date.now() / 1000, location.pathname, v]); }
+  }, 10);
+})();
+"""
+
+
+class BrowserFollower:
+    """One headless Chromium tab following the class (a context of its own: its own cookies)."""
+
+    def __init__(self, browser, i: int):
+        self.browser, self.i = browser, i
+        self.ctx = self.page = None
+        self.opened_s: float | None = None
+
+    async def open(self, url: str, tau: float, timeout: float) -> None:
+        self.ctx = await self.browser.new_context(viewport={"width": 1280, "height": 800})
+        await self.ctx.add_init_script(WATCH_JS)
+        self.page = await self.ctx.new_page()
+        t0 = time.time()
+        await self.page.goto(url, wait_until="commit", timeout=timeout * 1000)
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            when = self.shown_at(tau, t0, await self.seen())
+            if when is not None:
+                self.opened_s = when - t0
+                return
+            await asyncio.sleep(0.1)
+
+    async def seen(self) -> list:
+        try:
+            return await self.page.evaluate("window.__lmvizSeen || []")
+        except Exception:  # noqa: BLE001 - a page between navigations: try again later
+            return []
+
+    @staticmethod
+    def shown_at(value: float, since: float, seen: list) -> float | None:
+        for when, path, v in seen:
+            try:
+                if when >= since and path.startswith("/generation") and v is not None \
+                        and abs(float(v) - value) < 1e-9:
+                    return when
+            except ValueError:
+                continue
+        return None
+
+    async def close(self) -> None:
+        if self.ctx is not None:
+            await self.ctx.close()
 
 
 def tau_slider(s: Session):
@@ -71,7 +144,13 @@ async def run(args) -> None:
     misses = 0
     per_move: list[str] = []
     followers: list[Session] = []
+    browsers: list[BrowserFollower] = []
+    b_lags: list[float] = []
+    b_misses = 0
+    pw = chromium = None
     lecturer = None
+    cpu_used = own_used = 0.0
+    wall = 1.0
     hard_deadline = time.perf_counter() + args.time_limit
     try:
         lecturer = Session(srv.port, "generation", "lang=en&present=1")
@@ -106,31 +185,74 @@ async def run(args) -> None:
         on_page = sum(tau_slider(s) is not None for s in followers)
         print(f"{on_page}/{len(followers)} followers on /generation after "
               f"{time.perf_counter() - t_join:.1f} s" + ("" if ok else " (time-out)"))
+        if args.browsers:
+            from playwright.async_api import async_playwright
+
+            from tests.browser_util import CHROMIUM, LAUNCH_ARGS
+
+            w0 = tau_slider(lecturer)
+            tau0 = w0.value[0] if w0 is not None and w0.value else 1.0
+            pw = await async_playwright().start()
+            chromium = await pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
+            browsers = [BrowserFollower(chromium, i) for i in range(args.browsers)]
+            for b in browsers:     # one after another, as students open the link
+                await b.open(srv.url("", follow=code, lang="zh" if b.i % 2 else "en"), tau0, 60)
+            opened = [b.opened_s for b in browsers if b.opened_s is not None]
+            print(f"{len(opened)}/{len(browsers)} browser followers showed the lecturer's τ={tau0:g}")
+            print_latencies("browser open", opened, f"browsers {len(browsers)}")
         await asyncio.sleep(2)
         rss_open = rss_mb(pid)
-        cpu0, t0 = cpu_s(pid), time.perf_counter()
+        cpu0, t0, own0 = cpu_s(pid), time.perf_counter(), time.process_time()
         w = tau_slider(lecturer)
         for k in range(args.moves):
             if time.perf_counter() > hard_deadline or w is None:
                 break
             value = VALUES[k % len(VALUES)]
-            sent = time.perf_counter()
-            took = await lecturer.move_slider(w, value, timeout=60)
+            sent, sent_wall = time.perf_counter(), time.time()
+            try:
+                took = await lecturer.move_slider(w, value, timeout=60)
+            except asyncio.TimeoutError:
+                took = float("inf")     # the lecturer's own page did not finish within 60 s
+                errors.append("the lecturer's rerun took over 60 s")
             await wait_for(lambda: all(shown_at(s, value, sent) for s in followers), args.gap + 5)
             got = [shown_at(s, value, sent) for s in followers]
             move_lags = [g - sent for g in got if g is not None]
             misses += sum(g is None for g in got)
             lags += move_lags
+            b_move: list[float] = []
+            if browsers:
+                deadline = time.perf_counter() + args.gap + 5
+                seen = []
+                while time.perf_counter() < deadline:
+                    seen = [b.shown_at(value, sent_wall, await b.seen()) for b in browsers]
+                    if all(x is not None for x in seen):
+                        break
+                    await asyncio.sleep(0.1)
+                b_move = [x - sent_wall for x in seen if x is not None]
+                b_misses += sum(x is None for x in seen)
+                b_lags += b_move
             per_move.append(f"  move {k + 1}: τ={value:g}: {len(move_lags)}/{len(got)} followers, "
-                            f"p50 {pct(move_lags, 0.5):.2f} s, max {max(move_lags, default=float('nan')):.2f} s "
-                            f"(the lecturer's own rerun {took:.2f} s)")
+                            f"p50 {pct(move_lags, 0.5):.2f} s, max {max(move_lags, default=float('nan')):.2f} s"
+                            + (f"; browsers {len(b_move)}/{len(browsers)}, max "
+                               f"{max(b_move, default=float('nan')):.2f} s" if browsers else "")
+                            + f" (the lecturer's own rerun {took:.2f} s)")
             rest = args.gap - (time.perf_counter() - sent)
             if rest > 0:
                 await asyncio.sleep(rest)
         cpu_used, wall = cpu_s(pid) - cpu0, time.perf_counter() - t0
+        own_used = time.process_time() - own0
         for s in [lecturer, *followers]:
             errors.extend(f"exception box: {e}" for e in s.errors)
+        for b in browsers:
+            for e in await b.page.locator("[data-testid=stException]").all_inner_texts():
+                errors.append(f"browser exception box: {e[:80]}")
     finally:
+        for b in browsers:
+            await b.close()
+        if chromium is not None:
+            await chromium.close()
+        if pw is not None:
+            await pw.stop()
         for s in [*followers, *( [lecturer] if lecturer else [])]:
             await s.close()
         srv.stop()
@@ -143,20 +265,28 @@ async def run(args) -> None:
         print(f"  error: {e} (x{errors.count(e)})")
     print(f"server CPU over the moves: {cpu_used:.1f} s in {wall:.1f} s wall "
           f"({100 * cpu_used / wall:.0f} % of one core; {100 * cpu_used / wall / n:.1f} % per follower)")
+    print(f"this client's CPU over the moves: {own_used:.1f} s ({100 * own_used / wall:.0f} % of one core; "
+          f"near 100 % the websocket followers are limited by this script, not by the server)")
     print(f"server RSS: {rss0:.0f} MB with the lecturer alone, {rss_open:.0f} MB with {len(followers)} "
           f"followers ({(rss_open - rss0) / n:.1f} MB per follower)")
+    if browsers:
+        print(f"browser lags measured: {len(b_lags)}; misses: {b_misses}")
+        print_latencies("browser follow lag", b_lags, f"browsers {len(browsers)}, "
+                        f"websocket followers {len(followers)}")
     print_latencies("follow lag", lags, f"followers {len(followers)}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--followers", type=int, default=30)
+    ap.add_argument("--followers", type=int, default=30, help="websocket followers")
+    ap.add_argument("--browsers", type=int, default=0, help="headless Chromium followers")
     ap.add_argument("--moves", type=int, default=6)
     ap.add_argument("--gap", type=float, default=3.0, help="seconds between the lecturer's moves")
     ap.add_argument("--time-limit", type=float, default=240, help="stop moving after this (s)")
     args = ap.parse_args()
-    if not (0 < args.followers <= 100 and 0 < args.moves <= 40 and 0.5 <= args.gap <= 30):
-        ap.error("--followers 1..100, --moves 1..40, --gap 0.5..30")
+    if not (0 <= args.followers <= 300 and 0 <= args.browsers <= 10 and args.followers + args.browsers > 0
+            and 0 < args.moves <= 40 and 0.5 <= args.gap <= 30):
+        ap.error("--followers 0..300, --browsers 0..10 (one of them > 0), --moves 1..40, --gap 0.5..30")
     asyncio.run(asyncio.wait_for(run(args), args.time_limit + 300))
 
 

@@ -1,6 +1,6 @@
 """Fill deploy/nginx-lmviz.conf.template's {{...}} placeholders (deploy/local-cluster.sh uses it).
 
-    python deploy/site_conf.py TEMPLATE OUT LISTEN UPSTREAM_SERVERS ACCESS_LOG [SERVER_NAME]
+    python deploy/site_conf.py TEMPLATE OUT LISTEN UPSTREAM_SERVERS ACCESS_LOG ERROR_LOG [SERVER_NAME]
 
 The upload limit is not a choice made here: ``{{MAX_BODY_SIZE}}`` comes from
 ``lmviz.limits.MAX_REQUEST_MB`` (the app's one upload limit, ``MAX_UPLOAD_MB``, plus the request's
@@ -23,9 +23,10 @@ def max_body_size() -> str:
     return f"{MAX_REQUEST_MB}m"
 
 
-def render(template: str, listen: str, upstream_servers: str, access_log: str, server_name: str = "_") -> str:
+def render(template: str, listen: str, upstream_servers: str, access_log: str, error_log: str,
+           server_name: str = "_") -> str:
     values = {"LISTEN": listen, "SERVER_NAME": server_name, "UPSTREAM_SERVERS": upstream_servers.rstrip(),
-              "ACCESS_LOG": access_log, "MAX_BODY_SIZE": max_body_size()}
+              "ACCESS_LOG": access_log, "ERROR_LOG": error_log, "MAX_BODY_SIZE": max_body_size()}
     out = []
     for line in template.splitlines(keepends=True):
         if not line.lstrip().startswith("#"):          # the header comments keep their placeholders
@@ -36,5 +37,5 @@ def render(template: str, listen: str, upstream_servers: str, access_log: str, s
 
 
 if __name__ == "__main__":
-    src, dst, listen, servers, access, *rest = sys.argv[1:]
-    Path(dst).write_text(render(Path(src).read_text(), listen, servers, access, *rest[:1]))
+    src, dst, listen, servers, access, error, *rest = sys.argv[1:]
+    Path(dst).write_text(render(Path(src).read_text(), listen, servers, access, error, *rest[:1]))

@@ -17,6 +17,7 @@ Backend method              meaning                                     Redis
 ``zadd(key, m, score)``     member with an expiry time as its score     ``ZADD``
 ``zrem(key, m)``            remove a member                             ``ZREM``
 ``zlive(key, now)``         drop members whose score < now; count rest  ``ZREMRANGEBYSCORE``+``ZCARD``
+``zlowest(key, n)``         the n members with the lowest scores        ``ZRANGE 0 n-1 WITHSCORES``
 ==========================  ==========================================  =======================
 
 and four compound steps, each a read-check-write that must be atomic across processes (one Lua
@@ -25,12 +26,14 @@ the store's lock):
 
 =====================================  =================================================================
 ``put_if(key, v, ttl, field, expect)``  replace a record only while ``record[field] == expect`` (CAS)
-``create_bounded(k, v, ttl, z, m, s,    store a new record and ``zadd(z, m, s)`` only while fewer than
-max, now)``                             ``max`` members of z are live; 1 stored, 0 key taken, -1 full
+``create_bounded(k, v, ttl, zs, m, s,   store a new record and ``zadd(z, m, s)`` for each ``(z, max)``
+now)``                                  of zs, only while every z has fewer than ``max`` live members;
+                                        1 stored, 0 key taken, -i the i-th zset (1-based) is full
 ``put_once_counted(k, v, ttl, h, f,     store an answer once, ``hincr(h, f)`` and ``incr`` each counter,
 counters, guard, now)``                 only while every counter is below its bound and the guard
                                         record's field is unchanged; 1, 0 taken, -1 full, -2 guard moved
-``zadd_bounded(key, m, s, max, now)``   ``zadd`` only while fewer than ``max`` members are live
+``zadd_bounded(key, m, s, max, now)``   ``zadd`` only while fewer than ``max`` members are live; returns
+                                        the live count after it
 =====================================  =================================================================
 
 Every value is a JSON-serialisable record (the memory backend round-trips it through ``json``,
@@ -53,8 +56,12 @@ turns it into its usual record with reason ``"store_unavailable"`` (status
 Keys (``{c}`` a class code, ``{q}`` a question id, ``{s}`` a session id):
 ``class:{c}`` the class record; ``ans:{c}:{q}:{s}`` one student's answer (an option id);
 ``hist:{c}:{q}`` counts per option id; ``n:{c}:{q}`` answers to one question; ``n:{c}`` answers
-in the class; ``fol:{c}`` followers (zset); ``classes`` live classes (zset); ``fail:{s}``
-failed code look-ups of a session in the current minute. (The Redis backend puts a prefix,
+in the class; ``n:{c}:{q}:{a}`` answers to one question from one client address;
+``fol:{c}`` followers (zset); ``classes`` live classes (zset); ``own:{a}`` live classes of one
+browser or address (zset); ``fail:{s}`` failed code look-ups of a session in the current minute;
+``rl:{a}`` answer attempts of a voter or address in the current minute; ``epoch`` the store's
+epoch (see ``ClassStore.epoch``). ``{a}`` is an HMAC of a browser id or client address with the
+server's key (``class_key``): the store never holds an address. (The Redis backend puts a prefix,
 ``lmviz:`` by default, before every key.)
 
 Security: a class code (7 characters from an alphabet without look-alikes, ~2.8e10 codes) is
@@ -65,6 +72,13 @@ session id (given by the server, not typed), a question id and an option id; opt
 checked against the open question's options, so nothing free-form a student sends is stored,
 and nothing stored is ever meant to be rendered as HTML. Failed code look-ups are limited per
 session per minute.
+
+Hostile clients: "a session" is cheap (a new tab, a script), so the bounds that matter count
+browsers and addresses. A browser id is signed (:class:`BrowserIds`: only the server mints one);
+an answer counts once per voter (the browser, every tab of it), at most
+``max_answers_per_address`` per question from one address, and attempts are rate-limited per
+voter and per address. Classes are bounded per browser and per address, and a full store
+reclaims a class whose lecturer went silent or that nobody follows before it refuses anyone.
 
 Nothing here raises on a student's or lecturer's bad input: every operation returns a record
 with ``ok``/``status`` and a ``reason`` (a short word the page turns into ``class.reason.*``).
@@ -87,7 +101,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 __all__ = [
     "ALPHABET", "CODE_LEN", "ClassLimits", "Backend", "BackendUnavailable", "MemoryBackend",
     "ClassStore", "Created", "OpResult", "FollowView", "QuestionView", "LecturerView", "Histogram",
-    "normalise_code", "store_from_env", "REASONS",
+    "normalise_code", "store_from_env", "REASONS", "address_key", "class_key", "BrowserIds", "Gate",
 ]
 
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: easy to read aloud and type
@@ -105,7 +119,7 @@ REASONS = (
     "full", "not_found", "bad_code", "rate_limited", "bad_session", "wrong_secret", "ended",
     "ended_by_lecturer", "lecturer_gone", "too_long", "bad_state", "bad_question", "no_question",
     "other_question", "closed", "bad_option", "already_answered", "too_many_answers",
-    "too_many_questions", "store_unavailable",
+    "too_many_questions", "store_unavailable", "too_many_classes", "reclaimed", "store_restarted", "too_fast",
 )
 
 
@@ -119,11 +133,23 @@ class ClassLimits:
     max_value_len: int = 500             # characters per parameter value (urlstate keeps <= 500)
     max_questions: int = 40              # distinct questions one class may open
     max_options: int = 8                 # options per question
-    max_answers_per_question: int = 500  # answers counted per question
-    max_answers_per_class: int = 5000    # answers counted per class, all questions together
+    max_answers_per_question: int = 2000  # answers counted per question (a memory bound) ...
+    max_answers_per_address: int = 400   # ... and per question from one client address, so that one
+                                         # scripted client cannot fill the question for the others
+    max_answers_per_class: int = 8000    # answers counted per class, all questions together
+    answers_per_voter_per_min: int = 20  # answer attempts of one browser per minute
+    answers_per_address_per_min: int = 1200  # answer attempts of one client address per minute (a
+                                         # hall behind one NAT address answers within a minute)
     max_followers: int = 500             # followers counted per class (more still follow, uncounted)
     follower_ttl_s: float = 30.0         # a follower not seen for this long is no longer counted
     lookup_failures_per_min: int = 10    # failed code look-ups per session per minute
+    max_classes_per_browser: int = 3     # live classes one browser (its signed cookie) may run
+    max_classes_per_address: int = 12    # live classes one client address may run
+    reclaim_silent_s: float = 20.0       # when full, a class whose lecturer is silent this long
+                                         # (a lecturer's open page beats every second) makes room ...
+    reclaim_empty_s: float = 900.0       # ... and so does one that nobody follows this long after
+                                         # it began
+    epoch_ttl_s: float = 2 * 86400.0     # the store's epoch outlives every class (see ``epoch``)
 
 
 @dataclass(frozen=True)
@@ -132,6 +158,7 @@ class Created:
     reason: str         # "" or "full"
     code: str = ""      # the class code students type or follow (?follow=CODE)
     secret: str = ""    # the lecturer's secret: keep it in the lecturer's session only
+    epoch: str = ""     # the store's epoch when the class began (``ClassStore.lost``)
 
 
 @dataclass(frozen=True)
@@ -163,6 +190,7 @@ class FollowView:
     settings: Mapping[str, str] = field(default_factory=dict)  # the chapter's query parameters
     question: QuestionView | None = None  # the open question, if any
     updated: float = 0.0         # when the state was last published (store clock)
+    followers: int = 0           # followers counted in this class (to pace the followers' updates)
 
 
 @dataclass(frozen=True)
@@ -202,14 +230,15 @@ class Backend(Protocol):
     def zadd(self, key: str, member: str, score: float) -> None: ...
     def zrem(self, key: str, member: str) -> None: ...
     def zlive(self, key: str, now: float) -> int: ...
+    def zlowest(self, key: str, n: int) -> list[tuple[str, float]]: ...
     # compound read-check-write steps (see the module docstring)
     def put_if(self, key: str, value: Any, ttl_s: float | None, field: str, expect: Any) -> bool: ...
-    def create_bounded(self, key: str, value: Any, ttl_s: float | None, zkey: str, member: str,
-                       score: float, max_live: int, now: float) -> int: ...
+    def create_bounded(self, key: str, value: Any, ttl_s: float | None,
+                       zsets: Sequence[tuple[str, int]], member: str, score: float, now: float) -> int: ...
     def put_once_counted(self, key: str, value: Any, ttl_s: float | None, hkey: str, hfield: str,
                          counters: Sequence[tuple[str, int]], guard: tuple[str, str, Any] | None,
                          now: float) -> int: ...
-    def zadd_bounded(self, key: str, member: str, score: float, max_live: int, now: float) -> None: ...
+    def zadd_bounded(self, key: str, member: str, score: float, max_live: int, now: float) -> int: ...
 
 
 class BackendUnavailable(Exception):
@@ -229,12 +258,14 @@ class _Compound:
         self.put(key, value, ttl_s)
         return True
 
-    def create_bounded(self, key, value, ttl_s, zkey, member, score, max_live, now):
-        if self.zlive(zkey, now) >= max_live:
-            return -1
+    def create_bounded(self, key, value, ttl_s, zsets, member, score, now):
+        for i, (zkey, max_live) in enumerate(zsets):
+            if self.zlive(zkey, now) >= max_live:
+                return -(i + 1)
         if not self.put_if_absent(key, value, ttl_s):
             return 0
-        self.zadd(zkey, member, score)
+        for zkey, _ in zsets:
+            self.zadd(zkey, member, score)
         return 1
 
     def put_once_counted(self, key, value, ttl_s, hkey, hfield, counters, guard, now):
@@ -252,8 +283,11 @@ class _Compound:
         return 1
 
     def zadd_bounded(self, key, member, score, max_live, now):
-        if self.zlive(key, now) < max_live:
+        n = self.zlive(key, now)
+        if n < max_live:
             self.zadd(key, member, score)
+            n = self.zlive(key, now)
+        return n
 
 
 class MemoryBackend(_Compound):
@@ -356,6 +390,10 @@ class MemoryBackend(_Compound):
             del self._z[key]
         return len(z)
 
+    def zlowest(self, key: str, n: int) -> list[tuple[str, float]]:
+        z = self._z.get(key) or {}
+        return sorted(z.items(), key=lambda ms: (ms[1], ms[0]))[:max(0, int(n))]
+
 
 # -----------------------------------------------------------------------------
 # validation
@@ -396,6 +434,85 @@ def _valid_settings(settings: Any, limits: ClassLimits) -> dict[str, str] | None
 
 def _valid_id(x: Any) -> bool:
     return isinstance(x, str) and bool(_ID_RE.fullmatch(x))
+
+
+def address_key(raw: Any) -> str:
+    """A client address as the unit its bounds count: an IPv4 address, or an IPv6 address's /64
+    network (one household or device gets a whole /64); "" when ``raw`` is not an address.
+
+    >>> address_key("203.0.113.7"), address_key("2001:db8:1:2:aa::1"), address_key("::ffff:10.0.0.1")
+    ('203.0.113.7', '2001:db8:1:2::/64', '10.0.0.1')
+    >>> address_key("<b>"), address_key(None)
+    ('', '')
+    """
+    import ipaddress
+
+    if not isinstance(raw, str) or len(raw) > 64:
+        return ""
+    try:
+        ip = ipaddress.ip_address(raw.strip())
+    except ValueError:
+        return ""
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    if ip.version == 6:
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
+_process_key = secrets.token_bytes(32)
+
+
+def class_key(environ: Mapping[str, str] | None = None) -> bytes:
+    """The server secret that signs browser ids (:class:`BrowserIds`) and keys client addresses in
+    the store: ``LMVIZ_CLASS_KEY`` (give every replica of a course the same one), else a random
+    key made when this process started (one process: enough; a restart hands out new ids)."""
+    env = os.environ if environ is None else environ
+    raw = env.get("LMVIZ_CLASS_KEY", "")
+    return hashlib.sha256(raw.encode("utf-8")).digest() if raw else _process_key
+
+
+class BrowserIds:
+    """Signed browser ids: the value of the cookie that makes "one answer per browser" and "a few
+    classes per browser" hold across tabs. ``mint()`` gives ``ID.SIGNATURE`` (an HMAC-SHA256 of
+    the id with the server's key); ``verify`` gives the id back only for a value this server (or a
+    replica with the same key) minted, so a client cannot invent ids; it can only ask for new ones
+    by loading the page again, and the per-address bounds still count those.
+
+    >>> ids = BrowserIds(b"k" * 32)
+    >>> v = ids.mint(); ids.verify(v) == v.split(".")[0], ids.verify(v + "x"), ids.verify("a.b")
+    (True, None, None)
+    """
+
+    COOKIE = "lmviz_id"
+    _RE = re.compile(r"([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})")
+
+    def __init__(self, key: bytes | None = None):
+        self._key = class_key() if key is None else key
+
+    def _sign(self, ident: str) -> str:
+        import base64
+
+        mac = hmac.new(self._key, b"browser:" + ident.encode("ascii"), hashlib.sha256).digest()[:16]
+        return base64.urlsafe_b64encode(mac).decode("ascii").rstrip("=")
+
+    def mint(self) -> str:
+        ident = secrets.token_urlsafe(12)
+        return f"{ident}.{self._sign(ident)}"
+
+    def verify(self, value: Any) -> str | None:
+        if not isinstance(value, str) or len(value) > 64:
+            return None
+        m = self._RE.fullmatch(value)
+        if not m or not hmac.compare_digest(self._sign(m.group(1)), m.group(2)):
+            return None
+        return m.group(1)
+
+    def set_cookie_header(self, secure: bool = False) -> str:
+        """A ``Set-Cookie`` value handing a fresh id to a browser (a year; HttpOnly: no script of
+        the page reads it; Lax: sent with the follow link a student opens)."""
+        return (f"{self.COOKIE}={self.mint()}; Path=/; Max-Age=31536000; HttpOnly; SameSite=Lax"
+                + ("; Secure" if secure else ""))
 
 
 # -----------------------------------------------------------------------------
@@ -439,9 +556,10 @@ class ClassStore:
     """
 
     def __init__(self, backend: Backend | None = None, limits: ClassLimits = ClassLimits(),
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, key: bytes | None = None):
         self.limits = limits
         self._clock = clock
+        self._key = class_key() if key is None else key   # keys client addresses and browsers
         self._db = backend if backend is not None else MemoryBackend(clock)
         # one lock serialises a process-local backend; a shared one is atomic step by step
         self._lock = contextlib.nullcontext() if getattr(self._db, "shared", False) else threading.Lock()
@@ -472,12 +590,48 @@ class ClassStore:
     def _end(self, code: str, rec: dict, reason: str) -> dict:
         rec.update(status="ended", reason=reason, ended_at=self._clock(), version=rec["version"] + 1)
         self._write(code, rec, self.limits.ended_keep_s)
-        self._db.zrem("classes", code)
+        for z in ("classes", *rec.get("owners", ())):
+            self._db.zrem(z, code)
         return rec
 
     def _save(self, code: str, rec: dict) -> None:
         self._write(code, rec, self._ttl_live())
-        self._db.zadd("classes", code, self._clock() + self.limits.idle_expiry_s)
+        until = self._clock() + self.limits.idle_expiry_s
+        for z in ("classes", *rec.get("owners", ())):
+            self._db.zadd(z, code, until)
+
+    def _client(self, kind: str, raw: str) -> str:
+        """An opaque key for a browser id or an address: an HMAC with the server's key, so the
+        store (and Redis) never holds a client's address."""
+        return hmac.new(self._key, f"{kind}:{raw}".encode("utf-8", "surrogatepass"),
+                        hashlib.sha256).hexdigest()[:32]
+
+    def _reclaim(self, zkey: str, now: float) -> bool:
+        """End one class of ``zkey`` that can make room: its lecturer silent for
+        ``reclaim_silent_s`` or nobody following it ``reclaim_empty_s`` after it began (members
+        with the oldest heartbeat first). True when a place was freed."""
+        lim = self.limits
+        for code, _ in self._db.zlowest(zkey, lim.max_classes):
+            rec = self._db.get(f"class:{code}")
+            if rec is None or rec["status"] != "live":
+                self._db.zrem(zkey, code)       # a record already gone or ended: its place is free
+                return True
+            silent = now - rec["heartbeat"] >= lim.reclaim_silent_s
+            empty = (now - rec["created"] >= lim.reclaim_empty_s
+                     and self._db.zlive(f"fol:{code}", now) == 0)
+            if silent or empty:
+                self._end(code, rec, "reclaimed")
+                return True
+        return False
+
+    def _epoch(self, create: bool) -> str:
+        e = self._db.get("epoch")
+        if e is None and create:
+            self._db.put_if_absent("epoch", secrets.token_hex(8), self.limits.epoch_ttl_s)
+            e = self._db.get("epoch")
+        if e is not None and create:
+            self._db.put("epoch", e, self.limits.epoch_ttl_s)   # outlives every class begun now
+        return e if isinstance(e, str) else ""
 
     def _lecturer(self, code: Any, secret: Any) -> tuple[str | None, dict | None, str]:
         """(code, live record, "") when code and secret match a live class, else (.., None, reason)."""
@@ -513,22 +667,54 @@ class ClassStore:
 
     # -- lecturer ---------------------------------------------------------------------------------
     @_guarded(functools.partial(Created, False, "store_unavailable"))
-    def create_class(self) -> Created:
-        """A new class with a fresh code and secret; ``reason="full"`` when max_classes are live."""
+    def create_class(self, browser: str = "", address: str = "") -> Created:
+        """A new class with a fresh code and secret.
+
+        ``browser`` (a verified browser id) and ``address`` (``address_key``) name who asks: each
+        may run at most ``max_classes_per_browser`` / ``max_classes_per_address`` live classes
+        (``reason="too_many_classes"``; their own silent or empty classes are reclaimed first).
+        When ``max_classes`` are live, a class whose lecturer is silent or that nobody follows is
+        ended (reason ``"reclaimed"``) to make room; ``reason="full"`` only when none can be.
+        """
         now = self._clock()
+        lim = self.limits
+        owners = []
+        if isinstance(browser, str) and browser:
+            owners.append((f"own:{self._client('b', browser)}", lim.max_classes_per_browser))
+        if isinstance(address, str) and address:
+            owners.append((f"own:{self._client('a', address)}", lim.max_classes_per_address))
+        zsets = owners + [("classes", lim.max_classes)]
+        epoch = self._epoch(create=True)
         secret = secrets.token_urlsafe(24)
         rec = {"created": now, "heartbeat": now, "status": "live", "reason": "", "version": 0,
                "rev": 0, "secret_sha256": _digest(secret), "chapter": "", "section": "",
-               "settings": {}, "updated": now, "question": None, "asked": {}}
-        for _ in range(20):
+               "settings": {}, "updated": now, "question": None, "asked": {},
+               "owners": [z for z, _ in owners]}
+        for _ in range(20 + lim.max_classes):
             code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LEN))
-            got = self._db.create_bounded(f"class:{code}", rec, self._ttl_live(), "classes", code,
-                                          now + self.limits.idle_expiry_s, self.limits.max_classes, now)
+            got = self._db.create_bounded(f"class:{code}", rec, self._ttl_live(), zsets, code,
+                                          now + lim.idle_expiry_s, now)
             if got == 1:
-                return Created(True, "", code, secret)
+                return Created(True, "", code, secret, epoch)
             if got < 0:
-                return Created(False, "full")
-        return Created(False, "full")  # 20 collisions in a row: the code space is crowded
+                zkey = zsets[-got - 1][0]
+                if not self._reclaim(zkey, now):
+                    return Created(False, "full" if zkey == "classes" else "too_many_classes")
+        return Created(False, "full")  # collisions or reclaims in a row: the store is crowded
+
+    @_guarded(lambda: "")
+    def epoch(self) -> str:
+        """The store's epoch: a random word written when the store is first used and kept as long
+        as its data. A store that lost its data (a Redis restart without persistence) has a new
+        one, so a class that vanished with it can be told from one that ended ("" when the
+        store cannot be reached)."""
+        return self._epoch(create=True)
+
+    @_guarded(lambda: False)
+    def lost(self, epoch: Any) -> bool:
+        """True when the store's data was lost since ``epoch`` (an ``epoch()`` or
+        ``Created.epoch`` seen earlier): the class store restarted empty."""
+        return isinstance(epoch, str) and bool(epoch) and self._epoch(create=False) != epoch
 
     @_guarded(_OP_DOWN)
     def publish(self, code: str, secret: str, chapter: str, section: str = "",
@@ -674,11 +860,11 @@ class ClassStore:
             self._db.zrem(f"fol:{c}", session_id)
             return FollowView("ended", rec["reason"], c, v, v != known_version)
         now = self._clock()
-        self._db.zadd_bounded(f"fol:{c}", session_id, now + self.limits.follower_ttl_s,
-                              self.limits.max_followers, now)
+        n = self._db.zadd_bounded(f"fol:{c}", session_id, now + self.limits.follower_ttl_s,
+                                  self.limits.max_followers, now)
         return FollowView("live", "", c, v, v != known_version, rec["chapter"], rec["section"],
                           rec["settings"], self._question_view(c, rec["question"], False),
-                          rec["updated"])
+                          rec["updated"], int(n or 0))
 
     @_guarded(lambda: None)
     def leave(self, code: Any, session_id: Any) -> None:
@@ -688,13 +874,23 @@ class ClassStore:
             self._db.zrem(f"fol:{c}", session_id)
 
     @_guarded(_OP_DOWN)
-    def answer(self, code: Any, session_id: Any, question_id: Any, option_id: Any) -> OpResult:
-        """Count one answer: once per session per question, only for the open, unrevealed question
-        and only an option id of that question."""
+    def answer(self, code: Any, session_id: Any, question_id: Any, option_id: Any,
+               address: str = "") -> OpResult:
+        """Count one answer: once per voter (``session_id``: a verified browser id, so every tab
+        of one browser is one voter) per question, only for the open, unrevealed question and
+        only an option id of that question. ``address`` (``address_key``) is the client's
+        address: its answers per question are bounded by ``max_answers_per_address``, so one
+        client can never use up the question's ``max_answers_per_question`` for the others;
+        attempts are rate-limited per voter and per address."""
         if not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id):
             return OpResult(False, "bad_session")
         if self._rate_limited(session_id):
             return OpResult(False, "rate_limited")
+        lim = self.limits
+        who = self._client("a", address) if isinstance(address, str) and address else ""
+        if (self._db.incr(f"rl:{self._client('v', session_id)}", 60.0) > lim.answers_per_voter_per_min
+                or (who and self._db.incr(f"rl:{who}", 60.0) > lim.answers_per_address_per_min)):
+            return OpResult(False, "too_fast")
         c = normalise_code(code)
         rec = self._load(c) if c is not None else None
         if rec is None:
@@ -716,8 +912,9 @@ class ClassStore:
         # is unchanged: no reveal, close or other question in between, in any process)
         got = self._db.put_once_counted(
             f"ans:{c}:{q['id']}:{session_id}", option_id, ttl, f"hist:{c}:{q['id']}", option_id,
-            [(f"n:{c}:{q['id']}", self.limits.max_answers_per_question),
-             (f"n:{c}", self.limits.max_answers_per_class)],
+            [(f"n:{c}:{q['id']}", lim.max_answers_per_question),
+             (f"n:{c}", lim.max_answers_per_class)]
+            + ([(f"n:{c}:{q['id']}:{who}", lim.max_answers_per_address)] if who else []),
             (f"class:{c}", "version", rec["version"]), self._clock())
         if got == -2:
             raise _Conflict(c)
@@ -741,6 +938,49 @@ class ClassStore:
     def live_classes(self) -> int:
         """Classes currently counted against max_classes (-1 when the store cannot be reached)."""
         return self._db.zlive("classes", self._clock())
+
+
+# -----------------------------------------------------------------------------
+# pacing the followers
+
+class Gate:
+    """At most ``slots`` holders at a time; a holder's place lapses ``lease_s`` after it entered.
+
+    Classroom mode passes each follower's whole-page update through one gate per process, so
+    that however many followers a replica holds, only a few rerun their page at once and the
+    lecturer's own reruns keep most of the process (followers then catch up a little later,
+    the lecturer never waits for them). A follower leaves at its next tick, after its page ran;
+    the lease frees the place of one whose tab closed meanwhile. Thread-safe.
+    """
+
+    def __init__(self, slots: int, lease_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
+        self.slots = max(1, int(slots))
+        self.lease_s = float(lease_s)
+        self._clock = clock
+        self._held: dict[str, float] = {}   # holder -> when its lease ends
+        self._lock = threading.Lock()
+
+    def enter(self, holder: str) -> bool:
+        """Take a place (True), or keep one already held; False while every place is taken."""
+        now = self._clock()
+        with self._lock:
+            for h in [h for h, until in self._held.items() if until <= now]:
+                del self._held[h]
+            if holder in self._held:
+                return True
+            if len(self._held) >= self.slots:
+                return False
+            self._held[holder] = now + self.lease_s
+            return True
+
+    def leave(self, holder: str) -> None:
+        with self._lock:
+            self._held.pop(holder, None)
+
+    def __len__(self) -> int:
+        now = self._clock()
+        with self._lock:
+            return sum(1 for until in self._held.values() if until > now)
 
 
 # -----------------------------------------------------------------------------

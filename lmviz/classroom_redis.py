@@ -125,13 +125,16 @@ put(KEYS[1], ARGV[2], ARGV[3], ARGV[4])
 return 1
 """
 
-# KEYS: key, zkey; ARGV: now, expires_at, px, json, member, score, max, grace_ms -> 1, 0, -1
+# KEYS: key, zkeys...; ARGV: now, expires_at, px, json, member, score, grace_ms, max per zkey...
+# -> 1 stored, 0 key taken, -i the i-th zkey is full
 _CREATE_BOUNDED = _LIVE + """
 local now = tonumber(ARGV[1])
-if zlive(KEYS[2], ARGV[1]) >= tonumber(ARGV[7]) then return -1 end
+for i = 2, #KEYS do
+  if zlive(KEYS[i], ARGV[1]) >= tonumber(ARGV[6 + i]) then return 1 - i end
+end
 if live(KEYS[1], now) then return 0 end
 put(KEYS[1], ARGV[2], ARGV[3], ARGV[4])
-zadd(KEYS[2], ARGV[5], ARGV[6], now, tonumber(ARGV[8]))
+for i = 2, #KEYS do zadd(KEYS[i], ARGV[5], ARGV[6], now, tonumber(ARGV[7])) end
 return 1
 """
 
@@ -156,13 +159,13 @@ for i = 4, #KEYS do incr(KEYS[i], ARGV[2], ARGV[3], now) end
 return 1
 """
 
-# KEYS[1]; ARGV: now, member, score, max, grace_ms
+# KEYS[1]; ARGV: now, member, score, max, grace_ms -> the live count after it
 _ZADD_BOUNDED = _LIVE + """
 local now = tonumber(ARGV[1])
 if zlive(KEYS[1], ARGV[1]) < tonumber(ARGV[4]) then
   zadd(KEYS[1], ARGV[2], ARGV[3], now, tonumber(ARGV[5]))
 end
-return 1
+return redis.call('ZCARD', KEYS[1])
 """
 
 
@@ -285,6 +288,13 @@ class RedisBackend(_Compound):
         p.zcard(k)
         return int(p.execute()[1])
 
+    @_reachable
+    def zlowest(self, key: str, n: int) -> list[tuple[str, float]]:
+        if n <= 0:
+            return []
+        got = self.client.zrange(self._k(key), 0, int(n) - 1, withscores=True)
+        return [(m.decode("utf-8"), float(sc)) for m, sc in got]
+
     # -- compound steps, one script each
     @_reachable
     def put_if(self, key: str, value: Any, ttl_s: float | None, field: str, expect: Any) -> bool:
@@ -293,12 +303,13 @@ class RedisBackend(_Compound):
                                              json.dumps(expect)]) == 1
 
     @_reachable
-    def create_bounded(self, key: str, value: Any, ttl_s: float | None, zkey: str, member: str,
-                       score: float, max_live: int, now: float) -> int:
+    def create_bounded(self, key: str, value: Any, ttl_s: float | None,
+                       zsets: Sequence[tuple[str, int]], member: str, score: float, now: float) -> int:
         e, px = self._exp(ttl_s)
         return int(self._create_bounded(
-            [self._k(key), self._k(zkey)],
-            [_num(now), e, px, json.dumps(value), str(member), _num(score), int(max_live), self._grace_ms]))
+            [self._k(key)] + [self._k(z) for z, _ in zsets],
+            [_num(now), e, px, json.dumps(value), str(member), _num(score), self._grace_ms]
+            + [int(m) for _, m in zsets]))
 
     @_reachable
     def put_once_counted(self, key: str, value: Any, ttl_s: float | None, hkey: str, hfield: str,
@@ -311,9 +322,9 @@ class RedisBackend(_Compound):
         return int(self._put_once_counted(keys, args))
 
     @_reachable
-    def zadd_bounded(self, key: str, member: str, score: float, max_live: int, now: float) -> None:
-        self._zadd_bounded([self._k(key)], [_num(now), str(member), _num(score), int(max_live),
-                                            self._grace_ms])
+    def zadd_bounded(self, key: str, member: str, score: float, max_live: int, now: float) -> int:
+        return int(self._zadd_bounded([self._k(key)], [_num(now), str(member), _num(score),
+                                                       int(max_live), self._grace_ms]))
 
     # -- for tests and operators
     @_reachable

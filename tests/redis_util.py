@@ -47,10 +47,11 @@ class RedisServer:
     """``redis-server`` on 127.0.0.1:<free port>; ``persist=True`` saves its data on shutdown
     (an RDB file in its folder) so that a restart keeps it, as a packaged Redis does."""
 
-    def __init__(self, persist: bool = False) -> None:
+    def __init__(self, persist: bool = False, aof: bool = False) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="lmviz-redis-"))
         self.port = free_port()
         self.persist = persist
+        self.aof = aof      # the append-only file (deploy/local-cluster.sh): survives a kill -9
         self.proc: subprocess.Popen | None = None
         self.start()
 
@@ -62,7 +63,8 @@ class RedisServer:
         save = ["--save", "3600 1", "--dbfilename", "dump.rdb"] if self.persist else ["--save", ""]
         self.proc = subprocess.Popen(
             [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir),
-             "--appendonly", "no", "--protected-mode", "yes", "--daemonize", "no", *save,
+             "--appendonly", "yes" if self.aof else "no", "--appendfsync", "always",
+             "--protected-mode", "yes", "--daemonize", "no", *save,
              "--logfile", str(self.dir / "redis.log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         deadline = time.time() + timeout
@@ -88,6 +90,13 @@ class RedisServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=5)
+        self.proc = None
+
+    def crash(self) -> None:
+        """SIGKILL: no chance to save (what a crash, an OOM kill or a power cut gives)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=20)
         self.proc = None
 
     def restart(self) -> None:

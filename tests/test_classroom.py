@@ -458,3 +458,134 @@ def test_follower_sets_of_vanished_classes_are_swept(clock):
     for i in range(MemoryBackend.PURGE_EVERY):
         s.follow("ZZZZZZZ", f"t{i}")
     assert s._db._z == {}
+
+
+# -- hostile clients (issue 28, faults 4 and 5) ---------------------------------------------------
+def test_one_client_cannot_lock_the_lecturers_out(clock, make):
+    """205 scripted sessions from one address (new session, no cookie each time) filled the store
+    and refused real lecturers: now one address runs at most max_classes_per_address classes."""
+    s = make(clock, max_classes=20)
+    lim = s.limits
+    made = [s.create_class(address="198.51.100.9") for _ in range(205)]
+    assert sum(c.ok for c in made) == lim.max_classes_per_address
+    assert {c.reason for c in made if not c.ok} == {"too_many_classes"}
+    lecturer = s.create_class(browser="realLecturer0001", address="203.0.113.5")
+    assert lecturer.ok
+    # one browser (its cookie), whatever address it comes from, runs a few classes
+    mine = [s.create_class(browser="tabsOfOneBrowser", address=f"192.0.2.{i}") for i in range(6)]
+    assert [c.ok for c in mine] == [True] * lim.max_classes_per_browser + [False] * 3
+    assert mine[-1].reason == "too_many_classes"
+
+
+def test_a_lecturers_own_closed_page_makes_room_for_their_new_class(clock, make):
+    """A lecturer who reloaded a few times gets a new class once the old pages went silent."""
+    s = make(clock)
+    old = [s.create_class(browser="lecturerBrowser1") for _ in range(3)]
+    assert all(c.ok for c in old)
+    assert s.create_class(browser="lecturerBrowser1").reason == "too_many_classes"
+    clock.advance(s.limits.reclaim_silent_s)
+    for c in old[1:]:
+        assert s.heartbeat(c.code, c.secret).ok          # two tabs still open, one closed
+    new = s.create_class(browser="lecturerBrowser1")
+    assert new.ok
+    assert s.lecturer_view(old[0].code, old[0].secret).reason == "reclaimed"
+    assert s.follow(old[0].code, "st1").reason == "reclaimed"
+
+
+def test_a_full_store_reclaims_silent_or_empty_classes_never_a_live_one(clock, make):
+    s = make(clock, max_classes=4)
+    cs = [s.create_class(address=f"192.0.2.{i}") for i in range(4)]
+    for i, c in enumerate(cs):
+        s.follow(c.code, f"student{i}")
+    assert s.create_class(address="203.0.113.5").reason == "full"   # all live, just begun
+    clock.advance(s.limits.reclaim_silent_s)
+    for c in cs[1:]:
+        s.heartbeat(c.code, c.secret)
+        s.follow(c.code, "student")
+    got = s.create_class(address="203.0.113.5")                     # cs[0]'s lecturer is silent
+    assert got.ok and s.lecturer_view(cs[0].code, cs[0].secret).reason == "reclaimed"
+    assert s.create_class(address="203.0.113.6").reason == "full"   # the others are in use
+    # a class nobody follows, reclaim_empty_s after it began, makes room too (its page beats)
+    for _ in range(int(s.limits.reclaim_empty_s // 10) + 1):
+        clock.advance(10)
+        for c in (*cs[1:], got):
+            s.heartbeat(c.code, c.secret)
+        for c in cs[1:]:
+            s.follow(c.code, "student")
+    assert s.create_class(address="203.0.113.6").ok
+    assert s.lecturer_view(got.code, got.secret).reason == "reclaimed"
+    assert all(s.lecturer_view(c.code, c.secret).ok for c in cs[1:])
+
+
+def test_client_addresses_are_not_stored(clock, new_backend):
+    db = new_backend(clock)
+    s = ClassStore(db, clock=clock)
+    c = s.create_class(browser="someBrowserId123", address="198.51.100.77")
+    s.open_question(c.code, c.secret, "q1", ["a", "b"])
+    s.answer(c.code, "b:someBrowserId123", "q1", "a", address="198.51.100.77")
+    assert "198.51.100.77" not in stored(db)
+    assert stored(db).count("someBrowserId123") == 1      # only as the voter of its answer
+
+
+def test_one_client_cannot_fill_a_question_for_the_others(clock, make):
+    """500 votes from one scripted client filled max_answers_per_question; the next real
+    student was refused. Now one address counts at most max_answers_per_address."""
+    s = make(clock, max_answers_per_question=50, max_answers_per_address=10,
+             answers_per_address_per_min=10_000)
+    c = s.create_class()
+    s.open_question(c.code, c.secret, "q1", ["a", "b"])
+    votes = [s.answer(c.code, f"s:script{i}", "q1", "a", address="198.51.100.9") for i in range(500)]
+    assert sum(v.ok for v in votes) == 10
+    assert {v.reason for v in votes if not v.ok} == {"too_many_answers"}
+    real = s.answer(c.code, "b:aRealStudent0001", "q1", "b", address="203.0.113.5")
+    assert real.ok
+    assert dict(s.histogram(c.code, c.secret).counts) == {"a": 10, "b": 1}
+
+
+def test_answer_attempts_are_rate_limited_per_voter_and_per_address(clock, make):
+    s = make(clock, answers_per_voter_per_min=5, answers_per_address_per_min=30)
+    c = s.create_class()
+    s.open_question(c.code, c.secret, "q1", ["a", "b"])
+    first = s.answer(c.code, "b:oneBrowser00001", "q1", "a", address="192.0.2.1")
+    again = [s.answer(c.code, "b:oneBrowser00001", "q1", "b", address="192.0.2.1") for _ in range(6)]
+    assert first.ok and [r.reason for r in again] == ["already_answered"] * 4 + ["too_fast"] * 2
+    burst = [s.answer(c.code, f"s:x{i}", "q1", "a", address="192.0.2.2") for i in range(40)]
+    assert sum(r.ok for r in burst) == 30 and burst[-1].reason == "too_fast"
+    assert s.answer(c.code, "s:other", "q1", "b", address="192.0.2.3").ok    # another client
+    clock.advance(61)
+    assert s.answer(c.code, "s:late", "q1", "b", address="192.0.2.2").ok
+
+
+def test_a_lost_store_is_told_from_an_ended_class(clock, new_backend):
+    s = ClassStore(new_backend(clock), clock=clock)
+    c = s.create_class()
+    assert c.epoch and s.epoch() == c.epoch and not s.lost(c.epoch)
+    assert s.end_class(c.code, c.secret).ok and not s.lost(c.epoch)
+    assert not s.lost("") and not s.lost(None)
+
+
+def test_browser_ids_are_signed():
+    from lmviz.classroom import BrowserIds
+
+    a, b = BrowserIds(b"a" * 32), BrowserIds(b"b" * 32)
+    v = a.mint()
+    ident = a.verify(v)
+    assert ident and v.startswith(ident + ".") and len({a.mint() for _ in range(50)}) == 50
+    assert b.verify(v) is None                      # another server's key
+    forged = [ident + "." + "A" * 22, v[:-1] + ("A" if v[-1] != "A" else "B"), "x" * 10_000, None,
+              "", v + ".x", "<script>." + v.split(".")[1]]
+    assert all(a.verify(f) is None for f in forged)
+    h = a.set_cookie_header(secure=True)
+    assert h.startswith("lmviz_id=") and "HttpOnly" in h and "SameSite=Lax" in h and "Secure" in h
+
+
+def test_the_gate_lets_a_few_through_and_their_places_lapse():
+    from lmviz.classroom import Gate
+
+    clock = Clock()
+    g = Gate(2, lease_s=10, clock=clock)
+    assert g.enter("a") and g.enter("b") and not g.enter("c") and g.enter("a")
+    g.leave("a")
+    assert g.enter("c") and not g.enter("d") and len(g) == 2
+    clock.advance(10)                                # b's and c's tabs closed: their places lapse
+    assert g.enter("d") and len(g) == 1

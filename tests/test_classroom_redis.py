@@ -211,3 +211,31 @@ def test_concurrent_lecturer_writes_lose_no_update(server):
     for t in th:
         t.join(timeout=120)
     assert stores[1].follow(c.code, "s1").version == 100     # 100 changes, 100 bumps
+
+
+@pytest.mark.parametrize("aof", [False, True], ids=["no-persistence", "append-only-file"])
+def test_a_redis_crash_loses_the_class_only_without_the_append_only_file(aof):
+    """Issue 28, fault 13: after a crash (kill -9: no save on shutdown) a class survives only
+    with Redis' append-only file, which deploy/local-cluster.sh turns on; without it the store
+    knows its data was lost (a new epoch), so the pages say "the class service restarted"."""
+    redis_util.require_redis()
+    srv = redis_util.RedisServer(persist=True, aof=aof)
+    try:
+        clock = Clock(2_000_000.0)
+        s = ClassStore(redis_util.backend(clock, srv, "crash:"), clock=clock)
+        c = s.create_class()
+        s.publish(c.code, c.secret, "generation", "", {"tau": "0.5"})
+        srv.crash()
+        assert s.follow(c.code, "s1").status == "unavailable"
+        srv.start()
+        f = s.follow(c.code, "s1")
+        if aof:
+            assert (f.status, dict(f.settings)) == ("live", {"tau": "0.5"}) and not s.lost(c.epoch)
+            assert s.publish(c.code, c.secret, "generation", "", {"tau": "1"}).ok
+        else:
+            assert f.status == "not_found" and s.lost(c.epoch)
+            assert s.publish(c.code, c.secret, "generation").reason == "not_found"
+            n = s.create_class()
+            assert n.ok and n.epoch != c.epoch and not s.lost(n.epoch)
+    finally:
+        srv.close()

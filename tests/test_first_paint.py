@@ -55,3 +55,32 @@ def test_serve_py_routes_every_chapter():
     paths = sorted(r.path for r in first_paint.routes())
     assert paths == sorted("/" + c.slug for c in registered())
     assert "first_paint.routes()" in Path(ROOT / "serve.py").read_text(encoding="utf-8")
+
+
+def test_a_page_hands_out_a_signed_browser_id_once():
+    """Classroom mode's one answer per browser: the page's response sets the signed cookie
+    ``lmviz_id`` when the browser has no valid one (a forged value gets a fresh one)."""
+    import asyncio
+
+    from starlette.requests import Request
+
+    from lmviz.classroom import BrowserIds
+
+    route = next(r for r in first_paint.routes() if r.path == "/")
+
+    def get(cookie: str | None, proto: str = "http"):
+        headers = [(b"host", b"127.0.0.1"), (b"x-forwarded-proto", proto.encode())]
+        if cookie is not None:
+            headers.append((b"cookie", f"{BrowserIds.COOKIE}={cookie}".encode()))
+        scope = {"type": "http", "method": "GET", "path": "/", "query_string": b"follow=ABCDEFG",
+                 "headers": headers, "scheme": "http", "server": ("127.0.0.1", 80)}
+        return asyncio.run(route.endpoint(Request(scope)))
+
+    first = get(None)
+    set_cookie = first.headers["set-cookie"]
+    value = set_cookie.split(";")[0].split("=", 1)[1]
+    assert BrowserIds().verify(value) and "HttpOnly" in set_cookie and "Secure" not in set_cookie
+    assert "set-cookie" not in get(value).headers                 # a valid id is kept
+    forged = get(value[:-2] + "xx").headers["set-cookie"]
+    assert forged.split(";")[0] != f"{BrowserIds.COOKIE}={value}"
+    assert "Secure" in get(None, proto="https").headers["set-cookie"]

@@ -84,8 +84,8 @@ def test_answer_once_and_reveal(lecture):
     h = store().histogram(code, lec.session_state["class_lect"]["secret"], "gen_tau_half")
     assert (h.total, h.counts["rises"]) == (1, 1)
     # a second answer from the same session is refused; the page offers no second try
-    sid = fol.session_state["class_sid"]
-    assert store().answer(code, sid, "gen_tau_half", "falls").reason == "already_answered"
+    sid = fol.session_state["class_sid"]        # no browser cookie (AppTest): the session votes
+    assert store().answer(code, f"s:{sid}", "gen_tau_half", "falls").reason == "already_answered"
     assert "class_ans:gen_tau_half:send" not in keys(fol)
     lec.run()
     assert translate("class.answers", "en", n=1) in all_text(lec)     # the lecturer's live count
@@ -185,3 +185,83 @@ def test_next_chapter_puts_the_last_question_away(lecture):
     fol = join(code)
     assert fol.session_state["lmviz_page_file"] == "pages/kv_cache.py"
     assert translate("class.asked", "en") not in all_text(fol)
+
+
+def test_a_new_tab_of_one_browser_answers_once(lecture, monkeypatch):
+    """Issue 28, fault 5: an answer was keyed by the Streamlit session, so every new tab voted
+    again. With the signed browser cookie (ui.classroom.browser) every tab is one voter."""
+    from ui import classroom
+
+    monkeypatch.setattr(classroom, "browser", lambda: "oneBrowserId0001")
+    lec, code = lecture
+    lec.button(key="class_ask:gen_tau_half").click().run()
+    tab1, tab2 = join(code), join(code)
+    tab1.radio(key="class_ans:gen_tau_half").set_value("rises").run()
+    tab1.button(key="class_ans:gen_tau_half:send").click().run()
+    tab2.run()
+    sent = translate("class.sent", "en", answer=translate("q.gen_tau_half.opt.rises", "en"))
+    assert sent in [i.value for i in tab2.info]              # the other tab knows the answer
+    assert "class_ans:gen_tau_half:send" not in keys(tab2)
+    h = classroom.store().histogram(code, lec.session_state["class_lect"]["secret"], "gen_tau_half")
+    assert h.total == 1
+
+
+def test_the_run_secret_is_never_published():
+    """Issue 28, fault 10: the lecturer's ?run= (a training's secret) went into the class record,
+    so it sat in Redis and reached every follower."""
+    from tests.test_classroom import stored
+    from ui import classroom
+
+    lec = open_page(GEN, present="1", run="TrainingSecretXYZ123")
+    code = start_class(lec)
+    lec.slider(key="gen_tau").set_value(0.5).run()
+    assert "TrainingSecretXYZ123" not in stored(classroom.store()._db)
+    fol = join(code)
+    view = classroom.store().follow(code, "check")
+    assert "run" not in view.settings and view.settings.get("tau") == "0.5"
+    assert "TrainingSecretXYZ123" not in str(fol.query_params)
+
+
+def test_a_store_that_lost_its_data_says_so(lecture):
+    """Issue 28, fault 13: after a Redis crash the class was gone and the lecturer read "the
+    lecturer's page has been closed". Now both roles are told the class service restarted."""
+    from ui import classroom
+
+    lec, code = lecture
+    fol = join(code)
+    db = classroom.store()._db
+    db._data.clear()                      # what a Redis restart without persistence leaves
+    db._z.clear()
+    fol.run()
+    lec.run()
+    note = translate("class.ended_note", "en", reason=translate("class.reason.store_restarted", "en"))
+    for at in (fol, lec):
+        assert not at.exception
+        assert note in [i.value for i in at.info]
+    assert "class_lect" not in lec.session_state and "class_follow" not in fol.session_state
+
+
+class _Headers(dict):
+    def get_all(self, key):
+        return [v for k, v in self.items() if k.lower() == key.lower()]
+
+
+@pytest.mark.parametrize("peer,forwarded,want", [
+    ("93.184.216.34", None, "93.184.216.34"),                    # a direct client
+    (None, None, "127.0.0.1"),                               # loopback (Streamlit says None)
+    (None, "198.51.100.1, 203.0.113.7", "203.0.113.7"),      # behind nginx: the entry nginx added
+    ("10.0.0.2", "203.0.113.7", "203.0.113.7"),              # nginx on the private network
+    ("93.184.216.34", "198.51.100.1", "93.184.216.34"),          # a public client's own claim: ignored
+    (None, "not-an-address", "127.0.0.1"),
+    (None, "2001:db8:1:2::99", "2001:db8:1:2::/64"),
+])
+def test_the_client_address_behind_a_proxy_is_the_one_nginx_saw(monkeypatch, peer, forwarded, want):
+    from types import SimpleNamespace
+
+    from ui import classroom
+
+    headers = _Headers({"Host": "lmviz.example"})
+    if forwarded:
+        headers["X-Forwarded-For"] = forwarded
+    monkeypatch.setattr(classroom.st, "context", SimpleNamespace(headers=headers, ip_address=peer))
+    assert classroom.client_address() == want

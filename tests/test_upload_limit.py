@@ -27,7 +27,7 @@ def _site_conf():
 
 def _rendered() -> str:
     return _site_conf().render(TEMPLATE.read_text(), "127.0.0.1:8080", "server 127.0.0.1:8501;",
-                               "/tmp/lmviz-access.log")
+                               "/tmp/lmviz-access.log", "/tmp/lmviz-error.log")
 
 
 def _mib(size: str) -> float:

@@ -12,11 +12,20 @@ The shared state lives in :class:`lmviz.classroom.ClassStore` (one per process, 
   (chapter slug, ``?sec=`` and the chapter's URL settings) is published whenever
   ``ui.urlstate`` writes a setting and on every tick of a 1 s fragment, which is also the
   heartbeat.
-- **Follower** (``?follow=CODE``): a 1 s fragment calls ``store.follow``; on a new version it
-  switches to the lecturer's chapter (``st.switch_page``) or reruns the page, after putting the
-  followed settings in ``lmviz_follow_pending``, which ``ui.urlstate`` writes into the widgets'
-  session-state keys as they are drawn. Language is the follower's own. Stepping away (a button,
-  or opening another chapter) keeps polling but applies nothing; "Rejoin" catches up at once.
+- **Follower** (``?follow=CODE``): a fragment checks ``store.follow`` every 0.25 s (one version
+  read, redrawing only the small follow banner; slower in a big class, ``follow_period``); only
+  on a new version does it switch to the lecturer's chapter (``st.switch_page``) or rerun the
+  page, after putting the followed settings in ``lmviz_follow_pending``, which ``ui.urlstate``
+  writes into the widgets' session-state keys as they are drawn. At most ``FOLLOW_RERUNS``
+  followers of one process rerun their page at once (``follow_gate``): the others catch up a
+  tick later, and the lecturer, who never waits at that gate, keeps the process. Language is
+  the follower's own. Stepping away (a button, or opening another chapter) keeps polling but
+  applies nothing; "Rejoin" catches up at once.
+- **Who is who**: an answer counts once per browser, through the signed cookie ``lmviz_id``
+  that serve.py's page routes hand out (``browser``; without one, once per session), and the
+  store bounds classes and answers per client address (``client_address``: behind nginx, the
+  address nginx saw). URL parameters that are secrets (``SECRET_PARAMS``: ``run``) are never
+  published to the class.
 - **Predict, then reveal**: ``ui.render.run_sections`` draws each chapter's questions
   (``lmviz.questions``) just before the section that answers them.
 
@@ -30,7 +39,8 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from lmviz import questions as qs
-from lmviz.classroom import ClassStore, FollowView, normalise_code, store_from_env
+from lmviz.classroom import (BrowserIds, ClassStore, FollowView, Gate, address_key, normalise_code,
+                             store_from_env)
 from ui.i18n import t
 
 LECT = "class_lect"          # session key: {"code": str, "secret": str} while this session lectures
@@ -38,8 +48,19 @@ FOLLOW = "class_follow"      # session key: follower state (see _follow_state)
 NOTE = "class_note"          # session key: a note to show once following or lecturing ended
 PENDING = "lmviz_follow_pending"   # session key: {param: raw value} the widgets take when drawn
 SID = "class_sid"            # session key: this session's anonymous id in the store
-NOT_FOLLOWED = frozenset({"lang", "present", "follow", "sec"})   # URL params that are not settings
-TICK_S = 1.0                 # lecturer publish/heartbeat and follower poll period
+# URL params that are not the chapter's settings. ``run`` is a training's secret (ui.session):
+# it must never reach the class record (nor Redis), or every follower could take over the run.
+SECRET_PARAMS = frozenset({"run"})
+NOT_FOLLOWED = frozenset({"lang", "present", "follow", "sec"}) | SECRET_PARAMS
+TICK_S = 1.0                 # lecturer publish/heartbeat period
+FOLLOW_TICK_S = 0.25         # a follower's check of the class (a version read; the page reruns
+                             # only when the lecturer's state changed) ...
+FOLLOW_POLLS_PER_S = 40      # ... slower in a big class: its followers check at most this often
+                             # together (30 followers: every 0.75 s; 200: every 5 s)
+FOLLOW_TICK_MAX_S = 5.0
+FOLLOW_RERUNS = 3            # followers of one process that rerun their page at once (Gate): a
+                             # process runs Python on one core at a time, so more at once only
+                             # slows everyone, the lecturer included
 
 # The section (ui.render.run_sections key) each question is asked just before.
 QUESTION_SECTION = {
@@ -63,11 +84,77 @@ def store() -> ClassStore:
     return store_from_env()
 
 
+@st.cache_resource(show_spinner=False)
+def browser_ids() -> BrowserIds:
+    """Verifies the signed browser id that serve.py's page routes hand out (ui.first_paint)."""
+    return BrowserIds()
+
+
+@st.cache_resource(show_spinner=False)
+def follow_gate() -> Gate:
+    """The process's gate for followers' page updates (the lecturer never goes through it);
+    ``LMVIZ_FOLLOW_RERUNS`` sets its size (default FOLLOW_RERUNS)."""
+    import os
+
+    raw = os.environ.get("LMVIZ_FOLLOW_RERUNS", "")
+    return Gate(int(raw) if raw.isdigit() and int(raw) > 0 else FOLLOW_RERUNS)
+
+
 def sid() -> str:
-    """This session's anonymous id (one answer per question per session)."""
+    """This session's anonymous id (a follower's place in the follower count)."""
     if SID not in st.session_state:
         st.session_state[SID] = _secrets.token_urlsafe(12)
     return st.session_state[SID]
+
+
+def browser() -> str:
+    """This browser's verified id (the signed cookie ``lmviz_id``), "" without a valid one (the
+    app run without serve.py, a client that drops cookies, or a forged value)."""
+    try:
+        raw = st.context.cookies.get(BrowserIds.COOKIE)
+    except Exception:  # noqa: BLE001 - no client context (AppTest): no cookie
+        return ""
+    return browser_ids().verify(raw) or ""
+
+
+def _connected() -> bool:
+    """True when a browser (or a client speaking its protocol) holds this session's websocket."""
+    try:
+        return bool(st.context.headers)
+    except Exception:  # noqa: BLE001 - no client context
+        return False
+
+
+def voter() -> str:
+    """Who answers: the browser (every tab of it is one voter), else this session."""
+    b = browser()
+    return f"b:{b}" if b else f"s:{sid()}"
+
+
+def client_address() -> str:
+    """The client's address as the store's bounds count it (lmviz.classroom.address_key).
+
+    Behind nginx (deploy/) the websocket comes from the proxy, a loopback or private address;
+    then the last X-Forwarded-For entry is the client, as nginx saw it (the template appends
+    ``$remote_addr``; entries before it are the client's own claims and are ignored)."""
+    import ipaddress
+
+    try:
+        headers = st.context.headers
+        if not headers:
+            return ""    # no client connection (AppTest): nothing to count by
+        peer = st.context.ip_address or "127.0.0.1"   # Streamlit gives None for loopback
+        forwarded = headers.get_all("X-Forwarded-For")
+    except Exception:  # noqa: BLE001 - no client context
+        return ""
+    try:
+        proxied = ipaddress.ip_address(peer).is_private or ipaddress.ip_address(peer).is_loopback
+    except ValueError:
+        proxied = False
+    if proxied and forwarded:
+        last = forwarded[-1].split(",")[-1].strip()
+        return address_key(last) or address_key(peer)
+    return address_key(peer)
 
 
 def current_slug() -> str:
@@ -123,7 +210,7 @@ def init_from_url() -> None:
         del st.query_params["follow"]
         return
     st.session_state[FOLLOW] = {"code": code, "version": -1, "paused": False, "view": None,
-                                "expect": None}
+                                "expect": None, "epoch": store().epoch()}
 
 
 # ------------------------------------------------------------------------ lecturer ------------
@@ -150,13 +237,19 @@ def publish_now() -> None:
                         lecturer_settings())
     if not r.ok and r.reason in ("ended", "not_found", "wrong_secret"):
         st.session_state.pop(LECT, None)
-        _note("ended" if r.reason != "not_found" else "lecturer_gone")
+        _note("ended" if r.reason != "not_found" else _vanished(lect.get("epoch")))
+
+
+def _vanished(epoch: str | None) -> str:
+    """Why a class the store no longer knows is gone: the store restarted without its data (a
+    Redis restart without persistence), or the class ended so long ago it was forgotten."""
+    return "store_restarted" if store().lost(epoch) else "lecturer_gone"
 
 
 def _start_class() -> None:
-    c = store().create_class()
+    c = store().create_class(browser=browser(), address=client_address())
     if c.ok:
-        st.session_state[LECT] = {"code": c.code, "secret": c.secret}
+        st.session_state[LECT] = {"code": c.code, "secret": c.secret, "epoch": c.epoch}
         st.session_state.pop(NOTE, None)
     else:
         _note(c.reason)
@@ -187,6 +280,8 @@ def lecturer_bar() -> None:
                       help=t("class.start_help"), on_click=_start_class)
         return
     publish_now()   # the full run's state (a new chapter or section) goes out at once
+    if not lecturing():
+        st.rerun(scope="app")   # the class is gone: show the note (drawn above) at once
     _lecturer_tick()
 
 
@@ -203,7 +298,11 @@ def _lecturer_tick() -> None:
     view = store().lecturer_view(lect["code"], lect["secret"])
     if not view.ok and view.reason != "store_unavailable":
         st.session_state.pop(LECT, None)
-        _note(view.reason if view.reason in ("ended_by_lecturer", "lecturer_gone", "too_long") else "ended")
+        if view.reason == "not_found":
+            _note(_vanished(lect.get("epoch")))
+        else:
+            _note(view.reason if view.reason in ("ended_by_lecturer", "lecturer_gone", "too_long",
+                                                 "reclaimed") else "ended")
         st.rerun(scope="app")
     with st.container(border=True):
         left, mid, right = st.columns([3, 5, 2], vertical_alignment="center")
@@ -263,18 +362,30 @@ def follower_bar() -> None:
         f["paused"] = True          # the student opened another chapter: exploring
         store().leave(f["code"], sid())
     st.query_params["follow"] = f["code"]
-    _follower_tick()
+    if "followers" not in f:    # a new follower: the class's size sets how often it checks
+        f["followers"] = store().follow(f["code"], sid(), -2).followers
+    # the check's period, chosen at each page run from the class's size (see FOLLOW_POLLS_PER_S)
+    st.fragment(run_every=follow_period(f["followers"]))(_follower_tick)()
 
 
-@st.fragment(run_every=TICK_S)
+def follow_period(followers: int) -> float:
+    """Seconds between a follower's checks of its class: FOLLOW_TICK_S, longer in a big class."""
+    return min(FOLLOW_TICK_MAX_S, max(FOLLOW_TICK_S, followers / FOLLOW_POLLS_PER_S))
+
+
 def _follower_tick() -> None:
     f = _follow_state()
     if not f:
         return
+    ticking = _in_fragment_rerun()
+    if ticking:
+        follow_gate().leave(sid())   # the page run this follower was let in for has finished
     view = store().follow(f["code"], sid(), -2 if f["paused"] else f["version"])
     if view.status in ("ended", "not_found", "bad_code", "rate_limited", "bad_session"):
-        _stop_following(view.reason or view.status)
+        reason = view.reason or view.status
+        _stop_following(_vanished(f.get("epoch")) if reason == "not_found" and f.get("epoch") else reason)
         st.rerun(scope="app")
+    f["followers"] = view.followers
     with st.container(border=True):
         left, right = st.columns([7, 2], vertical_alignment="center")
         if view.status == "unavailable":
@@ -290,6 +401,10 @@ def _follower_tick() -> None:
     if view.status != "live" or f["paused"]:
         return
     if view.changed:
+        # a browser's tab ticks, and leaves the gate at its next tick; a session without a
+        # client connection (AppTest) never ticks, so it does not queue there
+        if _connected() and not follow_gate().enter(sid()):
+            return   # this replica's follower updates are all busy: catch up at a later tick
         f["version"] = view.version
         f["view"] = view
         _apply(view, f)
@@ -445,7 +560,7 @@ def _send_answer(code: str, qid: str, key: str) -> None:
     pick = st.session_state.get(key)
     if pick is None:
         return
-    r = store().answer(code, sid(), qid, pick)
+    r = store().answer(code, voter(), qid, pick, address=client_address())
     if not r.ok and r.reason != "already_answered":
         st.session_state[f"{key}:why"] = r.reason
 
@@ -455,7 +570,7 @@ def _follower_question(q: qs.Question, v: FollowView) -> None:
     code = f["code"]
     s = q.solve()
     by = {o.id: o for o in s.options}
-    mine = store().my_answer(code, sid(), q.id)
+    mine = store().my_answer(code, voter(), q.id)
     with st.container(border=True):
         st.caption(t("class.asked"))
         _prompt(q)

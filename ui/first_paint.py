@@ -117,8 +117,18 @@ def routes() -> list:
     from starlette.responses import HTMLResponse
     from starlette.routing import Route
 
+    from lmviz.classroom import BrowserIds
+
+    ids = BrowserIds()
+
     async def endpoint(request):
         body = page(request.url.path, request.url.query)
-        return HTMLResponse(body, headers={"Cache-Control": "no-cache"})
+        headers = {"Cache-Control": "no-cache"}
+        # classroom mode's signed browser id (one answer per browser, a few classes per browser):
+        # handed out with the page, so the websocket that follows carries it (st.context.cookies)
+        if ids.verify(request.cookies.get(BrowserIds.COOKIE)) is None:
+            https = "https" in (request.url.scheme, request.headers.get("x-forwarded-proto", ""))
+            headers["Set-Cookie"] = ids.set_cookie_header(secure=https)
+        return HTMLResponse(body, headers=headers)
 
     return [Route("/" + c.slug, endpoint, methods=["GET", "HEAD"]) for c in registered()]
