@@ -136,7 +136,7 @@ def pronoun(referent: float, control: float, recency: float, uniform: float, *,
     ('recency', 'none')
     """
     r, c, rc, u = (float(x) for x in (referent, control, recency, uniform))
-    vals = {"ref": r, "control": c, "recency": rc, "unif": u,
+    vals = {"share": r, "control": c, "recency": rc, "unif": u,
             "vs_control": r / c if c > 0 else math.inf, "vs_recency": r / rc if rc > 0 else math.inf,
             "vs_unif": r / u if u > 0 else math.inf}
     if r < 2 * u:

@@ -224,7 +224,9 @@ def sec_robot():
         render.plot(rollout_figure(paths, START, TARGET, start_label=t("bey.start"), target_label=t("bey.target"),
                                    title=t("bey.rollout_title")),
                     key="bey_rollout", filename="robot-rollout")
-        render.md(t("bey.rollout_md", d=r_model.final_distance, model=name))
+        from lmviz.claims import robot
+
+        render.md(render.claim(robot(float(np.linalg.norm(offset)), r_model.final_distance), model=name))
 
     session.poll(lambda: _robot_job(n_bins, steps).snapshot() if started else None, body)
 

@@ -399,7 +399,8 @@ def sec_upload() -> None:
         return
     key = (up.name, up.size, up.file_id if hasattr(up, "file_id") else None)
     if st.session_state.get("train_loaded_ckpt") == key:
-        st.success(t("train.upload_ok", params=f"{session.live_bundle().model.num_params():,}"))
+        st.success(t("train.upload_ok", params=f"{session.live_bundle().model.num_params():,}",
+                     sec=render.section_number("train.sec_run")))
         return
     from lmviz.checkpoint import CheckpointError, load_checkpoint_with_replay
     from lmviz.tasks import human_message
