@@ -320,7 +320,21 @@ def _curves(snap, base) -> None:
         verdict = "below" if ev.val_loss < base.unigram else "between" if ev.val_loss < base.uniform else "above"
         st.caption(t("train.baselines_note", uniform=base.uniform, unigram=base.unigram, vocab=base.vocab_size,
                      verdict=t(f"train.bl_{verdict}", step=ev.step, val=ev.val_loss)))
+        st.caption(render.claim(_crossing(snap, base)))
     st.caption(t("train.curves_note"))
+
+
+def _crossing(snap, base):
+    """When this run first went below the frequency guess (lmviz.claims.baseline): its step and
+    the seconds of training up to it (the steps' own wall times, pauses and evaluations left out)."""
+    import numpy as np
+
+    from lmviz.claims import baseline
+
+    done = dict(zip([m.step for m in snap.steps], np.cumsum([m.dt_ms for m in snap.steps]) / 1e3))
+    evals = [e for e in snap.evals if e.step > 0]
+    return baseline([e.step for e in evals], [float(done.get(e.step, 0.0)) for e in evals],
+                    [e.val_loss for e in evals], base.unigram)
 
 
 def _samples(snap, corpus: str | None) -> None:
