@@ -358,9 +358,9 @@ GREEDY_STEP = 2                 # the step after "<BOS> I love"
 
 
 def _gen_greedy() -> Solution:
-    from lmviz.sampling import TOY_GREEDY_TABLE, TOY_VOCAB, greedy_trace
+    from lmviz.sampling import TOY_TABLE, TOY_VOCAB, greedy_trace
 
-    step = greedy_trace(TOY_GREEDY_TABLE)[GREEDY_STEP]
+    step = greedy_trace(TOY_TABLE)[GREEDY_STEP]
     ranked = sorted((i for i, p in enumerate(step.probs) if p > 0), key=lambda i: (-step.probs[i], i))
     opts = tuple(Option(f"t{i}", label=TOY_VOCAB[i]) for i in sorted(ranked))
     second = ranked[1]
@@ -382,9 +382,9 @@ def _gen_tau_half() -> Solution:
 
 
 def _gen_greedy_best() -> Solution:
-    from lmviz.sampling import TOY_BRANCHING_TABLE, best_sequence, table_prob_fn
+    from lmviz.sampling import TOY_TABLE, best_sequence, table_prob_fn
 
-    r = best_sequence(table_prob_fn(TOY_BRANCHING_TABLE))
+    r = best_sequence(table_prob_fn(TOY_TABLE))
     return Solution(_worded("gen_greedy_best", "yes", "no"), "yes" if r.greedy == r.best else "no", {},
                     {"greedy": " ".join(r.greedy), "greedy_joint": f"{r.greedy_joint:.2f}",
                      "best": " ".join(r.best), "best_joint": f"{r.best_joint:.2f}"},
