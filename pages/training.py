@@ -9,7 +9,6 @@ from ui import replay_section
 
 CORPORA = ("english", "chinese", "poetry", "code", "toy", "capital_en", "capital_zh", "own")
 PRESETS = ("tiny", "default", "poetry", "bigger")
-DEFAULTS = {"en": ("english", "tiny"), "zh": ("poetry", "poetry")}   # (corpus, preset) by language
 TOKENIZERS = ("char", "bpe")
 MAX_OWN_CHARS = 200_000          # text area: longer pasted text is cut here, with a message
 MAX_UPLOAD_MB = 2                # own corpus upload (.txt), in MB of 2**20 bytes as Streamlit counts
@@ -86,9 +85,10 @@ def _knob_problems(values: dict) -> list[str]:
 
 
 def sec_setup() -> None:
+    from lmviz.examples import DEFAULT_SETUP
     from lmviz.train import PRESETS as CFGS
 
-    d_corpus, d_preset = DEFAULTS.get(lang(), DEFAULTS["en"])
+    d_corpus, d_preset = DEFAULT_SETUP.get(lang(), DEFAULT_SETUP["en"])
     c1, c2, c3 = st.columns(3)
     with c1:
         corpus = urlstate.selectbox(t("train.corpus"), CORPORA, CORPORA.index(d_corpus), param="corpus",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from lmviz.examples import CONTEXTS  # (sentence a, sentence b, word), shared with the tour
 from ui import session, render, urlstate
 from ui.i18n import lang, t
 
@@ -12,10 +13,6 @@ render.page_header("blk.title", "blk.intro")
 
 MAX_CHARS = 200
 DEFAULT_TEXT = {"en": "The capital of France is Paris.", "zh": "床前明月光，疑是地上霜。"}  # lines the default model knows
-CONTEXTS = {  # (sentence a, sentence b, word): the same word at the same position, two left contexts
-    "en": ("I ate a red apple", "I own a new apple", "apple"),
-    "zh": ("我吃了一个苹果", "我买了一部苹果", "苹果"),
-}
 MAX_DIMS = 16
 
 

@@ -19,12 +19,11 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
+# the two toy sentences of the notes (teacher-forcing example), as text the toy tokenizers split
+from lmviz.examples import TOY_SENTENCE  # noqa: F401  (shared with the home page's tour)
 from lmviz.model import causal_mask
 from lmviz.sampling import TOY_TABLE
 from lmviz.tokenizer import TOY_EN, toy_tokenizer
-
-# the two toy sentences of the notes (teacher-forcing example), as text the toy tokenizers split
-TOY_SENTENCE = {"en": "<BOS> I love robot s <EOS>", "zh": "<开始> 我 喜欢 学习 <结束>"}
 
 
 
