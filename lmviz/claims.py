@@ -31,8 +31,6 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
     "power_law": ("quadratic", "below", "above", "noise"),
     "answer_shift": ("rises", "falls", "unmoved"),
     "baseline": ("crossed", "not_yet", "no_data"),
-    "trend": ("falls", "rises", "flat", "mixed"),
-    "glyphs": ("whole", "partial"),
 }
 
 
@@ -244,37 +242,3 @@ def baseline(steps: Sequence[int], seconds: Sequence[float], losses: Sequence[fl
     return Claim("baseline", "not_yet", {"step": int(steps[-1]), "secs": float(seconds[-1]),
                                          "loss": float(losses[-1]), "ref": float(reference),
                                          "gap": float(losses[-1] - reference)}, WEAK)
-
-
-# ------------------------------------------------------------------ trend ----------------
-def trend(values: Sequence[float], *, tol: float = 1e-3) -> Claim:
-    """The direction of a short series (e.g. a cosine stage by stage).
-
-    "falls"/"rises" only when every step goes that way (or stays within ``tol``) and the whole
-    change exceeds ``tol``; "flat" when nothing moves by more than ``tol``; else "mixed".
-
-    >>> trend([0.985, 0.984, 0.982, 0.985, 0.976]).statement, trend([1.0, 0.9, 0.7]).statement
-    ('mixed', 'falls')
-    """
-    v = np.asarray(values, dtype=np.float64)
-    d = np.diff(v)
-    vals = {"first": float(v[0]), "last": float(v[-1]), "min": float(v.min()), "max": float(v.max()),
-            "change": float(v[-1] - v[0])}
-    if float(v.max() - v.min()) <= tol:
-        return Claim("trend", "flat", vals)
-    if (d <= tol).all() and v[-1] < v[0] - tol:
-        return Claim("trend", "falls", vals)
-    if (d >= -tol).all() and v[-1] > v[0] + tol:
-        return Claim("trend", "rises", vals)
-    return Claim("trend", "mixed", vals, WEAK)
-
-
-# ------------------------------------------------------------------ glyphs ---------------
-def glyphs(n_partial: int, n_tokens: int) -> Claim:
-    """Do all the tokens shown decode to whole characters, or are some partial UTF-8 bytes?
-
-    >>> glyphs(0, 12).statement, glyphs(3, 12).statement
-    ('whole', 'partial')
-    """
-    vals = {"partial": int(n_partial), "n": int(n_tokens)}
-    return Claim("glyphs", "partial" if n_partial else "whole", vals)
