@@ -212,3 +212,24 @@ def parallel_vs_sequential(model, ids: Sequence[int]) -> ParallelCheck:
         n=len(ids), max_diff=float((full - prefix).abs().max()),
         future_diff=float((full[:-1] - changed[:-1]).abs().max()) if len(ids) > 1 else 0.0,
         last_diff=float((full[-1] - changed[-1]).abs().max()))
+
+
+def where_seen(text: str, corpus: str) -> str:
+    """Whether ``text`` is part of the default model's training text of ``corpus`` ("train"), of
+    its held-out part ("heldout"), or of neither ("neither"): the same splits the default model
+    was trained and scored on (scripts/train_default.py: whole paragraphs or poems held out)."""
+    text = text.strip()
+    if not text:
+        return "neither"
+    if corpus == "poetry":
+        from lmviz.poetry import load_poetry
+
+        p = load_poetry()
+        train, held = p.train_text, p.heldout_text
+    elif corpus == "english":
+        from lmviz.data import paragraph_split
+
+        train, held = paragraph_split("english", 0.1, 0)
+    else:
+        return "neither"
+    return "train" if text in train else "heldout" if text in held else "neither"
