@@ -18,8 +18,8 @@ DEFAULT_TEXT = {"en": "The capital of France is Paris.", "zh": "床前明月光�
 PRONOUN = {"en": ("I gave the book to Anna because she needs it.", "Anna", "she"),
            "zh": ("把书交给小李，因为他需要参考", "小李", "他")}
 # the control: the same sentence with a non-referent in the referent's place (a man for "she",
-# an object for 他 in the notes' sentence)
-CONTROL = {"en": "Paul", "zh": "桌子"}
+# an object for 他 in the notes' sentence; 桌子 would do, but 桌 is not in the model's vocabulary)
+CONTROL = {"en": "Paul", "zh": "杯子"}
 
 
 # ---------------------------------------------------------------- cached pure work --------
