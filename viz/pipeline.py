@@ -47,9 +47,9 @@ def pipeline_figure(stages: list[Stage], loop_label: str, *, loop: tuple[int, in
         fig.add_shape(type="rect", x0=x, y0=y, x1=x + w, y1=y + h, line=dict(color="#555", width=1.5),
                       fillcolor=s.color, layer="below")
         fig.add_annotation(x=x + w / 2, y=y + h * 0.64, text=f"<b>{s.label}</b>", showarrow=False,
-                           font=dict(size=14, color="#1a1a1a"))
+                           font=dict(size=12, color="#1a1a1a"))
         fig.add_annotation(x=x + w / 2, y=y + h * 0.27, text=s.shape, showarrow=False,
-                           font=dict(size=12, color="#333", family="monospace"))
+                           font=dict(size=10, color="#333", family="monospace"))
 
     def arrow(x0, y0, x1, y1):
         fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y",
