@@ -12,7 +12,10 @@ and ``q.<id>.opt.<option id>`` for options in words; both are formatted with the
 from a fixed input, but a page must still escape it (tokens such as ``<EOS>`` look like markup).
 
 The inputs of each question (``low low lower``, logits [2, 1, -1], ...) are the chapter's own
-worked examples; the constant each mirrors is named beside it.
+worked examples; the constant each mirrors is named beside it. A question whose chapter shows
+another example in another language (the toy sentence, the preset selected first) is solved per
+language (``per_language``): ``solve()`` reads the page's language from :data:`language_source`,
+which the Streamlit side sets (``ui.i18n``); core code and tests may pass ``lang`` instead.
 
     >>> q = by_id("gen_tau_half"); s = q.solve(); s.correct, q.option_ids()
     ('rises', ('rises', 'falls', 'same'))
@@ -25,6 +28,9 @@ from functools import lru_cache
 from typing import Callable
 
 __all__ = ["Option", "Solution", "Question", "QUESTIONS", "by_id", "for_chapter", "CHAPTER_SLUGS"]
+
+# the language of the page being drawn (ui.i18n replaces this with its own ``lang``)
+language_source: Callable[[], str] = lambda: "en"
 
 CHAPTER_SLUGS = ("tokenization", "embedding", "autoregression", "attention", "transformer-block",
                  "loss-and-gradients", "training", "generation", "kv-cache", "cost", "beyond")
@@ -51,7 +57,8 @@ class Question:
     id: str                           # also the catalogue prefix q.<id>.*
     chapter: str                      # chapter slug (ui.chapters)
     section: str                      # the section it is asked before (a hint for the page)
-    compute: Callable[[], Solution]   # computes options, the answer and the explanation's numbers
+    compute: Callable[..., Solution]  # computes options, the answer and the explanation's numbers
+    per_language: bool = False        # compute(lang): the chapter's example differs by language
 
     @property
     def prompt_key(self) -> str:
@@ -61,15 +68,16 @@ class Question:
     def explain_key(self) -> str:
         return f"q.{self.id}.explain"
 
-    def solve(self) -> Solution:
-        """The solution (computed once per process, then cached)."""
-        return _solve(self.id)
+    def solve(self, lang: str | None = None) -> Solution:
+        """The solution in ``lang`` (default: the page's language), computed once per process
+        and language, then cached."""
+        return _solve(self.id, (lang or language_source()) if self.per_language else "")
 
-    def option_ids(self) -> tuple[str, ...]:
-        return tuple(o.id for o in self.solve().options)
+    def option_ids(self, lang: str | None = None) -> tuple[str, ...]:
+        return tuple(o.id for o in self.solve(lang).options)
 
-    def is_correct(self, option_id: str) -> bool:
-        return option_id == self.solve().correct
+    def is_correct(self, option_id: str, lang: str | None = None) -> bool:
+        return option_id == self.solve(lang).correct
 
 
 def _worded(qid: str, *ids: str) -> tuple[Option, ...]:
@@ -190,10 +198,10 @@ def _emb_add_pos() -> Solution:
 MASK_T = 5   # pages/autoregression.py: the mask slider's default T
 
 
-def _ar_pairs() -> Solution:
-    from lmviz.chapters.autoregression import toy_teacher_forcing
+def _ar_pairs(lang: str) -> Solution:
+    from lmviz.chapters.autoregression import TOY_SENTENCE, toy_teacher_forcing
 
-    tf = toy_teacher_forcing("en")
+    tf = toy_teacher_forcing(lang if lang in TOY_SENTENCE else "en")
     T, n = len(tf.tokens), len(tf.pairs)
     opts = tuple(Option(f"n{k}", label=str(k)) for k in range(T - 2, T + 2))
     return Solution(opts, f"n{n}", {"sentence": " ".join(tf.tokens), "T": str(T)},
@@ -327,20 +335,19 @@ def _loss_big_lr() -> Solution:
 
 
 # -----------------------------------------------------------------------------
-# 7 training (lmviz.train.lr_at: warm-up, then cosine, on the "tiny" preset)
+# 7 training (lmviz.train.lr_at: warm-up, then cosine, on the preset the chapter selects first)
 
-TRAIN_PRESET = "tiny"   # pages/training.py: the preset selectbox's first (default) entry
-
-
-def _train_lr_start() -> Solution:
+def _train_lr_start(lang: str) -> Solution:
+    from lmviz.examples import DEFAULT_SETUP
     from lmviz.train import PRESETS, lr_at
 
-    cfg = PRESETS[TRAIN_PRESET]
+    preset = DEFAULT_SETUP.get(lang, DEFAULT_SETUP["en"])[1]
+    cfg = PRESETS[preset]
     lo = cfg.lr * cfg.min_lr_frac
     cands = {"peak": cfg.lr, "warm": lr_at(0, cfg), "zero": 0.0, "floor": lo}
     opts, correct = _choices(cands, lambda x: f"{x:g}", _match(cands, lr_at(0, cfg)))
     return Solution(opts, correct,
-                    {"preset": TRAIN_PRESET, "lr": f"{cfg.lr:g}", "warmup": str(cfg.warmup_steps),
+                    {"preset": preset, "lr": f"{cfg.lr:g}", "warmup": str(cfg.warmup_steps),
                      "steps": str(cfg.max_steps)},
                     {"warmup": str(cfg.warmup_steps), "lr0": f"{lr_at(0, cfg):g}",
                      "peak": f"{lr_at(cfg.warmup_steps - 1, cfg):g}",
@@ -358,9 +365,9 @@ GREEDY_STEP = 2                 # the step after "<BOS> I love"
 
 
 def _gen_greedy() -> Solution:
-    from lmviz.sampling import TOY_GREEDY_TABLE, TOY_VOCAB, greedy_trace
+    from lmviz.sampling import TOY_TABLE, TOY_VOCAB, greedy_trace
 
-    step = greedy_trace(TOY_GREEDY_TABLE)[GREEDY_STEP]
+    step = greedy_trace(TOY_TABLE)[GREEDY_STEP]
     ranked = sorted((i for i, p in enumerate(step.probs) if p > 0), key=lambda i: (-step.probs[i], i))
     opts = tuple(Option(f"t{i}", label=TOY_VOCAB[i]) for i in sorted(ranked))
     second = ranked[1]
@@ -382,9 +389,9 @@ def _gen_tau_half() -> Solution:
 
 
 def _gen_greedy_best() -> Solution:
-    from lmviz.sampling import TOY_BRANCHING_TABLE, best_sequence, table_prob_fn
+    from lmviz.sampling import TOY_TABLE, best_sequence, table_prob_fn
 
-    r = best_sequence(table_prob_fn(TOY_BRANCHING_TABLE))
+    r = best_sequence(table_prob_fn(TOY_TABLE))
     return Solution(_worded("gen_greedy_best", "yes", "no"), "yes" if r.greedy == r.best else "no", {},
                     {"greedy": " ".join(r.greedy), "greedy_joint": f"{r.greedy_joint:.2f}",
                      "best": " ".join(r.best), "best_joint": f"{r.best_joint:.2f}"},
@@ -501,14 +508,14 @@ QUESTIONS: tuple[Question, ...] = (
     Question("tok_lower_tokens", "tokenization", "encode", _tok_lower_tokens),
     Question("emb_order", "embedding", "position", _emb_order),
     Question("emb_add_pos", "embedding", "position", _emb_add_pos),
-    Question("ar_pairs", "autoregression", "teacher_forcing", _ar_pairs),
+    Question("ar_pairs", "autoregression", "teacher_forcing", _ar_pairs, per_language=True),
     Question("ar_mask_zero", "autoregression", "mask", _ar_mask_zero),
     Question("att_weighted_sum", "attention", "w17", _att_weighted_sum),
     Question("att_scale", "attention", "scale", _att_scale),
     Question("blk_norm_mean", "transformer-block", "norms", _blk_norm_mean),
     Question("loss_ce", "loss-and-gradients", "softmax", _loss_ce),
     Question("loss_big_lr", "loss-and-gradients", "one_param", _loss_big_lr),
-    Question("train_lr_start", "training", "schedule", _train_lr_start),
+    Question("train_lr_start", "training", "schedule", _train_lr_start, per_language=True),
     Question("gen_greedy", "generation", "greedy", _gen_greedy),
     Question("gen_tau_half", "generation", "temperature", _gen_tau_half),
     Question("gen_greedy_best", "generation", "search", _gen_greedy_best),
@@ -522,8 +529,9 @@ _BY_ID = {q.id: q for q in QUESTIONS}
 
 
 @lru_cache(maxsize=None)
-def _solve(qid: str) -> Solution:
-    return _BY_ID[qid].compute()
+def _solve(qid: str, lang: str) -> Solution:
+    q = _BY_ID[qid]
+    return q.compute(lang) if q.per_language else q.compute()
 
 
 def by_id(qid: str) -> Question | None:

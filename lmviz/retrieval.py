@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["BM25Config", "BM25", "Hit", "Document", "tokenize", "load_documents", "split_sentences",
-           "best_sentence"]
+           "best_sentence", "fit_window"]
 
 DOCS_DIR = Path(__file__).resolve().parents[1] / "assets" / "docs"
 
@@ -167,3 +167,19 @@ def best_sentence(text: str, query: str, config: BM25Config = BM25Config()) -> s
         return text
     scores = BM25(sents, config).scores(query)
     return sents[int(np.argmax(scores))]
+
+
+def fit_window(context_ids, prompt_ids, block_size: int) -> tuple[list[int], int]:
+    """``context_ids + prompt_ids`` cut to a model's window of ``block_size`` tokens: the prompt
+    is kept whole, the context keeps its beginning (where a passage names what it is about) and
+    loses its end. Returns the ids and how many context tokens were cut.
+
+    >>> fit_window([1, 2, 3, 4], [9, 9], 4)
+    ([1, 2, 9, 9], 2)
+    >>> fit_window([1], [9], 4)
+    ([1, 9], 0)
+    """
+    context_ids, prompt_ids = list(context_ids), list(prompt_ids)[-block_size:]
+    room = max(0, block_size - len(prompt_ids))
+    kept = context_ids[:room]
+    return kept + prompt_ids, len(context_ids) - len(kept)

@@ -50,7 +50,7 @@ __all__ = [
     "Filtered", "Distributions", "SampleStep", "softmax_t", "temperature_curves",
     "top_k_filter", "top_p_filter", "distributions", "sample_next_token", "generate",
     "next_logits", "model_step", "pick", "greedy",
-    "TOY_VOCAB", "TOY_GREEDY_TABLE", "TOY_BRANCHING_TABLE", "GreedyStep", "greedy_trace",
+    "TOY_VOCAB", "TOY_TABLE", "GreedyStep", "greedy_trace",
     "table_prob_fn", "TreeNode", "SearchResult", "best_sequence",
 ]
 
@@ -302,29 +302,24 @@ def generate(step_fn: Callable[[list[int]], torch.Tensor], prompt_ids: Sequence[
 
 TOY_VOCAB = ("<BOS>", "I", "love", "robot", "s", "<EOS>")  # the notes' 6-token toy vocabulary
 
-# Next-token probabilities for greedy decoding, one row per prefix, aligned with TOY_VOCAB.
-# MADE UP FOR TEACHING: the notes animate greedy decoding with "pre-written toy probabilities"
-# whose numbers were lost; these are ours, chosen so greedy spells <BOS> I love robot s <EOS>
-# with a clear but not certain winner at each step.
-TOY_GREEDY_TABLE: dict[tuple[str, ...], tuple[float, ...]] = {
+# ONE toy table for the notes' hand examples: next-token probabilities, one row per prefix,
+# aligned with TOY_VOCAB. MADE UP FOR TEACHING: the notes animate greedy decoding with
+# "pre-written toy probabilities" whose numbers were lost; these are ours, chosen so that
+# - greedy decoding spells <BOS> I love robot s <EOS>, a clear but not certain winner each step
+#   (the generation chapter's greedy stepper, the autoregression chapter's chain rule);
+# - greedy is not the most probable two-token sequence (greedy-vs-best example): "I" wins the first
+#   step (0.5 against 0.4), but after "I" the mass is spread out (best 0.6), while after "robot" it
+#   is concentrated (0.9): greedy "I love" has joint 0.5 * 0.6 = 0.30, "robot s" 0.4 * 0.9 = 0.36.
+# Prefixes not in the table end the sequence.
+TOY_TABLE: dict[tuple[str, ...], tuple[float, ...]] = {
     #                                      <BOS>  I     love  robot s     <EOS>
-    ("<BOS>",):                            (0.00, 0.60, 0.10, 0.20, 0.05, 0.05),
-    ("<BOS>", "I"):                        (0.00, 0.05, 0.70, 0.15, 0.05, 0.05),
+    ("<BOS>",):                            (0.00, 0.50, 0.10, 0.40, 0.00, 0.00),
+    ("<BOS>", "I"):                        (0.00, 0.05, 0.60, 0.15, 0.05, 0.15),
     ("<BOS>", "I", "love"):                (0.00, 0.10, 0.05, 0.65, 0.10, 0.10),
     ("<BOS>", "I", "love", "robot"):       (0.00, 0.05, 0.05, 0.05, 0.55, 0.30),
     ("<BOS>", "I", "love", "robot", "s"):  (0.00, 0.05, 0.05, 0.05, 0.05, 0.80),
-}
-
-# A second made-up table (greedy-vs-best example) where greedy is not the most probable sequence: "I" wins the
-# first step (0.5 vs 0.4), but after "I" the mass is spread out (best 0.4), while after
-# "robot" it is concentrated (0.9). Greedy "I love" has joint 0.5*0.4 = 0.20; "robot s" has
-# 0.4*0.9 = 0.36. Prefixes not in the table end the sequence.
-TOY_BRANCHING_TABLE: dict[tuple[str, ...], tuple[float, ...]] = {
-    #                           <BOS>  I     love  robot s     <EOS>
-    ("<BOS>",):                 (0.00, 0.50, 0.10, 0.40, 0.00, 0.00),
-    ("<BOS>", "I"):             (0.00, 0.00, 0.40, 0.30, 0.00, 0.30),
-    ("<BOS>", "robot"):         (0.00, 0.00, 0.00, 0.00, 0.90, 0.10),
-    ("<BOS>", "love"):          (0.00, 0.00, 0.00, 0.60, 0.00, 0.40),
+    ("<BOS>", "robot"):                    (0.00, 0.00, 0.00, 0.00, 0.90, 0.10),
+    ("<BOS>", "love"):                     (0.00, 0.00, 0.00, 0.60, 0.00, 0.40),
 }
 
 
@@ -343,7 +338,7 @@ def greedy_trace(prob_table: Mapping[tuple[str, ...], Sequence[float]],
 
     Stops after `eos`, when the prefix is missing from the table, or after max_steps.
 
-    >>> " ".join(s.token for s in greedy_trace(TOY_GREEDY_TABLE))
+    >>> " ".join(s.token for s in greedy_trace(TOY_TABLE))
     'I love robot s <EOS>'
     """
     prefix, steps = tuple(start), []
@@ -393,9 +388,9 @@ def best_sequence(prob_fn: Callable[[tuple], Sequence[float] | None], start: Seq
     vocabulary). A path finishes at `eos`, at `depth`, or where prob_fn returns None.
     Paths are compared by joint probability (no length normalisation).
 
-    >>> r = best_sequence(table_prob_fn(TOY_BRANCHING_TABLE))
+    >>> r = best_sequence(table_prob_fn(TOY_TABLE))
     >>> r.greedy, round(r.greedy_joint, 2), r.best, round(r.best_joint, 2)
-    (('I', 'love'), 0.2, ('robot', 's'), 0.36)
+    (('I', 'love'), 0.3, ('robot', 's'), 0.36)
     """
     start = tuple(start)
     nodes = [TreeNode(path=(), prob=1.0, joint=1.0, parent=-1, finished=False)]

@@ -218,3 +218,37 @@ def rare_vs_common(tokenizer, text: str, min_len: int = 5, spread: int = 3) -> R
     cut = {w: word_pieces(tokenizer, w, counts) for w in once}
     rare = min(once, key=lambda w: (len(w), -cut[w].n_pieces, w))
     return RareVsCommon(word_pieces(tokenizer, common, counts), cut[rare], tokenizer.vocab_size, len(counts))
+
+
+_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
+
+
+def rare_vs_common_han(tokenizer, text: str, n: int = 2) -> RareVsCommon:
+    """The same comparison for Chinese, which has no spaces to mark words: among the runs of
+    ``n`` Chinese characters of the corpus, the most frequent one and one seen exactly once,
+    cut into the most pieces (ties: the earliest in the text). Counts are of overlapping
+    occurrences. ValueError when either is missing.
+
+    >>> from lmviz.tokenizer import CharTokenizer
+    >>> r = rare_vs_common_han(CharTokenizer("学习数学好"), "学习数学，学习好")
+    >>> r.common.word, r.common.count, r.rare.word
+    ('学习', 2, '习数')
+    """
+    counts: Counter = Counter()
+    order: dict[str, int] = {}
+    for run in _HAN_RUN.findall(text):
+        for i in range(len(run) - n + 1):
+            g = run[i:i + n]
+            counts[g] += 1
+            order.setdefault(g, len(order))
+    if not counts:
+        raise ValueError("the text has no run of Chinese characters")
+    common, top = min(counts.items(), key=lambda gc: (-gc[1], order[gc[0]]))
+    if top < 2:
+        raise ValueError(f"no run of {n} Chinese characters appears more than once")
+    once = [g for g, c in counts.items() if c == 1]
+    if not once:
+        raise ValueError(f"every run of {n} Chinese characters appears more than once")
+    cut = {g: word_pieces(tokenizer, g, counts) for g in once}
+    rare = min(once, key=lambda g: (-cut[g].n_pieces, order[g]))
+    return RareVsCommon(word_pieces(tokenizer, common, counts), cut[rare], tokenizer.vocab_size, len(counts))

@@ -17,6 +17,9 @@ DEFAULT_TEXT = {"en": "The capital of France is Paris.", "zh": "床前明月光�
 # (sentence, referent, pronoun): the notes' example and an English one of the same shape
 PRONOUN = {"en": ("I gave the book to Anna because she needs it.", "Anna", "she"),
            "zh": ("把书交给小李，因为他需要参考", "小李", "他")}
+# the control: the same sentence with a non-referent in the referent's place (a man for "she",
+# an object for 他 in the notes' sentence; 桌子 would do, but 桌 is not in the model's vocabulary)
+CONTROL = {"en": "Paul", "zh": "杯子"}
 
 
 # ---------------------------------------------------------------- cached pure work --------
@@ -87,13 +90,16 @@ def sec_why():
         return
     ds, dr, dp = PRONOUN[lang()]
     render.md(t("att.why_text"))
-    c1, c2, c3 = st.columns([4, 1, 1])
+    c1, c2, c3, c4 = st.columns([4, 1, 1, 1])
     with c1:
         text = urlstate.text(t("att.sentence"), ds, param="ps", key="att_p_text", max_chars=MAX_CHARS)
     with c2:
         ref = urlstate.text(t("att.why_ref"), dr, param="pr", key="att_p_ref", max_chars=20)
     with c3:
         pron = urlstate.text(t("att.why_pron"), dp, param="pp", key="att_p_pron", max_chars=20)
+    with c4:
+        ctrl = urlstate.text(t("att.why_ctrl"), CONTROL[lang()], param="pc", key="att_p_ctrl", max_chars=20,
+                             help=t("att.why_ctrl_help"))
     n = b.model.cfg.block_size
     enc, er, ep = (encode_for_model(b.tokenizer, x, n) for x in (text, ref, pron))
     render.unknown_chars(enc.unknown)
@@ -105,7 +111,8 @@ def sec_why():
         return
     q = pspan[1] - 1
     tr = _trace(b.model, session.model_key(b), tuple(enc.ids))
-    p = pronoun_attention([L.weights for L in tr.layers], q, span)
+    weights = [L.weights for L in tr.layers]
+    p = pronoun_attention(weights, q, span)
     L, H = p.share.shape
     lh = t("common.layer_head", layer=p.best[0] + 1, head=p.best[1] + 1)
     fig = pronoun_figure(p.share, p.row, enc.tokens, span, p.best,
@@ -118,14 +125,38 @@ def sec_why():
     f = lambda x: f"{x:.2f}"  # noqa: E731
     msg = t("att.why_result", pron=_md(pron), q=q + 1, ref=_md(ref), lh=lh,
             best=f(p.best_share), n=L * H, mean=f(p.mean), k=q + 1, unif=f(p.uniform))
-    sep = " " if lang() == "en" else ""
-    if p.best_share >= 2 * p.uniform:
-        msg += sep + t("att.why_some", ratio=f"{p.best_share / p.uniform:.1f}", pron=_md(pron))
-    else:
-        msg += sep + t("att.why_none")
     render.md(msg)
+    control = _control(b, text, enc, span, ctrl, ep.ids, p)
+    if control is None:
+        st.warning(t("att.why_ctrl_missing", ctrl=_md(ctrl), ref=_md(ref)))
+    else:
+        from lmviz.claims import pronoun
+
+        c = pronoun(control.referent, control.control, control.recency, control.uniform)
+        render.md(render.claim(c, ref=_md(ref), ctrl=_md(ctrl), pron=_md(pron), lh=lh, dist=control.distance))
     if b.source == "default":
         st.caption(t("att.why_model"))
+
+
+def _control(b, text, enc, span, ctrl, pron_ids, p):
+    """The pronoun test's control (lmviz.chapters.attention.pronoun_control): the sentence with
+    ``ctrl`` in the referent's place, read by the same model; None when it cannot be built."""
+    from lmviz.chapters.attention import find_span, pronoun_control
+    from lmviz.chapters.embedding import encode_for_model
+
+    n = b.model.cfg.block_size
+    ec = encode_for_model(b.tokenizer, ctrl, n)
+    if not ec.ids or ec.unknown:
+        return None
+    cids = list(enc.ids[:span[0]]) + list(ec.ids) + list(enc.ids[span[1]:])
+    cids = cids[:n]
+    cspan = (span[0], span[0] + len(ec.ids))
+    cp = find_span(cids, pron_ids, cspan[1])
+    if cp is None:
+        return None
+    ctr = _trace(b.model, session.model_key(b), tuple(cids))
+    return pronoun_control(p, [L.weights for L in _trace(b.model, session.model_key(b), tuple(enc.ids)).layers],
+                           [L.weights for L in ctr.layers], cp[1] - 1, cspan)
 
 
 def sec_multi_head():
@@ -136,7 +167,7 @@ def sec_multi_head():
     if b is None:
         return
     cfg = b.model.cfg
-    render.md(t("att.mh_text"))
+    render.md(t("att.mh_text", sec=render.section_number("att.sec_live")))
     text = st.session_state.get("att_text") or DEFAULT_TEXT[lang()]
     enc = encode_for_model(b.tokenizer, text, cfg.block_size)
     if not enc.ids:
@@ -195,7 +226,8 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
     mat = {"scores": L.scores, "scaled": L.scaled, "masked": L.masked, "weights": L.weights,
            "out": L.head_out}[stage][h]
     T = len(ids)
-    render.md(t(f"att.explain.{stage}", dh=dh, sq=f"{dh ** 0.5:.2f}", T=T))
+    render.md(t(f"att.explain.{stage}", dh=dh, sq=f"{dh ** 0.5:.2f}", T=T,
+                sec=render.section_number("att.sec_scale")))
     left, right = st.columns([3, 2])
     with left:
         is_out = stage == "out"

@@ -10,6 +10,8 @@ from ui.chapters import by_slug
 from ui.i18n import t
 
 MAX_TOKENS_PARALLEL = 32   # prefix passes cost one forward each: keep the check well under 0.5 s
+TF_TOKENS = 12             # the live teacher-forcing table: one column per token, kept readable
+ATTN_TOKENS = 24           # the live attention map: one row and column per token, kept readable
 
 render.page_header("ar.title", "ar.intro")
 
@@ -100,11 +102,19 @@ def sec_live():
     c1.metric(t("ar.total_logp"), f"{r.total_log_prob:.2f}")
     c2.metric(t("ar.mean_loss"), f"{r.mean_loss:.3f}")
     c3.metric(t("ar.n_factors"), len(r.probs))
-    st.caption(t("ar.first_given", tok=render.escape(r.tokens[0]), src=t(f"ar.src.{b.source}")))
-    render.md(_baselines_text(b, r.mean_loss))
+    st.caption(t("ar.first_given", tok=render.escape(r.tokens[0]), src=t(f"ar.src.{b.source}"),
+                 n=len(r.tokens), f=len(r.probs)))
+    render.md(_baselines_text(b, r.mean_loss, text))
 
 
-def _baselines_text(b, mean_loss: float) -> str:
+@st.cache_data(show_spinner=False, max_entries=64)
+def _where_seen(text: str, corpus: str) -> str:
+    from lmviz.chapters.autoregression import where_seen
+
+    return where_seen(text, corpus)
+
+
+def _baselines_text(b, mean_loss: float, text: str) -> str:
     """The sentence's mean loss beside the uniform guess and, for the default model, its held-out
     loss and the unigram baseline on held-out text of this language (from the model's metadata)."""
     import math
@@ -124,6 +134,7 @@ def _baselines_text(b, mean_loss: float) -> str:
         out += (" " if lang() == "en" else "") + t(
             "ar.base_default", held=f"{rep.heldout_loss:.3f}", hppl=f"{rep.heldout_ppl:,.1f}",
             uni=f"{rep.unigram:.3f}", unippl=f"{rep.unigram_ppl:,.1f}")
+        out += (" " if lang() == "en" else "") + t(f"ar.seen_{_where_seen(text, rep.corpus)}")
     return out
 
 
@@ -145,10 +156,10 @@ def sec_teacher():
     b = _bundle()
     if b is not None:
         ids, _ = b.tokenizer.encode_lossy(_sentence())
-        toks = [b.tokenizer.token(i) for i in ids[:12]]
+        toks = [b.tokenizer.token(i) for i in ids[:TF_TOKENS]]
         if len(toks) >= 2:
             tf = teacher_forcing(toks)
-            render.md(t("ar.tf_live", n=len(tf.pairs)))
+            render.md(t("ar.tf_live", n=len(tf.pairs), k=len(toks), total=len(ids)))
             st.dataframe([{"": t("ar.col.input"), **{str(i + 1): repr(v)[1:-1] for i, v in enumerate(tf.inputs)}},
                           {"": t("ar.col.label"), **{str(i + 1): repr(v)[1:-1] for i, v in enumerate(tf.labels)}}],
                          hide_index=True, width="stretch")
@@ -170,6 +181,7 @@ def sec_parallel():
     c2.metric(t("ar.par_diff"), f"{c.max_diff:.1e}")
     c3.metric(t("ar.par_future"), f"{c.future_diff:.1e}")
     st.caption(t("ar.par_caption", n=c.n, last=f"{c.last_diff:.2f}"))
+    st.caption(t("ar.par_cut", n=c.n, total=len(b.tokenizer.encode_lossy(_sentence())[0]), cap=MAX_TOKENS_PARALLEL))
     render.md(t("ar.gen_md"))
 
 
@@ -193,7 +205,8 @@ def sec_mask():
     b = _bundle()
     if b is None:
         return
-    ids = tuple(fit_context(b.tokenizer, _sentence(), min(24, b.model.cfg.block_size)).ids)
+    fit = fit_context(b.tokenizer, _sentence(), min(ATTN_TOKENS, b.model.cfg.block_size))
+    ids, total = tuple(fit.ids), fit.total
     if len(ids) >= 2:
         weights = _attention(ids, _model_key(b), b)
         c1, c2 = st.columns(2)
@@ -207,6 +220,7 @@ def sec_mask():
                                title=t("ar.fig.live_attn", layer=layer + 1, head=head + 1))
         render.plot(fig, key="ar_live_attn", filename="causal-attention-live")
         st.caption(t("ar.live_attn_caption", above=f"{float(np.triu(w, 1).sum()):g}"))
+        st.caption(t("ar.attn_cut", k=len(ids), total=total))
     att = by_slug("attention")
     if att.exists:
         st.page_link(att.file, label=t("ar.to_attention"), icon=":material/arrow_forward:")

@@ -12,6 +12,7 @@ render.page_header("bey.title", "bey.intro")
 
 STEP_CHOICES = (100, 200, 300, 500)   # optimizer steps a lecturer may pick (fewer: faster, rougher)
 START, TARGET = (-0.8, -0.6), (0.7, 0.5)
+ANSWER_KEYS = ("q1", "q2", "q3")      # the retrieval presets: bey.<k> (question), bey.<k>_answer
 
 
 # ---------------------------------------------------------------- background training ----
@@ -225,7 +226,9 @@ def sec_robot():
         render.plot(rollout_figure(paths, START, TARGET, start_label=t("bey.start"), target_label=t("bey.target"),
                                    title=t("bey.rollout_title")),
                     key="bey_rollout", filename="robot-rollout")
-        render.md(t("bey.rollout_md", d=r_model.final_distance, model=name))
+        from lmviz.claims import robot
+
+        render.md(render.claim(robot(float(np.linalg.norm(offset)), r_model.final_distance), model=name))
 
     session.poll(_robot_job(n_bins, steps) if started else lambda: None, body)
 
@@ -244,36 +247,51 @@ def _docs():
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _next_probs(text: str, source: str, model_id: int):
-    """Next-token probabilities [V] after ``text`` on the live model, its vocabulary and the
-    fit_context record of what was read (the front is cut to the model's context)."""
+def _next_probs(ids: tuple[int, ...], source: str, model_id: int) -> tuple[np.ndarray, list[str]]:
+    """Next-token probabilities [V] after ``ids`` on the live model, and its vocabulary."""
     import torch
 
     from lmviz.sampling import next_logits
-    from lmviz.tokenizer import fit_context
 
     b = session.live_bundle()
-    fit = fit_context(b.tokenizer, text, b.model.cfg.block_size, keep="end")
-    p = torch.softmax(next_logits(b.model, fit.ids or [0]), -1).numpy()
-    return p, [b.tokenizer.token(i) for i in range(len(p))], fit
+    p = torch.softmax(next_logits(b.model, list(ids) or [0]), -1).numpy()
+    return p, [b.tokenizer.token(i) for i in range(len(p))]
 
 
-def _shift(prompt: str, context: str, names: tuple[str, str], key: str, title: str) -> None:
+def _shift(prompt: str, context: str, answer: str, names: tuple[str, str], key: str, title: str) -> None:
+    """The next-token distribution after ``prompt`` alone and after ``context + prompt`` (the
+    context cut at its end to fit the window, the cut measured), and what it does to the
+    probability of the answer's first token (lmviz.claims.answer_shift)."""
+    from lmviz.claims import answer_shift
+    from lmviz.retrieval import fit_window
+    from lmviz.tokenizer import fit_context
     from viz.beyond import shift_figure
     from viz.tokenization import visible
 
     b = _bundle()
-    p0, vocab, _ = _next_probs(prompt, b.source, id(b.model))
-    p1, _, fit = _next_probs(context + prompt, b.source, id(b.model))
-    top = sorted(set(np.argsort(-p0)[:6]) | set(np.argsort(-p1)[:6]), key=lambda i: -p1[i])
+    block = b.model.cfg.block_size
+    prompt_ids = fit_context(b.tokenizer, prompt, block, keep="end").ids
+    ids, cut = fit_window(b.tokenizer.encode_lossy(context)[0], prompt_ids, block)
+    p0, vocab = _next_probs(tuple(prompt_ids), b.source, id(b.model))
+    p1, _ = _next_probs(tuple(ids), b.source, id(b.model))
+    ans = b.tokenizer.encode_lossy(answer)[0]
+    top = set(np.argsort(-p0)[:6]) | set(np.argsort(-p1)[:6]) | ({ans[0]} if ans else set())
+    top = sorted(top, key=lambda i: -p1[i])
     shown = [visible(vocab[i]) for i in top]
     render.plot(shift_figure(shown, p0[top], p1[top], names=names, y_label=t("bey.prob"), title=title),
                 key=key, filename=key)
     kl = float(np.sum(p1 * (np.log(p1 + 1e-12) - np.log(p0 + 1e-12))))
-    c1, c2 = st.columns(2)
+    c1, c2, c3 = st.columns(3)
     c1.metric(t("bey.kl"), f"{kl:.3f}")
-    c2.metric(t("bey.chars_read"), f"{len(fit.ids)}")
-    render.context_cut(fit)
+    c2.metric(t("bey.ctx_read"), f"{len(ids) - len(prompt_ids)}")
+    c3.metric(t("bey.ctx_cut"), f"{cut}")
+    if cut:
+        st.caption(t("bey.ctx_cut_note", cut=cut, block=block))
+    if not ans:
+        st.info(t("bey.no_answer"))
+        return
+    tok = render.escape(visible(vocab[ans[0]]))
+    render.md(render.claim(answer_shift(float(p0[ans[0]]), float(p1[ans[0]])), tok=tok))
 
 
 def sec_knowledge():
@@ -285,7 +303,7 @@ def sec_knowledge():
         st.info(t("bey.no_model"))
         return
     docs, bm = _docs()
-    presets = [t("bey.q1"), t("bey.q2"), t("bey.q3")]
+    presets = [t(f"bey.{k}") for k in ANSWER_KEYS]
     query = urlstate.selectbox(t("bey.question"), presets, param="q", key="bey_q")
     scores = bm.scores(query)
     order = list(np.argsort(-scores)[:6])
@@ -303,7 +321,10 @@ def sec_knowledge():
     with right:
         render.md(t("bey.passage", name=render.escape(docs[best].name)))
         st.code(passage, language=None)
-        _shift(query, passage + " ", (t("bey.without_ctx"), t("bey.with_ctx")), "bey_shift", t("bey.shift_title"))
+        answer = t(f"bey.{ANSWER_KEYS[presets.index(query)]}_answer")
+        st.caption(t("bey.answer_is", answer=render.escape(answer)))
+        _shift(query, passage + " ", answer, (t("bey.without_ctx"), t("bey.with_ctx")), "bey_shift",
+               t("bey.shift_title"))
     render.md(t("bey.know_caveat"))
 
 
@@ -385,10 +406,11 @@ def sec_prompt():
     stem = urlstate.text(t("bey.stem"), t("bey.stem_default"), param="ps", key="bey_stem", max_chars=80)
     prefix = urlstate.text(t("bey.prefix"), t("bey.prefix_default"), param="pp", key="bey_prefix",
                            max_chars=300, area=True)
+    answer = urlstate.text(t("bey.answer"), t("bey.stem_answer"), param="pa", key="bey_answer", max_chars=40)
     if not stem.strip():
         st.warning(t("bey.empty_stem"))
         return
-    _shift(stem, prefix, (t("bey.stem_only"), t("bey.with_prefix")), "bey_prompt", t("bey.prompt_title"))
+    _shift(stem, prefix, answer, (t("bey.stem_only"), t("bey.with_prefix")), "bey_prompt", t("bey.prompt_title"))
 
 
 render.run_sections([

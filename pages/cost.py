@@ -19,8 +19,8 @@ from ui.i18n import t
 from viz import cost as vc
 from viz.tokenization import visible
 
-DEFAULT_NS = (128, 256, 512, 1024)            # measured once per server, cached (well under 1 s)
-MORE_NS = (128, 256, 512, 1024, 2048, 4096)   # on request, in a background thread
+BENCH_NS = (128, 256, 512, 1024, 2048)        # measured on request, per session, in the background
+BENCH_ROUNDS = 5                              # the whole series repeated: the slope comes with a spread
 MAX_PROMPT = 64                               # characters in the box; the model reads at most its block size
 SRAM_KB = (16, 64, 100, 192, 228)             # on-chip budgets (228 KB: an H100 SM's shared memory)
 # Hoffmann et al. 2022, Table 3 (approach 1): compute-optimal (FLOPs, parameters)
@@ -58,28 +58,17 @@ def _mib(b: float) -> str:
 
 
 # ---------------------------------------------------------------- 1. measured n^2 ---------
-@st.cache_data(show_spinner=False)
-def _measure_default(device_key: str):
-    from lmviz.chapters.cost import measure_attention_time
+def _measure(ctx):
+    from lmviz.chapters.cost import measure_attention_rounds
 
-    return measure_attention_time(DEFAULT_NS, repeats=3)
-
-
-def _measure_more(ctx):
-    from lmviz.chapters.cost import measure_attention_time
-
-    return measure_attention_time(MORE_NS, repeats=3)
-
-
-@st.cache_resource(show_spinner=False)
-def _bench() -> dict:
-    """The longer n = 128..4096 measurement: one task per server, in {"task": Task} (the
-    timings describe the machine, not a session)."""
-    return {}
+    return measure_attention_rounds(BENCH_NS, BENCH_ROUNDS, repeats=3, cancel=ctx.cancelled,
+                                    on_round=lambda i: ctx.progress(i, BENCH_ROUNDS))
 
 
 def _bench_snapshot():
-    task = _bench().get("task")
+    """This session's measurement (the timings describe the machine now, under its current
+    load, so each visitor measures on request rather than reading one shared run)."""
+    task = st.session_state.get("cost_bench")
     return task.snapshot() if task is not None else None
 
 
@@ -89,32 +78,32 @@ def _device_name() -> str:
     return lmviz.device_name()
 
 
-def _timing_view(rows) -> None:
+def _timing_view(series) -> None:
+    from lmviz.claims import power_law
+
+    rows = series.median()
+    lo, hi = series.spread()
     c1, c2 = st.columns([3, 2])
     with c1:
         fig = vc.timing_figure([r.n for r in rows], [r.t_scores for r in rows], [r.t_full for r in rows],
                                names={"scores": t("cost.fig.scores"), "full": t("cost.fig.full"),
                                       "guide": t("cost.fig.n2_guide")},
-                               x_title=t("cost.fig.n"), y_title=t("cost.fig.ms"))
+                               x_title=t("cost.fig.n"), y_title=t("cost.fig.ms"), full_spread=(lo, hi))
         render.plot(fig, key="cost_timing", filename="attention-time")
     with c2:
         table = {
             t("cost.col.n"): [r.n for r in rows],
             t("cost.col.scores_ms"): [round(r.t_scores * 1e3, 3) for r in rows],
             t("cost.col.full_ms"): [round(r.t_full * 1e3, 3) for r in rows],
+            t("cost.col.spread_ms"): [f"{a * 1e3:.3f}–{b * 1e3:.3f}" for a, b in zip(lo, hi)],
             t("cost.col.ratio"): ["—" if r.ratio_full is None else f"{r.ratio_full:.2f}" for r in rows],
             t("cost.col.matrix"): [_mib(r.matrix_bytes) for r in rows],
             t("cost.col.flops"): [_human(r.flops) for r in rows],
         }
         st.dataframe(table, hide_index=True, width="stretch")
     last = rows[-1]
-    from lmviz.chapters.cost import loglog_slope
-
-    fit = [r for r in rows if r.n >= 256] or rows
-    slope = loglog_slope([r.n for r in fit], [r.t_full for r in fit])
-    render.md(t("cost.measured_read", n=last.n, ratio=f"{last.ratio_full:.2f}",
-                mib=_mib(last.matrix_bytes), n4=4096, mib4=_mib(4096 ** 2 * 4)))
-    render.md(t("cost.measured_slope", n0=fit[0].n, slope=f"{slope:.2f}", per=f"{2 ** slope:.1f}"))
+    render.md(render.claim(power_law(series.ns, series.full_times())))
+    render.md(t("cost.measured_read", n=last.n, mib=_mib(last.matrix_bytes), n4=4096, mib4=_mib(4096 ** 2 * 4)))
 
 
 def sec_measured() -> None:
@@ -122,17 +111,21 @@ def sec_measured() -> None:
     name = _device_name()
     st.caption(t("common.device", name=name))
     snap = _bench_snapshot()
-    if st.button(t("cost.measure_more", n=MORE_NS[-1]), key="cost_measure_more",
-                 disabled=snap is not None and snap.active, icon=":material/timer:"):
-        _bench()["task"] = session.start_task(_measure_more, name="lmviz-cost-bench")
+    busy = snap is not None and snap.active
+    label = t("cost.measure_again" if snap is not None else "cost.measure",
+              k=len(BENCH_NS), n0=BENCH_NS[0], n1=BENCH_NS[-1], rounds=BENCH_ROUNDS)
+    if st.button(label, key="cost_measure", disabled=busy, icon=":material/timer:"):
+        st.session_state["cost_bench"] = session.start_task(_measure, name="lmviz-cost-bench",
+                                                            total=BENCH_ROUNDS)
 
     def body(now) -> None:
-        if now is not None and now.state == "error":
-            st.error(t("cost.measure_failed", err=render.escape(now.error or "?")))
-        if now is not None and now.active:
-            st.info(t("cost.measuring", n=MORE_NS[-1]))
-        more = now.result if now is not None and now.state == "done" else None
-        _timing_view(more if more is not None else _measure_default(name))
+        if now is None:
+            st.info(t("cost.measure_hint"))
+            return
+        done = session.task_status(now, queued_key="cost.measure_queued", running_key="cost.measuring",
+                                   error_key="cost.measure_failed")
+        if done and now.result is not None:
+            _timing_view(now.result)
 
     session.poll(_bench_snapshot, body)
     st.caption(t("cost.measured_caveat"))

@@ -165,9 +165,9 @@ def sec_greedy() -> None:
 
 @st.fragment
 def _greedy_stepper() -> None:
-    from lmviz.sampling import TOY_GREEDY_TABLE, TOY_VOCAB, greedy_trace
+    from lmviz.sampling import TOY_TABLE, TOY_VOCAB, greedy_trace
 
-    trace = greedy_trace(TOY_GREEDY_TABLE)
+    trace = greedy_trace(TOY_TABLE)
     st.session_state.setdefault("gen_greedy_k", 0)
 
     def bump(delta: int | None) -> None:  # callbacks run before the rerun, so buttons draw current state
@@ -412,9 +412,9 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
 # ---------------------------------------------------------------- greedy-vs-best example greedy vs best -------
 @st.cache_data(show_spinner=False)
 def _toy_search():
-    from lmviz.sampling import TOY_BRANCHING_TABLE, best_sequence, table_prob_fn
+    from lmviz.sampling import TOY_TABLE, best_sequence, table_prob_fn
 
-    return best_sequence(table_prob_fn(TOY_BRANCHING_TABLE), depth=2)
+    return best_sequence(table_prob_fn(TOY_TABLE), depth=2)
 
 
 def _live_search(b, prompt: str, depth: int, branch: int):

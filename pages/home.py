@@ -6,7 +6,7 @@ import streamlit as st
 
 from ui import render
 from ui.chapters import by_slug, registered
-from ui.i18n import t
+from ui.i18n import lang, t
 from viz.pipeline import Stage, pipeline_svg
 from viz.theme import TOKEN_CYCLE
 
@@ -47,6 +47,21 @@ def sec_pipeline() -> None:
             _link(slug, f"{i + 1}. {t(key)}")
 
 
+def _tour_args(slug: str) -> dict:
+    """The numbers and names a tour line states, read from the chapters' own defaults in the
+    current language (lmviz.examples), never typed into the sentence."""
+    from lmviz import examples
+
+    code = lang()
+    if slug == "training":
+        return {"preset": t(f"train.preset_{examples.DEFAULT_SETUP.get(code, examples.DEFAULT_SETUP['en'])[1]}")}
+    if slug == "autoregression":
+        return {"n": examples.teacher_forcing_pairs(code)}
+    if slug == "transformer-block":
+        return {"word": examples.CONTEXTS.get(code, examples.CONTEXTS["en"])[2]}
+    return {}
+
+
 def sec_tour() -> None:
     total = sum(m for _, m in TOUR)
     render.md(t("home.tour_intro", minutes=total))
@@ -55,7 +70,7 @@ def sec_tour() -> None:
         c1, c2 = st.columns([1, 3])
         with c1:
             _link(slug, f"{start}–{start + minutes}′ · {t(by_slug(slug).title_key)}")
-        c2.markdown(t(f"home.tour.{slug or 'home'}"))
+        c2.markdown(t(f"home.tour.{slug or 'home'}", **_tour_args(slug)))
         start += minutes
 
 

@@ -77,8 +77,8 @@ def _result(snapshot):
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def _english_bpe(text: str, n: int, level: str, split: bool):
-    """BPE on the bundled English example (shared, read-only; ~0.2 s at 500 merges)."""
+def _example_bpe(text: str, n: int, level: str, split: bool):
+    """BPE on a bundled example text (shared, read-only; ~0.2 s at 500 merges)."""
     return train_bpe(text, n, level=level, split_words=split)
 
 
@@ -263,19 +263,21 @@ def _tradeoff_section() -> None:
     render.md(t("tok.tradeoff_intro"))
     d = st.select_slider(t("tok.d"), options=[64, 128, 256, 512, 768, 1024, 4096], value=768,
                          key="tok_d")
-    if len(text) < 200:
-        st.info(t("tok.tradeoff_small"))
-    else:
-        res = _result(_run("tok_tradeoff", (text, level, split, int(d)), _tradeoff_work(text, level, split, int(d)),
-                           BUNDLED))
-        if res is None:
-            return
-        pts, n_train, n_held = res
-        fig = tradeoff_figure([p.table_params for p in pts], [p.tokens_per_char for p in pts],
-                              [p.vocab_size for p in pts], x_title=t("tok.fig.params", d=d),
-                              y_title=t("tok.fig.tpc"), title=t("tok.fig.tradeoff_title"))
-        render.plot(fig, key="tok_tradeoff", filename="bpe-vocab-tradeoff")
-        st.caption(t("tok.tradeoff_note", train=n_train, held=n_held))
+    corpus, bundled = text, BUNDLED
+    if len(text) < 200:   # too short to hold out a test part: the example of the page's language
+        example = "chinese" if lang() == "zh" else "english"
+        corpus, bundled = (EXAMPLES / f"{example}.txt").read_text(encoding="utf-8")[:MAX_CHARS], True
+        st.info(t("tok.tradeoff_small", example=t(f"tok.src.{example}")))
+    res = _result(_run("tok_tradeoff", (corpus, level, split, int(d)),
+                       _tradeoff_work(corpus, level, split, int(d)), bundled))
+    if res is None:
+        return
+    pts, n_train, n_held = res
+    fig = tradeoff_figure([p.table_params for p in pts], [p.tokens_per_char for p in pts],
+                          [p.vocab_size for p in pts], x_title=t("tok.fig.params", d=d),
+                          y_title=t("tok.fig.tpc"), title=t("tok.fig.tradeoff_title"))
+    render.plot(fig, key="tok_tradeoff", filename="bpe-vocab-tradeoff")
+    st.caption(t("tok.tradeoff_note", train=n_train, held=n_held))
 
 
 def _bytes_section() -> None:
@@ -317,6 +319,8 @@ def _special_column(title: str, tk, sample: str) -> None:
         pos = ("、" if lang() == "zh" else ", ").join(str(i + 1) for i in r.unk_positions)
         render.md(t("tok.sp_unk_unk", tok=_prose(unk.text), id=unk.id, positions=pos,
                     decoded=_prose(r.decoded)))
+        if "\ufffd" in r.decoded:   # what the decoder writes for <unk>: say what the mark is
+            render.md(t("tok.sp_replacement", n=r.decoded.count("\ufffd")))
     st.code(" | ".join(visible(x) for x in r.pieces) or "∅", language=None)
 
 
@@ -339,23 +343,28 @@ def _special_section() -> None:
 
 
 def _rare_section() -> None:
-    from lmviz.special_tokens import rare_vs_common
+    """A frequent and a once-seen word, cut by this BPE; on the Chinese page, runs of Chinese
+    characters (no spaces mark words there), on the Chinese example when the corpus has none."""
+    from lmviz.special_tokens import rare_vs_common, rare_vs_common_han
 
+    han = lang() == "zh"
+    find = rare_vs_common_han if han else rare_vs_common
     try:
-        rv = rare_vs_common(tok, text)
+        rv = find(tok, text)
     except ValueError:
-        # this corpus has no pair: show it on the English example with the same settings, and say so
-        st.info(t("tok.rare_none"))
+        # this corpus has no pair: show it on the example of the page's language, and say so
+        example = "chinese" if han else "english"
+        st.info(t("tok.rare_none_han" if han else "tok.rare_none"))
         try:
-            eng = (EXAMPLES / "english.txt").read_text(encoding="utf-8")[:MAX_CHARS]
-            rv = rare_vs_common(_english_bpe(eng, max(int(n_req), 60), level, split), eng)
+            ex = (EXAMPLES / f"{example}.txt").read_text(encoding="utf-8")[:MAX_CHARS]
+            rv = find(_example_bpe(ex, max(int(n_req), 60), level, split), ex)
         except ValueError:
             return
-        st.caption(t("tok.rare_fallback", n=max(int(n_req), 60)))
+        st.caption(t("tok.rare_fallback_han" if han else "tok.rare_fallback", n=max(int(n_req), 60)))
     pieces = " ".join(urlstate.literal(visible(x)) for x in rv.rare.pieces)
-    render.md(t("tok.rare_body", common=_prose(rv.common.word), count=rv.common.count,
-                n_common=rv.common.n_pieces, rare=_prose(rv.rare.word), n_rare=rv.rare.n_pieces,
-                pieces=pieces))
+    render.md(t("tok.rare_body_han" if han else "tok.rare_body", common=_prose(rv.common.word),
+                count=rv.common.count, n_common=rv.common.n_pieces, rare=_prose(rv.rare.word),
+                n_rare=rv.rare.n_pieces, pieces=pieces, n=len(rv.rare.word)))
     st.dataframe([{t("tok.col.word"): w.word, t("tok.col.count"): w.count, t("tok.rare_col_n"): w.n_pieces,
                    t("tok.rare_col_pieces"): " | ".join(visible(x) for x in w.pieces)}
                   for w in (rv.common, rv.rare)], hide_index=True, width="stretch")

@@ -9,7 +9,6 @@ from ui import replay_section
 
 CORPORA = ("english", "chinese", "poetry", "code", "toy", "capital_en", "capital_zh", "own")
 PRESETS = ("tiny", "default", "poetry", "bigger")
-DEFAULTS = {"en": ("english", "tiny"), "zh": ("poetry", "poetry")}   # (corpus, preset) by language
 TOKENIZERS = ("char", "bpe")
 MAX_OWN_CHARS = 200_000          # text area: longer pasted text is cut here, with a message
 MAX_UPLOAD_MB = 2                # own corpus upload (.txt), in MB of 2**20 bytes as Streamlit counts
@@ -86,9 +85,10 @@ def _knob_problems(values: dict) -> list[str]:
 
 
 def sec_setup() -> None:
+    from lmviz.examples import DEFAULT_SETUP
     from lmviz.train import PRESETS as CFGS
 
-    d_corpus, d_preset = DEFAULTS.get(lang(), DEFAULTS["en"])
+    d_corpus, d_preset = DEFAULT_SETUP.get(lang(), DEFAULT_SETUP["en"])
     c1, c2, c3 = st.columns(3)
     with c1:
         corpus = urlstate.selectbox(t("train.corpus"), CORPORA, CORPORA.index(d_corpus), param="corpus",
@@ -324,7 +324,21 @@ def _curves(snap, base) -> None:
         verdict = "below" if ev.val_loss < base.unigram else "between" if ev.val_loss < base.uniform else "above"
         st.caption(t("train.baselines_note", uniform=base.uniform, unigram=base.unigram, vocab=base.vocab_size,
                      verdict=t(f"train.bl_{verdict}", step=ev.step, val=ev.val_loss)))
+        st.caption(render.claim(_crossing(snap, base)))
     st.caption(t("train.curves_note"))
+
+
+def _crossing(snap, base):
+    """When this run first went below the frequency guess (lmviz.claims.baseline): its step and
+    the seconds of training up to it (the steps' own wall times, pauses and evaluations left out)."""
+    import numpy as np
+
+    from lmviz.claims import baseline
+
+    done = dict(zip([m.step for m in snap.steps], np.cumsum([m.dt_ms for m in snap.steps]) / 1e3))
+    evals = [e for e in snap.evals if e.step > 0]
+    return baseline([e.step for e in evals], [float(done.get(e.step, 0.0)) for e in evals],
+                    [e.val_loss for e in evals], base.unigram)
 
 
 def _samples(snap, corpus: str | None) -> None:
@@ -403,7 +417,8 @@ def sec_upload() -> None:
         return
     key = (up.name, up.size, up.file_id if hasattr(up, "file_id") else None)
     if st.session_state.get("train_loaded_ckpt") == key:
-        st.success(t("train.upload_ok", params=f"{session.live_bundle().model.num_params():,}"))
+        st.success(t("train.upload_ok", params=f"{session.live_bundle().model.num_params():,}",
+                     sec=render.section_number("train.sec_run")))
         return
     from lmviz.checkpoint import CheckpointError, load_checkpoint_with_replay
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from lmviz.examples import CONTEXTS  # (sentence a, sentence b, word), shared with the tour
 from ui import session, render, urlstate
 from ui.i18n import lang, t
 
@@ -12,10 +13,6 @@ render.page_header("blk.title", "blk.intro")
 
 MAX_CHARS = 200
 DEFAULT_TEXT = {"en": "The capital of France is Paris.", "zh": "床前明月光，疑是地上霜。"}  # lines the default model knows
-CONTEXTS = {  # (sentence a, sentence b, word): the same word at the same position, two left contexts
-    "en": ("I ate a red apple", "I own a new apple", "apple"),
-    "zh": ("我吃了一个苹果", "我买了一部苹果", "苹果"),
-}
 MAX_DIMS = 16
 
 
@@ -65,7 +62,7 @@ def sec_shapes():
         Stage(t("blk.st.final"), f"[{n}, {d}]", "", TOKEN_CYCLE[4]),
         Stage(t("blk.st.head"), f"[{n}, {V}]", "", TOKEN_CYCLE[3]),
     ]
-    render.plot(pipeline_figure(stages, t("blk.repeat", L=cfg.n_layer), per_row=5),
+    render.plot(pipeline_figure(stages, t("blk.repeat", L=cfg.n_layer), loop=(1, 6)),
                 key="blk_pipe", filename="block-shapes")
     shapes = [("x0", tr.x0), ("ln1", tr.layers[0].ln1), ("attn_out", tr.layers[0].attn_out),
               ("mlp_hidden", tr.layers[0].mlp_hidden), ("resid_out", tr.layers[-1].resid_out),

@@ -33,3 +33,19 @@ def test_home_shows_the_pipeline_in_the_language(lang):
 def test_bad_lang_in_url_falls_back_to_english():
     at = open_page(None, "xx")
     assert translate("home.title", "en") in [t.value for t in at.title]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_home_tour_reads_the_chapters_defaults(lang):
+    """The tour names the preset the training chapter selects first, the number of questions
+    the autoregression chapter's toy sentence gives and the block chapter's word, per language."""
+    from lmviz.chapters.autoregression import toy_teacher_forcing
+    from lmviz.examples import CONTEXTS, DEFAULT_SETUP
+
+    at = open_page("pages/home.py", lang)
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert translate("home.tour.training", lang,
+                     preset=translate(f"train.preset_{DEFAULT_SETUP[lang][1]}", lang)) in text
+    assert translate("home.tour.autoregression", lang, n=len(toy_teacher_forcing(lang).pairs)) in text
+    assert translate("home.tour.transformer-block", lang, word=CONTEXTS[lang][2]) in text

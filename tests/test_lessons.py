@@ -10,7 +10,7 @@ import torch
 from lmviz.chapters import autoregression
 from lmviz.chapters import loss as loss_chapter
 from lmviz.model import GPT, GPTConfig
-from lmviz.sampling import TOY_GREEDY_TABLE
+from lmviz.sampling import TOY_TABLE
 from lmviz.tokenizer import CharTokenizer
 
 TEXT = "the cat sat on the mat. the dog sat on the log. " * 8
@@ -32,15 +32,15 @@ def test_w4_toy_sequence_is_five_conditional_factors():
     assert [f.token for f in r.factors] == ["I", "love", "robot", "s", "<EOS>"]
     assert r.factors[0].prefix == ("<BOS>",) and r.factors[-1].prefix == ("<BOS>", "I", "love", "robot", "s")
     # the factors are read from the made-up teaching table, and the product equals exp(sum of logs)
-    assert r.factors[1].prob == TOY_GREEDY_TABLE[("<BOS>", "I")][2]
-    assert r.joint == pytest.approx(0.60 * 0.70 * 0.65 * 0.55 * 0.80)
+    assert r.factors[1].prob == TOY_TABLE[("<BOS>", "I")][2]
+    assert r.joint == pytest.approx(0.50 * 0.60 * 0.65 * 0.55 * 0.80)
     assert r.log_joint == pytest.approx(sum(math.log(f.prob) for f in r.factors))
     assert math.exp(r.log_joint) == pytest.approx(r.joint)
 
 
 def test_chain_rule_rejects_a_prefix_the_table_lacks():
     with pytest.raises(ValueError, match="no row"):
-        autoregression.chain_rule(["<BOS>", "love", "I"])
+        autoregression.chain_rule(["<BOS>", "robot", "s", "I"])
 
 
 def test_w4_live_chain_rule_matches_the_models_loss(small):

@@ -190,3 +190,45 @@ def test_pronoun_text_is_not_markdown():
     at.text_input(key="att_p_ref").input("<b>x</b>").run()
     no_errors(at)
     assert any(r"\<b\>x\</b\>" in w.value for w in at.warning)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_pronoun_claim_is_tested_against_a_control_and_the_look_back(lang):
+    """The pronoun sentence is chosen by lmviz.claims.pronoun from the best head's share on the
+    referent, the same head on the sentence with the control word in the referent's place, and
+    the head's own look-back the same distance from every other position."""
+    import torch
+
+    from lmviz.chapters.attention import find_span, pronoun_attention, pronoun_control
+    from lmviz.claims import pronoun
+    from pages.attention import CONTROL, PRONOUN
+    from ui.session import default_bundle
+
+    b = default_bundle()
+    at = open_page(PAGE, lang)
+    no_errors(at)
+    text, ref, pron = PRONOUN[lang]
+    tok = b.tokenizer
+    ids = tok.encode(text)
+    span = find_span(ids, tok.encode(ref))
+    q = find_span(ids, tok.encode(pron), span[1])[1] - 1
+    cids = ids[:span[0]] + tok.encode(CONTROL[lang]) + ids[span[1]:]
+    cspan = (span[0], span[0] + len(tok.encode(CONTROL[lang])))
+    cq = find_span(cids, tok.encode(pron), cspan[1])[1] - 1
+    with torch.no_grad():
+        w = [L.weights for L in b.model.forward_trace(torch.tensor(ids)).layers]
+        cw = [L.weights for L in b.model.forward_trace(torch.tensor(cids)).layers]
+    p = pronoun_attention(w, q, span)
+    c = pronoun_control(p, w, cw, cq, cspan)
+    claim = pronoun(c.referent, c.control, c.recency, c.uniform)
+    lh = translate("common.layer_head", lang, layer=p.best[0] + 1, head=p.best[1] + 1)
+    want = translate(claim.key, lang, **{**dict(claim.values), "ref": ref, "ctrl": CONTROL[lang], "pron": pron,
+                                         "lh": lh, "dist": c.distance})
+    assert want in all_text(at)
+    # the control word changes the sentence: with the referent itself as "control" the claim fails
+    at.text_input(key="att_p_ctrl").input(ref).run()
+    no_errors(at)
+    assert translate("claim.pronoun.control", lang, **{**dict(pronoun(c.referent, c.referent, c.recency,
+                                                                       c.uniform).values),
+                     "ref": ref, "ctrl": ref, "pron": pron, "lh": lh, "dist": c.distance}) in all_text(at) \
+        or translate("claim.pronoun.none", lang, **{**dict(claim.values), "ref": ref}) in all_text(at)

@@ -153,15 +153,33 @@ def test_traffic_flops_and_budgets_follow_the_core(lang):
 
 @pytest.mark.apptest
 def test_measured_timing_and_bad_prompt():
+    """The O(n²) timing is measured on request, per session, in the background: >= 5 lengths,
+    repeated rounds, the slope sentence chosen by lmviz.claims.power_law from those rounds."""
+    from lmviz.claims import STATEMENTS, power_law
+    from pages.cost import BENCH_NS
+
     at = open_page(PAGE, "zh")
+    assert translate("cost.measure_hint", "zh") in [i.value for i in at.info]
+    assert not any(any(tr.get("name") == translate("cost.fig.n2_guide", "zh") for tr in f["data"])
+                   for f in figures(at))
+    at.button(key="cost_measure").click().run()
+    task = at.session_state["cost_bench"]
+    assert task.join(300)
+    at.run()
+    no_errors(at)
     fig = next(f for f in figures(at) if any(tr.get("name") == translate("cost.fig.n2_guide", "zh")
                                              for tr in f["data"]))
     ns = decode(fig["data"][0]["x"]).astype(int).tolist()
-    assert ns == [128, 256, 512, 1024]
+    assert ns == list(BENCH_NS) and len(ns) >= 5
     t_full = decode(fig["data"][1]["y"])
     guide = decode(fig["data"][2]["y"])
-    assert guide[-1] == pytest.approx(t_full[-1]) and guide[0] == pytest.approx(t_full[-1] / 64)
+    assert guide[-1] == pytest.approx(t_full[-1]) and guide[0] == pytest.approx(t_full[-1] / 256)
     assert (t_full > 0).all()
+    series = task.snapshot().result
+    assert len(series.rounds) >= 3
+    c = power_law(series.ns, series.full_times())
+    assert translate(c.key, "zh", **c.values) in all_text(at)
+    assert c.statement in STATEMENTS["power_law"]
     # the memory recipes are labelled in the page's language
     mem = traces(at, "zh", "cost.mem.optimizer")
     assert translate("cost.recipe.mixed_fp16_bf16_adamw", "zh") in list(mem["y"])

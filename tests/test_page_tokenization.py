@@ -146,19 +146,23 @@ def test_special_tokens_and_rare_words(lang):
     assert "☃" in r.unknown
     from viz.tokenization import visible
     assert " | ".join(visible(x) for x in r.pieces) in [c.value for c in at.code]
-    # the toy corpus has no rare/common pair: said so, and shown on the English example instead
+    # the toy corpus has no rare/common pair: said so, and shown on the example of the page's
+    # language instead (Chinese: runs of characters, since no spaces mark its words)
     from pathlib import Path
 
     from lmviz.bpe import train_bpe
-    assert translate("tok.rare_none", lang) in [i.value for i in at.info]
-    assert translate("tok.rare_fallback", lang, n=60) in all_text(at)
-    corpus = (Path(__file__).resolve().parent.parent / "assets" / "examples" / "english.txt").read_text(encoding="utf-8")
-    rv = rare_vs_common(train_bpe(corpus, 60, level="char", split_words=True), corpus)
+    from lmviz.special_tokens import rare_vs_common_han
+    han = lang == "zh"
+    assert translate("tok.rare_none_han" if han else "tok.rare_none", lang) in [i.value for i in at.info]
+    assert translate("tok.rare_fallback_han" if han else "tok.rare_fallback", lang, n=60) in all_text(at)
+    example = "chinese" if han else "english"
+    corpus = (Path(__file__).resolve().parent.parent / "assets" / "examples" / f"{example}.txt").read_text(encoding="utf-8")
+    rv = (rare_vs_common_han if han else rare_vs_common)(train_bpe(corpus[:10_000], 60, level="char", split_words=True), corpus[:10_000])
     assert rv.common.count > 1 and rv.rare.count == 1 and rv.rare.n_pieces > rv.common.n_pieces
     assert rv.rare.word in all_text(at) and f"“{rv.common.word}”" in all_text(at)
-    at.radio(key="tok_source").set_value("english").run()
+    at.radio(key="tok_source").set_value(example).run()
     no_errors(at)
-    assert translate("tok.rare_none", lang) not in [i.value for i in at.info]
+    assert translate("tok.rare_none_han" if han else "tok.rare_none", lang) not in [i.value for i in at.info]
     assert rv.rare.word in all_text(at)
 
 

@@ -250,3 +250,22 @@ def test_doctests():
 
     assert doctest.testmod(questions).failed == 0
     assert doctest.testmod(classroom).failed == 0
+
+
+def test_questions_follow_the_chapter_examples_of_each_language():
+    """The teacher-forcing question counts the toy sentence of the page's language; the
+    learning-rate question reads the preset the training chapter selects first in it."""
+    from lmviz.chapters.autoregression import toy_teacher_forcing
+    from lmviz.examples import DEFAULT_SETUP
+    from lmviz.train import PRESETS, lr_at
+
+    q = by_id("ar_pairs")
+    for lang in ("en", "zh"):
+        s = q.solve(lang)
+        assert s.values["n"] == len(toy_teacher_forcing(lang).pairs)
+        assert s.prompt_args["sentence"] == " ".join(toy_teacher_forcing(lang).tokens)
+        lr = by_id("train_lr_start").solve(lang)
+        cfg = PRESETS[DEFAULT_SETUP[lang][1]]
+        assert lr.values["lr0"] == lr_at(0, cfg) and lr.prompt_args["steps"] == str(cfg.max_steps)
+    assert q.solve("en").values["n"] != q.solve("zh").values["n"]           # 5 and 4
+    assert by_id("train_lr_start").solve("en").prompt_args != by_id("train_lr_start").solve("zh").prompt_args

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from lmviz import sampling
-from lmviz.sampling import (TOY_BRANCHING_TABLE, TOY_GREEDY_TABLE, TOY_VOCAB, best_sequence,
+from lmviz.sampling import (TOY_TABLE, TOY_VOCAB, best_sequence,
                             distributions, generate, greedy_trace, sample_next_token, softmax_t,
                             table_prob_fn, temperature_curves, top_k_filter, top_p_filter)
 
@@ -172,20 +172,20 @@ def test_same_seed_same_dice_whatever_the_settings():
 
 
 def test_w8_greedy_trace():
-    steps = greedy_trace(TOY_GREEDY_TABLE)
+    steps = greedy_trace(TOY_TABLE)
     assert [s.token for s in steps] == ["I", "love", "robot", "s", "<EOS>"]
     assert steps[0].prefix == ("<BOS>",)
     assert steps[-1].prefix == ("<BOS>", "I", "love", "robot", "s")
     for s in steps:
         assert sum(s.probs) == pytest.approx(1.0)
         assert s.prob == max(s.probs) and TOY_VOCAB[s.probs.index(s.prob)] == s.token
-    assert all(sum(row) == pytest.approx(1.0) for row in TOY_BRANCHING_TABLE.values())
+    assert all(sum(row) == pytest.approx(1.0) for row in TOY_TABLE.values())
 
 
 def test_w22_greedy_is_not_the_most_probable_sequence():
-    r = best_sequence(table_prob_fn(TOY_BRANCHING_TABLE), depth=2)
+    r = best_sequence(table_prob_fn(TOY_TABLE), depth=2)
     assert r.exhaustive
-    assert r.greedy == ("I", "love") and r.greedy_joint == pytest.approx(0.20)
+    assert r.greedy == ("I", "love") and r.greedy_joint == pytest.approx(0.30)
     assert r.best == ("robot", "s") and r.best_joint == pytest.approx(0.36)
     assert r.greedy_joint < r.best_joint
     # the tree: every child's joint is its parent's joint times its own probability
@@ -196,7 +196,7 @@ def test_w22_greedy_is_not_the_most_probable_sequence():
 
 
 def test_w22_beam_search_of_width_2_finds_it_and_width_1_is_greedy():
-    fn = table_prob_fn(TOY_BRANCHING_TABLE)
+    fn = table_prob_fn(TOY_TABLE)
     assert best_sequence(fn, depth=2, beam_width=2).best == ("robot", "s")
     w1 = best_sequence(fn, depth=2, beam_width=1)
     assert not w1.exhaustive

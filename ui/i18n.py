@@ -41,3 +41,14 @@ def translate(key: str, code: str, **fmt) -> str:
 def t(key: str, **fmt) -> str:
     """The string for ``key`` in the current language."""
     return translate(key, lang(), **fmt)
+
+
+def _questions_follow_the_page() -> None:
+    """Questions whose example differs by language solve in the page's language (lmviz.questions
+    cannot import Streamlit, so it asks this module's :func:`lang`)."""
+    from lmviz import questions
+
+    questions.language_source = lang
+
+
+_questions_follow_the_page()

@@ -101,9 +101,17 @@ def md(text: str) -> None:
     _remember("md", f"md:{hash(text)}", text)
 
 
+_NUMBERED = re.compile(r"^\s*\d+\s*·\s*")
+_SECTIONS = "lmviz_sections"       # session key: the section keys of the chapter being drawn
+
+
 def section(key: str, level: int = 2) -> None:
-    """A section header from the i18n key ``key``."""
+    """A section header from the i18n key ``key``. A title written "N · …" in the catalogue gets
+    its number from its place in the chapter's section list (:func:`section_number`), not from
+    the catalogue."""
     title = t(key)
+    if _NUMBERED.match(title) and section_number(key):
+        title = f"{section_number(key)} · {_NUMBERED.sub('', title)}"
     st.markdown(f"{'#' * level} {html.escape(title)}")
     _remember("h", f"h:{key}", title)
 
@@ -163,6 +171,19 @@ def page_header(title_key: str, intro_key: str | None = None) -> None:
         md(t(intro_key))
 
 
+def section_number(key: str) -> int | None:
+    """The 1-based place of section ``key`` in the chapter being drawn (None when it is not one
+    of its sections): what a sentence such as "section 5 shows why" prints, computed."""
+    keys = st.session_state.get(_SECTIONS) or []
+    return keys.index(key) + 1 if key in keys else None
+
+
+def claim(c, **extra) -> str:
+    """The sentence of ``c`` (an :class:`lmviz.claims.Claim`) in the current language, formatted
+    with the numbers behind it (and ``extra``, e.g. names the page supplies)."""
+    return t(c.key, **{**dict(c.values), **extra})
+
+
 def escape(text: str) -> str:
     """Escape user text before it goes into HTML."""
     return html.escape(text, quote=True)
@@ -206,6 +227,7 @@ def run_sections(sections) -> None:
     """
     from ui import classroom
 
+    st.session_state[_SECTIONS] = [k for k, _ in sections]
     followed = classroom.followed_section(len(sections)) if classroom.following() else None
     if followed is not None:
         # a follower sees the section the lecturer shows (all of them once stepped away)

@@ -40,18 +40,23 @@ def n2_guide(ns, t_anchor: float, n_anchor: int) -> np.ndarray:
 
 
 def timing_figure(ns, t_scores, t_full, *, names: dict, x_title: str, y_title: str,
-                  title: str | None = None, height: int = 380) -> go.Figure:
+                  title: str | None = None, height: int = 380, full_spread=None) -> go.Figure:
     """Measured seconds vs n on log-log axes, with the n^2 guide through the largest n of the
     full-attention curve (on log-log axes any power law is a straight line; n^2 has slope 2).
 
-    `names`: {"scores", "full", "guide"} -> legend labels.
+    `names`: {"scores", "full", "guide"} -> legend labels. `full_spread`: (fastest, slowest)
+    seconds per n over repeated rounds, drawn as error bars on the full-attention curve.
     """
     ns, ts, tf = _np(ns), _np(t_scores) * 1e3, _np(t_full) * 1e3   # milliseconds
+    err = None
+    if full_spread is not None:
+        lo, hi = (_np(x) * 1e3 for x in full_spread)
+        err = dict(type="data", symmetric=False, array=hi - tf, arrayminus=tf - lo, thickness=1.5)
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=ns, y=ts, mode="lines+markers", name=names["scores"],
                              line=dict(color=COLORS["key"], width=3),
                              hovertemplate="n=%{x}: %{y:.3f} ms<extra></extra>"))
-    fig.add_trace(go.Scatter(x=ns, y=tf, mode="lines+markers", name=names["full"],
+    fig.add_trace(go.Scatter(x=ns, y=tf, mode="lines+markers", name=names["full"], error_y=err,
                              line=dict(color=COLORS["query"], width=3),
                              hovertemplate="n=%{x}: %{y:.3f} ms<extra></extra>"))
     fig.add_trace(go.Scatter(x=ns, y=n2_guide(ns, tf[-1], ns[-1]), mode="lines",

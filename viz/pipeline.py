@@ -1,4 +1,5 @@
-"""The home page's picture: the whole computation order of a GPT-style model on one figure."""
+"""The computation order of a GPT-style model as a picture: the home page's whole pipeline (SVG) and
+one block's stages with the loop over the blocks (/transformer-block)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,50 +17,69 @@ class Stage:
     color: str   # fill colour
 
 
-def pipeline_figure(stages: list[Stage], loop_label: str, *, per_row: int = 5) -> go.Figure:
-    """Boxes joined by arrows, snaking over rows of ``per_row``, with the generation loop drawn
-    from the last stage back to the first."""
+def pipeline_figure(stages: list[Stage], loop_label: str, *, loop: tuple[int, int]) -> go.Figure:
+    """One block's stages in a row with the "repeat for each block" loop around them only.
+
+    ``loop = (first, last)``: the stages of one block (inclusive). The stages before it (the
+    embedding) sit on a row above, those after it (final norm, LM head) on a row below, so the
+    dotted loop, from the block's last stage back to its first, encloses the block alone: the
+    embedding runs once before the blocks and the head once after them.
+
+    >>> f = pipeline_figure([Stage(str(i), "", "", "#fff") for i in range(5)], "loop", loop=(1, 3))
+    >>> [round(s.y0, 2) for s in f.layout.shapes if s.type == "rect"]
+    [0.0, -1.37, -1.37, -1.37, -2.74]
+    """
+    first, last = loop
+    if not 0 <= first <= last < len(stages):
+        raise ValueError("the loop must name stages of the picture")
     fig = go.Figure()
     w, h, gap_x, gap_y = 1.4, 0.62, 0.3, 0.75
+    row_y = [0.0, -(h + gap_y), -2 * (h + gap_y)]
     pos = []
     for i, _ in enumerate(stages):
-        row, col = divmod(i, per_row)
-        x = col * (w + gap_x)
-        y = -row * (h + gap_y)
-        pos.append((x, y))
+        if i < first:        # before the blocks: above the block row, ending over its first stage
+            pos.append(((i - (first - 1)) * (w + gap_x), row_y[0]))
+        elif i <= last:      # the block, left to right
+            pos.append(((i - first) * (w + gap_x), row_y[1]))
+        else:                # after the blocks: below, starting under the block's last stage
+            pos.append(((last - first + (i - last - 1)) * (w + gap_x), row_y[2]))
     for (x, y), s in zip(pos, stages):
         fig.add_shape(type="rect", x0=x, y0=y, x1=x + w, y1=y + h, line=dict(color="#555", width=1.5),
                       fillcolor=s.color, layer="below")
         fig.add_annotation(x=x + w / 2, y=y + h * 0.64, text=f"<b>{s.label}</b>", showarrow=False,
-                           font=dict(size=14, color="#1a1a1a"))
+                           font=dict(size=12, color="#1a1a1a"))
         fig.add_annotation(x=x + w / 2, y=y + h * 0.27, text=s.shape, showarrow=False,
-                           font=dict(size=12, color="#333", family="monospace"))
+                           font=dict(size=10, color="#333", family="monospace"))
+
+    def arrow(x0, y0, x1, y1):
+        fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y",
+                           showarrow=True, arrowhead=3, arrowsize=1.3, arrowwidth=2, arrowcolor="#444",
+                           text="")
+
     for i in range(len(stages) - 1):
         (x0, y0), (x1, y1) = pos[i], pos[i + 1]
-        if y0 == y1:   # same row: arrow to the right
-            fig.add_annotation(x=x1, y=y1 + h / 2, ax=x0 + w, ay=y0 + h / 2, xref="x", yref="y",
-                               axref="x", ayref="y", showarrow=True, arrowhead=3, arrowsize=1.3,
-                               arrowwidth=2, arrowcolor="#444", text="")
-        else:          # next row: an elbow from the bottom of this box to the top of the next
-            y_mid = y0 - (y0 - (y1 + h)) / 2
-            fig.add_shape(type="path", line=dict(color="#444", width=2),
-                          path=f"M {x0 + w / 2},{y0} L {x0 + w / 2},{y_mid} L {x1 + w / 2},{y_mid} "
-                               f"L {x1 + w / 2},{y1 + h + 0.04}")
-            fig.add_annotation(x=x1 + w / 2, y=y1 + h, ax=x1 + w / 2, ay=y1 + h + 0.05, xref="x",
-                               yref="y", axref="x", ayref="y", showarrow=True, arrowhead=3,
-                               arrowsize=1.3, arrowwidth=2, arrowcolor="#444", text="")
-    # the autoregressive loop: the chosen token is appended to the text
-    (xl, yl), (xf, yf) = pos[-1], pos[0]
-    y_loop = yl - 0.35
-    fig.add_shape(type="path", path=f"M {xl + w / 2},{yl} L {xl + w / 2},{y_loop} L {xf - 0.25},{y_loop} "
-                  f"L {xf - 0.25},{yf + h / 2} L {xf - 0.02},{yf + h / 2}",
+        if y0 == y1 and x1 > x0:
+            arrow(x0 + w, y0 + h / 2, x1, y1 + h / 2)
+        elif y0 == y1:
+            arrow(x0, y0 + h / 2, x1 + w, y1 + h / 2)
+        else:        # down to the next row: the two boxes are in the same column
+            arrow(x0 + w / 2, y0, x1 + w / 2, y1 + h)
+    # the loop: from the bottom of the block's last stage, under the block row, back into the
+    # bottom of its first stage (left of the arrow that leaves the block downwards)
+    (xl, yl), (xf, yf) = pos[last], pos[first]
+    y_loop = yl - 0.28
+    x_out, x_in = xl + w * 0.2, xf + w * 0.5
+    fig.add_shape(type="path", path=f"M {x_out},{yl} L {x_out},{y_loop} L {x_in},{y_loop} L {x_in},{yf - 0.05}",
                   line=dict(color=theme.COLORS["chosen"], width=2, dash="dot"))
-    fig.add_annotation(x=(xl + xf) / 2, y=y_loop, text=loop_label, showarrow=False, yshift=-12,
+    fig.add_annotation(x=x_in, y=yf, ax=x_in, ay=yf - 0.06, xref="x", yref="y", axref="x", ayref="y",
+                       showarrow=True, arrowhead=3, arrowsize=1.3, arrowwidth=2,
+                       arrowcolor=theme.COLORS["chosen"], text="")
+    fig.add_annotation(x=(x_out + x_in) / 2, y=y_loop, text=loop_label, showarrow=False, yshift=-11,
                        font=dict(color=theme.COLORS["chosen"], size=13))
-    n_rows = (len(stages) + per_row - 1) // per_row
-    fig.update_xaxes(visible=False, range=[-0.4, per_row * (w + gap_x) - gap_x + 0.1])
-    fig.update_yaxes(visible=False, range=[-(n_rows - 1) * (h + gap_y) - 0.7, h + 0.1])
-    theme.apply(fig, height=120 + 150 * n_rows)
+    xs = [x for x, _ in pos]
+    fig.update_xaxes(visible=False, range=[min(xs) - 0.2, max(xs) + w + 0.2])
+    fig.update_yaxes(visible=False, range=[row_y[2] - 0.1, h + 0.1])
+    theme.apply(fig, height=470)
     fig.update_layout(showlegend=False, dragmode=False)
     return fig
 

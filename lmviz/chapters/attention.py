@@ -136,3 +136,47 @@ def pronoun_attention(weights, query_pos: int, ref_span: tuple[int, int]) -> Pro
     return PronounAttention(query_pos=query_pos, ref_span=(a, b), share=share, best=best,
                             best_share=float(share[best]), row=weights[best[0]][best[1], query_pos, :query_pos + 1],
                             uniform=(b - a) / (query_pos + 1), mean=float(share.mean()))
+
+
+@dataclass(frozen=True)
+class PronounControl:
+    """One head's look at the referent against two ways to get the same look without reference."""
+    referent: float     # the head's share on the referent, from the pronoun
+    control: float      # the same head, same sentence with a non-referent in the referent's place
+    recency: float      # the same head's share the same distance back, from the sentence's other positions
+    uniform: float      # an even spread over the tokens the pronoun can see
+    distance: int       # how far back (tokens) the referent's first token is from the pronoun
+
+
+def recency_share(weights: torch.Tensor, query_pos: int, span: tuple[int, int]) -> float:
+    """Mean share that one head's ``weights`` [T, T] put ``query_pos - span`` back from the other
+    query positions: what the head gives a token that distance back, whatever token it is.
+
+    >>> w = torch.eye(4)            # a head that looks only at the token itself
+    >>> recency_share(w, 3, (3, 4)), recency_share(w, 3, (1, 2))
+    (1.0, 0.0)
+    """
+    a, b = span
+    shares = [float(weights[q2, a + q2 - query_pos:b + q2 - query_pos].sum())
+              for q2 in range(weights.shape[0])
+              if q2 != query_pos and a + q2 - query_pos >= 0 and b + q2 - query_pos <= q2 + 1]
+    return sum(shares) / len(shares) if shares else 0.0
+
+
+def pronoun_control(p: PronounAttention, weights, control_weights, control_query: int,
+                    control_span: tuple[int, int]) -> PronounControl:
+    """The best head of ``p`` (chosen on the referent sentence) tested on the control sentence
+    (its layers' weights ``control_weights``, the pronoun at ``control_query``, the non-referent
+    at ``control_span``) and against its own look-back on the referent sentence.
+
+    >>> w = [torch.tensor([[[1.0, 0, 0, 0], [0.5, 0.5, 0, 0], [0.7, 0.2, 0.1, 0], [0.1, 0.6, 0.2, 0.1]]])]
+    >>> c = pronoun_control(pronoun_attention(w, 3, (1, 2)), w, w, 3, (0, 1))
+    >>> round(c.referent, 2), round(c.control, 2), round(c.recency, 2)
+    (0.6, 0.1, 0.7)
+    """
+    layer, head = p.best
+    a, b = control_span
+    ctrl = float(control_weights[layer][head, control_query, a:b].sum())
+    return PronounControl(referent=p.best_share, control=ctrl,
+                          recency=recency_share(weights[layer][head], p.query_pos, p.ref_span),
+                          uniform=p.uniform, distance=p.query_pos - p.ref_span[0])

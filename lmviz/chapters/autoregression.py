@@ -19,12 +19,11 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from lmviz.model import causal_mask
-from lmviz.sampling import TOY_GREEDY_TABLE
-from lmviz.tokenizer import TOY_EN, ContextIds, fit_context, toy_tokenizer
-
 # the two toy sentences of the notes (teacher-forcing example), as text the toy tokenizers split
-TOY_SENTENCE = {"en": "<BOS> I love robot s <EOS>", "zh": "<开始> 我 喜欢 学习 <结束>"}
+from lmviz.examples import TOY_SENTENCE  # noqa: F401  (shared with the home page's tour)
+from lmviz.model import causal_mask
+from lmviz.sampling import TOY_TABLE
+from lmviz.tokenizer import TOY_EN, ContextIds, fit_context, toy_tokenizer
 
 
 
@@ -46,15 +45,15 @@ class ChainRule:
     log_joint: float         # sum of the factors' log-probabilities = ln(joint)
 
 
-def chain_rule(tokens: Sequence[str], table=TOY_GREEDY_TABLE, vocab: Sequence[str] = TOY_EN) -> ChainRule:
+def chain_rule(tokens: Sequence[str], table=TOY_TABLE, vocab: Sequence[str] = TOY_EN) -> ChainRule:
     """P(x_2..x_n | x_1) as a product of next-token probabilities read from a prefix table.
 
-    The default table is MADE UP FOR TEACHING (``lmviz.sampling.TOY_GREEDY_TABLE``, the same
+    The default table is MADE UP FOR TEACHING (``lmviz.sampling.TOY_TABLE``, the same
     numbers the generation chapter decodes greedily): the notes' own numbers were lost.
 
     >>> r = chain_rule(TOY_SENTENCE["en"].split())
     >>> len(r.factors), round(r.joint, 4), round(math.exp(r.log_joint), 4)
-    (5, 0.1201, 0.1201)
+    (5, 0.0858, 0.0858)
     """
     tokens = list(tokens)
     if len(tokens) < 2:
@@ -212,3 +211,24 @@ def parallel_vs_sequential(model, ids: Sequence[int]) -> ParallelCheck:
         n=len(ids), max_diff=float((full - prefix).abs().max()),
         future_diff=float((full[:-1] - changed[:-1]).abs().max()) if len(ids) > 1 else 0.0,
         last_diff=float((full[-1] - changed[-1]).abs().max()))
+
+
+def where_seen(text: str, corpus: str) -> str:
+    """Whether ``text`` is part of the default model's training text of ``corpus`` ("train"), of
+    its held-out part ("heldout"), or of neither ("neither"): the same splits the default model
+    was trained and scored on (scripts/train_default.py: whole paragraphs or poems held out)."""
+    text = text.strip()
+    if not text:
+        return "neither"
+    if corpus == "poetry":
+        from lmviz.poetry import load_poetry
+
+        p = load_poetry()
+        train, held = p.train_text, p.heldout_text
+    elif corpus == "english":
+        from lmviz.data import paragraph_split
+
+        train, held = paragraph_split("english", 0.1, 0)
+    else:
+        return "neither"
+    return "train" if text in train else "heldout" if text in held else "neither"

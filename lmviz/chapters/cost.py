@@ -18,7 +18,7 @@ __all__ = [
     "attention_dominates_from", "decode_step_flops", "training_flops", "MemoryRecipe",
     "MEMORY_RECIPES", "training_memory_bytes", "activation_bytes", "ChinchillaPoint",
     "chinchilla_optimal", "chinchilla_loss", "chinchilla_optimal_fit", "AttnTiming",
-    "measure_attention_time",
+    "measure_attention_time", "TimingRounds", "measure_attention_rounds",
 ]
 
 
@@ -324,3 +324,58 @@ def measure_attention_time(ns=(128, 256, 512, 1024, 2048, 4096), d: int = 64, de
         out.append(rec)
         prev = rec
     return out
+
+
+@dataclass(frozen=True)
+class TimingRounds:
+    """The same measurement repeated: ``rounds[r][i]`` is round r at length ``ns[i]``."""
+    ns: tuple[int, ...]
+    rounds: tuple[tuple[AttnTiming, ...], ...]
+
+    def full_times(self) -> list[list[float]]:
+        """Seconds of full attention, one list per round (what :func:`lmviz.claims.power_law` takes)."""
+        return [[r.t_full for r in rnd] for rnd in self.rounds]
+
+    def median(self) -> list[AttnTiming]:
+        """Per length, the median over rounds of both timings (ratios from those medians)."""
+        out, prev = [], None
+        for i, n in enumerate(self.ns):
+            ts = sorted(rnd[i].t_scores for rnd in self.rounds)
+            tf = sorted(rnd[i].t_full for rnd in self.rounds)
+            mid = len(ts) // 2
+            t_s = ts[mid] if len(ts) % 2 else (ts[mid - 1] + ts[mid]) / 2
+            t_f = tf[mid] if len(tf) % 2 else (tf[mid - 1] + tf[mid]) / 2
+            base = self.rounds[0][i]
+            rec = AttnTiming(n=n, t_scores=t_s, t_full=t_f,
+                             ratio_scores=t_s / prev.t_scores if prev else None,
+                             ratio_full=t_f / prev.t_full if prev else None,
+                             matrix_bytes=base.matrix_bytes, flops=base.flops)
+            out.append(rec)
+            prev = rec
+        return out
+
+    def spread(self) -> tuple[list[float], list[float]]:
+        """Per length, the fastest and the slowest round's full-attention seconds."""
+        return ([min(r[i].t_full for r in self.rounds) for i in range(len(self.ns))],
+                [max(r[i].t_full for r in self.rounds) for i in range(len(self.ns))])
+
+
+def measure_attention_rounds(ns=(128, 256, 512, 1024, 2048), rounds: int = 5, *, on_round=None,
+                             cancel=None, **kw) -> TimingRounds:
+    """:func:`measure_attention_time` repeated ``rounds`` times over the same lengths, so that the
+    slope comes with a spread (``on_round(done)`` after each round; ``cancel`` as in
+    :func:`lmviz.tasks.check_cancel`).
+
+    >>> tr = measure_attention_rounds((16, 32), 2, d=8, device="cpu", repeats=1)
+    >>> len(tr.rounds), [r.n for r in tr.median()]
+    (2, [16, 32])
+    """
+    from lmviz.tasks import check_cancel
+
+    out = []
+    for i in range(rounds):
+        check_cancel(cancel)
+        out.append(tuple(measure_attention_time(ns, **kw)))
+        if on_round is not None:
+            on_round(i + 1)
+    return TimingRounds(tuple(int(n) for n in ns), tuple(out))

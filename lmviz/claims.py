@@ -1,0 +1,244 @@
+"""Claims as data: the one way a page picks a sentence that says something about its data.
+
+A sentence such as "it stops close to the target", "nearby positions get similar vectors" or
+"doubling n quadruples the time" is true of some data and false of other data. Each function here
+takes the same numbers the page's chart draws and returns a :class:`Claim`: which statement holds
+(``statement``), the numbers behind it (``values``) and how strong the evidence is
+(``strength``: "strong", or "weak" where noise or a control does about as well). The page prints
+the catalogue sentence ``claim.<name>.<statement>`` formatted with ``values`` (``ui.render.claim``)
+and never a sentence written for one state only.
+
+Pure Python and numpy; no Streamlit, no torch. Every statement a claim can make is listed in
+:data:`STATEMENTS`, so a test can check that each has a sentence in every catalogue.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from lmviz.chapters.cost import loglog_slope
+
+STRONG, WEAK = "strong", "weak"
+
+# name -> the statements it can make (each has the catalogue key claim.<name>.<statement>)
+STATEMENTS: dict[str, tuple[str, ...]] = {
+    "robot": ("reached", "closer", "not_closer"),
+    "positions": ("neighbours", "not_by_distance"),
+    "pronoun": ("referent", "control", "recency", "none"),
+    "power_law": ("quadratic", "below", "above", "noise"),
+    "answer_shift": ("rises", "falls", "unmoved"),
+    "baseline": ("crossed", "not_yet", "no_data"),
+}
+
+
+@dataclass(frozen=True)
+class Claim:
+    name: str                       # which claim (a key of STATEMENTS)
+    statement: str                  # which of its statements the data supports
+    values: Mapping[str, float | int | str] = field(default_factory=dict)  # the numbers behind it
+    strength: str = STRONG          # "strong", or "weak" where the evidence does not settle it
+
+    def __post_init__(self):
+        if self.statement not in STATEMENTS[self.name]:
+            raise ValueError(f"{self.name} cannot state {self.statement!r}")
+
+    @property
+    def key(self) -> str:
+        """The catalogue key of the sentence this claim prints."""
+        return f"claim.{self.name}.{self.statement}"
+
+    @property
+    def weak(self) -> bool:
+        return self.strength == WEAK
+
+
+# ------------------------------------------------------------------ robot ----------------
+def robot(start_distance: float, final_distance: float, *, reached: float = 0.25,
+          closer: float = 0.75) -> Claim:
+    """Where a rollout ended, relative to where it started.
+
+    "reached": it ended within ``reached`` of its starting distance (a small rest remains, from
+    the binned offsets); "closer": it made up some of the way; "not_closer": it ended about as far
+    as it started, or farther (an untrained policy).
+
+    >>> robot(1.86, 0.116).statement, robot(1.86, 1.837).statement
+    ('reached', 'not_closer')
+    """
+    d0, d = float(start_distance), float(final_distance)
+    frac = d / d0 if d0 > 0 else math.inf
+    st = "reached" if frac <= reached else "closer" if frac <= closer else "not_closer"
+    return Claim("robot", st, {"d0": d0, "d": d, "pct": 100 * (1 - frac) if d0 > 0 else 0.0})
+
+
+# ------------------------------------------------------------------ positions ------------
+def cosine_by_distance(vectors) -> np.ndarray:
+    """Mean cosine similarity of position vectors k apart, for k = 1 .. T-1 (index k-1).
+
+    >>> v = np.array([[1.0, 0], [1, 0.1], [0, 1]])
+    >>> [round(float(x), 3) for x in cosine_by_distance(v)]
+    [0.547, 0.0]
+    """
+    P = np.asarray(vectors, dtype=np.float64)
+    P = P / np.clip(np.linalg.norm(P, axis=1, keepdims=True), 1e-12, None)
+    C = P @ P.T
+    return np.array([np.diagonal(C, k).mean() for k in range(1, len(P))])
+
+
+def positions(cos_by_distance: Sequence[float], *, near: int = 3, margin: float = 0.05) -> Claim:
+    """Do nearby positions get more similar vectors than distant ones?
+
+    "neighbours" when the mean cosine of positions 1..``near`` apart beats every distance beyond
+    by ``margin``; otherwise "not_by_distance", naming the distance whose vectors are most alike
+    (a stripe parallel to the diagonal of the similarity map).
+
+    >>> positions([0.97, 0.9, 0.8, 0.75, 0.7]).statement
+    'neighbours'
+    >>> c = positions([0.30, 0.55, 0.14, 0.17, 0.05, -0.01, 0.09, 0.43, 0.21, 0.67])
+    >>> c.statement, c.values["top"], round(c.values["top_cos"], 2)
+    ('not_by_distance', 10, 0.67)
+    """
+    c = np.asarray(cos_by_distance, dtype=np.float64)
+    if len(c) <= near:
+        raise ValueError("need distances beyond the near ones")
+    near_mean = float(c[:near].mean())
+    far = c[near:]
+    top = int(np.argmax(c)) + 1                      # the most similar distance overall
+    far_top = int(np.argmax(far)) + near + 1
+    vals = {"c1": float(c[0]), "c2": float(c[1]), "near": near, "near_mean": near_mean,
+            "top": top, "top_cos": float(c[top - 1]), "far_top": far_top,
+            "far_top_cos": float(c[far_top - 1]), "far_min": float(far.min())}
+    if near_mean >= float(far.max()) + margin:
+        return Claim("positions", "neighbours", vals)
+    return Claim("positions", "not_by_distance", vals,
+                 WEAK if near_mean >= float(far.max()) - margin else STRONG)
+
+
+# ------------------------------------------------------------------ pronoun --------------
+def pronoun(referent: float, control: float, recency: float, uniform: float, *,
+            factor: float = 1.5) -> Claim:
+    """Does the head look at the referent because it is the referent?
+
+    ``referent``: the head's share of attention on the referent; ``control``: the same head, the
+    same sentence with a non-referent in the referent's place; ``recency``: the same head's share
+    on the tokens the same distance back, averaged over the sentence's other positions (what
+    looking back that far gives anyway); ``uniform``: an even spread. The claim "referent" is made
+    only when the referent beats both the control and the recency baseline by ``factor`` and an
+    even spread by 2×.
+
+    >>> pronoun(0.6, 0.1, 0.15, 0.2).statement, pronoun(0.5, 0.45, 0.2, 0.2).statement
+    ('referent', 'control')
+    >>> pronoun(0.5, 0.1, 0.45, 0.2).statement, pronoun(0.3, 0.1, 0.1, 0.2).statement
+    ('recency', 'none')
+    """
+    r, c, rc, u = (float(x) for x in (referent, control, recency, uniform))
+    vals = {"share": r, "control": c, "recency": rc, "unif": u,
+            "vs_control": r / c if c > 0 else math.inf, "vs_recency": r / rc if rc > 0 else math.inf,
+            "vs_unif": r / u if u > 0 else math.inf}
+    if r < 2 * u:
+        return Claim("pronoun", "none", vals, WEAK)
+    if r < factor * c:
+        return Claim("pronoun", "control", vals, WEAK)
+    if r < factor * rc:
+        return Claim("pronoun", "recency", vals, WEAK)
+    return Claim("pronoun", "referent", vals)
+
+
+# ------------------------------------------------------------------ power law ------------
+# two-sided 95 % quantiles of Student's t, by degrees of freedom (beyond 30: the normal 1.96)
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+        10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
+
+
+def t95(df: int) -> float:
+    """Two-sided 95 % Student t quantile (the nearest tabulated df at or below ``df``).
+
+    >>> t95(4), t95(11), t95(100)
+    (2.776, 2.228, 1.96)
+    """
+    if df < 1:
+        return math.inf
+    if df > 30:
+        return 1.96
+    return _T95[max(k for k in _T95 if k <= df)]
+
+
+def power_law(ns: Sequence[int], rounds: Sequence[Sequence[float]], *, expected: float = 2.0,
+              effect: float = 1.0) -> Claim:
+    """How time grows with n, from repeated rounds of timings (``rounds[r][i]``: round r at ns[i]).
+
+    Each round gives one log-log slope; their mean and its 95 % interval (Student t over rounds)
+    and their spread are the numbers behind the claim. ``effect`` is the difference the
+    measurement must resolve (n² against n: 1 in slope): an interval as wide as that is "noise"
+    (the noise is larger than the effect). Otherwise "quadratic" when the interval holds
+    ``expected``, "below" or "above" when it lies under or over it.
+
+    >>> ns = [128, 256, 512, 1024, 2048]
+    >>> clean = [[n ** 2 * 1e-9 for n in ns]] * 5
+    >>> power_law(ns, clean).statement
+    'quadratic'
+    """
+    ns = [int(n) for n in ns]
+    if len(ns) < 2 or len(rounds) < 2:
+        raise ValueError("need at least two lengths and two rounds")
+    slopes = np.array([loglog_slope(ns, r) for r in rounds])
+    mean = float(slopes.mean())
+    sd = float(slopes.std(ddof=1))
+    half = t95(len(slopes) - 1) * sd / math.sqrt(len(slopes))
+    lo, hi = mean - half, mean + half
+    vals = {"slope": mean, "lo": lo, "hi": hi, "min": float(slopes.min()), "max": float(slopes.max()),
+            "rounds": len(slopes), "lengths": len(ns), "n0": ns[0], "n1": ns[-1],
+            "per": 2 ** mean, "per_lo": 2 ** lo, "per_hi": 2 ** hi, "expected": expected}
+    if hi - lo >= effect:
+        return Claim("power_law", "noise", vals, WEAK)
+    if lo - 1e-9 <= expected <= hi + 1e-9:
+        return Claim("power_law", "quadratic", vals)
+    return Claim("power_law", "below" if hi + 1e-9 < expected else "above", vals)
+
+
+# ------------------------------------------------------------------ answer shift ---------
+def answer_shift(p_before: float, p_after: float, *, min_change: float = 0.05,
+                 min_ratio: float = 1.5) -> Claim:
+    """Did adding a context change the answer's probability visibly?
+
+    "rises"/"falls" when it moved by at least ``min_change`` (absolute) and by a factor
+    ``min_ratio``; else "unmoved" (the bars would not visibly change).
+
+    >>> answer_shift(0.02, 0.40).statement, answer_shift(0.30, 0.31).statement
+    ('rises', 'unmoved')
+    """
+    a, b = float(p_before), float(p_after)
+    vals = {"before": a, "after": b, "ratio": b / a if a > 0 else math.inf}
+    big = abs(b - a) >= min_change
+    if big and b >= min_ratio * a:
+        return Claim("answer_shift", "rises", vals)
+    if big and a >= min_ratio * b:
+        return Claim("answer_shift", "falls", vals)
+    return Claim("answer_shift", "unmoved", vals, WEAK)
+
+
+# ------------------------------------------------------------------ training baseline ----
+def baseline(steps: Sequence[int], seconds: Sequence[float], losses: Sequence[float],
+             reference: float) -> Claim:
+    """When this run's loss first went below ``reference`` (a baseline's loss).
+
+    "crossed" at step N after T seconds; "not_yet" with the latest gap; "no_data" before the first
+    evaluation.
+
+    >>> c = baseline([10, 20, 30], [5.0, 9.5, 14.0], [7.0, 6.5, 6.2], 6.46)
+    >>> c.statement, c.values["step"], c.values["secs"]
+    ('crossed', 30, 14.0)
+    >>> baseline([10], [5.0], [7.0], 6.46).statement
+    'not_yet'
+    """
+    if not losses:
+        return Claim("baseline", "no_data", {"ref": float(reference)}, WEAK)
+    for s, sec, loss in zip(steps, seconds, losses):
+        if loss < reference:
+            return Claim("baseline", "crossed", {"step": int(s), "secs": float(sec), "loss": float(loss),
+                                                 "ref": float(reference)})
+    return Claim("baseline", "not_yet", {"step": int(steps[-1]), "secs": float(seconds[-1]),
+                                         "loss": float(losses[-1]), "ref": float(reference),
+                                         "gap": float(losses[-1] - reference)}, WEAK)
