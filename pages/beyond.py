@@ -309,6 +309,7 @@ def sec_window():
     from viz.beyond import context_figure
 
     render.md(t("bey.window_md"))
+    render.md(t("bey.note_summary"))
     b = _bundle()
     if b is not None:
         cfg = b.model.cfg
@@ -372,10 +373,12 @@ def sec_post():
     render.md(t("bey.post_md"))
     stages = [(t(f"bey.stage{i}"), t(f"bey.stage{i}_body")) for i in range(1, 4)]
     render.plot(pipeline_figure(stages, title=t("bey.post_title")), key="bey_post", filename="post-training")
+    render.md(t("bey.note_post_order"))
 
 
 def sec_prompt():
     render.md(t("bey.prompt_md"))
+    render.md(t("bey.note_prompt_knowledge"))
     b = _bundle()
     if b is None:
         st.info(t("bey.no_model"))

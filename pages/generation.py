@@ -311,6 +311,7 @@ def _running_text_html(b, s: dict) -> str:
 
 def sec_live() -> None:
     render.md(t("gen.live_intro"))
+    render.md(t("gen.note_many"))
     b = _bundle()
     if b is None:
         return

@@ -190,6 +190,7 @@ def _stepper_section() -> None:
             _show_step(k)
 
         _stepper()
+    render.md(t("tok.note_no_loss"))
 
 
 def _encode_section() -> None:
@@ -211,6 +212,7 @@ def _encode_section() -> None:
         ids = [x.id for x in toks]
         st.code(str(ids[:300]) + (" …" if len(ids) > 300 else ""), language=None)
         render.md(t("tok.ids_note", v=tok.vocab_size, a=ids[0], row=ids[0]))
+    render.md(t("tok.note_not_text"))
 
 
 def _tradeoff_section() -> None:

@@ -45,7 +45,36 @@ def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
                                  "scale": 2},
     }
     st.plotly_chart(fig, key=key, config=config, width="stretch")
-    _remember("fig", f"fig:{key or filename}", fig)
+    # the chart's text twin, computed from its data (viz/describe.py): read by a screen reader
+    # right after the chart, kept out of sight (TWIN_CSS), printed under the chart in the hand-out
+    twin = text_twin(fig)
+    st.markdown(f'<p class="{TWIN_CLASS}" lang="{lang()}">{escape(twin)}</p>', unsafe_allow_html=True)
+    _remember("fig", f"fig:{key or filename}", (fig, twin))
+
+
+TWIN_CLASS = "lmviz-twin"
+# visually hidden, still read by assistive technology; its element container is taken out of the
+# page's flow, so the chart keeps its spacing
+TWIN_CSS = (f"<style>[data-testid=stElementContainer]:has(.{TWIN_CLASS}){{position:absolute;width:1px;"
+            "height:1px;margin:-1px;padding:0;overflow:hidden;clip-path:inset(50%);white-space:nowrap;"
+            "border:0}</style>")
+
+
+def text_twin(fig) -> str:
+    """The figure's text twin in the current language (viz.describe over the catalogue)."""
+    from viz.describe import describe
+
+    return describe(fig, t, lang())
+
+
+def page_language() -> None:
+    """The page's ``<html lang>`` and the twins' style: once per run (app.py). A screen reader
+    picks its voice from ``lang``; Streamlit's own page says "en" whatever the language."""
+    code = lang()
+    st.html(TWIN_CSS)   # style only: Streamlit puts it in the event container (takes no space)
+    with st.sidebar:
+        st.html(f'<script>document.documentElement.lang="{code}";</script>'
+                f'<span data-lmviz-lang="{code}" hidden></span>', unsafe_allow_javascript=True)
 
 
 def svg(markup: str, *, key: str) -> None:
@@ -256,13 +285,16 @@ def export_html(title: str, items, language: str) -> str:
         elif kind == "html":  # markup built by lmviz (text escaped where it was built)
             parts.append(f"<div>{obj}</div>")
         elif kind == "fig":
-            parts.append(obj.to_html(full_html=False, include_plotlyjs=False,
+            fig, twin = obj
+            parts.append(fig.to_html(full_html=False, include_plotlyjs=False,
                                      config={"displaylogo": False}))
+            parts.append(f'<p class="twin">{html.escape(twin)}</p>')
     body = "\n".join(parts)
     return (f'<!DOCTYPE html>\n<html lang="{language}"><head><meta charset="utf-8">'
             f"<title>{html.escape(title)} - lmviz</title>"
             "<style>body{font-family:'Noto Sans','Noto Sans CJK SC',sans-serif;max-width:1100px;"
             "margin:2em auto;padding:0 1em;line-height:1.6}code{background:#f3f3f3;padding:0 .2em}"
+            ".twin{color:#555;font-size:.9em;margin-top:0}"
             "</style>"
             f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script></head>'
             f"<body>\n{body}\n<hr><p><small>lmviz</small></p></body></html>\n")

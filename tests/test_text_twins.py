@@ -1,0 +1,56 @@
+"""Every chart of every chapter has a computed text twin, in the page's language; the page's
+<html lang> follows the language; the hand-out prints each twin under its chart (AppTest)."""
+from __future__ import annotations
+
+import html
+import re
+
+import plotly.graph_objects as go
+import pytest
+
+from tests.apptest_util import open_page
+from ui.chapters import registered
+from ui.i18n import LANGS
+from ui.render import TWIN_CLASS, export_html
+
+PAGES = registered()
+_TWIN = re.compile(rf'<p class="{TWIN_CLASS}" lang="(\w+)">(.*)</p>', re.S)
+
+
+def _html_bodies(node):
+    if type(node).__name__ == "Html":
+        yield node.proto.body
+    for child in getattr(node, "children", {}).values():
+        yield from _html_bodies(child)
+
+
+def _lang_script(at) -> str:
+    """The body of the sidebar's html element that sets <html lang>."""
+    return next(b for b in _html_bodies(at.sidebar) if "documentElement.lang" in b)
+
+
+@pytest.mark.apptest
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("chapter", PAGES, ids=[c.slug or "home" for c in PAGES])
+def test_every_chart_has_a_text_twin_in_the_language(chapter, lang):
+    at = open_page(None if chapter.slug == "" else chapter.file, lang)
+    twins = [m for m in (_TWIN.fullmatch(str(e.value)) for e in at.markdown) if m]
+    charts = at.get("plotly_chart")
+    assert len(twins) == len(charts), "one twin per chart"
+    for m in twins:
+        assert m.group(1) == lang
+        text = html.unescape(m.group(2))
+        assert len(text) > 20 and "{" not in text, text          # formatted, not a bare pattern
+        if lang == "zh":
+            assert re.search(r"[\u4e00-\u9fff]", text), text
+            assert "points" not in text and "bars" not in text, text
+    if chapter.slug == "":   # AppTest runs a switched-to page alone; app.py (the shell) only here
+        assert f'documentElement.lang="{lang}"' in _lang_script(at)
+
+
+def test_the_handout_prints_each_twin_under_its_chart():
+    fig = go.Figure(go.Bar(x=["a"], y=[1.0]))
+    page = export_html("T", [("h", "S"), ("fig", (fig, "Chart: <one> bar."))], "zh")
+    assert '<html lang="zh">' in page
+    chart, twin = page.index('class="plotly-graph-div"'), page.index("Chart: &lt;one&gt; bar.")
+    assert chart < twin
