@@ -22,6 +22,8 @@ def magnitude(x: float, lang: str = "en", digits: int = 3) -> str:
     ('1.38 万亿', '42.9 亿', '1.23 万', '950')
     >>> magnitude(12_300_000), magnitude(-2.5e6, "zh"), magnitude(1e18), magnitude(1e18, "zh")
     ('12.3 M', '-250 万', '1 × 10¹⁸', '1 × 10¹⁸')
+    >>> magnitude(6.71e7, "zh"), magnitude(5e13)
+    ('6710 万', '50 T')
     """
     if not math.isfinite(x):
         return str(x)
@@ -30,8 +32,14 @@ def magnitude(x: float, lang: str = "en", digits: int = 3) -> str:
         return sci(x, digits)
     for unit, v in units:
         if abs(x) >= v:
-            return f"{x / v:.{digits}g} {unit}"
-    return f"{x:.{digits}g}"
+            return f"{_sig(x / v, digits)} {unit}"
+    return _sig(x, digits)
+
+
+def _sig(v: float, digits: int) -> str:
+    """``digits`` significant digits, never exponent notation (6710, not 6.71e+03)."""
+    text = f"{v:.{digits}g}"
+    return f"{v:.0f}" if "e" in text else text
 
 
 def sci(x: float, digits: int = 3) -> str:

@@ -8,7 +8,7 @@ from plotly.subplots import make_subplots
 
 from lmviz.numfmt import magnitude, short
 from ui.i18n import LANGS, translate
-from viz.describe import describe, plain
+from viz.describe import describe, plain, spaced
 
 
 def _tr(lang):
@@ -71,7 +71,8 @@ def test_a_heatmap_names_its_size_and_extreme_cells(lang):
     text = _twin(fig, lang)
     assert "0.9" in text and "k2" in text and "q1" in text          # largest cell
     assert "−0.2" in text and "q2" in text                           # smallest, with a true minus
-    assert translate("twin.heatmap_empty", lang, n=1).strip() in text   # the masked cell is counted
+    empty = translate("twin.heatmap_empty", lang, n=1).strip()
+    assert (spaced(empty) if lang == "zh" else empty) in text          # the masked cell is counted
 
 
 def test_subplot_titles_name_unnamed_traces():
@@ -116,3 +117,8 @@ def test_plain_drops_plotly_markup_only():
 def test_number_formats():
     assert magnitude(4.29e9, "zh") == "42.9 亿" and magnitude(4.29e9) == "4.29 B"
     assert short(-0.25) == "−0.25" and short(1e-7) == "1 × 10⁻⁷"
+
+
+def test_chinese_twin_spaces_latin_and_numbers_from_han():
+    fig = go.Figure(go.Bar(x=["我", "robot"], y=[3, 4], name="次数"))
+    assert "次数，共 2 根柱：我 = 3、robot = 4。" in _twin(fig, "zh")

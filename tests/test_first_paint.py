@@ -55,3 +55,12 @@ def test_serve_py_routes_every_chapter():
     paths = sorted(r.path for r in first_paint.routes())
     assert paths == sorted("/" + c.slug for c in registered())
     assert "first_paint.routes()" in Path(ROOT / "serve.py").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_page_says_its_language_in_html_lang(lang):
+    """A screen reader picks its voice from <html lang>: the served page says the link's
+    language from the first byte (app.py keeps it right afterwards, on every run)."""
+    html = first_paint.page("/attention", f"lang={lang}")
+    assert html.count("<html") == 1 and f'<html lang="{lang}">' in html
+    assert '<html lang="en">' in first_paint.page("/attention", "lang=%22%3E")   # never echoed

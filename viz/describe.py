@@ -293,4 +293,21 @@ def describe(fig: go.Figure, tr: Tr, lang: str = "en") -> str:
                             more=_more(len(labels) - MAX_LABELS, tr)))
         else:
             parts.append(tr("twin.empty"))
-    return ("" if lang == "zh" else " ").join(p.strip() for p in parts)
+    if lang == "zh":
+        return spaced("".join(p.strip() for p in parts))
+    return " ".join(p.strip() for p in parts)
+
+
+_HAN = "\u4e00-\u9fff"
+_LATIN = r"A-Za-z0-9\[\]()+\-−<>_|‖√·"
+
+
+def spaced(text: str) -> str:
+    """Chinese text with one half-width space between a Han character and a Latin word, number or
+    symbol (the glossary's rule), whatever the values put into a pattern were.
+
+    >>> spaced("共3根柱：最高的是robot（0.5），在第2层")
+    '共 3 根柱：最高的是 robot（0.5），在第 2 层'
+    """
+    text = re.sub(rf"([{_HAN}])([{_LATIN}])", r"\1 \2", text)
+    return re.sub(rf"([{_LATIN}])([{_HAN}])", r"\1 \2", text)

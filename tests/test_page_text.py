@@ -1,7 +1,9 @@
-"""Every chart of every chapter has a computed text twin, in the page's language; the page's
-<html lang> follows the language; the hand-out prints each twin under its chart (AppTest)."""
+"""What each chapter's page says, read from one AppTest run per page and language: every chart has
+a computed text twin in the page's language; <html lang> follows the language; the notes' points
+stand beside their chapters; the hand-out prints each twin under its chart."""
 from __future__ import annotations
 
+import functools
 import html
 import re
 
@@ -10,7 +12,7 @@ import pytest
 
 from tests.apptest_util import open_page
 from ui.chapters import registered
-from ui.i18n import LANGS
+from ui.i18n import LANGS, translate
 from ui.render import TWIN_CLASS, export_html
 
 PAGES = registered()
@@ -29,11 +31,17 @@ def _lang_script(at) -> str:
     return next(b for b in _html_bodies(at.sidebar) if "documentElement.lang" in b)
 
 
+@functools.lru_cache(maxsize=None)
+def _run(file: str, lang: str):
+    """One run of a page per language for all the checks of this module (read only)."""
+    return open_page(None if file == PAGES[0].file else file, lang)
+
+
 @pytest.mark.apptest
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("chapter", PAGES, ids=[c.slug or "home" for c in PAGES])
 def test_every_chart_has_a_text_twin_in_the_language(chapter, lang):
-    at = open_page(None if chapter.slug == "" else chapter.file, lang)
+    at = _run(chapter.file, lang)
     twins = [m for m in (_TWIN.fullmatch(str(e.value)) for e in at.markdown) if m]
     charts = at.get("plotly_chart")
     assert len(twins) == len(charts), "one twin per chart"
@@ -54,3 +62,19 @@ def test_the_handout_prints_each_twin_under_its_chart():
     assert '<html lang="zh">' in page
     chart, twin = page.index('class="plotly-graph-div"'), page.index("Chart: &lt;one&gt; bar.")
     assert chart < twin
+
+
+# the notes' points that lmviz lacked (issue 23, item 5), each where its chapter is
+NOTES = {"pages/tokenization.py": ("tok.note_no_loss", "tok.note_not_text"),
+         "pages/autoregression.py": ("ar.note_factorisation",),
+         "pages/generation.py": ("gen.note_many",),
+         "pages/beyond.py": ("bey.note_summary", "bey.note_post_order", "bey.note_prompt_knowledge")}
+
+
+@pytest.mark.apptest
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("file", sorted(NOTES))
+def test_the_notes_points_stand_beside_their_chapter(file, lang):
+    shown = [str(m.value) for m in _run(file, lang).markdown]
+    for key in NOTES[file]:
+        assert translate(key, lang) in shown, key
