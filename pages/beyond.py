@@ -296,10 +296,10 @@ def sec_knowledge():
     passage = best_sentence(docs[best].text, query)
     left, right = st.columns([2, 3])
     with left:
-        render.plot(scores_figure([docs[i].name for i in order], scores[order], 0, x_label=t("bey.bm25"),
+        render.plot(scores_figure([docs[i].title for i in order], scores[order], 0, x_label=t("bey.bm25"),
                                   title=t("bey.ret_title")), key="bey_scores", filename="retrieval-scores")
     with right:
-        render.md(t("bey.passage", name=render.escape(docs[best].name)))
+        render.md(t("bey.passage", name=render.escape(docs[best].title)))
         st.code(passage, language=None)
         _shift(query, passage + " ", (t("bey.without_ctx"), t("bey.with_ctx")), "bey_shift", t("bey.shift_title"))
     render.md(t("bey.know_caveat"))

@@ -1,6 +1,7 @@
 """What each chapter's page says, read from one AppTest run per page and language: every chart has
 a computed text twin in the page's language; <html lang> follows the language; the notes' points
-stand beside their chapters; the hand-out prints each twin under its chart."""
+stand beside their chapters; the text code builds follows the glossary's checked table; the
+hand-out prints each twin under its chart."""
 from __future__ import annotations
 
 import functools
@@ -10,7 +11,8 @@ import re
 import plotly.graph_objects as go
 import pytest
 
-from tests.apptest_util import open_page
+from tests.apptest_util import all_text, open_page
+from tests.test_glossary import rules, violations
 from ui.chapters import registered
 from ui.i18n import LANGS, translate
 from ui.render import TWIN_CLASS, export_html
@@ -78,3 +80,27 @@ def test_the_notes_points_stand_beside_their_chapter(file, lang):
     shown = [str(m.value) for m in _run(file, lang).markdown]
     for key in NOTES[file]:
         assert translate(key, lang) in shown, key
+
+
+def _page_text(at) -> str:
+    """What a reader (or a screen reader) gets from the page: prose, captions, alerts, metrics and
+    the charts' twins (which carry the figures' titles, axis titles, trace names and tick texts)."""
+    parts = [all_text(at)]
+    for m in at.metric:
+        parts += [str(m.label), str(m.value)]
+    text = "\n".join(parts)
+    text = re.sub(r"<(style|svg)\b.*?</\1>", " ", text, flags=re.S)   # markup, not text
+    return html.unescape(re.sub(r"<[^>]+>", " ", text))
+
+
+PAGE_RULES = [r for r in rules() if r.on_pages()]
+
+
+@pytest.mark.apptest
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("chapter", PAGES, ids=[c.slug or "home" for c in PAGES])
+def test_text_built_by_code_follows_the_glossary(chapter, lang):
+    text = _page_text(_run(chapter.file, lang))
+    found = [f"{r.preferred}: …{hit}…" for r in PAGE_RULES if lang in r.langs()
+             for hit in violations(r, text, catalogue_string=False)]
+    assert found == [], "\n".join(found)

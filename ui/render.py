@@ -55,9 +55,9 @@ def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
 TWIN_CLASS = "lmviz-twin"
 # visually hidden, still read by assistive technology; its element container is taken out of the
 # page's flow, so the chart keeps its spacing
-TWIN_CSS = (f"<style>[data-testid=stElementContainer]:has(.{TWIN_CLASS}){{position:absolute;width:1px;"
-            "height:1px;margin:-1px;padding:0;overflow:hidden;clip-path:inset(50%);white-space:nowrap;"
-            "border:0}</style>")
+TWIN_CSS = (f"<style>[data-testid=stElementContainer]:has(.{TWIN_CLASS}){{position:absolute!important;"
+            "width:1px!important;min-width:0!important;height:1px!important;margin:-1px;padding:0;"
+            "overflow:hidden;clip-path:inset(50%);white-space:nowrap;border:0}</style>")
 
 
 def text_twin(fig) -> str:
