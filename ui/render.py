@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from ui.i18n import lang, t
+from ui.i18n import lang, t, translate
 
 _EXPORT = "lmviz_export"          # session key: {"title": str, "items": {id: ("md"|"fig", obj)}}
 PRESENT_FONT = 20                 # figure font size in presenter mode (14 otherwise)
@@ -67,11 +67,30 @@ def text_twin(fig) -> str:
     return describe(fig, t, lang())
 
 
+_DROPZONE = "[data-testid=stFileUploaderDropzone]"
+
+
+def uploader_css(code: str) -> str:
+    """Streamlit 1.67 writes its file uploader's button ("Upload") and its size line ("64MB per file
+    • TXT") in English whatever the page's language, with no option to change them. Outside English
+    the button's text is replaced by the catalogue's (CSS generated content, which a screen reader
+    also reads) and the size line is hidden: every lmviz uploader's label already gives the file
+    type and the limit in the page's language."""
+    if code == "en":
+        return ""
+    import json
+
+    label = json.dumps(translate("common.upload_button", code), ensure_ascii=False)
+    p = f"{_DROPZONE} button [data-testid=stMarkdownContainer] p"
+    return (f"<style>{p}{{font-size:0}}{p}::after{{content:{label};font-size:1rem}}"
+            "[data-testid=stFileUploaderDropzoneInstructions]{display:none}</style>")
+
+
 def page_language() -> None:
     """The page's ``<html lang>`` and the twins' style: once per run (app.py). A screen reader
     picks its voice from ``lang``; Streamlit's own page says "en" whatever the language."""
     code = lang()
-    st.html(TWIN_CSS)   # style only: Streamlit puts it in the event container (takes no space)
+    st.html(TWIN_CSS + uploader_css(code))   # style only: Streamlit puts it in the event container
     with st.sidebar:
         st.html(f'<script>document.documentElement.lang="{code}";</script>'
                 f'<span data-lmviz-lang="{code}" hidden></span>', unsafe_allow_javascript=True)
