@@ -9,7 +9,7 @@ import streamlit as st
 
 from lmviz.bpe import split_heldout, train_bpe, vocab_tradeoff
 from ui import render, urlstate
-from ui.i18n import lang, t
+from ui.i18n import lang, listed, t
 from viz.tokenization import (pair_counts_figure, segmentation, token_chips_html,
                               tradeoff_figure, visible)
 
@@ -125,7 +125,7 @@ def _show_step(k: int) -> None:
     render.md(t("tok.step_msg", k=k, a=_md(h.pair[0]), b=_md(h.pair[1]), tok=_md(h.token),
                   id=h.new_id, c=h.count))
     if h.tied:
-        names = ", ".join(f"({_md(a)} + {_md(b)})" for a, b in h.tied)
+        names = listed(f"({_md(a)} + {_md(b)})" for a, b in h.tied)
         render.md(t("tok.tie_msg", pairs=names, c=h.count, a=_md(h.pair[0]), ida=h.ids[0],
                       b=_md(h.pair[1]), idb=h.ids[1]))
     left, right = st.columns([3, 2])
@@ -257,7 +257,7 @@ def _special_column(title: str, tk, sample: str) -> None:
         render.md(t("tok.sp_marker", marker=_prose(MARKERS["bos"]), n=len(p),
                     pieces=" ".join(urlstate.literal(x) for x in p)))
     r = encode_unknown(tk, sample)
-    chars = "、".join(r.unknown) if lang() == "zh" else ", ".join(r.unknown)
+    chars = listed(r.unknown)
     if not r.unknown:
         render.md(t("tok.sp_all_known"))
     elif r.policy == "error":
@@ -266,7 +266,7 @@ def _special_column(title: str, tk, sample: str) -> None:
         render.md(t("tok.sp_unk_bytes", chars=_prose(chars)))
     else:
         unk = sp.reserved[[x.role for x in sp.reserved].index("unk")]
-        pos = ("、" if lang() == "zh" else ", ").join(str(i + 1) for i in r.unk_positions)
+        pos = listed(i + 1 for i in r.unk_positions)
         render.md(t("tok.sp_unk_unk", tok=_prose(unk.text), id=unk.id, positions=pos,
                     decoded=_prose(r.decoded)))
     st.code(" | ".join(visible(x) for x in r.pieces) or "∅", language=None)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ui.i18n import CATALOGUE_DIR, catalogue
+from ui.i18n import CATALOGUE_DIR, catalogue, listed
 
 GLOSSARY = CATALOGUE_DIR / "GLOSSARY.md"
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
@@ -103,3 +103,10 @@ def test_each_rule_catches_its_variant(text, preferred):
                                   "989 TFLOP/s", "每层 {block_size} 个位置", "MHA 的缓存是 GQA 的 4 倍"])
 def test_allowed_forms_pass(text):
     assert not [r.preferred for r in rules() if violations(r, text)]
+
+
+def test_lists_built_by_code_use_the_languages_separator():
+    assert listed(["我", "喜欢", "学习"], "zh") == "我、喜欢、学习"
+    assert listed([1, 2], "en") == "1, 2"
+    rule = next(r for r in rules() if r.preferred.startswith("、 and"))
+    assert not violations(rule, listed(["红色", "蓝色"], "zh"), catalogue_string=False)

@@ -41,3 +41,12 @@ def translate(key: str, code: str, **fmt) -> str:
 def t(key: str, **fmt) -> str:
     """The string for ``key`` in the current language."""
     return translate(key, lang(), **fmt)
+
+
+def listed(items, code: str | None = None) -> str:
+    """Items of a list built by code, joined as the language writes a list: "a, b" / "甲、乙".
+
+    >>> listed(["我", "喜欢"], "zh"), listed(["I", "love"], "en")
+    ('我、喜欢', 'I, love')
+    """
+    return ("、" if (code or lang()) == "zh" else ", ").join(str(x) for x in items)

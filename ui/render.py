@@ -93,7 +93,7 @@ def page_language() -> None:
     st.html(TWIN_CSS + uploader_css(code))   # style only: Streamlit puts it in the event container
     with st.sidebar:
         st.html(f'<script>document.documentElement.lang="{code}";</script>'
-                f'<span data-lmviz-lang="{code}" hidden></span>', unsafe_allow_javascript=True)
+                unsafe_allow_javascript=True)
 
 
 def svg(markup: str, *, key: str) -> None:

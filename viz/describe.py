@@ -76,9 +76,9 @@ def _end(lang: str) -> str:
     return "。" if lang == "zh" else "."
 
 
-def _trend(ys: list[float], tr: Tr) -> str:
+def _trend(ys: np.ndarray, tr: Tr) -> str:
     """Rises / falls throughout, rises / falls overall, ends where it starts, level."""
-    lo, hi = min(ys), max(ys)
+    lo, hi = float(ys.min()), float(ys.max())
     if hi - lo <= 1e-12 * max(1.0, abs(hi)):
         return tr("twin.trend.flat")
     d = np.diff(ys)
@@ -92,73 +92,87 @@ def _trend(ys: list[float], tr: Tr) -> str:
     return tr("twin.trend.rises" if change > 0 else "twin.trend.falls")
 
 
-def _scatter(trace, name: str, tr: Tr, lang: str) -> str | None:
-    xs, ys = _values(trace.x), _values(trace.y)
-    if not ys and xs:
-        return None
-    if not xs:
-        xs = list(range(len(ys)))
-    pts = [(x, float(y)) for x, y in zip(xs, ys) if _is_num(y)]
+def _numbers(arr) -> np.ndarray:
+    """A trace's values as floats (NaN where a value is missing or not a number), vectorised."""
+    try:
+        out = np.asarray(arr, dtype=float)
+    except (TypeError, ValueError):
+        out = np.array([float(v) if _is_num(v) else np.nan for v in arr], dtype=float)
+    return np.where(np.isfinite(out), out, np.nan) if out.size else out
+
+
+def _positions(arr, n: int) -> list:
+    values = _values(arr)
+    return values if len(values) == n else list(range(n))
+
+
+def _scatter(trace, name: str, tr: Tr, lang: str, fx: Callable, fy: Callable) -> str | None:
+    ys = _numbers(_values(trace.y))
     mode = trace.mode or "lines+markers"
-    if not pts:
+    ok = np.flatnonzero(~np.isnan(ys)) if ys.ndim == 1 else np.array([], dtype=int)
+    if not ok.size:
         labels = [plain(s) for s in _values(trace.text) if plain(s)]
         if "text" in mode and labels:
             return tr("twin.labels", name=name, labels=_join(labels[:MAX_LABELS], lang),
                       more=_more(len(labels) - MAX_LABELS, tr))
         return None
-    if len(pts) == 1:
-        x, y = pts[0]
-        return tr("twin.point", name=name, x=_label(x, lang), y=short(y, lang))
-    y_only = [y for _, y in pts]
-    lo = int(np.argmin(y_only))
-    hi = int(np.argmax(y_only))
+    xs = _positions(trace.x, len(ys))
+
+    def x(i):
+        return _label(fx(xs[i]), lang)
+
+    def y(i):
+        return short(float(ys[i]), lang)
+    if ok.size == 1:
+        return tr("twin.point", name=name, x=x(ok[0]), y=y(ok[0]))
+    lo, hi = ok[int(np.argmin(ys[ok]))], ok[int(np.argmax(ys[ok]))]
     key = "twin.line" if "lines" in mode else "twin.points"
-    return tr(key, name=name, n=len(pts), x0=_label(pts[0][0], lang), y0=short(pts[0][1], lang),
-              x1=_label(pts[-1][0], lang), y1=short(pts[-1][1], lang),
-              xmin=_label(pts[lo][0], lang), ymin=short(pts[lo][1], lang),
-              xmax=_label(pts[hi][0], lang), ymax=short(pts[hi][1], lang), trend=_trend(y_only, tr))
+    return tr(key, name=name, n=ok.size, x0=x(ok[0]), y0=y(ok[0]), x1=x(ok[-1]), y1=y(ok[-1]),
+              xmin=x(lo), ymin=y(lo), xmax=x(hi), ymax=y(hi), trend=_trend(ys[ok], tr))
 
 
 def _more(n: int, tr: Tr) -> str:
     return tr("twin.more_labels", n=n) if n > 0 else ""
 
 
-def _bar(trace, name: str, tr: Tr, lang: str) -> str | None:
-    cats, vals = _values(trace.x), _values(trace.y)
-    if trace.orientation == "h":
-        cats, vals = vals, cats
-    if not cats:
-        cats = list(range(len(vals)))
-    bars = [(c, float(v)) for c, v in zip(cats, vals) if _is_num(v)]
-    if not bars:
+def _bar(trace, name: str, tr: Tr, lang: str, fx: Callable, fy: Callable) -> str | None:
+    horizontal = trace.orientation == "h"
+    vals = _numbers(_values(trace.x if horizontal else trace.y))
+    ok = np.flatnonzero(~np.isnan(vals)) if vals.ndim == 1 else np.array([], dtype=int)
+    if not ok.size:
         return None
-    if len(bars) <= MAX_BARS:
-        listed = _join([tr("twin.pair", label=_label(c, lang), value=short(v, lang)) for c, v in bars], lang)
-        return tr("twin.bars_all", name=name, n=len(bars), bars=listed)
-    v = [b for _, b in bars]
-    lo, hi = int(np.argmin(v)), int(np.argmax(v))
-    return tr("twin.bars", name=name, n=len(bars), hi=_label(bars[hi][0], lang), vhi=short(v[hi], lang),
-              lo=_label(bars[lo][0], lang), vlo=short(v[lo], lang))
+    cats = _positions(trace.y if horizontal else trace.x, len(vals))
+    fc = fy if horizontal else fx
+
+    def c(i):
+        return _label(fc(cats[i]), lang)
+    if ok.size <= MAX_BARS:
+        listed = _join([tr("twin.pair", label=c(i), value=short(float(vals[i]), lang)) for i in ok], lang)
+        return tr("twin.bars_all", name=name, n=ok.size, bars=listed)
+    lo, hi = ok[int(np.argmin(vals[ok]))], ok[int(np.argmax(vals[ok]))]
+    return tr("twin.bars", name=name, n=ok.size, hi=c(hi), vhi=short(float(vals[hi]), lang),
+              lo=c(lo), vlo=short(float(vals[lo]), lang))
 
 
-def _heatmap(trace, name: str, tr: Tr, lang: str) -> str | None:
-    z = np.asarray(_values(trace.z), dtype=float) if trace.z is not None else np.zeros((0, 0))
-    if z.ndim != 2 or z.size == 0 or not np.isfinite(z).any():
+def _heatmap(trace, name: str, tr: Tr, lang: str, fx: Callable, fy: Callable) -> str | None:
+    z = _numbers(_values(trace.z)) if trace.z is not None else np.zeros((0, 0))
+    if z.ndim != 2 or z.size == 0 or np.isnan(z).all():
         return None
     rows, cols = z.shape
-    xs, ys = _values(trace.x), _values(trace.y)
-    xs = xs if len(xs) == cols else list(range(cols))
-    ys = ys if len(ys) == rows else list(range(rows))
-    filled = np.where(np.isfinite(z), z, np.nan)
-    r_hi, c_hi = np.unravel_index(np.nanargmax(filled), z.shape)
-    r_lo, c_lo = np.unravel_index(np.nanargmin(filled), z.shape)
-    n_empty = int((~np.isfinite(z)).sum())
+    xs, ys = _positions(trace.x, cols), _positions(trace.y, rows)
+    r_hi, c_hi = np.unravel_index(np.nanargmax(z), z.shape)
+    r_lo, c_lo = np.unravel_index(np.nanargmin(z), z.shape)
+    n_empty = int(np.isnan(z).sum())
     extra = tr("twin.heatmap_empty", n=n_empty) if n_empty else ""
     if z[r_hi, c_hi] == z[r_lo, c_lo]:
         return tr("twin.heatmap_same", name=name, rows=rows, cols=cols, v=short(z[r_hi, c_hi], lang)) + extra
     return tr("twin.heatmap", name=name, rows=rows, cols=cols,
-              vhi=short(z[r_hi, c_hi], lang), rhi=_label(ys[r_hi], lang), chi=_label(xs[c_hi], lang),
-              vlo=short(z[r_lo, c_lo], lang), rlo=_label(ys[r_lo], lang), clo=_label(xs[c_lo], lang)) + extra
+              vhi=short(z[r_hi, c_hi], lang), rhi=_label(fy(ys[r_hi]), lang), chi=_label(fx(xs[c_hi]), lang),
+              vlo=short(z[r_lo, c_lo], lang), rlo=_label(fy(ys[r_lo]), lang), clo=_label(fx(xs[c_lo]), lang)) + extra
+
+
+def _same(v):
+    return v
 
 
 _BUILDERS = {"scatter": _scatter, "scattergl": _scatter, "bar": _bar, "heatmap": _heatmap}
@@ -192,20 +206,6 @@ def _ticks(axis) -> Callable | None:
 
 def _hidden(axis) -> bool:
     return axis is not None and axis.visible is False
-
-
-def _relabel(trace, layout):
-    """The trace with its x / y positions replaced by the tick texts shown under them."""
-    fx = _ticks(_axis(layout, getattr(trace, "xaxis", None), "x"))
-    fy = _ticks(_axis(layout, getattr(trace, "yaxis", None), "y"))
-    if fx is None and fy is None:
-        return trace
-    t = go.Figure(trace).data[0]
-    if fx is not None and t.x is not None:
-        t.x = [fx(v) for v in _values(t.x)]
-    if fy is not None and t.y is not None:
-        t.y = [fy(v) for v in _values(t.y)]
-    return t
 
 
 def _panel_title(layout, xa, ya) -> str:
@@ -251,6 +251,7 @@ def describe(fig: go.Figure, tr: Tr, lang: str = "en") -> str:
     parts = [tr("twin.figure", title=title) if title else tr("twin.untitled")]
     seen_axes: set[tuple[str, str]] = set()
     described = 0
+    ticks: dict[str, Callable] = {}   # axis ref -> its tick-text mapping (one per axis)
     skipped = 0
     for i, trace in enumerate(fig.data):
         build = _BUILDERS.get(trace.type)
@@ -263,13 +264,18 @@ def describe(fig: go.Figure, tr: Tr, lang: str = "en") -> str:
         if described >= MAX_TRACES:
             skipped += 1
             continue
-        trace = _relabel(trace, layout)
+        xr, yr = getattr(trace, "xaxis", None) or "x", getattr(trace, "yaxis", None) or "y"
+        if xr not in ticks:
+            ticks[xr] = _ticks(xa) or _same
+        if yr not in ticks:
+            ticks[yr] = _ticks(ya) or _same
+        fx, fy = ticks[xr], ticks[yr]
         name = plain(trace.name) or _panel_title(layout, xa, ya)
         if not name and len(fig.data) == 1:
             # the only series: call it by what it measures
             value_axis = xa if trace.type == "bar" and trace.orientation == "h" else ya
             name = _title(value_axis) if value_axis is not None else ""
-        text = build(trace, name or tr("twin.series", i=i + 1), tr, lang)
+        text = build(trace, name or tr("twin.series", i=i + 1), tr, lang, fx, fy)
         if not text:
             continue
         axes = (getattr(trace, "xaxis", None) or "x", getattr(trace, "yaxis", None) or "y")
