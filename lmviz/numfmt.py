@@ -7,6 +7,7 @@ them in 万 (10⁴) and 亿 (10⁸): 69.2 B parameters is "692 亿", 1.38 T toke
 from __future__ import annotations
 
 import math
+import re
 
 _EN = (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3))
 _ZH = (("万亿", 1e12), ("亿", 1e8), ("万", 1e4))
@@ -55,6 +56,19 @@ def sci(x: float, digits: int = 3) -> str:
     if abs(m) >= 10:   # rounding carried into the next power
         m, e = m / 10, e + 1
     return f"{m:.{digits}g} × 10{str(e).translate(_SUP)}"
+
+
+_UNIT_SPACE = re.compile(r"(\d (?:万亿|亿|万)) (?=[\u4e00-\u9fff])")
+
+
+def tidy_zh(text: str) -> str:
+    """Chinese prose after a magnitude was put into a pattern ("{n} 个参数" with n = "692 亿"):
+    no space between the unit and the next Han character.
+
+    >>> tidy_zh("692 亿 个参数、1.38 万亿 个 token")
+    '692 亿个参数、1.38 万亿个 token'
+    """
+    return _UNIT_SPACE.sub(r"\1", text)
 
 
 def short(x: float, lang: str = "en") -> str:

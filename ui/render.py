@@ -92,7 +92,7 @@ def page_language() -> None:
     code = lang()
     st.html(TWIN_CSS + uploader_css(code))   # style only: Streamlit puts it in the event container
     with st.sidebar:
-        st.html(f'<script>document.documentElement.lang="{code}";</script>'
+        st.html(f'<script>document.documentElement.lang="{code}";</script>',
                 unsafe_allow_javascript=True)
 
 
@@ -137,6 +137,10 @@ def upload_text(up, max_bytes: int, messages: dict[str, str], *, nul_ok: bool = 
 
 def md(text: str) -> None:
     """``st.markdown`` for chapter prose (kept for the HTML hand-out). Never pass raw user text."""
+    if lang() == "zh":
+        from lmviz.numfmt import tidy_zh
+
+        text = tidy_zh(text)
     st.markdown(text)
     _remember("md", f"md:{hash(text)}", text)
 
