@@ -104,3 +104,13 @@ def test_text_built_by_code_follows_the_glossary(chapter, lang):
     found = [f"{r.preferred}: …{hit}…" for r in PAGE_RULES if lang in r.langs()
              for hit in violations(r, text, catalogue_string=False)]
     assert found == [], "\n".join(found)
+
+
+def test_streamlits_uploader_button_speaks_the_page_language():
+    from ui.render import uploader_css
+
+    assert uploader_css("en") == ""                       # Streamlit's own English stays
+    css = uploader_css("zh")
+    assert f'content:"{translate("common.upload_button", "zh")}"' in css
+    assert "stFileUploaderDropzoneInstructions]{display:none}" in css   # "64MB per file" hidden
+    assert css.startswith("<style>") and css.endswith("</style>") and css.count("<") == 2
