@@ -14,7 +14,7 @@ from pathlib import Path  # noqa: E402
 
 import streamlit as st  # noqa: E402
 
-from ui import session
+from ui import render, session
 from ui.chapters import registered
 from ui.i18n import LANG_NAMES, LANGS, t
 
@@ -51,6 +51,7 @@ if st.session_state["present"]:
                 "</style>", unsafe_allow_html=True)
 elif "present" in st.query_params:
     del st.query_params["present"]
+render.page_language()   # <html lang> follows the language; the charts' text twins stay unseen
 
 chapters = registered()
 pages = [

@@ -76,6 +76,7 @@ def sec_chain():
         c2.metric(t("ar.sum_logs"), f"{r.log_joint:.4f}")
         st.caption(t("ar.check_exp", v=f"{r.log_joint:.4f}", p=f"{r.joint:.4f}"))
     st.info(t("ar.made_up") + " " + t("common.filled_gap"))
+    render.md(t("ar.note_factorisation"))
 
 
 def sec_live():

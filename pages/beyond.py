@@ -316,10 +316,10 @@ def sec_knowledge():
     passage = best_sentence(docs[best].text, query)
     left, right = st.columns([2, 3])
     with left:
-        render.plot(scores_figure([docs[i].name for i in order], scores[order], 0, x_label=t("bey.bm25"),
+        render.plot(scores_figure([docs[i].title for i in order], scores[order], 0, x_label=t("bey.bm25"),
                                   title=t("bey.ret_title")), key="bey_scores", filename="retrieval-scores")
     with right:
-        render.md(t("bey.passage", name=render.escape(docs[best].name)))
+        render.md(t("bey.passage", name=render.escape(docs[best].title)))
         st.code(passage, language=None)
         answer = t(f"bey.{ANSWER_KEYS[presets.index(query)]}_answer")
         st.caption(t("bey.answer_is", answer=render.escape(answer)))
@@ -332,6 +332,7 @@ def sec_window():
     from viz.beyond import context_figure
 
     render.md(t("bey.window_md"))
+    render.md(t("bey.note_summary"))
     b = _bundle()
     if b is not None:
         cfg = b.model.cfg
@@ -395,10 +396,12 @@ def sec_post():
     render.md(t("bey.post_md"))
     stages = [(t(f"bey.stage{i}"), t(f"bey.stage{i}_body")) for i in range(1, 4)]
     render.plot(pipeline_figure(stages, title=t("bey.post_title")), key="bey_post", filename="post-training")
+    render.md(t("bey.note_post_order"))
 
 
 def sec_prompt():
     render.md(t("bey.prompt_md"))
+    render.md(t("bey.note_prompt_knowledge"))
     b = _bundle()
     if b is None:
         st.info(t("bey.no_model"))

@@ -3,7 +3,6 @@ stepped through on the live model's own q, k, v and proven exact (FlashAttention
 the live model, and the budget calculators: 6ND, Chinchilla, training memory (compute-budget example)."""
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
@@ -31,26 +30,18 @@ render.page_header("cost.title", "cost.intro")
 
 
 def _human(x: float) -> str:
-    """12_300_000 -> '12.3 M' (K, M, B, T: the units model cards use in both languages)."""
-    for unit, v in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(x) >= v:
-            return f"{x / v:.3g} {unit}"
-    return f"{x:.3g}"
+    """12_300_000 -> '12.3 M' in English, '1230 万' in Chinese (lmviz.numfmt.magnitude)."""
+    from lmviz.numfmt import magnitude
+    from ui.i18n import lang
 
-
-_SUP = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+    return magnitude(x, lang())
 
 
 def _sci(x: float) -> str:
-    """5.88e23 -> '5.88 × 10²³' (Unicode superscripts: plain text, safe in Markdown).
+    """5.88e23 -> '5.88 × 10²³' (lmviz.numfmt.sci)."""
+    from lmviz.numfmt import sci
 
-    >>> _sci(5.88e23)
-    '5.88 × 10²³'
-    """
-    if x == 0:
-        return "0"
-    e = int(math.floor(math.log10(abs(x))))
-    return f"{x / 10 ** e:.3g} × 10{str(e).translate(_SUP)}"
+    return sci(x)
 
 
 def _mib(b: float) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 import streamlit as st
 
 from ui import session, render, urlstate
-from ui.i18n import lang, t
+from ui.i18n import lang, listed, t
 from viz.generation import (candidates_figure, filter_figure, greedy_steps_figure, prob_bars,
                             temperature_curves_figure, tree_figure)
 from viz.tokenization import visible
@@ -149,10 +149,10 @@ def sec_filters() -> None:
     mass = float(sum(PROBS[i] for i in d.kept))
     probs = ", ".join(f"{PROB_LABELS[i]}={float(d.p_final[i]):.3f}" for i in d.kept)
     if k and len(d.kept_k) < len(PROBS):
-        render.md(t("gen.kept_msg_k", n=len(kept), kept=", ".join(kept), mass=f"{mass:.2f}", nk=len(d.kept_k),
+        render.md(t("gen.kept_msg_k", n=len(kept), kept=listed(kept), mass=f"{mass:.2f}", nk=len(d.kept_k),
                       mass_k=f"{float(sum(PROBS[i] for i in d.kept_k)):.2f}", probs=probs))
     else:
-        render.md(t("gen.kept_msg", n=len(kept), kept=", ".join(kept), mass=f"{mass:.2f}", probs=probs))
+        render.md(t("gen.kept_msg", n=len(kept), kept=listed(kept), mass=f"{mass:.2f}", probs=probs))
     render.md(_filter_why())
 
 
@@ -312,6 +312,7 @@ def _running_text_html(b, s: dict) -> str:
 
 def sec_live() -> None:
     render.md(t("gen.live_intro"))
+    render.md(t("gen.note_many"))
     b = _bundle()
     if b is None:
         return

@@ -8,7 +8,7 @@ import streamlit as st
 
 from ui import session, render, urlstate
 from ui.chapters import by_slug, registered
-from ui.i18n import t
+from ui.i18n import listed, t
 from viz.tokenization import visible
 
 render.page_header("kv.title", "kv.intro")
@@ -218,9 +218,9 @@ def sec_why():
 
     render.plot(edit_figure(kd, _labels(edited), pos, title=t("kv.edit_title"), layer_label=t("common.layer_n"),
                             color_label="max |ΔK|"), key="kv_edit", filename="kv-edit")
-    kept = ", ".join(words[:pos])
+    kept = listed(words[:pos])
     render.md(t("kv.edit_result", kept=render.escape(kept), n_kept=pos, n_redo=len(words) - pos,
-                  rows=", ".join(str(r) for r in changed)))
+                  rows=listed(changed)))
 
 
 def _apply_preset():

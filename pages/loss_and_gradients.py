@@ -147,8 +147,9 @@ def sec_softmax():
     from viz.loss import nll_curve_figure, softmax_figure
 
     render.md(t("loss.softmax_md"))
-    st.latex(r"p_i=\frac{e^{z_i}}{\sum_j e^{z_j}},\qquad L=-\ln p_{\text{answer}},\qquad "
-             r"\frac{\partial L}{\partial z_i}=p_i-[i=\text{answer}]")
+    answer = r"\text{" + t("loss.fig.answer") + "}"   # a catalogue word: the formula is read too
+    st.latex(r"p_i=\frac{e^{z_i}}{\sum_j e^{z_j}},\qquad L=-\ln p_{" + answer + r"},\qquad "
+             r"\frac{\partial L}{\partial z_i}=p_i-[i=" + answer + "]")
     cols = st.columns(4)
     z = []
     for col, name, default in zip(cols, NAMES, (2.0, 1.0, -1.0)):

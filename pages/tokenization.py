@@ -10,7 +10,7 @@ import streamlit as st
 
 from lmviz.bpe import split_heldout, train_bpe, vocab_tradeoff
 from ui import render, session, urlstate
-from ui.i18n import lang, t
+from ui.i18n import lang, listed, t
 from viz.tokenization import (pair_counts_figure, segmentation, token_chips_html,
                               tradeoff_figure, visible)
 
@@ -171,7 +171,7 @@ def _show_step(k: int) -> None:
     render.md(t("tok.step_msg", k=k, a=_md(h.pair[0]), b=_md(h.pair[1]), tok=_md(h.token),
                   id=h.new_id, c=h.count))
     if h.tied:
-        names = ", ".join(f"({_md(a)} + {_md(b)})" for a, b in h.tied)
+        names = listed(f"({_md(a)} + {_md(b)})" for a, b in h.tied)
         render.md(t("tok.tie_msg", pairs=names, c=h.count, a=_md(h.pair[0]), ida=h.ids[0],
                       b=_md(h.pair[1]), idb=h.ids[1]))
     left, right = st.columns([3, 2])
@@ -236,6 +236,7 @@ def _stepper_section() -> None:
             _show_step(k)
 
         _stepper()
+    render.md(t("tok.note_no_loss"))
 
 
 def _encode_section() -> None:
@@ -257,6 +258,7 @@ def _encode_section() -> None:
         ids = [x.id for x in toks]
         st.code(str(ids[:300]) + (" …" if len(ids) > 300 else ""), language=None)
         render.md(t("tok.ids_note", v=tok.vocab_size, a=ids[0], row=ids[0]))
+    render.md(t("tok.note_not_text"))
 
 
 def _tradeoff_section() -> None:
@@ -307,7 +309,7 @@ def _special_column(title: str, tk, sample: str) -> None:
         render.md(t("tok.sp_marker", marker=_prose(MARKERS["bos"]), n=len(p),
                     pieces=" ".join(urlstate.literal(x) for x in p)))
     r = encode_unknown(tk, sample)
-    chars = "、".join(r.unknown) if lang() == "zh" else ", ".join(r.unknown)
+    chars = listed(r.unknown)
     if not r.unknown:
         render.md(t("tok.sp_all_known"))
     elif r.policy == "error":
@@ -316,7 +318,7 @@ def _special_column(title: str, tk, sample: str) -> None:
         render.md(t("tok.sp_unk_bytes", chars=_prose(chars)))
     else:
         unk = sp.reserved[[x.role for x in sp.reserved].index("unk")]
-        pos = ("、" if lang() == "zh" else ", ").join(str(i + 1) for i in r.unk_positions)
+        pos = listed(i + 1 for i in r.unk_positions)
         render.md(t("tok.sp_unk_unk", tok=_prose(unk.text), id=unk.id, positions=pos,
                     decoded=_prose(r.decoded)))
         if "\ufffd" in r.decoded:   # what the decoder writes for <unk>: say what the mark is

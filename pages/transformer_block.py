@@ -79,7 +79,7 @@ def _stream(tr, tokens):
     i = pos - 1
     labels, vals = [t("blk.st.embed")], [float(tr.x0[i].norm())]
     for li, L in enumerate(tr.layers, start=1):
-        labels += [f"+attn {li}", f"+mlp {li}"]
+        labels += [t("blk.st.plus_attn", n=li), t("blk.st.plus_mlp", n=li)]
         vals += [float(L.resid_mid[i].norm()), float(L.resid_out[i].norm())]
     labels.append(t("blk.st.final"))
     vals.append(float(tr.hidden[i].norm()))

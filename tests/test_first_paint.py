@@ -84,3 +84,11 @@ def test_a_page_hands_out_a_signed_browser_id_once():
     forged = get(value[:-2] + "xx").headers["set-cookie"]
     assert forged.split(";")[0] != f"{BrowserIds.COOKIE}={value}"
     assert "Secure" in get(None, proto="https").headers["set-cookie"]
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_page_says_its_language_in_html_lang(lang):
+    """A screen reader picks its voice from <html lang>: the served page says the link's
+    language from the first byte (app.py keeps it right afterwards, on every run)."""
+    html = first_paint.page("/attention", f"lang={lang}")
+    assert html.count("<html") == 1 and f'<html lang="{lang}">' in html
+    assert '<html lang="en">' in first_paint.page("/attention", "lang=%22%3E")   # never echoed

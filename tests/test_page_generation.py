@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.apptest_util import APP, TIMEOUT, all_text, decode, figures
-from ui.i18n import translate
+from ui.i18n import listed, translate
 
 pytestmark = pytest.mark.apptest
 PAGE = "pages/generation.py"
@@ -257,7 +257,7 @@ def test_browser_temperature_and_top_p_sliders_redraw(server, browser, lang):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_kept_message_reports_the_kept_sets_own_mass(bundle, lang):
     at = open_gen(bundle, lang)                    # p = 0.9 keeps A, B, C: 0.50 + 0.30 + 0.15
-    want = translate("gen.kept_msg", lang, n=3, kept="A, B, C", mass="0.95",
+    want = translate("gen.kept_msg", lang, n=3, kept=listed("ABC", lang), mass="0.95",
                      probs="A=0.526, B=0.316, C=0.158")
     assert want in [m.value for m in at.markdown]
 

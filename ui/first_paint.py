@@ -27,6 +27,7 @@ from ui.i18n import LANGS, translate
 GIVE_UP_MS = 20_000          # the block goes away after this even if no title ever arrives
 BLOCK_ID = "lmviz-first-paint"
 MARK = '<div id="root"></div>'
+HTML_TAG = '<html lang="en">'   # Streamlit's index.html, whatever the language
 
 # Streamlit 1.67's wide layout, sidebar and h1 (theme font "sans-serif"; the config's [theme] makes
 # it a light theme whatever the system's dark mode says), so that the real title
@@ -109,6 +110,9 @@ def page(path: str, query_string: str) -> str:
     index = _index()
     if chapter is None:
         return index
+    lang = parse_qs(query_string).get("lang", ["en"])[-1]
+    if lang in LANGS:   # a screen reader picks its voice from <html lang> (app.py keeps it after)
+        index = index.replace(HTML_TAG, f'<html lang="{lang}">', 1)
     return index.replace(MARK, MARK + block(chapter, query_string), 1)
 
 

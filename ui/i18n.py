@@ -52,3 +52,11 @@ def _questions_follow_the_page() -> None:
 
 
 _questions_follow_the_page()
+
+def listed(items, code: str | None = None) -> str:
+    """Items of a list built by code, joined as the language writes a list: "a, b" / "甲、乙".
+
+    >>> listed(["我", "喜欢"], "zh"), listed(["I", "love"], "en")
+    ('我、喜欢', 'I, love')
+    """
+    return ("、" if (code or lang()) == "zh" else ", ").join(str(x) for x in items)

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from ui.i18n import lang, t
+from ui.i18n import lang, t, translate
 
 _EXPORT = "lmviz_export"          # session key: {"title": str, "items": {id: ("md"|"fig", obj)}}
 PRESENT_FONT = 20                 # figure font size in presenter mode (14 otherwise)
@@ -45,7 +45,55 @@ def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
                                  "scale": 2},
     }
     st.plotly_chart(fig, key=key, config=config, width="stretch")
-    _remember("fig", f"fig:{key or filename}", fig)
+    # the chart's text twin, computed from its data (viz/describe.py): read by a screen reader
+    # right after the chart, kept out of sight (TWIN_CSS), printed under the chart in the hand-out
+    twin = text_twin(fig)
+    st.markdown(f'<p class="{TWIN_CLASS}" lang="{lang()}">{escape(twin)}</p>', unsafe_allow_html=True)
+    _remember("fig", f"fig:{key or filename}", (fig, twin))
+
+
+TWIN_CLASS = "lmviz-twin"
+# visually hidden, still read by assistive technology; its element container is taken out of the
+# page's flow, so the chart keeps its spacing
+TWIN_CSS = (f"<style>[data-testid=stElementContainer]:has(.{TWIN_CLASS}){{position:absolute!important;"
+            "width:1px!important;min-width:0!important;height:1px!important;margin:-1px;padding:0;"
+            "overflow:hidden;clip-path:inset(50%);white-space:nowrap;border:0}</style>")
+
+
+def text_twin(fig) -> str:
+    """The figure's text twin in the current language (viz.describe over the catalogue)."""
+    from viz.describe import describe
+
+    return describe(fig, t, lang())
+
+
+_DROPZONE = "[data-testid=stFileUploaderDropzone]"
+
+
+def uploader_css(code: str) -> str:
+    """Streamlit 1.67 writes its file uploader's button ("Upload") and its size line ("64MB per file
+    • TXT") in English whatever the page's language, with no option to change them. Outside English
+    the button's text is replaced by the catalogue's (CSS generated content, which a screen reader
+    also reads) and the size line is hidden: every lmviz uploader's label already gives the file
+    type and the limit in the page's language."""
+    if code == "en":
+        return ""
+    import json
+
+    label = json.dumps(translate("common.upload_button", code), ensure_ascii=False)
+    p = f"{_DROPZONE} button [data-testid=stMarkdownContainer] p"
+    return (f"<style>{p}{{font-size:0}}{p}::after{{content:{label};font-size:1rem}}"
+            "[data-testid=stFileUploaderDropzoneInstructions]{display:none}</style>")
+
+
+def page_language() -> None:
+    """The page's ``<html lang>`` and the twins' style: once per run (app.py). A screen reader
+    picks its voice from ``lang``; Streamlit's own page says "en" whatever the language."""
+    code = lang()
+    st.html(TWIN_CSS + uploader_css(code))   # style only: Streamlit puts it in the event container
+    with st.sidebar:
+        st.html(f'<script>document.documentElement.lang="{code}";</script>',
+                unsafe_allow_javascript=True)
 
 
 def svg(markup: str, *, key: str) -> None:
@@ -97,6 +145,10 @@ def upload_text(up, max_bytes: int, messages: dict[str, str], *, nul_ok: bool = 
 
 def md(text: str) -> None:
     """``st.markdown`` for chapter prose (kept for the HTML hand-out). Never pass raw user text."""
+    if lang() == "zh":
+        from lmviz.numfmt import tidy_zh
+
+        text = tidy_zh(text)
     st.markdown(text)
     _remember("md", f"md:{hash(text)}", text)
 
@@ -286,13 +338,16 @@ def export_html(title: str, items, language: str) -> str:
         elif kind == "html":  # markup built by lmviz (text escaped where it was built)
             parts.append(f"<div>{obj}</div>")
         elif kind == "fig":
-            parts.append(obj.to_html(full_html=False, include_plotlyjs=False,
+            fig, twin = obj
+            parts.append(fig.to_html(full_html=False, include_plotlyjs=False,
                                      config={"displaylogo": False}))
+            parts.append(f'<p class="twin">{html.escape(twin)}</p>')
     body = "\n".join(parts)
     return (f'<!DOCTYPE html>\n<html lang="{language}"><head><meta charset="utf-8">'
             f"<title>{html.escape(title)} - lmviz</title>"
             "<style>body{font-family:'Noto Sans','Noto Sans CJK SC',sans-serif;max-width:1100px;"
             "margin:2em auto;padding:0 1em;line-height:1.6}code{background:#f3f3f3;padding:0 .2em}"
+            ".twin{color:#555;font-size:.9em;margin-top:0}"
             "</style>"
             f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script></head>'
             f"<body>\n{body}\n<hr><p><small>lmviz</small></p></body></html>\n")

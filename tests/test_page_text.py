@@ -1,0 +1,116 @@
+"""What each chapter's page says, read from one AppTest run per page and language: every chart has
+a computed text twin in the page's language; <html lang> follows the language; the notes' points
+stand beside their chapters; the text code builds follows the glossary's checked table; the
+hand-out prints each twin under its chart."""
+from __future__ import annotations
+
+import functools
+import html
+import re
+
+import plotly.graph_objects as go
+import pytest
+
+from tests.apptest_util import all_text, open_page
+from tests.test_glossary import rules, violations
+from ui.chapters import registered
+from ui.i18n import LANGS, translate
+from ui.render import TWIN_CLASS, export_html
+
+PAGES = registered()
+_TWIN = re.compile(rf'<p class="{TWIN_CLASS}" lang="(\w+)">(.*)</p>', re.S)
+
+
+def _html_bodies(node):
+    if type(node).__name__ == "Html":
+        yield node.proto.body
+    for child in getattr(node, "children", {}).values():
+        yield from _html_bodies(child)
+
+
+def _lang_script(at) -> str:
+    """The body of the sidebar's html element that sets <html lang>."""
+    return next(b for b in _html_bodies(at.sidebar) if "documentElement.lang" in b)
+
+
+@functools.lru_cache(maxsize=None)
+def _run(file: str, lang: str):
+    """One run of a page per language for all the checks of this module (read only)."""
+    return open_page(None if file == PAGES[0].file else file, lang)
+
+
+@pytest.mark.apptest
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("chapter", PAGES, ids=[c.slug or "home" for c in PAGES])
+def test_every_chart_has_a_text_twin_in_the_language(chapter, lang):
+    at = _run(chapter.file, lang)
+    twins = [m for m in (_TWIN.fullmatch(str(e.value)) for e in at.markdown) if m]
+    charts = at.get("plotly_chart")
+    assert len(twins) == len(charts), "one twin per chart"
+    for m in twins:
+        assert m.group(1) == lang
+        text = html.unescape(m.group(2))
+        assert len(text) > 20 and "{" not in text, text          # formatted, not a bare pattern
+        if lang == "zh":
+            assert re.search(r"[\u4e00-\u9fff]", text), text
+            assert "points" not in text and "bars" not in text, text
+    if chapter.slug == "":   # AppTest runs a switched-to page alone; app.py (the shell) only here
+        assert f'documentElement.lang="{lang}"' in _lang_script(at)
+
+
+def test_the_handout_prints_each_twin_under_its_chart():
+    fig = go.Figure(go.Bar(x=["a"], y=[1.0]))
+    page = export_html("T", [("h", "S"), ("fig", (fig, "Chart: <one> bar."))], "zh")
+    assert '<html lang="zh">' in page
+    chart, twin = page.index('class="plotly-graph-div"'), page.index("Chart: &lt;one&gt; bar.")
+    assert chart < twin
+
+
+# the notes' points that lmviz lacked (issue 23, item 5), each where its chapter is
+NOTES = {"pages/tokenization.py": ("tok.note_no_loss", "tok.note_not_text"),
+         "pages/autoregression.py": ("ar.note_factorisation",),
+         "pages/generation.py": ("gen.note_many",),
+         "pages/beyond.py": ("bey.note_summary", "bey.note_post_order", "bey.note_prompt_knowledge")}
+
+
+@pytest.mark.apptest
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("file", sorted(NOTES))
+def test_the_notes_points_stand_beside_their_chapter(file, lang):
+    shown = [str(m.value) for m in _run(file, lang).markdown]
+    for key in NOTES[file]:
+        assert translate(key, lang) in shown, key
+
+
+def _page_text(at) -> str:
+    """What a reader (or a screen reader) gets from the page: prose, captions, alerts, metrics and
+    the charts' twins (which carry the figures' titles, axis titles, trace names and tick texts)."""
+    parts = [all_text(at)]
+    for m in at.metric:
+        parts += [str(m.label), str(m.value)]
+    text = "\n".join(parts)
+    text = re.sub(r"<(style|svg)\b.*?</\1>", " ", text, flags=re.S)   # markup, not text
+    return html.unescape(re.sub(r"<[^>]+>", " ", text))
+
+
+PAGE_RULES = [r for r in rules() if r.on_pages()]
+
+
+@pytest.mark.apptest
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("chapter", PAGES, ids=[c.slug or "home" for c in PAGES])
+def test_text_built_by_code_follows_the_glossary(chapter, lang):
+    text = _page_text(_run(chapter.file, lang))
+    found = [f"{r.preferred}: …{hit}…" for r in PAGE_RULES if lang in r.langs()
+             for hit in violations(r, text, catalogue_string=False)]
+    assert found == [], "\n".join(found)
+
+
+def test_streamlits_uploader_button_speaks_the_page_language():
+    from ui.render import uploader_css
+
+    assert uploader_css("en") == ""                       # Streamlit's own English stays
+    css = uploader_css("zh")
+    assert f'content:"{translate("common.upload_button", "zh")}"' in css
+    assert "stFileUploaderDropzoneInstructions]{display:none}" in css   # "64MB per file" hidden
+    assert css.startswith("<style>") and css.endswith("</style>") and css.count("<") == 2
