@@ -231,10 +231,16 @@ def run_sections(sections) -> None:
         shown = sections
     for j, (key, body) in enumerate(shown):
         # predict, then reveal: a chapter's questions come just before the section that answers
-        for q in classroom.questions_for(key, first=(j == 0 and key == sections[0][0])):
+        # them, and that section is not drawn at all (its numbers never reach the browser) until
+        # the answer is revealed (ui.classroom.revealed)
+        asked = classroom.questions_for(key, first=(j == 0 and key == sections[0][0]))
+        for q in asked:
             classroom.question_block(q)
         section(key)
-        body()
+        if all(classroom.revealed(q) for q in asked):
+            body()
+        else:
+            classroom.hidden_note()
     _download_html()
 
 
