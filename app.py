@@ -46,9 +46,10 @@ with st.sidebar:
 st.query_params["lang"] = st.session_state["lang"]
 if st.session_state["present"]:
     st.query_params["present"] = "1"
-    # Larger type for the back of a room; Plotly fonts are scaled in ui.render.plot.
-    st.markdown("<style>html{font-size:21px} [data-testid=stMainBlockContainer]{padding-top:2rem}"
-                "</style>", unsafe_allow_html=True)
+    # Larger type for the back of a room and the step-by-step slides (Plotly fonts are scaled
+    # in ui.render.plot)
+    from ui import render
+    render.present_chrome()
 elif "present" in st.query_params:
     del st.query_params["present"]
 render.page_language()   # <html lang> follows the language; the charts' text twins stay unseen

@@ -14,9 +14,20 @@ APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TIMEOUT = 90  # seconds: the first page that imports torch pays 3-7 s here, more under load
 
 
-def open_page(file: str | None, lang: str = "en", timeout: float = TIMEOUT, **params) -> AppTest:
-    """Run app.py in ``lang``, then switch to the page ``file`` (None: the home page)."""
+def open_page(file: str | None, lang: str = "en", timeout: float = TIMEOUT, predicted: bool = True,
+              **params) -> AppTest:
+    """Run app.py in ``lang``, then switch to the page ``file`` (None: the home page).
+
+    ``predicted``: the student has already skipped every predict-then-reveal question (as the
+    "skip" button does), so each chapter's sections are drawn; False: a fresh student, whose
+    answering sections stay out of the page until the question is answered (ui.classroom)."""
     at = AppTest.from_file(APP, default_timeout=timeout)
+    if predicted:
+        from lmviz.questions import QUESTIONS
+        from ui.classroom import SKIPPED
+
+        for q in QUESTIONS:
+            at.session_state[f"class_solo:{q.id}:done"] = SKIPPED
     at.query_params["lang"] = lang
     for k, v in params.items():
         at.query_params[k] = v

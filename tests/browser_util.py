@@ -150,3 +150,21 @@ def shot(page, name: str) -> Path:
 
 def has_chromium() -> bool:
     return Path(CHROMIUM).exists() and shutil.which(CHROMIUM) is not None
+
+
+def skip_questions(page, lang: str = "en") -> int:
+    """Press every predict-then-reveal question's "skip" button on the page (a student who wants
+    the whole chapter at once), waiting for each rerun; returns how many were pressed."""
+    from ui.i18n import translate
+
+    label = translate("class.skip", lang)
+    n = 0
+    for _ in range(6):
+        buttons = page.get_by_role("button", name=label)
+        if not buttons.count():
+            break
+        buttons.first.click()
+        page.wait_for_timeout(300)
+        wait_idle(page)
+        n += 1
+    return n

@@ -35,13 +35,21 @@ def join(code: str, **kw):
 def lecture():
     lec = open_page(GEN, present="1")
     code = start_class(lec)
+    return lec, code
+
+
+def show_temperature(lec):
+    """The lecturer shows the temperature section without asking its question, sets τ = 0.5."""
+    assert "gen_tau" not in {s.key for s in lec.slider}      # hidden until revealed
+    lec.button(key="class_show:gen_tau_half").click().run()
+    assert not lec.exception, [e.value for e in lec.exception]
     lec.slider(key="gen_tau").set_value(0.5).run()
     assert lec.query_params["tau"] == ["0.5"] or lec.query_params["tau"] == "0.5"
-    return lec, code
 
 
 def test_follower_gets_chapter_and_setting_in_own_language(lecture):
     lec, code = lecture
+    show_temperature(lec)
     fol = join(code, lang="zh")                         # opens the link on the home page
     assert not fol.exception, [e.value for e in fol.exception]
     assert fol.session_state["lmviz_page_file"] == GEN
@@ -88,15 +96,27 @@ def test_answer_once_and_reveal(lecture):
     assert store().answer(code, f"s:{sid}", "gen_tau_half", "falls").reason == "already_answered"
     assert "class_ans:gen_tau_half:send" not in keys(fol)
     lec.run()
-    assert translate("class.answers", "en", n=1) in all_text(lec)     # the lecturer's live count
+    # before the reveal: the projector shows how many answered, not how; the answering section
+    # (its slider, its table) is drawn for no one
+    text = all_text(lec)
+    assert translate("class.answered_n", "en", n=1) in text
+    assert translate("class.answers", "en", n=1) not in text
+    assert "gen_tau" not in {s.key for s in lec.slider} | {s.key for s in fol.slider}
+    assert not lec.dataframe and not fol.dataframe
+    lec.toggle(key="class_dist:gen_tau_half").set_value(True).run()    # the lecturer's peek
+    assert translate("class.answers", "en", n=1) in all_text(lec)
     lec.button(key="class_reveal:gen_tau_half").click().run()
+    assert not lec.exception, [e.value for e in lec.exception]
+    assert "gen_tau" in {s.key for s in lec.slider} and lec.dataframe
     fol.run()
     right = translate("class.right", "en", answer=translate("q.gen_tau_half.opt.rises", "en"))
     assert right in [s.value for s in fol.success]
+    assert "gen_tau" in {s.key for s in fol.slider} and fol.dataframe
 
 
 def test_step_away_and_rejoin(lecture):
     lec, code = lecture
+    show_temperature(lec)
     fol = join(code)
     fol.button(key="class_away").click().run()
     assert translate("class.exploring", "en", cls=code) in all_text(fol)
@@ -127,8 +147,9 @@ def test_bad_follow_code_is_a_note():
 
 
 def test_alone_a_student_predicts_then_sees_the_reveal():
-    at = open_page(GEN)
+    at = open_page(GEN, predicted=False)
     assert "class_solo:gen_tau_half:check" in keys(at)
+    assert "gen_tau" not in {s.key for s in at.slider} and not at.dataframe   # not drawn yet
     at.radio(key="class_solo:gen_tau_half").set_value("falls").run()
     at.button(key="class_solo:gen_tau_half:check").click().run()
     assert not at.exception
@@ -138,6 +159,16 @@ def test_alone_a_student_predicts_then_sees_the_reveal():
 
     s = by_id("gen_tau_half").solve()
     assert translate("q.gen_tau_half.explain", "en", **s.explain_args) in all_text(at)
+    assert "gen_tau" in {s.key for s in at.slider} and at.dataframe            # now it is
+
+
+def test_alone_a_student_may_skip():
+    at = open_page(GEN, predicted=False)
+    at.button(key="class_solo:gen_tau_half:skip").click().run()
+    assert not at.exception
+    answer = translate("class.answer_is", "en", answer=translate("q.gen_tau_half.opt.rises", "en"))
+    assert answer in [e.value for e in at.success]
+    assert "gen_tau" in {s.key for s in at.slider}
 
 
 def test_follower_sees_the_lecturers_section(lecture):

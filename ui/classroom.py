@@ -27,7 +27,12 @@ The shared state lives in :class:`lmviz.classroom.ClassStore` (one per process, 
   address nginx saw). URL parameters that are secrets (``SECRET_PARAMS``: ``run``) are never
   published to the class.
 - **Predict, then reveal**: ``ui.render.run_sections`` draws each chapter's questions
-  (``lmviz.questions``) just before the section that answers them.
+  (``lmviz.questions``) just before the section that answers them, and leaves that section out of
+  the page (not drawn at all, so its numbers are not in the browser) until :func:`revealed`: in a
+  class when the lecturer reveals (the revealed ids are published with the lecturer's settings as
+  ``_rv``), alone when the student answers or skips. Until the reveal the lecturer's screen (the
+  projector) shows how many answered, not how they answered, unless the lecturer turns the
+  distribution on.
 
 Nothing a student sends is drawn as HTML: a student sends only option ids, checked by the store.
 """
@@ -51,7 +56,9 @@ SID = "class_sid"            # session key: this session's anonymous id in the s
 # URL params that are not the chapter's settings. ``run`` is a training's secret (ui.session):
 # it must never reach the class record (nor Redis), or every follower could take over the run.
 SECRET_PARAMS = frozenset({"run"})
-NOT_FOLLOWED = frozenset({"lang", "present", "follow", "sec"}) | SECRET_PARAMS
+REVEALED = "_rv"            # published setting: the question ids the lecturer has revealed (comma list)
+NOT_FOLLOWED = frozenset({"lang", "present", "follow", "sec", REVEALED}) | SECRET_PARAMS
+SKIPPED = "skip"             # a student alone who skipped a question (no answer given)
 TICK_S = 1.0                 # lecturer publish/heartbeat period
 FOLLOW_TICK_S = 0.25         # a follower's check of the class (a version read; the page reruns
                              # only when the lecturer's state changed) ...
@@ -233,8 +240,10 @@ def publish_now() -> None:
         if q is not None and q.chapter != slug:
             store().close_question(lect["code"], lect["secret"])
     lect["chapter"] = slug
-    r = store().publish(lect["code"], lect["secret"], slug, sec if sec.isdigit() else "",
-                        lecturer_settings())
+    settings = lecturer_settings()
+    if lect.get("revealed"):
+        settings[REVEALED] = ",".join(sorted(lect["revealed"]))
+    r = store().publish(lect["code"], lect["secret"], slug, sec if sec.isdigit() else "", settings)
     if not r.ok and r.reason in ("ended", "not_found", "wrong_secret"):
         st.session_state.pop(LECT, None)
         _note("ended" if r.reason != "not_found" else _vanished(lect.get("epoch")))
@@ -489,6 +498,36 @@ def _histogram(q: qs.Question, counts, correct: str | None) -> None:
         st.progress(n / total if total else 0.0, text=f"{_label(q, o)}{mark} — {n}")
 
 
+def revealed(q: qs.Question) -> bool:
+    """Whether the section that answers ``q`` may be drawn for this session: following a class,
+    once the lecturer revealed it; lecturing, once this lecturer revealed it; alone (or exploring
+    away from the class), once this student answered or skipped it."""
+    if following():
+        v = followed_view()
+        if v is None:
+            return False
+        if v.question is not None and v.question.id == q.id and v.question.revealed:
+            return True
+        return q.id in v.settings.get(REVEALED, "").split(",")
+    lect = lecturing()
+    if lect:
+        return q.id in lect.get("revealed", ())
+    return st.session_state.get(f"class_solo:{q.id}:done") is not None
+
+
+def _mark_revealed(qid: str) -> None:
+    lect = lecturing()
+    if lect:
+        lect.setdefault("revealed", set()).add(qid)
+        publish_now()
+
+
+def hidden_note() -> None:
+    """What stands in for a section whose question has not been revealed yet."""
+    st.caption(t("class.hidden_follow" if following() else
+                 "class.hidden_lect" if lecturing() else "class.hidden_solo"))
+
+
 def question_block(q: qs.Question) -> None:
     """One predict-then-reveal question, drawn for this session's role."""
     if following():
@@ -501,9 +540,16 @@ def question_block(q: qs.Question) -> None:
         if lect:
             _lecturer_question(q, lect)
         elif following():
-            st.caption(t("class.wait_ask"))
+            if revealed(q):
+                _reveal(q, store().my_answer(_follow_state()["code"], sid(), q.id))
+            else:
+                st.caption(t("class.wait_ask"))
         else:
             _solo_question(q)
+
+
+def _solo_done(key: str, value: str) -> None:
+    st.session_state[f"{key}:done"] = value
 
 
 def _solo_question(q: qs.Question) -> None:
@@ -515,24 +561,32 @@ def _solo_question(q: qs.Question) -> None:
     pick = st.radio(t("class.your_pick"), ids, index=None, key=key, disabled=bool(done),
                     format_func=lambda i: _label(q, by[i]), horizontal=len(ids) <= 4)
     if done:
-        _reveal(q, st.session_state.get(f"{key}:done"))
-    else:
-        st.button(t("class.check"), key=f"{key}:check", disabled=pick is None,
-                  on_click=lambda: st.session_state.__setitem__(f"{key}:done", st.session_state[key]))
+        _reveal(q, None if done == SKIPPED else done)
+        return
+    left, right, _ = st.columns([2, 2, 3])
+    left.button(t("class.check"), key=f"{key}:check", disabled=pick is None, type="primary",
+                on_click=lambda: _solo_done(key, st.session_state[key]))
+    right.button(t("class.skip"), key=f"{key}:skip", on_click=_solo_done, args=(key, SKIPPED))
 
 
 def _lecturer_question(q: qs.Question, lect: dict) -> None:
     view = store().lecturer_view(lect["code"], lect["secret"])
     open_q = view.question if view.ok else None
     s = q.solve()
-    if open_q is None or open_q.id != q.id:
-        for o in s.options:
-            st.markdown(f"- {_label(q, o)}")
-        st.button(t("class.ask"), key=f"class_ask:{q.id}", type="primary", icon=":material/campaign:",
-                  on_click=lambda: (store().open_question(lect["code"], lect["secret"], q.id,
-                                                          list(q.option_ids())), publish_now()))
+    if open_q is not None and open_q.id == q.id:
+        _lecturer_live(q.id)
         return
-    _lecturer_live(q.id)
+    for o in s.options:
+        st.markdown(f"- {_label(q, o)}")
+    if q.id in lect.get("revealed", ()):
+        _reveal(q, None)
+        return
+    left, right, _ = st.columns([2, 2, 3])
+    left.button(t("class.ask"), key=f"class_ask:{q.id}", type="primary", icon=":material/campaign:",
+                on_click=lambda: (store().open_question(lect["code"], lect["secret"], q.id,
+                                                        list(q.option_ids())), publish_now()))
+    right.button(t("class.show_answer"), key=f"class_show:{q.id}", icon=":material/visibility:",
+                 on_click=_mark_revealed, args=(q.id,))
 
 
 @st.fragment(run_every=TICK_S)
@@ -546,14 +600,21 @@ def _lecturer_live(qid: str) -> None:
         st.caption(t(f"class.reason.{h.reason}"))
         return
     if h.revealed:
+        if qid not in lect.get("revealed", ()):
+            # revealed (by the button below): the whole page reruns to draw the answering section
+            _mark_revealed(qid)
+            st.rerun(scope="app")
         _reveal(q, None, h.counts)
         st.button(t("class.close_q"), key=f"class_close:{qid}",
                   on_click=lambda: store().close_question(lect["code"], lect["secret"]))
-    else:
+        return
+    # the projector shows how many answered; how they answered only when the lecturer wants
+    st.markdown(t("class.answered_n", n=h.total))
+    if st.toggle(t("class.show_dist"), key=f"class_dist:{qid}", help=t("class.show_dist_help")):
         _histogram(q, h.counts, None)
-        st.button(t("class.reveal_all"), key=f"class_reveal:{qid}", type="primary",
-                  icon=":material/visibility:",
-                  on_click=lambda: store().reveal(lect["code"], lect["secret"], qid))
+    st.button(t("class.reveal_all"), key=f"class_reveal:{qid}", type="primary",
+              icon=":material/visibility:",
+              on_click=lambda: store().reveal(lect["code"], lect["secret"], qid))
 
 
 def _send_answer(code: str, qid: str, key: str) -> None:

@@ -16,7 +16,9 @@ import streamlit as st
 from ui.i18n import lang, t, translate
 
 _EXPORT = "lmviz_export"          # session key: {"title": str, "items": {id: ("md"|"fig", obj)}}
-PRESENT_FONT = 20                 # figure font size in presenter mode (14 otherwise)
+PRESENT_FONT = 20                 # smallest figure font size in presenter mode (14 otherwise)
+PRESENT_MAX_H = 500               # tallest figure in presenter mode (px): fits 1280x720 with a slider
+_SLIDES_JS = "assets/js/slides.js"
 
 
 def _safe_name(text: str) -> str:
@@ -33,12 +35,47 @@ def _remember(kind: str, ident: str, obj) -> None:
     export["items"][ident] = (kind, obj)
 
 
+def _font_floor(node, floor: int) -> None:
+    """Raise every font size in a figure's JSON (layout and traces) to at least ``floor``."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if (k.endswith("font") or k == "font") and isinstance(v, dict):
+                if isinstance(v.get("size"), (int, float)) and v["size"] < floor:
+                    v["size"] = floor
+            _font_floor(v, floor)
+    elif isinstance(node, list):
+        for v in node:
+            _font_floor(v, floor)
+
+
+def presented(fig):
+    """A copy of ``fig`` for presenter mode (the original may be a cached, shared figure): every
+    text at least PRESENT_FONT px, and no taller than PRESENT_MAX_H px so that one chart and its
+    controls fit one screen at 1280x720."""
+    import plotly.graph_objects as go
+
+    spec = fig.to_plotly_json()
+    layout = spec.setdefault("layout", {})
+    layout.setdefault("font", {})["size"] = max(PRESENT_FONT, layout.get("font", {}).get("size") or 0)
+    _font_floor(spec, PRESENT_FONT)
+    for k, axis in layout.items():
+        # a log axis writes its minor labels (2, 5 between decades) at 3/4 of its tick font
+        if k[1:5] == "axis" and isinstance(axis, dict) and axis.get("type") == "log":
+            tick = axis.setdefault("tickfont", {})
+            tick["size"] = max(tick.get("size") or 0, -(-PRESENT_FONT * 4 // 3))
+    # text inside bars is shrunk to fit them unless told otherwise
+    layout["uniformtext"] = {"minsize": PRESENT_FONT, "mode": "show"}
+    if layout.get("height"):
+        layout["height"] = min(int(layout["height"] * 1.25), PRESENT_MAX_H)
+    else:
+        layout["height"] = PRESENT_MAX_H
+    return go.Figure(spec, skip_invalid=True)
+
+
 def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
     """Show a Plotly figure with its PNG download button named ``lmviz-<filename>-<lang>.png``."""
     if presenting():
-        fig.update_layout(font_size=PRESENT_FONT)
-        if fig.layout.height:
-            fig.update_layout(height=int(fig.layout.height * 1.25))
+        fig = presented(fig)
     config = {
         "displaylogo": False,
         "toImageButtonOptions": {"format": "png", "filename": f"lmviz-{_safe_name(filename)}-{lang()}",
@@ -143,13 +180,54 @@ def upload_text(up, max_bytes: int, messages: dict[str, str], *, nul_ok: bool = 
     return text
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(\[*`$])|(?<=[。！？])(?=\S)")
+
+
+def _balanced(text: str) -> bool:
+    """No Markdown span (bold, code, math) left open in ``text``."""
+    return text.count("**") % 2 == 0 and text.count("`") % 2 == 0 and text.count("$") % 2 == 0
+
+
+def slide_chunks(text: str, per: int = 2) -> list[str]:
+    """Prose cut into blocks of at most ``per`` sentences (presenter mode: one block a step).
+    Lists, tables, code, headings and quotes stay whole; a cut never falls inside a Markdown span.
+
+    >>> slide_chunks("One. Two. Three.")
+    ['One. Two.', 'Three.']
+    >>> slide_chunks("第一句。第二句。第三句。")
+    ['第一句。第二句。', '第三句。']
+    """
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n", text.strip()):
+        if not para.strip():
+            continue
+        if re.match(r"\s*([-*+]\s|[|>#]|\d+\.\s|```|\$\$)", para) or "\n" in para.strip():
+            out.append(para)
+            continue
+        sentences: list[str] = []
+        for piece in _SENTENCE_END.split(para.strip()):
+            if sentences and not _balanced(sentences[-1]):
+                sentences[-1] += " " + piece
+            else:
+                sentences.append(piece)
+        for i in range(0, len(sentences), per):
+            out.append(" ".join(sentences[i:i + per]).replace("。 ", "。").replace("？ ", "？")
+                       .replace("！ ", "！"))
+    return out or [text]
+
+
 def md(text: str) -> None:
-    """``st.markdown`` for chapter prose (kept for the HTML hand-out). Never pass raw user text."""
+    """``st.markdown`` for chapter prose (kept for the HTML hand-out). Never pass raw user text.
+    In presenter mode the prose is cut into blocks of two sentences, one per step."""
     if lang() == "zh":
         from lmviz.numfmt import tidy_zh
 
         text = tidy_zh(text)
-    st.markdown(text)
+    if presenting():
+        for chunk in slide_chunks(text):
+            st.markdown(chunk)
+    else:
+        st.markdown(text)
     _remember("md", f"md:{hash(text)}", text)
 
 
@@ -311,13 +389,51 @@ def run_sections(sections) -> None:
         shown = [sections[i]]
     else:
         shown = sections
+    with st.container(key="lmviz-slides") if presenting() and followed is None else _nothing():
+        _draw_sections(sections, shown)
+    _download_html()
+
+
+@contextmanager
+def _nothing():
+    yield
+
+
+_PRESENT_CSS = (
+    # text for the back of a room: 28 px body text at 1080p, scaling with the window
+    "html{font-size:min(3.0vh,1.6875vw)}"
+    "[data-testid=stMainBlockContainer]{padding-top:3rem}"
+    "h1{font-size:2rem!important}h2{font-size:1.6rem!important}"
+    "[data-testid=stHeader]{height:2.5rem}"
+    "[data-testid=stMetricValue]{font-size:1.5rem}"
+    "[data-lmviz-off]{opacity:0!important;pointer-events:none}"
+)
+
+
+def present_chrome() -> None:
+    """Presenter mode's type sizes and the step-by-step script (assets/js/slides.js, our own
+    constant code: nothing from a user or a link goes into it)."""
+    from ui.chapters import ROOT
+
+    js = (ROOT / _SLIDES_JS).read_text(encoding="utf-8")
+    st.html(f"<style>{_PRESENT_CSS}</style><script>{js}</script>", unsafe_allow_javascript=True)
+
+
+def _draw_sections(sections, shown) -> None:
+    from ui import classroom
+
     for j, (key, body) in enumerate(shown):
         # predict, then reveal: a chapter's questions come just before the section that answers
-        for q in classroom.questions_for(key, first=(j == 0 and key == sections[0][0])):
+        # them, and that section is not drawn at all (its numbers never reach the browser) until
+        # the answer is revealed (ui.classroom.revealed)
+        asked = classroom.questions_for(key, first=(j == 0 and key == sections[0][0]))
+        for q in asked:
             classroom.question_block(q)
         section(key)
-        body()
-    _download_html()
+        if all(classroom.revealed(q) for q in asked):
+            body()
+        else:
+            classroom.hidden_note()
 
 
 # ------------------------------------------------------------------------ hand-out -------

@@ -1,0 +1,139 @@
+// lmviz presenter mode: a section drawn by the server is shown one screen (a "step") at a time.
+// The items of the section's container (.st-key-lmviz-slides) are packed into steps that fit the
+// visible height: at most one heading, one block of prose (the server splits prose into blocks of
+// two sentences), one chart; widgets go with the chart that follows them. The step shown is
+// scrolled to the top and every other item is made invisible and inert. PageDown / Space / ArrowRight /
+// ArrowDown step forward, PageUp / ArrowLeft / ArrowUp back, whatever has the focus (a clicker
+// must never move a focused slider); past the last step the server's "next" button is pressed,
+// before the first its "previous" button (landing on that section's last step). Only keys typed
+// into a text box stay there (except PageUp / PageDown). The chapter's title and intro are part
+// of the first step of its first section only.
+(() => {
+  if (window.lmvizSlides) { window.lmvizSlides.soon(); return; }
+  const S = window.lmvizSlides = { i: 0, steps: [], key: null, timer: null };
+  const KEYS = { PageDown: 1, " ": 1, ArrowRight: 1, ArrowDown: 1, PageUp: -1, ArrowLeft: -1, ArrowUp: -1 };
+  const box = () => document.querySelector(".st-key-lmviz-slides");
+  const main = () => document.querySelector("[data-testid=stMain]");
+  const CHART = "[data-testid=stPlotlyChart], [data-testid=stDataFrame], [data-testid=stTable], svg, [data-testid=stImage]";
+  const WIDGET = "input, button, [role=slider], textarea, select, [data-testid=stExpander]";
+  function kind(el) {
+    if (el.querySelector("h1, h2, h3")) return "heading";
+    if (el.querySelector(CHART)) return "chart";
+    if (el.querySelector(WIDGET)) return "widget";
+    if (el.querySelector("[data-testid=stMarkdownContainer]")) return "text";
+    return "other";
+  }
+  function plainBlock(el) {
+    // a borderless vertical block (a fragment, a plain container): its children are the items
+    if (el.getAttribute("data-testid") !== "stVerticalBlock") {
+      const inner = el.getAttribute("data-testid") === "stLayoutWrapper" &&
+        el.querySelector(":scope > [data-testid=stVerticalBlock]");
+      return inner && el.children.length === 1 ? plainBlock(inner) : null;
+    }
+    const cs = getComputedStyle(el);
+    return parseFloat(cs.borderTopWidth) > 0 ? null : el;
+  }
+  function flat(el, out) {
+    if (el.getBoundingClientRect().height <= 0.5) return;
+    const inner = plainBlock(el);
+    if (inner) { [...inner.children].forEach(c => flat(c, out)); return; }
+    out.push(el);
+  }
+  function items() {
+    const b = box(), out = [];
+    if (b) [...b.children].forEach(c => flat(c, out));
+    return out;
+  }
+  function headerH() {
+    const h = document.querySelector("[data-testid=stHeader]");
+    return h ? h.getBoundingClientRect().height : 0;
+  }
+  function layout() {
+    const m = main(), its = items();
+    if (!m || !its.length) { S.steps = []; return; }
+    const base = m.getBoundingClientRect().top - m.scrollTop, room = m.clientHeight - headerH() - 12;
+    const sec = new URLSearchParams(location.search).get("sec") || "1";
+    const steps = [];
+    let cur = null;
+    for (const el of its) {
+      const r = el.getBoundingClientRect(), top = r.top - base, bottom = r.bottom - base, k = kind(el);
+      if (!cur) {
+        // the first step of a chapter starts at the page's top: its title and intro, once
+        cur = { top: sec === "1" ? 0 : top, els: [], n: {} };
+      }
+      const n = cur.n, full = cur.els.length > 0 && (
+        bottom - cur.top > room || (k === "heading" && cur.els.length > 0) ||
+        (k === "chart" && n.chart) || (k === "text" && (n.text || n.chart)) ||
+        (k === "widget" && n.chart));
+      const first = steps.length === 0 && cur.els.length === 0 && cur.top === 0 && bottom > room;
+      if (full || first) {
+        if (cur.els.length || first) steps.push(cur);
+        cur = { top, els: [], n: {} };
+      }
+      cur.els.push(el);
+      cur.n[k] = (cur.n[k] || 0) + 1;
+    }
+    if (cur && cur.els.length) steps.push(cur);
+    S.steps = steps;
+  }
+  function off(el, yes) {
+    // a data attribute and `inert` (React leaves both alone when it redraws an element's class)
+    if (yes) { el.setAttribute("data-lmviz-off", ""); el.inert = true; }
+    else { el.removeAttribute("data-lmviz-off"); el.inert = false; }
+  }
+  function show() {
+    const m = main(), its = items();
+    if (!m || !S.steps.length) return;
+    S.i = Math.max(0, Math.min(S.i, S.steps.length - 1));
+    const on = new Set(S.steps[S.i].els);
+    for (const el of its) off(el, !on.has(el));
+    m.scrollTo({ top: Math.max(0, S.steps[S.i].top - (S.steps[S.i].top ? headerH() + 4 : 0)), behavior: "instant" });
+    const b = box();
+    if (b) { b.dataset.step = String(S.i + 1); b.dataset.steps = String(S.steps.length); }
+  }
+  function refresh() {
+    const b = box();
+    if (!b) { S.key = null; return; }
+    const h = b.querySelector("h2");
+    const key = location.pathname + "|" + (new URLSearchParams(location.search).get("sec") || "1") + "|" + (h ? h.textContent : "");
+    b.querySelectorAll("[data-lmviz-off]").forEach(el => off(el, false));
+    layout();
+    if (key !== S.key) {
+      S.key = key;
+      S.i = sessionStorage.getItem("lmviz-slide-last") === "1" ? S.steps.length - 1 : 0;
+      sessionStorage.removeItem("lmviz-slide-last");
+    }
+    show();
+  }
+  S.soon = () => { clearTimeout(S.timer); S.timer = setTimeout(refresh, 150); };
+  function press(which) {
+    const btn = document.querySelector(`.st-key-lmviz_${which} button`);
+    if (btn && !btn.disabled) {
+      if (which === "prev") sessionStorage.setItem("lmviz-slide-last", "1");
+      btn.click();
+    }
+  }
+  S.go = (d) => {
+    refresh();
+    const j = S.i + d;
+    if (j < 0) return press("prev");
+    if (j >= S.steps.length) return press("next");
+    S.i = j;
+    show();
+  };
+  window.addEventListener("keydown", (e) => {
+    if (!box() || !(e.key in KEYS) || e.altKey || e.ctrlKey || e.metaKey) return;
+    const a = document.activeElement;
+    const typing = a && (a.isContentEditable || a.tagName === "TEXTAREA" ||
+      (a.tagName === "INPUT" && !["range", "checkbox", "radio", "button", "submit"].includes(a.type)));
+    if (typing && e.key !== "PageDown" && e.key !== "PageUp") return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    if (a && a !== document.body && a.blur) a.blur();
+    S.go(KEYS[e.key]);
+  }, true);
+  new MutationObserver(() => { if (box()) S.soon(); })
+    .observe(document.body, { childList: true, subtree: true, characterData: true });
+  window.addEventListener("resize", S.soon);
+  S.soon();
+})();
