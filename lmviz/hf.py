@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import limits
-from .checkpoint import CheckpointError, _is_int, _name
-from .model import GPTConfig
+
+# lmviz.checkpoint and lmviz.model import torch: they are imported where a model is read, so that
+# find_models (the sidebar's menu, on the first paint) stays free of torch
 
 FAMILIES = {"gpt2": "GPT-2", "llama": "Llama", "qwen2": "Qwen2"}
 HF_CONTEXT = 2048            # positions lmviz uses of a RoPE model (its block_size): the pages draw
@@ -50,7 +51,21 @@ _IGNORED = re.compile(r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias|model\.laye
 
 
 def _fail(code: str, **params):
+    from .checkpoint import CheckpointError
+
     raise CheckpointError(f"hf.err_{code}", **params)
+
+
+def _is_int(x) -> bool:
+    from .checkpoint import _is_int
+
+    return _is_int(x)
+
+
+def _name(s) -> str:
+    from .checkpoint import _name
+
+    return _name(s)
 
 
 # -----------------------------------------------------------------------------
@@ -112,6 +127,8 @@ def _rope(d: dict) -> tuple[float, tuple]:
 def config_from_hf(d: dict) -> tuple[str, GPTConfig, int]:
     """(family, GPTConfig, the model's own max positions) from a config.json dict; every field
     lmviz cannot reproduce is refused, with its name."""
+    from .model import GPTConfig
+
     fam = family_of(d)
     V = _int(d, "vocab_size")
     if V > limits.MAX_PRETRAINED_VOCAB:
@@ -384,6 +401,7 @@ def load(path, device=None, check_budget: bool = True):
     from safetensors import safe_open
 
     from . import device as lmviz_device
+    from .checkpoint import CheckpointError
     from .hf_tokenizer import HFTokenizer, TokenizerError
     from .model import meta_gpt
 
@@ -425,7 +443,7 @@ def load(path, device=None, check_budget: bool = True):
     model.load_state_dict(weights, strict=True, assign=True)
     if info.config.tie_head:
         model.lm_head.weight = model.wte.weight          # assign=True replaced both: tie them again
-    meta = {"family": info.family, "name": info.name, "params": info.n_params, "dtype": info.dtype,
+    meta = {"family": info.family, "family_name": FAMILIES[info.family], "name": info.name, "params": info.n_params, "dtype": info.dtype,
             "max_positions": info.max_positions, "pretrained": True}
     return model.eval(), tok, meta
 
@@ -571,7 +589,7 @@ def _main(argv=None) -> int:
         reasons = budget(info, "cpu")
         print("budget (CPU): " + ("fits" if not reasons else " ".join(r.english() for r in reasons)))
         model, tok, _ = load(a.dir, device="cpu", check_budget=False)
-    except CheckpointError as e:
+    except ValueError as e:             # lmviz.checkpoint.CheckpointError: one sentence
         print(f"refused: {e}")
         return 2
     ids = tok.encode(a.text)[: cfg.block_size] or [0]

@@ -33,6 +33,7 @@ import json
 import operator
 import re
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
 
 from .bpe import Token, byte_label
@@ -222,6 +223,17 @@ def _normal_forms(spec) -> list[str]:
 # -----------------------------------------------------------------------------
 # the tokenizer
 
+@dataclass(frozen=True)
+class Piece:
+    """One token of a text, for the tokenizer chapter."""
+    id: int              # token id
+    label: str           # its bytes as readable text (<E5><AD> for bytes that are no whole character)
+    raw: bytes           # the bytes it stands for
+    chars: str           # the characters of the text its bytes fall in (a partial piece: the one it helps spell)
+    whole: bool          # its bytes are whole UTF-8 characters
+    rank: int | None     # rank of the merge that made it (0 = learned first); None: a base byte or added token
+
+
 class HFTokenizer:
     """A byte-level BPE tokenizer read from a ``tokenizer.json``, with the interface of lmviz's
     tokenizers (``vocab_size``, ``token``, ``encode``, ``encode_lossy``, ``decode``) plus the
@@ -232,6 +244,7 @@ class HFTokenizer:
     """
 
     kind = "hf"
+    level = "byte"          # as lmviz.bpe's byte level: every byte is a token, nothing is unknown
 
     def __init__(self, spec: dict, vocab_size: int | None = None):
         if not isinstance(spec, dict):
@@ -409,6 +422,29 @@ class HFTokenizer:
                 raw = self.raw(i)
                 out.append(Token(i, byte_label(raw), raw, start + char_at[min(nbytes, len(char_at) - 1)], False))
                 nbytes += len(raw)
+        return out
+
+    def text_pieces(self, text: str) -> list[Piece]:
+        """Every token of ``text`` with its bytes, the characters they fall in and its merge rank.
+
+        A piece whose bytes are part of a character (``whole`` False) names that character: the
+        bytes of 学 split as ``<E5><AD>`` + ``<A6>`` give two pieces whose ``chars`` are both 学.
+        """
+        out: list[Piece] = []
+        for seg, _, sid in self._segments(text):
+            if sid is not None:
+                out.append(Piece(sid, seg, seg.encode("utf-8"), seg, True, None))
+                continue
+            data = seg.encode("utf-8")
+            char_at = [k for k, ch in enumerate(seg) for _ in range(len(ch.encode("utf-8")))]
+            b = 0
+            for i in self._bpe("".join(BYTE_TO_CHAR[x] for x in data)):
+                raw = self.raw(i)
+                e = b + max(1, len(raw))
+                c0, c1 = char_at[min(b, len(char_at) - 1)], char_at[min(e, len(char_at)) - 1]
+                whole = (b == 0 or char_at[b] != char_at[b - 1]) and (e >= len(char_at) or char_at[e] != char_at[e - 1])
+                out.append(Piece(i, byte_label(raw), raw, seg[c0:c1 + 1], whole, self.merge_rank(i)))
+                b = e
         return out
 
     def decode(self, ids) -> str:
