@@ -89,6 +89,7 @@ with st.sidebar:
             st.rerun()
 
     _device_badge()
+    session.model_menu()
     st.page_link(pages[0], label=t("common.chapter_list"), icon=":material/list:")
 
 nav.run()

@@ -10,6 +10,9 @@
 
 A test pins all three to the same logits. Positions are learned, sinusoidal or rotary (RoPE);
 the norm is LayerNorm or RMSNorm; attention is MHA, GQA or MQA (``n_kv_head`` < ``n_head``).
+The MLP is GELU (exact or tanh) or SwiGLU; biases, norm eps, RoPE base and scaling and the tied
+head are config fields too, so GPT-2 and Llama/Qwen2 checkpoints map onto the same class
+(``lmviz.hf``). The defaults are lmviz's own model, unchanged.
 """
 from __future__ import annotations
 
@@ -22,6 +25,10 @@ import torch.nn.functional as F
 
 POS_KINDS = ("learned", "sinusoidal", "rope")
 NORM_KINDS = ("layernorm", "rmsnorm")
+MLP_KINDS = ("gelu", "swiglu")
+ACT_KINDS = ("gelu", "gelu_tanh")
+ATTN_BIAS_KINDS = ("none", "qkv", "all")
+ROPE_SCALING_KINDS = ("linear", "llama3")
 NORM_EPS = 1e-5
 ROPE_BASE = 10000.0
 
@@ -40,9 +47,21 @@ class GPTConfig:
     pos: str = "learned"         # position scheme: learned | sinusoidal | rope
     norm: str = "layernorm"      # norm before attention/MLP: layernorm | rmsnorm
     dropout: float = 0.0         # dropout in training (0 for a tiny model that we watch)
-    mlp_ratio: int = 4           # MLP hidden width = mlp_ratio * d_model
+    mlp_ratio: int = 4           # MLP hidden width = mlp_ratio * d_model (unless d_ff is set)
+    d_ff: int = 0                # MLP hidden width when it is no multiple of d_model (0: mlp_ratio * d_model)
+    mlp: str = "gelu"            # MLP kind: gelu (fc, act, proj) | swiglu (silu(gate) * up, down: Llama)
+    act: str = "gelu"            # the gelu MLP's activation: gelu (exact erf) | gelu_tanh (GPT-2's gelu_new)
+    mlp_bias: bool = True        # biases in the MLP's linear layers (GPT-2 and lmviz: yes; Llama: no)
+    attn_bias: str = "none"      # biases in attention: none | qkv (Qwen2: q, k, v) | all (GPT-2: and the output)
+    norm_eps: float = NORM_EPS   # the eps inside every norm's square root
+    rope_theta: float = ROPE_BASE  # RoPE base: pair i turns by p * theta^(-2i/head_dim)
+    rope_scaling: tuple = ()     # () | ("linear", factor) | ("llama3", factor, low_freq_factor,
+    #                              high_freq_factor, original_max_position_embeddings)
+    tie_head: bool = True        # lm_head reuses the token table (False: a separate [V, d] matrix)
 
     def __post_init__(self):
+        if isinstance(self.rope_scaling, list):          # from JSON: a list; kept hashable
+            object.__setattr__(self, "rope_scaling", tuple(self.rope_scaling))
         problems = self.validate()
         if problems:
             raise ValueError("invalid GPTConfig: " + "; ".join(problems))
@@ -62,6 +81,25 @@ class GPTConfig:
             v = getattr(self, name)
             if not is_int(v) or v < 1:
                 p.append(f"{name} must be a positive integer, got {v!r}")
+        if not is_int(self.d_ff) or self.d_ff < 0:
+            p.append(f"d_ff must be a non-negative integer, got {self.d_ff!r}")
+        for name, kinds in (("mlp", MLP_KINDS), ("act", ACT_KINDS), ("attn_bias", ATTN_BIAS_KINDS)):
+            if getattr(self, name) not in kinds:
+                p.append(f"{name} must be one of {', '.join(kinds)}, got {getattr(self, name)!r}")
+        for name in ("mlp_bias", "tie_head"):
+            if not isinstance(getattr(self, name), bool):
+                p.append(f"{name} must be true or false, got {getattr(self, name)!r}")
+        for name in ("norm_eps", "rope_theta"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
+                p.append(f"{name} must be a positive number, got {v!r}")
+        rs = self.rope_scaling
+        if rs != () and not (isinstance(rs, tuple) and rs and rs[0] in ROPE_SCALING_KINDS
+                             and len(rs) == {"linear": 2, "llama3": 5}[rs[0]]
+                             and all(not isinstance(x, bool) and isinstance(x, (int, float)) and 0 < x < float("inf")
+                                     for x in rs[1:])):
+            p.append(f"rope_scaling must be (), ('linear', factor) or ('llama3', factor, low, high, "
+                     f"original_max_position_embeddings), got {rs!r}")
         if p:
             return p
         if self.d_model % self.n_head:
@@ -85,8 +123,15 @@ class GPTConfig:
     def head_dim(self) -> int:
         return self.d_model // self.n_head
 
+    @property
+    def ff_width(self) -> int:
+        """The MLP's hidden width: d_ff when set, else mlp_ratio * d_model."""
+        return self.d_ff or self.mlp_ratio * self.d_model
+
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """Every field (rope_scaling as a list, as JSON has it)."""
+        return {k: list(v) if isinstance(v, tuple) else v
+                for k in self.__dataclass_fields__ for v in (getattr(self, k),)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "GPTConfig":
@@ -140,17 +185,44 @@ def sinusoidal_positions(T: int, d: int, offset: int = 0) -> torch.Tensor:
     return out
 
 
-def rope_angles(positions: torch.Tensor, dh: int, base: float = ROPE_BASE,
-                dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """The RoPE angles [T, dh/2]: pair i turns by p * base^(-2i/dh) at position p (the ONE copy).
+def rope_inv_freq(dh: int, base: float = ROPE_BASE, scaling: tuple = (), dtype: torch.dtype = torch.float32,
+                  device=None) -> torch.Tensor:
+    """The RoPE frequencies [dh/2]: base^(-2i/dh), then the config's scaling (the ONE copy).
 
-    ``dtype`` is the precision the angles are computed in (float64 for the exact embedding demo).
+    ``("linear", f)`` divides every frequency by f (positions read f times slower); ``("llama3",
+    f, low, high, n0)`` is Llama 3.1's: wavelengths longer than n0/low are divided by f, shorter
+    than n0/high kept, and those between blended smoothly.
+
+    >>> rope_inv_freq(4, base=100.0), rope_inv_freq(4, base=100.0, scaling=("linear", 2.0))
+    (tensor([1.0000, 0.1000]), tensor([0.5000, 0.0500]))
+    """
+    inv = 1.0 / (base ** (torch.arange(0, dh, 2, dtype=dtype, device=device) / dh))  # [dh/2]
+    if not scaling:
+        return inv
+    if scaling[0] == "linear":
+        return inv / scaling[1]
+    factor, low, high, n0 = scaling[1:]
+    low_wavelen, high_wavelen = n0 / low, n0 / high
+    wavelen = 2 * math.pi / inv
+    scaled = torch.where(wavelen > low_wavelen, inv / factor, inv)
+    smooth = (n0 / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
+    return torch.where(medium, smoothed, scaled)
+
+
+def rope_angles(positions: torch.Tensor, dh: int, base: float = ROPE_BASE,
+                dtype: torch.dtype = torch.float32, scaling: tuple = ()) -> torch.Tensor:
+    """The RoPE angles [T, dh/2]: pair i turns by p * base^(-2i/dh) at position p.
+
+    ``dtype`` is the precision the angles are computed in (float64 for the exact embedding demo);
+    ``scaling`` a config's rope_scaling (see :func:`rope_inv_freq`).
 
     >>> rope_angles(torch.tensor([0, 2]), 4, base=100.0)
     tensor([[0.0000, 0.0000],
             [2.0000, 0.2000]])
     """
-    inv = 1.0 / (base ** (torch.arange(0, dh, 2, dtype=dtype, device=positions.device) / dh))  # [dh/2]
+    inv = rope_inv_freq(dh, base, scaling, dtype, positions.device)              # [dh/2]
     return positions.to(dtype)[:, None] * inv                                   # [T,dh/2]
 
 
@@ -168,11 +240,12 @@ def rope_cache(T: int, dh: int, offset: int = 0, base: float = ROPE_BASE) -> tup
 
 
 def rope_rotate(x: torch.Tensor, positions: torch.Tensor | int, base: float = ROPE_BASE,
-                angle_dtype: torch.dtype = torch.float32) -> torch.Tensor:
+                angle_dtype: torch.dtype = torch.float32, scaling: tuple = ()) -> torch.Tensor:
     """Rotate each pair (x[i], x[i+dh/2]) of x [..., T, dh] by its position's angle.
 
     ``positions`` is a tensor [T] of absolute positions, or an int offset (positions offset..).
-    ``angle_dtype``: the precision of the angles (see :func:`rope_angles`).
+    ``angle_dtype``, ``scaling``: the precision of the angles and the config's rope_scaling
+    (see :func:`rope_angles`).
     Rotations keep lengths, and q.k after rotation depends only on the position difference.
 
     >>> x = torch.tensor([[1.0, 0.0]])                    # one vector, dh = 2, at position 0
@@ -182,7 +255,7 @@ def rope_rotate(x: torch.Tensor, positions: torch.Tensor | int, base: float = RO
     T, dh = x.shape[-2], x.shape[-1]
     if isinstance(positions, int):
         positions = torch.arange(positions, positions + T)
-    ang = rope_angles(positions.to(x.device), dh, base, angle_dtype)           # [T,dh/2]
+    ang = rope_angles(positions.to(x.device), dh, base, angle_dtype, scaling)  # [T,dh/2]
     cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
     x1, x2 = x[..., : dh // 2], x[..., dh // 2:]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
@@ -208,18 +281,18 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
 # modules
 
 class Norm(nn.Module):
-    """LayerNorm (weight + bias) or RMSNorm (weight only), both with eps = NORM_EPS."""
+    """LayerNorm (weight + bias) or RMSNorm (weight only), with the config's eps."""
 
-    def __init__(self, d: int, kind: str):
+    def __init__(self, d: int, kind: str, eps: float = NORM_EPS):
         super().__init__()
-        self.kind = kind
+        self.kind, self.eps = kind, eps
         self.weight = nn.Parameter(torch.ones(d))
         self.bias = nn.Parameter(torch.zeros(d)) if kind == "layernorm" else None
 
     def forward(self, x):
         if self.kind == "layernorm":
-            return F.layer_norm(x, (x.shape[-1],), self.weight, self.bias, NORM_EPS)
-        return rms_norm(x, self.weight)
+            return F.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
+        return rms_norm(x, self.weight, self.eps)
 
 
 class CausalSelfAttention(nn.Module):
@@ -228,10 +301,11 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.n_head, self.n_kv_head, self.dh = cfg.n_head, cfg.n_kv_head, cfg.head_dim
-        self.c_q = nn.Linear(cfg.d_model, cfg.n_head * cfg.head_dim, bias=False)
-        self.c_k = nn.Linear(cfg.d_model, cfg.n_kv_head * cfg.head_dim, bias=False)
-        self.c_v = nn.Linear(cfg.d_model, cfg.n_kv_head * cfg.head_dim, bias=False)
-        self.c_proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+        qkv_bias, out_bias = cfg.attn_bias != "none", cfg.attn_bias == "all"
+        self.c_q = nn.Linear(cfg.d_model, cfg.n_head * cfg.head_dim, bias=qkv_bias)
+        self.c_k = nn.Linear(cfg.d_model, cfg.n_kv_head * cfg.head_dim, bias=qkv_bias)
+        self.c_v = nn.Linear(cfg.d_model, cfg.n_kv_head * cfg.head_dim, bias=qkv_bias)
+        self.c_proj = nn.Linear(cfg.d_model, cfg.d_model, bias=out_bias)
         self.resid_drop = nn.Dropout(cfg.dropout)
 
     def qkv(self, x: torch.Tensor, positions: torch.Tensor):
@@ -241,8 +315,12 @@ class CausalSelfAttention(nn.Module):
         k = self.c_k(x).view(B, T, self.n_kv_head, self.dh).transpose(1, 2)
         v = self.c_v(x).view(B, T, self.n_kv_head, self.dh).transpose(1, 2)
         if self.cfg.pos == "rope":
-            q, k = rope_rotate(q, positions), rope_rotate(k, positions)
+            q, k = self.rope(q, positions), self.rope(k, positions)
         return q, k, v
+
+    def rope(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """RoPE with this config's base and scaling."""
+        return rope_rotate(x, positions, self.cfg.rope_theta, scaling=self.cfg.rope_scaling)
 
     def merge(self, y: torch.Tensor) -> torch.Tensor:
         """head outputs y [B,H,T,dh] -> concatenated and projected [B,T,d]."""
@@ -258,25 +336,42 @@ class CausalSelfAttention(nn.Module):
         return self.merge(y)
 
 
+def activation(cfg: GPTConfig):
+    """The gelu MLP's activation of ``cfg`` (exact GELU, or GPT-2's tanh approximation)."""
+    return (lambda x: F.gelu(x, approximate="tanh")) if cfg.act == "gelu_tanh" else F.gelu
+
+
 class MLP(nn.Module):
+    """gelu: c_proj(act(c_fc(x))). swiglu: c_proj(silu(c_gate(x)) * c_fc(x)) (Llama's gate/up/down)."""
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
-        self.c_fc = nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model)
-        self.c_proj = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model)
+        d, f, bias = cfg.d_model, cfg.ff_width, cfg.mlp_bias
+        self.swiglu = cfg.mlp == "swiglu"
+        self.act = activation(cfg)
+        if self.swiglu:
+            self.c_gate = nn.Linear(d, f, bias=bias)
+        self.c_fc = nn.Linear(d, f, bias=bias)
+        self.c_proj = nn.Linear(f, d, bias=bias)
         self.drop = nn.Dropout(cfg.dropout)
 
+    def hidden(self, x):
+        """The MLP's hidden activations [..., ff_width] (what the trace keeps as mlp_hidden)."""
+        if self.swiglu:
+            return F.silu(self.c_gate(x)) * self.c_fc(x)
+        return self.act(self.c_fc(x))
+
     def forward(self, x):
-        return self.drop(self.c_proj(F.gelu(self.c_fc(x))))
+        return self.drop(self.c_proj(self.hidden(x)))
 
 
 class Block(nn.Module):
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
-        self.ln_1 = Norm(cfg.d_model, cfg.norm)
+        self.ln_1 = Norm(cfg.d_model, cfg.norm, cfg.norm_eps)
         self.attn = CausalSelfAttention(cfg)
-        self.ln_2 = Norm(cfg.d_model, cfg.norm)
+        self.ln_2 = Norm(cfg.d_model, cfg.norm, cfg.norm_eps)
         self.mlp = MLP(cfg)
 
     def forward(self, x, positions):
@@ -305,7 +400,7 @@ class LayerTrace:
     attn_out: torch.Tensor  # [T,d] heads concatenated and projected (c_proj)
     resid_mid: torch.Tensor  # [T,d] resid_in + attn_out
     ln2: torch.Tensor       # [T,d] norm before the MLP
-    mlp_hidden: torch.Tensor  # [T,mlp_ratio*d] after GELU
+    mlp_hidden: torch.Tensor  # [T,ff_width] after GELU (swiglu: silu(gate) * up)
     mlp_out: torch.Tensor   # [T,d] the MLP's output
     resid_out: torch.Tensor  # [T,d] resid_mid + mlp_out, the next block's resid_in
 
@@ -330,6 +425,12 @@ class ModelTrace:
 
 def _cpu(x: torch.Tensor) -> torch.Tensor:
     return x.detach().float().cpu()
+
+
+def _matmul(h: torch.Tensor, lin: nn.Linear) -> torch.Tensor:
+    """h @ W^T (+ b): a linear layer written out, as the trace shows it."""
+    out = h @ lin.weight.T
+    return out if lin.bias is None else out + lin.bias
 
 
 # -----------------------------------------------------------------------------
@@ -361,19 +462,23 @@ class GPT(nn.Module):
         self.wpe = nn.Embedding(cfg.block_size, cfg.d_model) if cfg.pos == "learned" else None
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
-        self.ln_f = Norm(cfg.d_model, cfg.norm)
+        self.ln_f = Norm(cfg.d_model, cfg.norm, cfg.norm_eps)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        self.lm_head.weight = self.wte.weight  # weight tying (nanoGPT): one table reads and writes tokens
+        if cfg.tie_head:
+            self.lm_head.weight = self.wte.weight  # weight tying (nanoGPT): one table reads and writes tokens
         if init:
             init_weights(self)
 
     def num_params(self, non_embedding: bool = False) -> int:
-        """Parameter count (the tied token table counted once); optionally without embeddings."""
+        """Parameter count (a tied token table counted once); optionally without embeddings
+        (the token table, learned positions and an untied head)."""
         n = sum(p.numel() for p in self.parameters())
         if non_embedding:
             n -= self.wte.weight.numel()
             if self.wpe is not None:
                 n -= self.wpe.weight.numel()
+            if not self.cfg.tie_head:
+                n -= self.lm_head.weight.numel()
         return n
 
     @property
@@ -434,7 +539,7 @@ class GPT(nn.Module):
             self.train(was_training)
 
     def _norm(self, m: Norm, h):
-        return layer_norm(h, m.weight, m.bias) if m.kind == "layernorm" else rms_norm(h, m.weight)
+        return layer_norm(h, m.weight, m.bias, m.eps) if m.kind == "layernorm" else rms_norm(h, m.weight, m.eps)
 
     def _trace(self, idx: torch.Tensor) -> ModelTrace:
         cfg = self.cfg
@@ -448,11 +553,11 @@ class GPT(nn.Module):
             a = blk.attn
             resid_in = x
             h = self._norm(blk.ln_1, x)                      # [T,d]
-            q = (h @ a.c_q.weight.T).view(T, H, dh).transpose(0, 1)      # [H,T,dh]
-            k = (h @ a.c_k.weight.T).view(T, Hkv, dh).transpose(0, 1)    # [Hkv,T,dh]
-            v = (h @ a.c_v.weight.T).view(T, Hkv, dh).transpose(0, 1)    # [Hkv,T,dh]
+            q = _matmul(h, a.c_q).view(T, H, dh).transpose(0, 1)         # [H,T,dh]
+            k = _matmul(h, a.c_k).view(T, Hkv, dh).transpose(0, 1)       # [Hkv,T,dh]
+            v = _matmul(h, a.c_v).view(T, Hkv, dh).transpose(0, 1)       # [Hkv,T,dh]
             if cfg.pos == "rope":
-                q, k = rope_rotate(q, positions), rope_rotate(k, positions)
+                q, k = a.rope(q, positions), a.rope(k, positions)
             k = k.repeat_interleave(H // Hkv, dim=0)         # [H,T,dh]
             v = v.repeat_interleave(H // Hkv, dim=0)         # [H,T,dh]
             scores = q @ k.transpose(-1, -2)                 # [H,T,T]
@@ -460,13 +565,16 @@ class GPT(nn.Module):
             masked = scaled.masked_fill(~allowed, float("-inf"))
             weights = torch.softmax(masked, dim=-1)          # exact zeros where -inf
             head_out = weights @ v                           # [H,T,dh]
-            attn_out = head_out.transpose(0, 1).reshape(T, H * dh) @ a.c_proj.weight.T  # [T,d]
+            attn_out = _matmul(head_out.transpose(0, 1).reshape(T, H * dh), a.c_proj)  # [T,d]
             x = x + attn_out
             resid_mid = x
             h2 = self._norm(blk.ln_2, x)
             m = blk.mlp
-            hid = F.gelu(h2 @ m.c_fc.weight.T + m.c_fc.bias)  # [T,r*d]
-            mlp_out = hid @ m.c_proj.weight.T + m.c_proj.bias  # [T,d]
+            if m.swiglu:
+                hid = F.silu(_matmul(h2, m.c_gate)) * _matmul(h2, m.c_fc)  # [T,ff]
+            else:
+                hid = m.act(_matmul(h2, m.c_fc))             # [T,ff]
+            mlp_out = _matmul(hid, m.c_proj)                 # [T,d]
             x = x + mlp_out
             layers.append(LayerTrace(
                 n_kv_head=Hkv, resid_in=_cpu(resid_in), ln1=_cpu(h), q=_cpu(q), k=_cpu(k), v=_cpu(v),
@@ -474,7 +582,7 @@ class GPT(nn.Module):
                 head_out=_cpu(head_out), attn_out=_cpu(attn_out), resid_mid=_cpu(resid_mid),
                 ln2=_cpu(h2), mlp_hidden=_cpu(hid), mlp_out=_cpu(mlp_out), resid_out=_cpu(x)))
         hidden = self._norm(self.ln_f, x)
-        logits = hidden @ self.wte.weight.T                  # tied lm_head: [T,V]
+        logits = hidden @ self.lm_head.weight.T              # [T,V] (the token table when tied)
         return ModelTrace(
             idx=idx.detach().cpu(), tok_emb=_cpu(tok[0]), pos_emb=None if pos is None else _cpu(pos),
             x0=_cpu(layers[0].resid_in) if layers else _cpu(x), layers=layers,

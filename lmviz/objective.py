@@ -218,25 +218,39 @@ class PositionLoss:
     tolerance: float             # nats
 
 
+LOSS_LOGIT_FLOATS = 2**25     # logits held at once by loss_by_position (128 MiB): 64 windows of a
+#                               small model, one short batch of a 50k-token vocabulary
+LOSS_FLOPS = 2e11             # forward FLOPs loss_by_position may spend (~5 s on a CPU): all 128
+#                               windows of lmviz's own models, one window of GPT-2 small
+LOSS_WINDOW = 256             # longest window it measures (lmviz's models: 64; a pretrained model's
+#                               context is cut to this many positions)
+
+
 @torch.no_grad()
 def loss_by_position(model: GPT, ids, n_windows: int = 128, tolerance: float = 0.1) -> PositionLoss:
     """The model's mean next-token loss at each position of its context window, on ``ids`` [N]
     cut into non-overlapping windows from the start. Falls while extra context helps, then flat:
     past ``used_until`` the window holds more tokens than the model puts to use.
+    The window is the model's block_size, at most LOSS_WINDOW; at most LOSS_FLOPS of forward
+    passes and 4 x LOSS_LOGIT_FLOATS logits (at least one window), LOSS_LOGIT_FLOATS at a time,
+    are spent on it.
     ValueError when ids hold less than one window."""
     ids = torch.as_tensor(ids, dtype=torch.long).flatten()
-    T = model.cfg.block_size
-    n = min(int(n_windows), (len(ids) - 1) // T)
+    T = min(model.cfg.block_size, LOSS_WINDOW)
+    by_flops = max(1, int(LOSS_FLOPS // (2 * model.num_params() * T)))
+    by_logits = max(1, 4 * LOSS_LOGIT_FLOATS // (T * model.cfg.vocab_size))   # the softmaxes' cost
+    n = min(int(n_windows), (len(ids) - 1) // T, by_flops, by_logits)
     if n < 1:
         raise ValueError(f"need at least block_size + 1 = {T + 1} tokens, got {len(ids)}")
+    batch = max(1, min(64, LOSS_LOGIT_FLOATS // (T * model.cfg.vocab_size)))
     starts = torch.arange(n) * T
     offs = torch.arange(T)
     was_training = model.training
     model.eval()
     total = torch.zeros(T, dtype=torch.float64)
     try:
-        for i in range(0, n, 64):                                    # 64 windows at a time: bounded memory
-            s = starts[i:i + 64]
+        for i in range(0, n, batch):                                 # a batch at a time: bounded memory
+            s = starts[i:i + batch]
             x = ids[s[:, None] + offs].to(model.device)              # [b,T]
             y = ids[s[:, None] + offs + 1].to(model.device)          # [b,T]
             logits = model(x)[0].float()                             # [b,T,V]

@@ -316,7 +316,9 @@ def sec_live() -> None:
     b = _bundle()
     if b is None:
         return
-    st.caption(t("gen.live_model_session") if b.source == "session" else t("gen.live_model_default"))
+    st.caption(t("gen.live_model_pretrained", name=render.escape(b.meta.get("name", "")), family=b.meta.get("family_name", ""),
+                 params=f"{b.model.num_params():,}") if b.source == "pretrained"
+               else t("gen.live_model_session") if b.source == "session" else t("gen.live_model_default"))
     c1, c2 = st.columns([3, 1])
     with c1:
         prompt = urlstate.text(t("gen.prompt"), t("gen.prompt_default"), param="prompt",

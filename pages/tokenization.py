@@ -373,6 +373,43 @@ def _rare_section() -> None:
     render.md(t("tok.rare_note"))
 
 
+REAL_DEFAULT = {"en": "Unbelievably, 学习 means learning.", "zh": "学生在图书馆里学习数学。"}
+
+
+def _real_section() -> None:
+    """The pretrained model's own tokenizer (chosen in the sidebar) on the user's text: its pieces
+    as bytes, the character a partial piece helps spell, and each merge's rank."""
+    from lmviz.limits import DRAW_TOKENS
+    from ui import session
+
+    b = session.try_live_bundle(None)
+    if b is None or b.source != "pretrained":
+        render.md(t("tok.real_none"))
+        return
+    tk = b.tokenizer
+    sample = st.text_area(t("tok.real_label"), value=REAL_DEFAULT[lang()], max_chars=MAX_ENCODE, height=80,
+                          key="tok_real_text")
+    if not sample:
+        return
+    pieces, toks = tk.text_pieces(sample), tk.tokens(sample)
+    if len(pieces) > DRAW_TOKENS:
+        st.caption(t("tok.real_cut", n=len(pieces), shown=DRAW_TOKENS))
+        pieces, toks = pieces[:DRAW_TOKENS], toks[:DRAW_TOKENS]
+    partial = [p for p in pieces if not p.whole]
+    render.md(t("tok.real_intro", name=render.escape(b.meta.get("name", "")), v=f"{tk.vocab_size:,}",
+                merges=f"{len(tk.ranks):,}", n=len(pieces), chars=len(sample)))
+    st.html(token_chips_html(toks, id_word="ID", bytes_word=t("tok.bytes")))
+    if partial:
+        p = partial[0]
+        render.md(t("tok.real_partial", k=len(partial), label=urlstate.literal(p.label), char=_prose(p.chars),
+                    hex=" ".join(f"{x:02X}" for x in p.chars.encode("utf-8"))))
+    st.dataframe([{t("tok.real_col_piece"): visible(p.label), "ID": p.id,
+                   "UTF-8": " ".join(f"{x:02X}" for x in p.raw), t("tok.real_col_char"): visible(p.chars),
+                   t("tok.real_col_rank"): "—" if p.rank is None else p.rank} for p in pieces],
+                 hide_index=True, width="stretch")
+    st.caption(t("tok.real_rank_note"))
+
+
 # The corpus controls above are always shown; in presenter mode the sections below are
 # stepped one at a time (ui.render.run_sections).
 render.run_sections([
@@ -382,4 +419,5 @@ render.run_sections([
     ("tok.bytes_title", _bytes_section),
     ("tok.sp_title", _special_section),
     ("tok.rare_title", _rare_section),
+    ("tok.real_title", _real_section),
 ])

@@ -7,8 +7,9 @@ The one place pages get shared objects from.
   here), which also warms torch up for the chapter pages.
 - ``default_bundle()`` is the shipped default model, shared by all users (read-only, eval mode,
   used under ``no_grad``: thread-safe).
-- ``live_bundle()`` is the model the chapters show: the one trained in this session when there
-  is one, else the default.
+- ``live_bundle()`` is the model the chapters show: the one chosen in the sidebar's model menu
+  (``model_menu``: the shipped model, this session's trained one, or a pretrained folder of
+  ``LMVIZ_MODEL_DIR`` or the Hugging Face cache, see ``lmviz.hf``), else the default.
 """
 from __future__ import annotations
 
@@ -52,8 +53,8 @@ class Bundle:
 
     model: Any        # lmviz.model.GPT, eval mode
     tokenizer: Any    # lmviz.tokenizer tokenizer
-    meta: dict        # training record: corpus, steps, losses, ...
-    source: str       # "default" or "session"
+    meta: dict        # training record: corpus, steps, losses, ... (pretrained: family, name, path)
+    source: str       # "default", "session" (trained or uploaded here) or "pretrained" (lmviz.hf)
 
 
 @st.cache_resource(show_spinner=False)
@@ -108,8 +109,81 @@ def model_key(bundle: Bundle) -> str:
 
 
 def set_session_bundle(bundle: Bundle | None) -> None:
-    """Make ``bundle`` the model every chapter shows in this session (None: back to default)."""
+    """Make ``bundle`` the model every chapter shows in this session (None: back to default).
+    A trained or uploaded one is also kept as the menu's "trained" entry."""
     st.session_state["lmviz_session_bundle"] = bundle
+    if bundle is not None and bundle.source == "session":
+        st.session_state["lmviz_trained_bundle"] = bundle
+
+
+# ---------------------------------------------------------------- pretrained models -----------
+@st.cache_data(ttl=30, show_spinner=False)
+def pretrained_models() -> list:
+    """The pretrained model folders on this machine (lmviz.hf.find_models; config.json only)."""
+    from lmviz.hf import find_models
+
+    return find_models()
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def pretrained_bundle(path: str) -> Bundle:
+    """A pretrained folder loaded once per server and shared read-only (eval mode, no_grad, like
+    the default). One at a time: choosing another releases it once no session shows it.
+    Raises lmviz.checkpoint.CheckpointError (a sentence) when refused, the budget included."""
+    from lmviz.hf import load
+
+    model, tok, meta = load(path)
+    return Bundle(model, tok, {**meta, "path": path}, "pretrained")
+
+
+def _picked() -> None:
+    st.session_state["lmviz_model_pick"] = st.session_state["lmviz_model_choice"]
+
+
+def model_menu() -> None:
+    """The sidebar's model menu: the shipped model, this session's trained one (when there is one)
+    and every pretrained folder found; the choice is the model every chapter shows (applied here,
+    before the page draws). With no pretrained folder, one sentence says how to add one."""
+    from ui.i18n import t
+
+    from lmviz.hf import FAMILIES
+
+    found = pretrained_models()
+    trained = st.session_state.get("lmviz_trained_bundle")
+    options = ["default"] + (["session"] if trained is not None else []) + [str(f.path) for f in found]
+    labels = {"default": t("model.default"), "session": t("model.session"),
+              **{str(f.path): f"{f.label} · {FAMILIES[f.family]}" for f in found}}
+
+    def now() -> str:
+        b = st.session_state.get("lmviz_session_bundle")
+        return "default" if b is None else ("session" if b.source == "session" else b.meta.get("path", "default"))
+
+    pick = st.session_state.pop("lmviz_model_pick", None)
+    if pick is not None and pick != now() and pick in options:
+        if pick == "default":
+            set_session_bundle(None)
+        elif pick == "session":
+            set_session_bundle(trained)
+        else:
+            from lmviz.checkpoint import CheckpointError
+
+            try:
+                with st.spinner(t("model.loading", name=labels[pick])):
+                    set_session_bundle(pretrained_bundle(pick))
+            except CheckpointError as e:
+                from ui.render import escape
+
+                st.error(t("model.refused", name=escape(labels[pick]), why=escape(t(e.key, **e.params))))
+    current = now()
+    if current not in options:                      # e.g. a folder removed since it was chosen
+        options.append(current)
+        b = st.session_state.get("lmviz_session_bundle")
+        labels[current] = b.meta.get("name", current) if b is not None else current
+    st.session_state["lmviz_model_choice"] = current   # the menu follows the model (a training publishes one)
+    st.selectbox(t("model.menu"), options, format_func=labels.get, key="lmviz_model_choice", on_change=_picked,
+                 help=t("model.menu_help"))
+    if not found:
+        st.caption(t("model.none_found"))
 
 
 # ================================================================ background tasks ========
@@ -407,3 +481,4 @@ def forget_trained_model() -> None:
     """Back to the shipped default model in every chapter."""
     set_session_bundle(None)
     st.session_state.pop("lmviz_job_published", None)
+    st.session_state.pop("lmviz_trained_bundle", None)

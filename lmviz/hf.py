@@ -1,0 +1,611 @@
+"""Real pretrained checkpoints from a local Hugging Face-layout folder, as lmviz's own ``GPT``.
+
+A folder holds ``config.json``, the weights as ``model.safetensors`` or as shards
+``model-0000x-of-0000y.safetensors`` with ``model.safetensors.index.json``, and
+``tokenizer.json``. Two families are read:
+
+- **GPT-2** (gpt2, distilgpt2, gpt2-medium ...): learned positions, LayerNorm with bias, GELU-tanh
+  (``gelu_new``), biases everywhere, the token table tied to the head. Its attention and MLP
+  weights are ``Conv1D``: stored [in, out], the transpose of a ``Linear``; ``c_attn`` holds q, k
+  and v side by side and is cut in three.
+- **Llama-style** (Llama 3.x, Qwen2/2.5, SmolLM2): RoPE with the config's ``rope_theta`` and
+  scaling, RMSNorm, SwiGLU (gate/up/down), GQA, Qwen2's q/k/v biases, tied or untied head.
+
+Nothing runs that the folder ships: safetensors only (no pickle), no ``trust_remote_code``, no
+network. Border control as in ``lmviz.checkpoint``: config.json, every shard's header, every
+tensor's name, dtype, shape and place in its file are checked **before** any weight is read;
+then :func:`budget` (``lmviz.limits.pretrained_budget``) decides, from those numbers alone,
+whether the model fits this machine, with a sentence saying what it would need. Weights stored
+as bf16/fp16 stay so on a GPU and are upcast to fp32 on the CPU. A refused folder raises
+``lmviz.checkpoint.CheckpointError`` (its ``key``/``params`` name one catalogue sentence).
+
+``python -m lmviz.hf check DIR`` prints the family, the shapes, the parameter count, the budget
+and -- when ``transformers`` is installed -- the largest |Δlogit| against its forward pass; it
+exits non-zero on a mismatch. :func:`find_models` lists the folders of ``LMVIZ_MODEL_DIR`` and
+of the local Hugging Face cache.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import limits
+
+# lmviz.checkpoint and lmviz.model import torch: they are imported where a model is read, so that
+# find_models (the sidebar's menu, on the first paint) stays free of torch
+
+FAMILIES = {"gpt2": "GPT-2", "llama": "Llama", "qwen2": "Qwen2"}
+HF_CONTEXT = 2048            # positions lmviz uses of a RoPE model (its block_size): the pages draw
+#                              far fewer, and the KV cache is sized by it
+MAX_CONFIG_BYTES = 1 * 2**20  # config.json
+MAX_INDEX_BYTES = 16 * 2**20  # model.safetensors.index.json
+MAX_SHARDS = 512
+DTYPES = {"F32": 4, "F16": 2, "BF16": 2}
+_SHARD = re.compile(r"model-\d{5}-of-\d{5}\.safetensors")
+_IGNORED = re.compile(r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias|model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq")
+
+
+def _fail(code: str, **params):
+    from .checkpoint import CheckpointError
+
+    raise CheckpointError(f"hf.err_{code}", **params)
+
+
+def _is_int(x) -> bool:
+    from .checkpoint import _is_int
+
+    return _is_int(x)
+
+
+def _name(s) -> str:
+    from .checkpoint import _name
+
+    return _name(s)
+
+
+# -----------------------------------------------------------------------------
+# config.json -> GPTConfig
+
+def _read_json(path: Path, limit: int, code: str):
+    if not path.is_file():
+        _fail(code)
+    if path.stat().st_size > limit:
+        _fail("too_large", name=path.name, limit_mb=limit // 2**20)
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        _fail("json", name=path.name)
+    if not isinstance(d, dict):
+        _fail("json", name=path.name)
+    return d
+
+
+def _int(d: dict, key: str, default=None, lo: int = 1) -> int:
+    v = d.get(key, default)
+    if not _is_int(v) or v < lo:
+        _fail("config_field", name=key)
+    return v
+
+
+def _num(d: dict, key: str, default) -> float:
+    v = d.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
+        _fail("config_field", name=key)
+    return float(v)
+
+
+def family_of(d: dict) -> str:
+    """The family of a config.json dict ("gpt2", "llama", "qwen2"); refused otherwise."""
+    kind = d.get("model_type")
+    if kind not in FAMILIES:
+        _fail("family", kind=_name(kind), families=", ".join(FAMILIES))
+    return kind
+
+
+def _rope(d: dict) -> tuple[float, tuple]:
+    """(rope_theta, rope_scaling as GPTConfig holds it) from a Llama/Qwen2 config (transformers 4's
+    ``rope_theta``/``rope_scaling`` or 5's ``rope_parameters``)."""
+    params = d.get("rope_parameters") if isinstance(d.get("rope_parameters"), dict) else {}
+    theta = _num(params if "rope_theta" in params else d, "rope_theta", 10000.0)
+    sc = d.get("rope_scaling") if isinstance(d.get("rope_scaling"), dict) else params
+    kind = sc.get("rope_type", sc.get("type", "default")) if sc else "default"
+    if kind in (None, "default"):
+        return theta, ()
+    if kind == "linear":
+        return theta, ("linear", _num(sc, "factor", None))
+    if kind == "llama3":
+        return theta, ("llama3", _num(sc, "factor", None), _num(sc, "low_freq_factor", None),
+                       _num(sc, "high_freq_factor", None), _num(sc, "original_max_position_embeddings", None))
+    _fail("rope", kind=_name(kind))
+
+
+def config_from_hf(d: dict) -> tuple[str, GPTConfig, int]:
+    """(family, GPTConfig, the model's own max positions) from a config.json dict; every field
+    lmviz cannot reproduce is refused, with its name."""
+    from .model import GPTConfig
+
+    fam = family_of(d)
+    V = _int(d, "vocab_size")
+    if V > limits.MAX_PRETRAINED_VOCAB:
+        _fail("bound", name="vocab_size", value=V, limit=limits.MAX_PRETRAINED_VOCAB)
+    tie = d.get("tie_word_embeddings", fam == "gpt2")
+    if not isinstance(tie, bool):
+        _fail("config_field", name="tie_word_embeddings")
+    if fam == "gpt2":
+        act = d.get("activation_function", "gelu_new")
+        acts = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu"}
+        if act not in acts:
+            _fail("config_value", name="activation_function", value=_name(act))
+        for k, ok in (("scale_attn_by_inverse_layer_idx", False), ("reorder_and_upcast_attn", False),
+                      ("scale_attn_weights", True), ("add_cross_attention", False)):
+            if d.get(k, ok) != ok:
+                _fail("config_value", name=k, value=_name(str(d.get(k))))
+        dm, H, P = _int(d, "n_embd"), _int(d, "n_head"), _int(d, "n_positions")
+        inner = d.get("n_inner")
+        ff = 4 * dm if inner is None else _int(d, "n_inner")
+        kw = dict(vocab_size=V, block_size=P, n_layer=_int(d, "n_layer"), n_head=H, n_kv_head=H, d_model=dm,
+                  pos="learned", norm="layernorm", d_ff=0 if ff == 4 * dm else ff, mlp="gelu", act=acts[act],
+                  mlp_bias=True, attn_bias="all", norm_eps=_num(d, "layer_norm_epsilon", 1e-5), tie_head=tie)
+        max_pos = P
+    else:
+        if d.get("hidden_act", "silu") != "silu":
+            _fail("config_value", name="hidden_act", value=_name(d.get("hidden_act")))
+        if d.get("use_sliding_window"):
+            _fail("config_value", name="use_sliding_window", value="true")
+        if d.get("pretraining_tp", 1) != 1:
+            _fail("config_value", name="pretraining_tp", value=_name(str(d.get("pretraining_tp"))))
+        dm, H = _int(d, "hidden_size"), _int(d, "num_attention_heads")
+        Hkv = _int(d, "num_key_value_heads", H)
+        if dm % H or d.get("head_dim", dm // H) not in (None, dm // H):
+            _fail("config_value", name="head_dim", value=_name(str(d.get("head_dim"))))
+        attn_bias = d.get("attention_bias", False)
+        mlp_bias = d.get("mlp_bias", False)
+        if not isinstance(attn_bias, bool) or not isinstance(mlp_bias, bool):
+            _fail("config_field", name="attention_bias")
+        theta, scaling = _rope(d)
+        max_pos = _int(d, "max_position_embeddings", HF_CONTEXT)
+        kw = dict(vocab_size=V, block_size=min(max_pos, HF_CONTEXT), n_layer=_int(d, "num_hidden_layers"),
+                  n_head=H, n_kv_head=Hkv, d_model=dm, pos="rope", norm="rmsnorm",
+                  d_ff=_int(d, "intermediate_size"), mlp="swiglu", mlp_bias=mlp_bias,
+                  attn_bias="qkv" if fam == "qwen2" else ("all" if attn_bias else "none"),
+                  norm_eps=_num(d, "rms_norm_eps", 1e-6), rope_theta=theta, rope_scaling=scaling, tie_head=tie)
+    for k, hi in (("n_layer", limits.MAX_PRETRAINED_LAYERS), ("d_model", limits.MAX_PRETRAINED_WIDTH),
+                  ("n_head", limits.MAX_PRETRAINED_HEADS), ("d_ff", 8 * limits.MAX_PRETRAINED_WIDTH)):
+        if kw[k] > hi:
+            _fail("bound", name=k, value=kw[k], limit=hi)
+    try:
+        cfg = GPTConfig(**kw)
+    except ValueError:
+        _fail("config_invalid")
+    return fam, cfg, max_pos
+
+
+# -----------------------------------------------------------------------------
+# the weights: which HF tensor becomes which lmviz parameter
+
+@dataclass(frozen=True)
+class Entry:
+    """One tensor of the checkpoint and what lmviz makes of it."""
+    name: str                   # its name in the safetensors file
+    shape: tuple[int, ...]      # the shape the config implies
+    targets: tuple[str, ...]    # lmviz parameter(s) it fills (three for GPT-2's c_attn)
+    op: str                     # "copy" | "t" (Conv1D: transpose) | "split" (cut along dim 0 after op)
+    transpose: bool = False
+
+
+def plan(fam: str, cfg: GPTConfig, prefix: str = "") -> list[Entry]:
+    """The tensors a checkpoint of ``cfg`` holds (the optional tied ``lm_head.weight`` not
+    included) and where each one goes in lmviz's GPT."""
+    d, V, f, L = cfg.d_model, cfg.vocab_size, cfg.ff_width, cfg.n_layer
+    kv = cfg.n_kv_head * cfg.head_dim
+    out = []
+    if fam == "gpt2":
+        p = prefix
+        out += [Entry(f"{p}wte.weight", (V, d), ("wte.weight",), "copy"),
+                Entry(f"{p}wpe.weight", (cfg.block_size, d), ("wpe.weight",), "copy")]
+        for i in range(L):
+            h, b = f"{p}h.{i}.", f"blocks.{i}."
+            out += [Entry(h + "ln_1.weight", (d,), (b + "ln_1.weight",), "copy"),
+                    Entry(h + "ln_1.bias", (d,), (b + "ln_1.bias",), "copy"),
+                    Entry(h + "attn.c_attn.weight", (d, 3 * d), tuple(b + f"attn.c_{x}.weight" for x in "qkv"),
+                          "split", True),
+                    Entry(h + "attn.c_attn.bias", (3 * d,), tuple(b + f"attn.c_{x}.bias" for x in "qkv"), "split"),
+                    Entry(h + "attn.c_proj.weight", (d, d), (b + "attn.c_proj.weight",), "copy", True),
+                    Entry(h + "attn.c_proj.bias", (d,), (b + "attn.c_proj.bias",), "copy"),
+                    Entry(h + "ln_2.weight", (d,), (b + "ln_2.weight",), "copy"),
+                    Entry(h + "ln_2.bias", (d,), (b + "ln_2.bias",), "copy"),
+                    Entry(h + "mlp.c_fc.weight", (d, f), (b + "mlp.c_fc.weight",), "copy", True),
+                    Entry(h + "mlp.c_fc.bias", (f,), (b + "mlp.c_fc.bias",), "copy"),
+                    Entry(h + "mlp.c_proj.weight", (f, d), (b + "mlp.c_proj.weight",), "copy", True),
+                    Entry(h + "mlp.c_proj.bias", (d,), (b + "mlp.c_proj.bias",), "copy")]
+        out += [Entry(f"{p}ln_f.weight", (d,), ("ln_f.weight",), "copy"),
+                Entry(f"{p}ln_f.bias", (d,), ("ln_f.bias",), "copy")]
+    else:
+        out.append(Entry("model.embed_tokens.weight", (V, d), ("wte.weight",), "copy"))
+        qkv_bias, o_bias = cfg.attn_bias != "none", cfg.attn_bias == "all"
+        for i in range(L):
+            h, b = f"model.layers.{i}.", f"blocks.{i}."
+            out.append(Entry(h + "input_layernorm.weight", (d,), (b + "ln_1.weight",), "copy"))
+            for x, t, n in (("q", "q", d), ("k", "k", kv), ("v", "v", kv)):
+                out.append(Entry(h + f"self_attn.{x}_proj.weight", (n, d), (b + f"attn.c_{t}.weight",), "copy"))
+                if qkv_bias:
+                    out.append(Entry(h + f"self_attn.{x}_proj.bias", (n,), (b + f"attn.c_{t}.bias",), "copy"))
+            out.append(Entry(h + "self_attn.o_proj.weight", (d, d), (b + "attn.c_proj.weight",), "copy"))
+            if o_bias:
+                out.append(Entry(h + "self_attn.o_proj.bias", (d,), (b + "attn.c_proj.bias",), "copy"))
+            out.append(Entry(h + "post_attention_layernorm.weight", (d,), (b + "ln_2.weight",), "copy"))
+            for x, t, shape in (("gate", "c_gate", (f, d)), ("up", "c_fc", (f, d)), ("down", "c_proj", (d, f))):
+                out.append(Entry(h + f"mlp.{x}_proj.weight", shape, (b + f"mlp.{t}.weight",), "copy"))
+                if cfg.mlp_bias:
+                    out.append(Entry(h + f"mlp.{x}_proj.bias", shape[:1], (b + f"mlp.{t}.bias",), "copy"))
+        out.append(Entry("model.norm.weight", (d,), ("ln_f.weight",), "copy"))
+        if not cfg.tie_head:
+            out.append(Entry("lm_head.weight", (V, d), ("lm_head.weight",), "copy"))
+    return out
+
+
+# -----------------------------------------------------------------------------
+# the folder, checked
+
+@dataclass(frozen=True)
+class Inspection:
+    """What a folder holds, checked, before any weight is read."""
+    path: Path
+    family: str                              # "gpt2" | "llama" | "qwen2"
+    config: GPTConfig
+    max_positions: int                       # the model's own context (block_size may be less)
+    n_params: int                            # parameters (a tied table once)
+    dtype: str                               # stored dtype of the weights: F32 | F16 | BF16
+    entries: tuple[Entry, ...]
+    where: dict = field(default_factory=dict)    # tensor name -> (file, dtype)
+    largest: int = 0                         # elements of the largest tensor
+
+    @property
+    def name(self) -> str:
+        return model_label(self.path)
+
+
+def _header(path: Path) -> tuple[dict, int]:
+    """(the safetensors header, bytes of data after it), reading only the header's bytes."""
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        if len(head) < 8:
+            _fail("header", name=path.name)
+        (n,) = struct.unpack("<Q", head)
+        if n > limits.MAX_HEADER_BYTES or n > size - 8:
+            _fail("header", name=path.name)
+        raw = fh.read(n)
+    try:
+        h = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        _fail("header", name=path.name)
+    if not isinstance(h, dict):
+        _fail("header", name=path.name)
+    return h, size - 8 - n
+
+
+def _shards(root: Path) -> list[Path]:
+    single, index = root / "model.safetensors", root / "model.safetensors.index.json"
+    if single.is_file():
+        return [single]
+    if not index.is_file():
+        if any(root.glob("*.bin")) or any(root.glob("*.pt")) or any(root.glob("*.pth")):
+            _fail("pickle")
+        _fail("no_weights")
+    wm = _read_json(index, MAX_INDEX_BYTES, "no_weights").get("weight_map")
+    if not isinstance(wm, dict) or not wm:
+        _fail("json", name=index.name)
+    files = sorted(set(wm.values()), key=str)
+    if len(files) > MAX_SHARDS or not all(isinstance(f, str) and _SHARD.fullmatch(f) for f in files):
+        _fail("shard_name")
+    out = [root / f for f in files]
+    for p in out:
+        if not p.is_file():
+            _fail("shard_missing", name=p.name)
+    return out
+
+
+def inspect(path) -> Inspection:
+    """Check a folder -- config.json, the shards' headers, every tensor -- without reading a weight."""
+    root = Path(path)
+    if not root.is_dir():
+        _fail("missing")
+    fam, cfg, max_pos = config_from_hf(_read_json(root / "config.json", MAX_CONFIG_BYTES, "no_config"))
+    if not (root / "tokenizer.json").is_file():
+        _fail("no_tokenizer")
+    found: dict[str, tuple[Path, str, tuple]] = {}
+    for shard in _shards(root):
+        header, data_len = _header(shard)
+        spans = []
+        for k, e in header.items():
+            if k == "__metadata__":
+                continue
+            if not isinstance(e, dict) or not isinstance(k, str):
+                _fail("tensor_entry", name=_name(k))
+            dtype, shape, offs = e.get("dtype"), e.get("shape"), e.get("data_offsets")
+            if (not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape)
+                    or not isinstance(offs, list) or len(offs) != 2 or not all(_is_int(o) and o >= 0 for o in offs)):
+                _fail("tensor_entry", name=_name(k))
+            if not isinstance(dtype, str) or (dtype not in DTYPES and not _IGNORED.fullmatch(k)):
+                _fail("tensor_dtype", name=_name(k), dtype=_name(dtype))
+            nbytes = math.prod(shape) * DTYPES.get(dtype, 1 if dtype in ("BOOL", "U8", "I8") else 8)
+            if offs[1] - offs[0] != nbytes or offs[1] > data_len:
+                _fail("tensor_offsets", name=_name(k))
+            if k in found:
+                _fail("tensor_twice", name=_name(k))
+            found[k] = (shard, dtype, tuple(shape))
+            spans.append((offs[0], offs[1]))
+        spans.sort()
+        for (_, e1), (b2, _) in zip(spans, spans[1:]):
+            if b2 < e1:
+                _fail("tensor_offsets", name=shard.name)
+    prefix = "transformer." if fam == "gpt2" and "transformer.wte.weight" in found else ""
+    entries = plan(fam, cfg, prefix)
+    expected = {e.name: e for e in entries}
+    optional = {"lm_head.weight"} if cfg.tie_head else set()
+    missing = sorted(set(expected) - set(found))
+    if missing:
+        _fail("tensor_missing", count=len(missing), name=_name(missing[0]))
+    extra = sorted((k for k in found if k not in expected and k not in optional and not _IGNORED.fullmatch(k)), key=str)
+    if extra:
+        _fail("tensor_extra", count=len(extra), name=_name(extra[0]))
+    for k in [*expected, *(o for o in optional if o in found)]:
+        want = expected[k].shape if k in expected else (cfg.vocab_size, cfg.d_model)
+        if found[k][2] != want:
+            _fail("tensor_shape", name=_name(k), shape=str(found[k][2])[:60], expected=str(want))
+    dtypes = sorted({found[k][1] for k in expected})
+    n = sum(math.prod(e.shape) for e in entries)
+    return Inspection(root, fam, cfg, max_pos, n, dtypes[0] if len(dtypes) == 1 else "mixed", tuple(entries),
+                      {k: (v[0], v[1]) for k, v in found.items()}, max(math.prod(e.shape) for e in entries))
+
+
+# -----------------------------------------------------------------------------
+# the budget, then the weights
+
+def machine_bytes(device) -> int:
+    """Memory of the machine (the GPU's own on cuda), in bytes."""
+    if str(device).startswith("cuda"):
+        import torch
+
+        return int(torch.cuda.get_device_properties(torch.device(device)).total_memory)
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+
+def budget(info: Inspection, device="cpu", total_bytes: int | None = None) -> list[limits.Reason]:
+    """Why this model may not load here (empty: it fits), from the inspection's numbers alone."""
+    cfg = info.config
+    on_gpu = str(device).startswith("cuda")
+    per_weight = DTYPES.get(info.dtype, 4) if on_gpu else 4          # kept in its dtype on a GPU, fp32 on CPU
+    return limits.pretrained_budget(
+        params=info.n_params, bytes_per_weight=per_weight, largest=info.largest, n_layer=cfg.n_layer,
+        kv_width=cfg.n_kv_head * cfg.head_dim, context=cfg.block_size, vocab=cfg.vocab_size,
+        device=device, total_bytes=machine_bytes(device) if total_bytes is None else total_bytes)
+
+
+def load(path, device=None, check_budget: bool = True):
+    """(GPT in eval mode, HFTokenizer, meta) from a folder; refused folders raise CheckpointError.
+
+    ``device``: lmviz.device() when None. On a GPU, bf16/fp16 weights keep their dtype; on the
+    CPU every weight is fp32.
+    """
+    import torch
+    from safetensors import safe_open
+
+    from . import device as lmviz_device
+    from .checkpoint import CheckpointError
+    from .hf_tokenizer import HFTokenizer, TokenizerError
+    from .model import meta_gpt
+
+    info = inspect(path)
+    dev = torch.device(device) if device is not None else lmviz_device()
+    if check_budget:
+        reasons = budget(info, dev)
+        if reasons:
+            raise CheckpointError(reasons[0].key, **reasons[0].params)
+    try:
+        tok = HFTokenizer.from_file(info.path / "tokenizer.json", vocab_size=info.config.vocab_size)
+    except TokenizerError as e:
+        raise CheckpointError("hf.err_tokenizer", why=str(e)) from None
+    if tok.vocab_size > info.config.vocab_size:
+        _fail("tokenizer_size", n=tok.vocab_size, expected=info.config.vocab_size)
+    keep = {"F16": torch.float16, "BF16": torch.bfloat16}.get(info.dtype) if dev.type == "cuda" else None
+    target = keep or torch.float32
+    weights = {}
+    by_file: dict[Path, list[Entry]] = {}
+    for e in info.entries:
+        by_file.setdefault(info.where[e.name][0], []).append(e)
+    for shard, entries in by_file.items():
+        with safe_open(str(shard), framework="pt", device="cpu") as fh:
+            for e in entries:
+                t = fh.get_tensor(e.name)
+                bad = int((~torch.isfinite(t)).sum())
+                if bad:
+                    _fail("nonfinite", name=_name(e.name), count=bad)
+                t = t.to(target)
+                if e.transpose:
+                    t = t.T
+                parts = t.chunk(len(e.targets), dim=0) if e.op == "split" else (t,)
+                for name, p in zip(e.targets, parts):
+                    weights[name] = p.contiguous().to(dev)
+                del t, parts
+    model = meta_gpt(info.config)
+    if info.config.tie_head:
+        weights["lm_head.weight"] = weights["wte.weight"]
+    model.load_state_dict(weights, strict=True, assign=True)
+    if info.config.tie_head:
+        model.lm_head.weight = model.wte.weight          # assign=True replaced both: tie them again
+    meta = {"family": info.family, "family_name": FAMILIES[info.family], "name": info.name, "params": info.n_params, "dtype": info.dtype,
+            "max_positions": info.max_positions, "pretrained": True}
+    return model.eval(), tok, meta
+
+
+# -----------------------------------------------------------------------------
+# where models come from
+
+@dataclass(frozen=True)
+class Found:
+    """A model folder found on this machine (only config.json was read)."""
+    path: Path
+    label: str           # what the menu shows: "org/name" from the HF cache, else the folder's name
+    family: str          # "gpt2" | "llama" | "qwen2"
+
+
+def model_label(path: Path) -> str:
+    """``org/name`` for a snapshot of the HF cache (``models--org--name/snapshots/<rev>``), else
+    the folder's name."""
+    p = Path(path)
+    if p.parent.name == "snapshots" and p.parent.parent.name.startswith("models--"):
+        return p.parent.parent.name[len("models--"):].replace("--", "/")
+    return p.name
+
+
+def _candidate(p: Path) -> Found | None:
+    try:
+        if not ((p / "config.json").is_file() and (p / "tokenizer.json").is_file()
+                and ((p / "model.safetensors").is_file() or (p / "model.safetensors.index.json").is_file())):
+            return None
+        if (p / "config.json").stat().st_size > MAX_CONFIG_BYTES:
+            return None
+        d = json.loads((p / "config.json").read_text(encoding="utf-8"))
+        fam = d.get("model_type") if isinstance(d, dict) else None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return Found(p, model_label(p), fam) if fam in FAMILIES else None
+
+
+def hf_cache_dir(env=None) -> Path:
+    """The local Hugging Face hub cache: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub."""
+    env = os.environ if env is None else env
+    if env.get("HF_HUB_CACHE"):
+        return Path(env["HF_HUB_CACHE"]).expanduser()
+    if env.get("HF_HOME"):
+        return Path(env["HF_HOME"]).expanduser() / "hub"
+    return Path("~/.cache/huggingface/hub").expanduser()
+
+
+def find_models(env=None, limit: int = 64) -> list[Found]:
+    """Model folders of the two families, from LMVIZ_MODEL_DIR (os.pathsep-separated; each a
+    model folder or a folder of them) and from the HF cache (each model's newest snapshot).
+    Reads config.json only; a folder that is unreadable is left out (the loader says why)."""
+    env = os.environ if env is None else env
+    roots = [Path(x).expanduser() for x in env.get("LMVIZ_MODEL_DIR", "").split(os.pathsep) if x.strip()]
+    out: list[Found] = []
+    seen: set[Path] = set()
+
+    def add(p: Path):
+        try:
+            rp = p.resolve()
+        except OSError:
+            return
+        if rp in seen or len(out) >= limit:
+            return
+        f = _candidate(p)
+        if f is not None:
+            seen.add(rp)
+            out.append(f)
+
+    for r in roots:
+        if not r.is_dir():
+            continue
+        if _candidate(r) is not None:
+            add(r)
+            continue
+        try:
+            subs = sorted(x for x in r.iterdir() if x.is_dir())
+        except OSError:
+            continue
+        for x in subs[:limit]:
+            add(x)
+    cache = hf_cache_dir(env)
+    try:
+        repos = sorted(cache.glob("models--*")) if cache.is_dir() else []
+    except OSError:
+        repos = []
+    for repo in repos[:limit]:
+        snaps = repo / "snapshots"
+        ref = repo / "refs" / "main"
+        try:
+            rev = ref.read_text(encoding="utf-8").strip() if ref.is_file() else ""
+            cands = [snaps / rev] if rev and (snaps / rev).is_dir() else \
+                sorted((s for s in snaps.iterdir() if s.is_dir()), key=lambda s: s.stat().st_mtime, reverse=True)
+        except OSError:
+            continue
+        for s in cands[:1]:
+            add(s)
+    return out
+
+
+# -----------------------------------------------------------------------------
+# python -m lmviz.hf check DIR
+
+def reference_logits(path, ids):
+    """transformers' logits [T, V] (fp32) for ``ids`` from the folder, or None without transformers.
+    Offline and without remote code (only the two families' own classes)."""
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        return None
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    ref = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, local_files_only=True,
+                                               trust_remote_code=False).eval()
+    with torch.no_grad():
+        return ref(torch.tensor([ids])).logits[0].float()
+
+
+def _main(argv=None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m lmviz.hf")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check", help="check a Hugging Face-layout folder and compare with transformers")
+    c.add_argument("dir")
+    c.add_argument("--text", default="The capital of France is Paris. 北京是中国的首都。")
+    c.add_argument("--tol", type=float, default=1e-4, help="largest |Δlogit| allowed, times max(1, max |logit|)")
+    a = ap.parse_args(argv)
+    import torch
+
+    try:
+        info = inspect(a.dir)
+        print(f"family: {FAMILIES[info.family]} ({info.family})")
+        cfg = info.config
+        print(f"layers {cfg.n_layer}, width {cfg.d_model}, heads {cfg.n_head} (kv {cfg.n_kv_head}), "
+              f"head_dim {cfg.head_dim}, MLP {cfg.mlp} {cfg.ff_width}, vocab {cfg.vocab_size}, "
+              f"positions {info.max_positions} (lmviz uses {cfg.block_size}), stored {info.dtype}")
+        for e in info.entries[:3] + info.entries[-2:]:
+            print(f"  {e.name} {list(e.shape)} -> {', '.join(e.targets)}{' (transposed)' if e.transpose else ''}")
+        print(f"parameters: {info.n_params:,}")
+        reasons = budget(info, "cpu")
+        print("budget (CPU): " + ("fits" if not reasons else " ".join(r.english() for r in reasons)))
+        model, tok, _ = load(a.dir, device="cpu", check_budget=False)
+    except ValueError as e:             # lmviz.checkpoint.CheckpointError: one sentence
+        print(f"refused: {e}")
+        return 2
+    ids = tok.encode(a.text)[: cfg.block_size] or [0]
+    print(f"text: {len(ids)} tokens: {[tok.token(i) for i in ids[:12]]}")
+    with torch.no_grad():
+        mine = model(torch.tensor([ids]))[0][0]
+    ref = reference_logits(a.dir, ids)
+    if ref is None:
+        print("transformers is not installed: no reference forward")
+        return 0
+    delta = float((mine - ref).abs().max())
+    tol = a.tol * max(1.0, float(ref.abs().max()))
+    print(f"largest |Δlogit| vs transformers: {delta:.3g} (max |logit| {float(ref.abs().max()):.3g}, "
+          f"allowed {tol:.3g}): {'ok' if delta <= tol else 'MISMATCH'}")
+    return 0 if delta <= tol else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -1,0 +1,455 @@
+"""A real model's tokenizer, read from its ``tokenizer.json``: byte-level BPE (GPT-2, Llama 3,
+Qwen2, SmolLM2), written here in plain Python so the app needs neither ``tokenizers`` nor
+``transformers`` (a test checks that the ids equal ``tokenizers``' own).
+
+What ``tokenizer.json`` says, and what is done with it, in order:
+
+1. **Added tokens** (``<|endoftext|>``, ``<|im_start|>`` ...) are cut out of the text first;
+   each is one id and is never split.
+2. **Normalizer**: none, or a Unicode normal form (NFC, NFD, NFKC, NFKD; Qwen2 uses NFC).
+3. **Pre-tokenizer**: the text is cut into pieces no merge may cross: ``Split`` with the json's
+   own regex (Llama 3, Qwen2), ``ByteLevel`` with GPT-2's regex, ``Digits``. The regexes use
+   ``\\p{L}`` (letters) and ``\\p{N}`` (numbers), which Python's ``re`` lacks: they are rewritten
+   as character classes built from ``unicodedata``, and ``\\s`` as Unicode's White_Space (what the
+   Rust library's regex engine means by it).
+4. **Bytes**: each piece becomes its UTF-8 bytes, each byte a printable stand-in character
+   (GPT-2's byte map: a space is ``Ġ``, a newline ``Ċ``), so a token is a string of them.
+5. **BPE**: inside a piece, the adjacent pair whose merge was learned earliest is merged, again
+   and again (``ignore_merges``: a piece that is already one token stays one).
+
+A token is a run of **bytes**, not of characters: a Chinese character's three UTF-8 bytes may be
+split over two tokens, and a piece like ``b"\\xe5\\xad"`` is no text at all. ``raw(i)`` gives
+the bytes, ``token(i)`` a label that shows such bytes as ``<E5><AD>`` (never "�"), and
+``tokens(text)`` every piece with its bytes and where it starts, as ``lmviz.bpe`` does.
+
+Everything in the file is checked before it is used (sizes, ids, merges, the kinds of each
+step); what lmviz cannot reproduce exactly is refused with a :class:`TokenizerError`.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import operator
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from .bpe import Token, byte_label
+
+MAX_TOKENIZER_BYTES = 64 * 2**20    # tokenizer.json (Qwen2's is 7 MB, Llama 3's 9 MB)
+MAX_VOCAB = 1_000_000               # token ids (Qwen2: 151,665; Gemma: 256,000)
+MAX_TOKEN_CHARS = 1_000             # longest token string
+MAX_PATTERN_CHARS = 2_000           # a pre-tokenizer regex
+NORMAL_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
+GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+# Unicode's White_Space property: what \s means in the regex engine of HF tokenizers (Python's
+# \s also matches U+001C..U+001F)
+WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+class TokenizerError(ValueError):
+    """A tokenizer.json lmviz refuses; ``str()`` says why in one English sentence."""
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte map: each of the 256 bytes -> a printable character (printable Latin-1 bytes
+    map to themselves, the rest to U+0100 onwards).
+
+    >>> m = bytes_to_unicode(); m[ord("a")], m[ord(" ")], m[ord("\\n")], len(set(m.values()))
+    ('a', 'Ġ', 'Ċ', 256)
+    """
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+BYTE_TO_CHAR = bytes_to_unicode()
+CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
+
+
+# -----------------------------------------------------------------------------
+# the regex dialect of tokenizer.json, in Python's re
+
+def _ranges(chars: list[int]) -> str:
+    """Code points -> a character-class body of ranges, escaped (\\uXXXX / \\UXXXXXXXX)."""
+    def esc(c):
+        return f"\\u{c:04x}" if c <= 0xFFFF else f"\\U{c:08x}"
+
+    out, i = [], 0
+    while i < len(chars):
+        j = i
+        while j + 1 < len(chars) and chars[j + 1] == chars[j] + 1:
+            j += 1
+        out.append(esc(chars[i]) if i == j else f"{esc(chars[i])}-{esc(chars[j])}")
+        i = j + 1
+    return "".join(out)
+
+
+_LAST_CP = 0x40000     # planes 4-16 hold no letter and no number (tags, private use, unassigned)
+
+
+@functools.lru_cache(maxsize=1)
+def _categories() -> list[str]:
+    """The Unicode general category of every code point below _LAST_CP (built once, C loops)."""
+    return list(map(unicodedata.category, "".join(map(chr, range(_LAST_CP)))))
+
+
+@functools.lru_cache(maxsize=32)
+def _category_class(name: str) -> str:
+    """The class body of Unicode general category ``name`` ("L", "N", "Lu", ...) (built once)."""
+    cps = list(itertools.compress(range(_LAST_CP), map(operator.methodcaller("startswith", name), _categories())))
+    if not cps:
+        raise TokenizerError(f"the tokenizer's regex names an unknown Unicode category ({name[:10]})")
+    return _ranges(cps)
+
+
+_TOKEN = re.compile(r"\\[pP]\{([A-Za-z]{1,2})\}|\\[pP]([A-Za-z])|\\[sS]|\\.|\[|\]|.", re.S)
+
+
+def translate_regex(pattern: str) -> str:
+    """A tokenizer.json regex (Oniguruma: ``\\p{L}``, ``\\p{N}``, Unicode ``\\s``) as Python ``re``.
+
+    >>> re.findall(translate_regex(r" ?\\p{L}+| ?\\p{N}+"), "hi 学生 42")
+    ['hi', ' 学生', ' 42']
+    """
+    if not isinstance(pattern, str) or len(pattern) > MAX_PATTERN_CHARS:
+        raise TokenizerError("the tokenizer's regex is missing or too long")
+    out, in_class = [], False
+    for m in _TOKEN.finditer(pattern):
+        tok = m.group(0)
+        cat = m.group(1) or m.group(2)
+        if cat:
+            body = _category_class(cat)
+            neg = tok[1] == "P"
+            if in_class:
+                if neg:
+                    raise TokenizerError("the tokenizer's regex negates a Unicode category inside a class")
+                out.append(body)
+            else:
+                out.append(f"[{'^' if neg else ''}{body}]")
+        elif tok in ("\\s", "\\S"):
+            if in_class and tok == "\\S":
+                raise TokenizerError("the tokenizer's regex uses \\S inside a class")
+            out.append(WHITE_SPACE if in_class else f"[{'^' if tok == chr(92) + 'S' else ''}{WHITE_SPACE}]")
+        elif tok == "[" and not in_class:
+            in_class = True
+            out.append(tok)
+        elif tok == "]" and in_class and not out[-1].endswith("["):
+            in_class = False
+            out.append(tok)
+        else:
+            out.append(tok)
+    try:
+        re.compile("".join(out))
+    except re.error as e:
+        raise TokenizerError(f"the tokenizer's regex is not one lmviz can read ({str(e)[:60]})") from None
+    return "".join(out)
+
+
+# -----------------------------------------------------------------------------
+# the steps
+
+def _split_isolated(pieces, rx: re.Pattern):
+    """Cut every (text, start) piece at the matches of rx; matches and the gaps between them are
+    pieces of their own (the ``Isolated`` behaviour)."""
+    out = []
+    for text, start in pieces:
+        pos = 0
+        for m in rx.finditer(text):
+            if m.start() == m.end():
+                continue
+            if m.start() > pos:
+                out.append((text[pos:m.start()], start + pos))
+            out.append((m.group(0), start + m.start()))
+            pos = m.end()
+        if pos < len(text):
+            out.append((text[pos:], start + pos))
+    return out
+
+
+def _pre_tokenizer_steps(spec) -> list:
+    """tokenizer.json's pre_tokenizer -> a list of ("split", compiled regex) / ("prefix_space",)."""
+    if spec is None:
+        return []
+    if not isinstance(spec, dict):
+        raise TokenizerError("the tokenizer's pre_tokenizer is not an object")
+    kind = spec.get("type")
+    if kind == "Sequence":
+        steps = []
+        for s in spec.get("pretokenizers") or []:
+            steps += _pre_tokenizer_steps(s)
+        return steps
+    if kind == "ByteLevel":
+        steps = [("prefix_space",)] if spec.get("add_prefix_space") else []
+        if spec.get("use_regex", True):
+            steps.append(("split", re.compile(translate_regex(GPT2_PATTERN))))
+        return steps
+    if kind == "Split":
+        pat = spec.get("pattern") or {}
+        if spec.get("behavior") != "Isolated" or spec.get("invert"):
+            raise TokenizerError("the tokenizer splits text in a way lmviz does not reproduce "
+                                 f"({str(spec.get('behavior'))[:20]})")
+        if "Regex" in pat:
+            rx = translate_regex(pat["Regex"])
+        elif isinstance(pat.get("String"), str):
+            rx = re.escape(pat["String"])
+        else:
+            raise TokenizerError("the tokenizer's Split has no pattern")
+        return [("split", re.compile(rx))]
+    if kind == "Digits":
+        return [("split", re.compile(r"\d" if spec.get("individual_digits") else r"\d+"))]
+    raise TokenizerError(f"the tokenizer's pre-tokenizer kind is not one lmviz reproduces ({str(kind)[:30]})")
+
+
+def _normal_forms(spec) -> list[str]:
+    if spec is None:
+        return []
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    if kind == "Sequence":
+        return [f for s in spec.get("normalizers") or [] for f in _normal_forms(s)]
+    if kind in NORMAL_FORMS:
+        return [kind]
+    raise TokenizerError(f"the tokenizer's normalizer is not one lmviz reproduces ({str(kind)[:30]})")
+
+
+# -----------------------------------------------------------------------------
+# the tokenizer
+
+@dataclass(frozen=True)
+class Piece:
+    """One token of a text, for the tokenizer chapter."""
+    id: int              # token id
+    label: str           # its bytes as readable text (<E5><AD> for bytes that are no whole character)
+    raw: bytes           # the bytes it stands for
+    chars: str           # the characters of the text its bytes fall in (a partial piece: the one it helps spell)
+    whole: bool          # its bytes are whole UTF-8 characters
+    rank: int | None     # rank of the merge that made it (0 = learned first); None: a base byte or added token
+
+
+class HFTokenizer:
+    """A byte-level BPE tokenizer read from a ``tokenizer.json``, with the interface of lmviz's
+    tokenizers (``vocab_size``, ``token``, ``encode``, ``encode_lossy``, ``decode``) plus the
+    pieces as bytes (``raw``, ``tokens``) and the merge ranks (``merge_rank``).
+
+    ``vocab_size`` may be given larger than the file's (a model's embedding table is often padded
+    past its tokenizer): ids without a token have no bytes and an empty label.
+    """
+
+    kind = "hf"
+    level = "byte"          # as lmviz.bpe's byte level: every byte is a token, nothing is unknown
+
+    def __init__(self, spec: dict, vocab_size: int | None = None):
+        if not isinstance(spec, dict):
+            raise TokenizerError("tokenizer.json is not a JSON object")
+        model = spec.get("model")
+        if not isinstance(model, dict) or model.get("type") not in ("BPE", None) or "vocab" not in model:
+            raise TokenizerError("the tokenizer is not a BPE tokenizer (lmviz reads byte-level BPE only)")
+        for k in ("continuing_subword_prefix", "end_of_word_suffix"):
+            if model.get(k):
+                raise TokenizerError(f"the tokenizer uses {k}, which byte-level BPE does not")
+        if model.get("byte_fallback") or model.get("dropout"):
+            raise TokenizerError("the tokenizer uses byte fallback or dropout (a SentencePiece-style BPE)")
+        vocab = model.get("vocab")
+        if not isinstance(vocab, dict) or not 0 < len(vocab) <= MAX_VOCAB:
+            raise TokenizerError("the tokenizer's vocabulary is missing or too large")
+        byte_level = any(isinstance(spec.get(k), dict) and "ByteLevel" in json.dumps(spec.get(k))
+                         for k in ("pre_tokenizer", "decoder"))
+        if not byte_level:
+            raise TokenizerError("the tokenizer is not byte-level (no ByteLevel pre-tokenizer or decoder)")
+        self.pieces: dict[int, str] = {}            # id -> token string (byte-mapped characters)
+        for t, i in vocab.items():
+            if (not isinstance(t, str) or not t or len(t) > MAX_TOKEN_CHARS or not isinstance(i, int)
+                    or isinstance(i, bool) or not 0 <= i < MAX_VOCAB or i in self.pieces):
+                raise TokenizerError("the tokenizer's vocabulary holds a bad entry")
+            self.pieces[i] = t
+        self.ids = {t: i for i, t in self.pieces.items()}
+        self.special: dict[str, int] = {}           # added tokens: content -> id, never split
+        for a in spec.get("added_tokens") or []:
+            c, i = (a.get("content"), a.get("id")) if isinstance(a, dict) else (None, None)
+            if (not isinstance(c, str) or not c or len(c) > MAX_TOKEN_CHARS or not isinstance(i, int)
+                    or isinstance(i, bool) or not 0 <= i < MAX_VOCAB):
+                raise TokenizerError("the tokenizer's added tokens hold a bad entry")
+            self.special[c] = i
+        self.ranks: dict[tuple[str, str], int] = {}
+        merges = model.get("merges") or []
+        if not isinstance(merges, list) or len(merges) > MAX_VOCAB:
+            raise TokenizerError("the tokenizer's merges are not a list")
+        for r, m in enumerate(merges):
+            pair = tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) if isinstance(m, list) else ()
+            if len(pair) != 2 or not all(isinstance(p, str) for p in pair) or (pair[0] + pair[1]) not in self.ids:
+                raise TokenizerError(f"the tokenizer's merge {r + 1} is not a pair of tokens whose join is a token")
+            self.ranks.setdefault(pair, r)
+        self.ignore_merges = bool(model.get("ignore_merges"))
+        self.forms = _normal_forms(spec.get("normalizer"))
+        self.steps = _pre_tokenizer_steps(spec.get("pre_tokenizer"))
+        top = max([*self.pieces, *self.special.values()]) + 1
+        self.vocab_size = max(top, int(vocab_size or 0))
+        self._special_rx = re.compile("|".join(re.escape(c) for c in sorted(self.special, key=len, reverse=True))) \
+            if self.special else None
+        self._raw = {i: bytes(CHAR_TO_BYTE[c] for c in t) if all(c in CHAR_TO_BYTE for c in t) else t.encode("utf-8")
+                     for i, t in self.pieces.items()}
+        for c, i in self.special.items():
+            self._raw[i] = c.encode("utf-8")
+        self._cache: dict[str, list[int]] = {}
+
+    @classmethod
+    def from_file(cls, path, vocab_size: int | None = None) -> "HFTokenizer":
+        """Read and check ``tokenizer.json`` (at most MAX_TOKENIZER_BYTES)."""
+        p = Path(path)
+        if not p.is_file():
+            raise TokenizerError("the folder has no tokenizer.json")
+        if p.stat().st_size > MAX_TOKENIZER_BYTES:
+            raise TokenizerError(f"tokenizer.json is larger than {MAX_TOKENIZER_BYTES // 2**20} MB")
+        try:
+            spec = json.loads(p.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise TokenizerError("tokenizer.json is not valid JSON") from None
+        return cls(spec, vocab_size)
+
+    # -- views ---------------------------------------------------------------------------------
+    def raw(self, i: int) -> bytes:
+        """The bytes token i stands for (b"" for an id without a token)."""
+        return self._raw.get(int(i), b"")
+
+    def token(self, i: int) -> str:
+        """Token i as readable text: bytes that are no whole UTF-8 character shown as <XX>."""
+        return byte_label(self.raw(i))
+
+    def merge_rank(self, i: int) -> int | None:
+        """The rank (0 = learned first) of the merge that made token i; None for a base byte, an
+        added token, or a token no merge builds."""
+        t = self.pieces.get(int(i))
+        if t is None or len(t) < 2 or int(i) in self.special.values():
+            return None
+        best = None
+        for k in range(1, len(t)):
+            r = self.ranks.get((t[:k], t[k:]))
+            if r is not None and (best is None or r < best):
+                best = r
+        return best
+
+    # -- encode --------------------------------------------------------------------------------
+    def _bpe(self, piece: str) -> list[int]:
+        hit = self._cache.get(piece)
+        if hit is not None:
+            return hit
+        ids = self.ids
+        if self.ignore_merges and piece in ids:
+            out = [ids[piece]]
+        else:
+            parts = [c for c in piece if c in ids]     # a byte the vocabulary lacks is dropped
+            ranks = self.ranks
+            while len(parts) >= 2:
+                best = min(range(len(parts) - 1), key=lambda k: ranks.get((parts[k], parts[k + 1]), 1 << 60))
+                pair = (parts[best], parts[best + 1])
+                if pair not in ranks:
+                    break
+                merged, k = [], 0
+                while k < len(parts):
+                    if k < len(parts) - 1 and (parts[k], parts[k + 1]) == pair:
+                        merged.append(pair[0] + pair[1])
+                        k += 2
+                    else:
+                        merged.append(parts[k])
+                        k += 1
+                parts = merged
+            out = [ids[p] for p in parts]
+        if len(self._cache) < 100_000:
+            self._cache[piece] = out
+        return out
+
+    def _segments(self, text: str):
+        """(piece, start offset, special id or None), in order; offsets in the normalized text."""
+        chunks, pos = [], 0
+        if self._special_rx is not None:
+            for m in self._special_rx.finditer(text):
+                if m.start() > pos:
+                    chunks.append((text[pos:m.start()], pos, None))
+                chunks.append((m.group(0), m.start(), self.special[m.group(0)]))
+                pos = m.end()
+        if pos < len(text):
+            chunks.append((text[pos:], pos, None))
+        for chunk, start, sid in chunks:
+            if sid is not None:
+                yield chunk, start, sid
+                continue
+            for f in self.forms:
+                chunk = unicodedata.normalize(f, chunk)
+            pieces = [(chunk, start)]
+            for step in self.steps:
+                if step[0] == "prefix_space":
+                    pieces = [(p if p.startswith(" ") else " " + p, s) for p, s in pieces]
+                else:
+                    pieces = _split_isolated(pieces, step[1])
+            for p, s in pieces:
+                yield p, s, None
+
+    def encode(self, text: str) -> list[int]:
+        """Text -> ids, without the special tokens a template would add (as ``tokenizers``'
+        ``encode(text, add_special_tokens=False)``)."""
+        out: list[int] = []
+        for piece, _, sid in self._segments(text):
+            if sid is not None:
+                out.append(sid)
+            else:
+                out.extend(self._bpe("".join(BYTE_TO_CHAR[b] for b in piece.encode("utf-8"))))
+        return out
+
+    def encode_lossy(self, text: str) -> tuple[list[int], list[str]]:
+        """(ids, []) -- byte-level BPE encodes any text (a byte the vocabulary lacks is dropped)."""
+        return self.encode(text), []
+
+    def tokens(self, text: str) -> list[Token]:
+        """Encode text and describe every token: id, label, its bytes, the character it starts in
+        (a token may start in the middle of a character: then it starts with a continuation byte)."""
+        out: list[Token] = []
+        for piece, start, sid in self._segments(text):
+            if sid is not None:
+                out.append(Token(sid, piece, piece.encode("utf-8"), start, False))
+                continue
+            data = piece.encode("utf-8")
+            char_at = [k for k, ch in enumerate(piece) for _ in range(len(ch.encode("utf-8")))]
+            nbytes = 0
+            for i in self._bpe("".join(BYTE_TO_CHAR[b] for b in data)):
+                raw = self.raw(i)
+                out.append(Token(i, byte_label(raw), raw, start + char_at[min(nbytes, len(char_at) - 1)], False))
+                nbytes += len(raw)
+        return out
+
+    def text_pieces(self, text: str) -> list[Piece]:
+        """Every token of ``text`` with its bytes, the characters they fall in and its merge rank.
+
+        A piece whose bytes are part of a character (``whole`` False) names that character: the
+        bytes of 学 split as ``<E5><AD>`` + ``<A6>`` give two pieces whose ``chars`` are both 学.
+        """
+        out: list[Piece] = []
+        for seg, _, sid in self._segments(text):
+            if sid is not None:
+                out.append(Piece(sid, seg, seg.encode("utf-8"), seg, True, None))
+                continue
+            data = seg.encode("utf-8")
+            char_at = [k for k, ch in enumerate(seg) for _ in range(len(ch.encode("utf-8")))]
+            b = 0
+            for i in self._bpe("".join(BYTE_TO_CHAR[x] for x in data)):
+                raw = self.raw(i)
+                e = b + max(1, len(raw))
+                c0, c1 = char_at[min(b, len(char_at) - 1)], char_at[min(e, len(char_at)) - 1]
+                whole = (b == 0 or char_at[b] != char_at[b - 1]) and (e >= len(char_at) or char_at[e] != char_at[e - 1])
+                out.append(Piece(i, byte_label(raw), raw, seg[c0:c1 + 1], whole, self.merge_rank(i)))
+                b = e
+        return out
+
+    def decode(self, ids) -> str:
+        """Ids -> text (bytes joined, then read as UTF-8; an incomplete character becomes U+FFFD)."""
+        return b"".join(self.raw(i) for i in ids).decode("utf-8", errors="replace")
+
+    def __repr__(self):
+        return f"HFTokenizer(vocab_size={self.vocab_size}, merges={len(self.ranks)})"

@@ -1,0 +1,387 @@
+"""Real pretrained checkpoints (lmviz.hf, lmviz.hf_tokenizer) proved against the reference
+implementation without downloading anything: tiny random GPT-2, Llama and Qwen2 models are built
+with ``transformers`` and saved with ``save_pretrained``, beside a byte-level BPE ``tokenizer.json``
+trained with ``tokenizers``; lmviz's logits, cached path, greedy generations and token ids must
+equal theirs. Tests that need ``transformers`` skip with a reason when it is absent."""
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from lmviz import limits
+from lmviz.checkpoint import CheckpointError
+from lmviz.hf import budget, find_models, inspect, load, model_label
+from lmviz.hf_tokenizer import HFTokenizer, TokenizerError, translate_regex
+from lmviz.kv_cache import KVCache, generate_cached
+from lmviz.model import GPT, GPTConfig
+from lmviz.sampling import generate, model_step
+
+torch.set_num_threads(1)
+ROOT = Path(__file__).resolve().parent.parent
+QWEN_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+TEXT = ((ROOT / "assets" / "examples" / "english.txt").read_text(encoding="utf-8")[:6000]
+        + (ROOT / "assets" / "examples" / "chinese.txt").read_text(encoding="utf-8")[:3000])
+SAMPLES = ["The slowest readers learned, and we're   testing\n\nspaces\t\ttabs. It's 2026!",
+           "学生在图书馆里学习数学。床前明月光，疑是地上霜。",
+           "<|endoftext|>café ☃ 𝔘nicode ½ Ⅻ ² \x1c x DON'T 12345",
+           TEXT[:1500]]
+VOCAB = 420                 # tokenizer: 256 bytes + 1 special + merges
+MODEL_VOCAB = 448           # the embedding table is padded past the tokenizer, as real models do
+
+def _have(mod: str) -> bool:
+    try:
+        __import__(mod)
+        return True
+    except ImportError:
+        return False
+
+
+needs_tf = pytest.mark.skipif(not _have("transformers"), reason="transformers is not installed "
+                              "(a test-only dependency in requirements-dev.txt)")
+needs_tok = pytest.mark.skipif(not _have("tokenizers"), reason="tokenizers is not installed")
+
+
+# ---------------------------------------------------------------- fixtures --------------------
+def _train_tokenizer(style: str, path: Path) -> Path:
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(ignore_merges=style == "qwen"))
+    if style == "gpt2":
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    else:
+        tok.normalizer = normalizers.NFC()
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(QWEN_PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator([TEXT], trainers.BpeTrainer(
+        vocab_size=VOCAB, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False))
+    tok.save(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def tok_files(tmp_path_factory):
+    if not _have("tokenizers"):
+        pytest.skip("tokenizers is not installed")
+    d = tmp_path_factory.mktemp("tok")
+    return {s: _train_tokenizer(s, d / f"{s}.json") for s in ("gpt2", "qwen")}
+
+
+def _hf_model(family: str):
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed({"gpt2": 0, "llama": 1, "qwen2": 2, "llama_linear": 3}[family])
+    common = dict(vocab_size=MODEL_VOCAB, initializer_range=0.2)
+    if family == "gpt2":
+        m = GPT2LMHeadModel(GPT2Config(n_positions=64, n_embd=48, n_layer=2, n_head=4, **common))
+    elif family.startswith("llama"):
+        scaling = ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                    "original_max_position_embeddings": 16, "rope_theta": 500000.0}
+                   if family == "llama" else {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0})
+        m = LlamaForCausalLM(LlamaConfig(hidden_size=48, intermediate_size=80, num_hidden_layers=2,
+                                         num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128,
+                                         rope_parameters=scaling, tie_word_embeddings=False, **common))
+    else:
+        m = Qwen2ForCausalLM(Qwen2Config(hidden_size=48, intermediate_size=80, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=1, max_position_embeddings=128,
+                                         rope_parameters={"rope_type": "default", "rope_theta": 1e6},
+                                         tie_word_embeddings=True, **common))
+    with torch.no_grad():                 # norms start at 1 and biases at 0: move them so they count
+        for p in m.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return m.eval()
+
+
+FAMILIES = ("gpt2", "llama", "qwen2", "llama_linear")
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory, tok_files):
+    """family -> (folder, the transformers model)."""
+    if not _have("transformers"):
+        pytest.skip("transformers is not installed")
+    out = {}
+    for fam in FAMILIES:
+        d = tmp_path_factory.mktemp(fam)
+        m = _hf_model(fam)
+        # one family sharded, to read the index path
+        m.save_pretrained(str(d), max_shard_size="40KB" if fam == "qwen2" else "50GB")
+        (d / "tokenizer.json").write_bytes(tok_files["qwen" if fam.startswith(("qwen", "llama")) else "gpt2"].read_bytes())
+        out[fam] = (d, m)
+    return out
+
+
+def _ids(tok, n=40):
+    ids = tok.encode(SAMPLES[0] + SAMPLES[1])[:n]
+    assert len(ids) == n
+    return ids
+
+
+# ---------------------------------------------------------------- the model ------------------
+@needs_tf
+@pytest.mark.parametrize("fam", FAMILIES)
+def test_logits_equal_transformers(folders, fam):
+    d, ref = folders[fam]
+    model, tok, meta = load(d, device="cpu")
+    assert meta["family"] == fam.split("_")[0]
+    assert model.num_params() == inspect(d).n_params == sum(p.numel() for p in ref.parameters())
+    ids = _ids(tok)
+    with torch.no_grad():
+        want = ref(torch.tensor([ids])).logits[0]
+        got = model(torch.tensor([ids]))[0][0]
+    assert got.shape == want.shape == (len(ids), MODEL_VOCAB)
+    assert float((got - want).abs().max()) <= 1e-4
+    assert float(want.std()) > 0.5          # not a flat distribution: the comparison means something
+    tr = model.forward_trace(torch.tensor(ids))
+    assert float((tr.logits - want).abs().max()) <= 1e-4
+
+
+@needs_tf
+@pytest.mark.parametrize("fam", FAMILIES)
+def test_cached_equals_uncached_and_greedy_generations_equal(folders, fam):
+    d, ref = folders[fam]
+    model, tok, _ = load(d, device="cpu")
+    prompt = _ids(tok, 12)
+    cache = KVCache.for_model(model)
+    with torch.no_grad():
+        full = model(torch.tensor([prompt]))[0][0]
+        a = model.forward_cached(torch.tensor([prompt[:7]]), cache)[0]
+        b = model.forward_cached(torch.tensor([prompt[7:]]), cache)[0]
+    assert float((torch.cat([a, b]) - full).abs().max()) <= 1e-5
+    n = 16
+    ours = [s.token for s in generate(model_step(model), prompt, n, torch.Generator().manual_seed(0), temperature=0)]
+    with torch.no_grad():
+        theirs = ref.generate(torch.tensor([prompt]), max_new_tokens=n, min_new_tokens=n, do_sample=False,
+                              pad_token_id=0)[0, len(prompt):].tolist()
+    assert ours == theirs
+    assert generate_cached(model, prompt, n).tokens == ours
+
+
+@needs_tf
+def test_bf16_weights_are_upcast_on_the_cpu(folders, tmp_path):
+    _, ref = folders["llama"]
+    d = tmp_path / "bf16"
+    ref.to(torch.bfloat16).save_pretrained(str(d))
+    ref.to(torch.float32)
+    (d / "tokenizer.json").write_bytes((folders["llama"][0] / "tokenizer.json").read_bytes())
+    assert inspect(d).dtype == "BF16"
+    model, tok, _ = load(d, device="cpu")
+    assert model.wte.weight.dtype == torch.float32
+    from transformers import AutoModelForCausalLM
+
+    up = AutoModelForCausalLM.from_pretrained(str(d), dtype=torch.float32).eval()
+    ids = _ids(tok, 20)
+    with torch.no_grad():
+        assert float((model(torch.tensor([ids]))[0][0] - up(torch.tensor([ids])).logits[0]).abs().max()) <= 1e-4
+
+
+@needs_tf
+def test_check_command_reports_and_exits_nonzero_on_a_mismatch(folders, capsys, monkeypatch):
+    import lmviz.hf as H
+
+    d, _ = folders["gpt2"]
+    assert H._main(["check", str(d)]) == 0
+    out = capsys.readouterr().out
+    assert "GPT-2" in out and f"{inspect(d).n_params:,}" in out and "|Δlogit|" in out and "ok" in out
+    real = H.reference_logits
+    monkeypatch.setattr(H, "reference_logits", lambda p, ids: real(p, ids) + 0.01)
+    assert H._main(["check", str(d)]) == 1
+    assert "MISMATCH" in capsys.readouterr().out
+
+
+def test_new_config_fields_keep_trace_cached_and_forward_equal():
+    cfgs = [GPTConfig(vocab_size=50, block_size=32, n_layer=2, n_head=4, n_kv_head=2, d_model=32, pos="rope",
+                      norm="rmsnorm", mlp="swiglu", mlp_bias=False, attn_bias="qkv", tie_head=False, d_ff=40,
+                      rope_theta=1e6, rope_scaling=("llama3", 8.0, 1.0, 4.0, 16), norm_eps=1e-6),
+            GPTConfig(vocab_size=50, block_size=32, n_layer=2, n_head=4, d_model=32, act="gelu_tanh",
+                      attn_bias="all")]
+    for cfg in cfgs:
+        assert GPTConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+        m = GPT(cfg).eval()
+        with torch.no_grad():
+            for p in m.parameters():
+                p.add_(0.1 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+        x = torch.randint(0, 50, (1, 10), generator=torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            full = m(x)[0][0]
+            c = KVCache.for_model(m)
+            cached = torch.cat([m.forward_cached(x[:, :6], c)[0], m.forward_cached(x[:, 6:], c)[0]])
+        assert float((m.forward_trace(x).logits - full).abs().max()) <= 1e-5
+        assert float((cached - full).abs().max()) <= 1e-5
+        assert (m.lm_head.weight is m.wte.weight) == cfg.tie_head
+    with pytest.raises(ValueError, match="mlp must be one of"):
+        GPTConfig(vocab_size=5, mlp="relu")
+    with pytest.raises(ValueError, match="rope_scaling"):
+        GPTConfig(vocab_size=5, rope_scaling=("yarn", 2.0))
+
+
+# ---------------------------------------------------------------- the tokenizer ---------------
+@needs_tok
+@pytest.mark.parametrize("style", ("gpt2", "qwen"))
+def test_tokenizer_ids_equal_tokenizers(tok_files, style):
+    from tokenizers import Tokenizer
+
+    ref = Tokenizer.from_file(str(tok_files[style]))
+    mine = HFTokenizer.from_file(tok_files[style])
+    assert mine.vocab_size == ref.get_vocab_size()
+    for s in SAMPLES:
+        assert mine.encode(s) == ref.encode(s, add_special_tokens=False).ids, s[:30]
+        assert mine.decode(mine.encode(s)) == s
+    assert [mine.token(i) for i in range(mine.vocab_size)] and mine.encode("<|endoftext|>") == [
+        ref.token_to_id("<|endoftext|>")]
+
+
+@needs_tok
+def test_tokenizer_pieces_are_bytes_never_a_replacement_glyph(tok_files):
+    tok = HFTokenizer.from_file(tok_files["gpt2"], vocab_size=MODEL_VOCAB)
+    text = "学习数学。霜"
+    pieces = tok.tokens(text)
+    assert b"".join(p.raw for p in pieces) == text.encode("utf-8")
+    assert all("\ufffd" not in p.text for p in pieces)
+    partial = [p for p in pieces if not _utf8(p.raw)]
+    assert partial, "the test text should split a character over byte-level tokens"
+    assert all("<" in p.text for p in partial)       # shown as <E5><AD>-style bytes
+    for p in pieces:
+        assert 0 <= p.start < len(text) and text[p.start].encode("utf-8").find(p.raw[:1]) >= 0
+    assert tok.token(MODEL_VOCAB - 1) == "" and tok.raw(MODEL_VOCAB - 1) == b""   # a padded id
+    longest = max(tok.encode(TEXT[:500]), key=lambda i: len(tok.raw(i)))
+    assert len(tok.raw(longest)) > 2 and tok.merge_rank(longest) is not None
+    assert tok.merge_rank(tok.encode("a")[0]) is None                               # a base byte
+
+
+def _utf8(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def test_regex_translation_covers_unicode_letters_numbers_and_white_space():
+    import re
+
+    rx = re.compile(translate_regex(r"\p{L}+|\p{N}+|\s+(?!\S)|\s+"))
+    assert rx.findall("abc学生 ½Ⅻ42\x1c") == ["abc学生", " ", "½Ⅻ42"]    # U+001C is no space there
+    assert not re.fullmatch(translate_regex(r"\s"), "\x1c")      # Unicode White_Space, not Python's \s
+    with pytest.raises(TokenizerError):
+        translate_regex("x" * 5000)
+
+
+def test_tokenizer_refuses_what_it_cannot_reproduce():
+    base = {"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "ByteLevel"},
+            "decoder": {"type": "ByteLevel"}}
+    HFTokenizer(base)
+    for bad in ({"model": {"type": "WordPiece", "vocab": {"a": 0}}},
+                {**base, "normalizer": {"type": "Lowercase"}},
+                {**base, "pre_tokenizer": {"type": "Whitespace"}},
+                {**base, "model": {**base["model"], "merges": ["a b"]}},
+                {**base, "model": {**base["model"], "byte_fallback": True}},
+                {"model": base["model"]}):
+        with pytest.raises(TokenizerError):
+            HFTokenizer(bad)
+
+
+# ---------------------------------------------------------------- border control --------------
+def _gpt2_folder(tmp_path: Path, tok_file: Path) -> Path:
+    """A tiny GPT-2 folder written without transformers (lmviz's own safetensors writer)."""
+    from safetensors.torch import save_file
+
+    d = tmp_path / "g"
+    d.mkdir()
+    cfg = {"model_type": "gpt2", "vocab_size": MODEL_VOCAB, "n_positions": 16, "n_embd": 8, "n_layer": 1,
+           "n_head": 2, "activation_function": "gelu_new"}
+    (d / "config.json").write_text(json.dumps(cfg))
+    t = {"wte.weight": (MODEL_VOCAB, 8), "wpe.weight": (16, 8), "ln_f.weight": (8,), "ln_f.bias": (8,)}
+    for k, s in {"ln_1.weight": (8,), "ln_1.bias": (8,), "ln_2.weight": (8,), "ln_2.bias": (8,),
+                 "attn.c_attn.weight": (8, 24), "attn.c_attn.bias": (24,), "attn.c_proj.weight": (8, 8),
+                 "attn.c_proj.bias": (8,), "mlp.c_fc.weight": (8, 32), "mlp.c_fc.bias": (32,),
+                 "mlp.c_proj.weight": (32, 8), "mlp.c_proj.bias": (8,)}.items():
+        t[f"h.0.{k}"] = s
+    save_file({k: torch.randn(s) for k, s in t.items()} | {"h.0.attn.bias": torch.ones(1, 1, 16, 16)},
+              str(d / "model.safetensors"))
+    (d / "tokenizer.json").write_bytes(tok_file.read_bytes())
+    return d
+
+
+@needs_tok
+def test_a_folder_written_without_transformers_loads_and_a_broken_one_is_refused(tmp_path, tok_files):
+    d = _gpt2_folder(tmp_path, tok_files["gpt2"])
+    model, tok, meta = load(d, device="cpu")
+    assert model.cfg.attn_bias == "all" and model.cfg.act == "gelu_tanh" and model.lm_head.weight is model.wte.weight
+    assert meta["params"] == model.num_params()
+
+    def refused(key):
+        with pytest.raises(CheckpointError) as e:
+            inspect(d)
+        assert e.value.key == key, str(e.value)
+        return str(e.value)
+
+    w = (d / "model.safetensors").read_bytes()
+    cfg = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**cfg, "model_type": "bert"}))
+    assert "bert" in refused("hf.err_family")
+    (d / "config.json").write_text(json.dumps({**cfg, "scale_attn_by_inverse_layer_idx": True}))
+    refused("hf.err_config_value")
+    (d / "config.json").write_text(json.dumps({**cfg, "n_embd": 10}))
+    refused("hf.err_tensor_shape")
+    (d / "config.json").write_text(json.dumps({**cfg, "n_layer": 10**6}))
+    refused("hf.err_bound")
+    (d / "config.json").write_text(json.dumps(cfg))
+    (n,) = struct.unpack("<Q", w[:8])
+    (d / "model.safetensors").write_bytes(struct.pack("<Q", 10**12) + w[8:])
+    refused("hf.err_header")
+    (d / "model.safetensors").write_bytes(w[:-4])                   # truncated: the last tensor's data
+    refused("hf.err_tensor_offsets")
+    (d / "model.safetensors").unlink()
+    (d / "pytorch_model.bin").write_bytes(b"not read")
+    assert "pickle" in refused("hf.err_pickle")
+
+
+@needs_tok
+def test_the_budget_decides_before_loading(tmp_path, tok_files):
+    d = _gpt2_folder(tmp_path, tok_files["gpt2"])
+    info = inspect(d)
+    assert budget(info, "cpu", total_bytes=64 * 2**30) == []
+    r = budget(info, "cpu", total_bytes=2**20)
+    assert [x.key for x in r] == ["hf.budget_memory"] and "GiB" in r[0].english()
+    # a 7B model on a 24 GiB CPU server: refused, with what it would need
+    seven = limits.pretrained_budget(7_000_000_000, 4, 131_072_000, 32, 1024, 2048, 32000, "cpu", 24 * 2**30)
+    text = seven[0].english()
+    assert seven[0].key == "hf.budget_memory" and seven[0].params["need_gib"] > 26 and "7.0 billion" in text
+    # on a GPU the budget is the GPU's memory, with the weights in their stored 2-byte dtype
+    assert not [x for x in limits.pretrained_budget(7_000_000_000, 2, 131_072_000, 32, 1024, 2048, 32000, "cuda",
+                                                    80 * 2**30) if x.key == "hf.budget_memory"]
+
+
+@needs_tok
+def test_models_are_found_in_the_model_dir_and_the_hf_cache(tmp_path, tok_files):
+    a = _gpt2_folder(tmp_path, tok_files["gpt2"])
+    snap = tmp_path / "hub" / "models--openai-community--gpt2" / "snapshots" / "abc123"
+    snap.mkdir(parents=True)
+    for f in a.iterdir():
+        (snap / f.name).symlink_to(f)
+    (tmp_path / "hub" / "models--openai-community--gpt2" / "refs").mkdir()
+    (tmp_path / "hub" / "models--openai-community--gpt2" / "refs" / "main").write_text("abc123")
+    (tmp_path / "empty").mkdir()
+    env = {"LMVIZ_MODEL_DIR": os.pathsep.join([str(tmp_path), str(tmp_path / "empty"), "/nonexistent"]),
+           "HF_HOME": str(tmp_path)}
+    found = find_models(env)
+    assert [f.label for f in found] == ["g", "openai-community/gpt2"]
+    assert found[1].path == snap and model_label(snap) == "openai-community/gpt2"
+    assert find_models({"HF_HOME": str(tmp_path / "nowhere")}) == []
+
+
+def test_the_app_imports_neither_tokenizers_nor_transformers():
+    code = ("import sys, lmviz.hf, lmviz.hf_tokenizer, ui.session\n"
+            "bad = [m for m in ('tokenizers', 'transformers') if m in sys.modules]\n"
+            "assert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)

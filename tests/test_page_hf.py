@@ -1,0 +1,139 @@
+"""A pretrained model in the app: the sidebar's model menu finds a folder of LMVIZ_MODEL_DIR,
+choosing it makes it every chapter's model, and the tokenizer chapter shows its byte-level pieces
+as bytes. The folder is a tiny GPT-2 with a 50,257-token table (GPT-2's own size), written with
+safetensors, and a hand-made byte-level tokenizer.json: no transformers, no tokenizers."""
+import json
+
+import pytest
+import torch
+
+from lmviz.hf_tokenizer import BYTE_TO_CHAR
+from tests.apptest_util import all_text, open_page
+
+V = 50257
+
+
+def _folder(root):
+    from safetensors.torch import save_file
+
+    d = root / "tiny-gpt2"
+    d.mkdir()
+    dm, P = 16, 1024
+    (d / "config.json").write_text(json.dumps({"model_type": "gpt2", "vocab_size": V, "n_positions": P, "n_embd": dm,
+                                               "n_layer": 1, "n_head": 2}))
+    shapes = {"wte.weight": (V, dm), "wpe.weight": (P, dm), "ln_f.weight": (dm,), "ln_f.bias": (dm,)}
+    for k, s in {"ln_1.weight": (dm,), "ln_1.bias": (dm,), "ln_2.weight": (dm,), "ln_2.bias": (dm,),
+                 "attn.c_attn.weight": (dm, 3 * dm), "attn.c_attn.bias": (3 * dm,), "attn.c_proj.weight": (dm, dm),
+                 "attn.c_proj.bias": (dm,), "mlp.c_fc.weight": (dm, 4 * dm), "mlp.c_fc.bias": (4 * dm,),
+                 "mlp.c_proj.weight": (4 * dm, dm), "mlp.c_proj.bias": (dm,)}.items():
+        shapes[f"h.0.{k}"] = s
+    g = torch.Generator().manual_seed(0)
+    save_file({k: 0.3 * torch.randn(s, generator=g) for k, s in shapes.items()}, str(d / "model.safetensors"))
+    vocab = {BYTE_TO_CHAR[b]: b for b in range(256)}
+    c = BYTE_TO_CHAR
+    merges = [("h", "e"), (c[0x20], "t"), (c[0xE5], c[0xAD])]          # "学" = E5 AD | A6: split inside
+    for a, b in merges:
+        vocab[a + b] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)
+    (d / "tokenizer.json").write_text(json.dumps({
+        "added_tokens": [{"id": vocab["<|endoftext|>"], "content": "<|endoftext|>", "special": True}],
+        "normalizer": None, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+        "decoder": {"type": "ByteLevel"},
+        "model": {"type": "BPE", "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]}}, ensure_ascii=False))
+    return d
+
+
+def _device_known():
+    """Wait for the device badge's background probe: while it runs, the sidebar's badge is a
+    polling fragment and AppTest's next run reruns that fragment only (not the menu)."""
+    import time
+
+    from ui import session
+
+    session.start_warmup()
+    deadline = time.time() + 120
+    while session.device_info() is None and time.time() < deadline:
+        time.sleep(0.2)
+
+
+@pytest.fixture()
+def model_dir(tmp_path, monkeypatch):
+    from ui import session
+
+    _device_known()
+    d = _folder(tmp_path)
+    monkeypatch.setenv("LMVIZ_MODEL_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "no-cache"))
+    session.pretrained_models.clear()
+    yield d
+    session.pretrained_models.clear()
+    session.pretrained_bundle.clear()
+
+
+def _menu(at):
+    return next(s for s in at.sidebar.selectbox if s.label in ("Model", "模型"))
+
+
+def test_the_menu_says_how_to_add_a_model_when_there_is_none(tmp_path, monkeypatch):
+    from ui import session
+
+    monkeypatch.setenv("LMVIZ_MODEL_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    session.pretrained_models.clear()
+    for lang, word in (("en", "LMVIZ_MODEL_DIR"), ("zh", "LMVIZ_MODEL_DIR")):
+        at = open_page(None, lang=lang)
+        assert len(_menu(at).options) == 1
+        assert any(word in c.value for c in at.sidebar.caption)
+    session.pretrained_models.clear()
+
+
+def _pick(choice, lang="en", bundle=None):
+    """The app's first run with ``choice`` picked in the menu (what its on_change records). AppTest
+    runs app.py itself (the sidebar) on the first run only; later runs run the page alone."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest_util import APP, TIMEOUT
+
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = lang
+    at.session_state["lmviz_model_pick"] = choice
+    if bundle is not None:
+        at.session_state["lmviz_session_bundle"] = bundle
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_choosing_a_pretrained_folder_makes_it_every_chapters_model(model_dir):
+    menu = _menu(open_page(None))
+    assert menu.options == ["Shipped model (poems and docstrings)", "tiny-gpt2 · GPT-2"]
+    at = _pick(str(model_dir))
+    b = at.session_state["lmviz_session_bundle"]
+    assert b.source == "pretrained" and b.model.cfg.vocab_size == V and b.meta["family"] == "gpt2"
+    assert _menu(at).value == str(model_dir)
+    at.switch_page("pages/tokenization.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = all_text(at)
+    assert "50,257 token IDs" in text and "3 merges" in text
+    frames = [el.value for el in at.dataframe]
+    real = next(f for f in frames if "merge rank" in f.columns)
+    # 学 is split inside its bytes: the pieces are shown as bytes, never as a replacement glyph
+    assert "<E5><AD>" in set(real["piece"]) and "<A6>" in set(real["piece"])
+    assert set(real.loc[real["piece"] == "<A6>", "character(s)"]) == {"学"}
+    assert "\ufffd" not in "".join(real["piece"])
+    at.switch_page("pages/generation.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "tiny-gpt2, a pretrained GPT-2 model" in all_text(at)
+    # back to the shipped model
+    at = _pick("default", bundle=b)
+    assert at.session_state["lmviz_session_bundle"] is None and _menu(at).value == "default"
+
+
+def test_a_refused_folder_is_a_sentence_in_the_sidebar(model_dir):
+    (model_dir / "config.json").write_text(json.dumps({"model_type": "gpt2", "vocab_size": V, "n_positions": 1024,
+                                                       "n_embd": 16, "n_layer": 1, "n_head": 2,
+                                                       "scale_attn_by_inverse_layer_idx": True}))
+    at = _pick(str(model_dir), lang="zh")
+    err = " ".join(e.value for e in at.sidebar.error)
+    assert "tiny-gpt2" in err and "scale_attn_by_inverse_layer_idx" in err and "没有加载" in err
+    assert "lmviz_session_bundle" not in at.session_state
