@@ -30,8 +30,9 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from lmviz import questions as qs
-from lmviz.classroom import ClassStore, FollowView, normalise_code, store_from_env
-from ui.i18n import t
+from lmviz.classroom import ClassStore, FollowView, normalise_code
+from lmviz.classroom_backend import store_from_env
+from ui.i18n import literal, t
 
 LECT = "class_lect"          # session key: {"code": str, "secret": str} while this session lectures
 FOLLOW = "class_follow"      # session key: follower state (see _follow_state)
@@ -340,8 +341,6 @@ def top() -> None:
 # ------------------------------------------------------------------------ questions -----------
 def _label(q: qs.Question, opt: qs.Option) -> str:
     """An option as Markdown: catalogue words, or a computed label as literal text."""
-    from ui.urlstate import literal
-
     return t(opt.label_key) if opt.label_key else literal(opt.label)
 
 
