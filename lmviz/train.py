@@ -33,7 +33,7 @@ from .data import split
 from .limits import check_budget
 from .model import GPT, GPTConfig, init_weights
 from .sampling import generate, model_step
-from .tasks import check_cancel
+from .cancel import check_cancel
 from .tokenizer import CharTokenizer
 
 TOKENIZERS = ("char", "bpe")
@@ -150,7 +150,7 @@ def make_config(preset: str = "tiny", **overrides) -> TrainConfig:
 # tokenizers
 
 def build_tokenizer(text: str, cfg: TrainConfig, cancel=None):
-    """The tokenizer cfg asks for, trained on text (``cancel``: see ``lmviz.tasks``)."""
+    """The tokenizer cfg asks for, trained on text (``cancel``: see ``lmviz.cancel``)."""
     if cfg.tokenizer == "bpe":
         return TrainedBPE.train(text, cfg.bpe_merges, cancel=cancel)
     check_cancel(cancel)
@@ -212,7 +212,7 @@ def train_steps(model: torch.nn.Module, opt: torch.optim.Optimizer, batch: Calla
     Each step: set the learning rate ``lr(step - 1)``, draw ``batch() -> (x, y)``, loss
     ``loss_of(x, y)`` (default ``model(x, y)[1]``), backward, clip the global gradient norm to
     ``clip`` (None/0: no clipping; the norm before clipping is reported either way), AdamW step.
-    ``cancel()`` (optional) is asked before every step and raises ``lmviz.tasks.Cancelled``.
+    ``cancel()`` (optional) is asked before every step and raises ``lmviz.cancel.Cancelled``.
     Used by the Trainer, the chapter demos (``fit_small``) and the KV chapter's toy model.
     """
     params = [p for g in opt.param_groups for p in g["params"]]
@@ -296,7 +296,7 @@ class Trainer:
     def __init__(self, text: str, cfg: TrainConfig, device=None, tokenizer=None, prompt: str | None = None,
                  cancel=None):
         """``cancel``: an optional callback (True = stop) asked often during the preparation
-        (tokenizer, encoding), the evaluations and the samples; ``lmviz.tasks.Cancelled`` is
+        (tokenizer, encoding), the evaluations and the samples; ``lmviz.cancel.Cancelled`` is
         raised when it says so. Settable later as ``trainer.cancel``."""
         self.cancel = cancel
         problems = cfg.validate()

@@ -23,17 +23,17 @@ import random
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
+
+from lmviz import ASSETS
 
 __all__ = [
     "Pair", "Template", "CapitalCorpus", "Positions", "TEMPLATES", "load_pairs",
-    "capital_corpus", "render", "template_positions", "load_corpus_text", "CountryFloor",
+    "capital_corpus", "render", "template_positions", "CountryFloor",
     "NOTES_SENTENCES", "notes_floor",
     "country_floor",
 ]
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
-CAPITALS_JSON = ASSETS / "data" / "capitals.json"
+CAPITALS_JSON = ASSETS / "data" / "capitals.json"   # ASSETS: lmviz/__init__.py
 LANGS = ("en", "zh")
 
 
@@ -283,15 +283,3 @@ def notes_floor() -> CountryFloor:
     (3, 1.0986, 0.0)
     """
     return country_floor([s + "." for s in NOTES_SENTENCES])
-
-
-def load_corpus_text(name: str) -> str:
-    """The text of a bundled corpus: "english", "chinese", "code" or "toy".
-
-    >>> load_corpus_text("toy").splitlines()[0]
-    '<BOS> I love robot s <EOS>'
-    """
-    allowed = ("english", "chinese", "code", "toy")
-    if name not in allowed:
-        raise ValueError(f"corpus must be one of {allowed}, got {name!r}")
-    return (ASSETS / "corpora" / f"{name}.txt").read_text(encoding="utf-8")
