@@ -1,10 +1,11 @@
 """The chapters of lmviz, in teaching order: the one list (URL path, page file, title, icon).
 
-``app.py`` builds ``st.navigation`` from it. A page file lies in ``chapters/``, not in a folder named
-``pages/``: Streamlit (1.67) puts a server whose main script has a ``pages/`` folder beside it in
-its legacy multipage mode until ``st.navigation`` first runs, so a fresh server's first visitor of
-a chapter link got that page run alone (no sidebar, English) or a "Page not found" dialog. With
-no ``pages/`` folder every run, the first included, goes through ``app.py``'s navigation.
+``app.py`` builds ``st.navigation`` from it. The page files lie in a folder NOT named ``pages``:
+Streamlit (1.67) puts a server whose main script has a folder of that name beside it in its legacy
+multipage mode until ``st.navigation`` first runs, so a fresh server's first visitor of a chapter
+link got that page run alone (no sidebar, English) or a "Page not found" dialog. Without one,
+every run, the first included, goes through ``app.py``'s navigation
+(``tests/test_browser_first_visit.py``).
 """
 from __future__ import annotations
 
