@@ -33,6 +33,7 @@ from lmviz import questions as qs
 from lmviz.classroom import ClassStore, FollowView, normalise_code
 from lmviz.classroom_backend import store_from_env
 from ui.i18n import literal, t
+from ui.runtime import in_fragment_rerun
 
 LECT = "class_lect"          # session key: {"code": str, "secret": str} while this session lectures
 FOLLOW = "class_follow"      # session key: follower state (see _follow_state)
@@ -76,13 +77,6 @@ def current_slug() -> str:
 
     here = st.session_state.get("lmviz_page_file")
     return next((c.slug for c in registered() if c.file == here), "")
-
-
-def _in_fragment_rerun() -> bool:
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    return bool(ctx and ctx.fragment_ids_this_run)
 
 
 def lecturing() -> dict | None:
@@ -196,7 +190,7 @@ def _lecturer_tick() -> None:
     lect = lecturing()
     if not lect:
         return
-    if _in_fragment_rerun():
+    if in_fragment_rerun():
         publish_now()   # heartbeat, and any setting a fragment changed since
         lect = lecturing()
         if not lect:
@@ -229,7 +223,7 @@ def _apply(view: FollowView, f: dict) -> None:
     f["expect"] = view.chapter if view.chapter in files else current_slug()
     if view.chapter in files and view.chapter != current_slug():
         st.switch_page(by_slug(view.chapter).file)
-    if _in_fragment_rerun():
+    if in_fragment_rerun():
         st.rerun(scope="app")
 
 
