@@ -143,7 +143,7 @@ def _holdable(lang: str, pairs: tuple[Pair, ...]) -> list[Pair]:
 def capital_corpus(lang: str = "en", n_sentences: int = 2000, seed: int = 0,
                    templates: tuple[Template, ...] | None = None,
                    n_heldout: int = 8) -> CapitalCorpus:
-    """A capital-corpus example corpus: ``n_sentences`` sentences about the training pairs, one per line.
+    """A capital corpus: ``n_sentences`` sentences about the training pairs, one per line.
 
     Deterministic in (lang, n_sentences, seed, templates, n_heldout). Each sentence picks a
     training pair uniformly and a template uniformly among those true of that pair (only
@@ -235,7 +235,7 @@ def _entropy(counts: dict) -> float:
 
 
 def country_floor(sentences) -> CountryFloor:
-    """capital-corpus example in numbers: the best loss any model can reach on the country's first word (English)
+    """The capital-corpus example in numbers: the best loss any model can reach on the country's first word (English)
     or character (Chinese) if it sees only the token just before it, against one that also
     sees the city. These are the floors the page's trained bigram and transformer approach.
 
