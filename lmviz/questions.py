@@ -24,10 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
-__all__ = ["Option", "Solution", "Question", "QUESTIONS", "by_id", "for_chapter", "CHAPTER_SLUGS"]
-
-CHAPTER_SLUGS = ("tokenization", "embedding", "autoregression", "attention", "transformer-block",
-                 "loss-and-gradients", "training", "generation", "kv-cache", "cost", "beyond")
+__all__ = ["Option", "Solution", "Question", "QUESTIONS", "by_id", "for_chapter"]
 
 
 @dataclass(frozen=True)

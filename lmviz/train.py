@@ -30,7 +30,7 @@ import torch
 
 from .bpe import TrainedBPE
 from .data import split
-from .limits import check_budget
+from .limits import CONFIG_BOUNDS, check_budget
 from .model import GPT, GPTConfig, init_weights
 from .sampling import generate, model_step
 from .cancel import check_cancel
@@ -76,23 +76,14 @@ class TrainConfig:
         ['d_model (100) must be divisible by n_head (3)']
         """
         p = []
-        limits = {  # name: (low, high) inclusive, for the integer fields
-            "n_layer": (1, 12), "n_head": (1, 16), "d_model": (8, 1024), "block_size": (4, 1024),
-            "batch_size": (1, 512), "max_steps": (1, 1_000_000), "warmup_steps": (0, 1_000_000),
-            "bpe_merges": (0, 5000), "eval_every": (1, 1_000_000), "eval_iters": (1, 100),
-            "sample_len": (0, 1000), "seed": (0, 2**31 - 1),
-        }
-        for name, (lo, hi) in limits.items():
+        for name, (lo, hi) in CONFIG_BOUNDS.items():
             v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool):
-                p.append(f"{name} must be a whole number, got {v!r}")
-            elif not lo <= v <= hi:
-                p.append(f"{name} must be between {lo} and {hi}, got {v}")
-        floats = {"lr": (1e-6, 1.0), "min_lr_frac": (0.0, 1.0), "weight_decay": (0.0, 1.0),
-                  "grad_clip": (0.0, 100.0), "beta2": (0.5, 0.9999), "val_frac": (0.01, 0.5)}
-        for name, (lo, hi) in floats.items():
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+            if isinstance(lo, int):
+                if not isinstance(v, int) or isinstance(v, bool):
+                    p.append(f"{name} must be a whole number, got {v!r}")
+                elif not lo <= v <= hi:
+                    p.append(f"{name} must be between {lo} and {hi}, got {v}")
+            elif not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
                 p.append(f"{name} must be a number, got {v!r}")
             elif not lo <= v <= hi:
                 p.append(f"{name} must be between {lo:g} and {hi:g}, got {v:g}")
@@ -433,11 +424,11 @@ class Trainer:
 CORPORA = {
     "english": ("corpus:english", "The "),
     "chinese": ("corpus:chinese", "我们"),
+    "poetry": ("poetry:", "\n春风"),           # lmviz.poetry.PROMPT: a new poem begins with 春风
     "code": ("corpus:code", "def "),
     "toy": ("corpus:toy", "<BOS> I"),
     "capital_en": ("capital:en", "Paris is"),
     "capital_zh": ("capital:zh", "巴黎"),
-    "poetry": ("poetry:", "\n春风"),           # lmviz.poetry.PROMPT: a new poem begins with 春风
 }
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from lmviz import limits
 from lmviz.bpe import split_heldout, train_bpe, vocab_tradeoff
 from ui import render, urlstate
 from ui.i18n import lang, t
@@ -15,7 +16,6 @@ from viz.tokenization import (pair_counts_figure, segmentation, token_chips_html
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
 MAX_CHARS = 10_000         # corpus cap: training stays well under half a second
-MAX_UPLOAD = 64 * 1024     # bytes
 MAX_ENCODE = 2_000         # chars in the encoder box
 SOURCES = ("toy", "english", "chinese", "code", "own", "upload")
 UNKNOWN_DEFAULT = {"en": "snow ☃ café", "zh": "明月 ☃ 光"}   # ☃ is in no vocabulary here
@@ -62,12 +62,12 @@ with c1:
         text = st.text_area(t("tok.own_label"), value="low low lower newer newest",
                             max_chars=MAX_CHARS, height=120, key="tok_own")
     else:
-        up = st.file_uploader(t("tok.upload_label", kb=MAX_UPLOAD // 1024), type=["txt"],
+        up = st.file_uploader(t("tok.upload_label", kb=limits.TOKENIZER_UPLOAD_BYTES // 1024), type=["txt"],
                               key="tok_upload")
         if up is None:
             st.info(t("tok.upload_wait"))
         else:
-            text = render.upload_text(up, MAX_UPLOAD, {why: t(f"tok.err_{why}", kb=MAX_UPLOAD // 1024)
+            text = render.upload_text(up, limits.TOKENIZER_UPLOAD_BYTES, {why: t(f"tok.err_{why}", kb=limits.TOKENIZER_UPLOAD_BYTES // 1024)
                                                        for why in ("too_big", "binary", "utf8")})
     if text is not None and source not in ("toy", "own"):
         with st.expander(t("tok.show_corpus", n=len(text))):
