@@ -17,6 +17,7 @@ import streamlit as st  # noqa: E402
 from ui import render, session
 from ui.chapters import registered
 from ui.i18n import LANG_NAMES, LANGS, t
+from ui.runtime import in_fragment_rerun
 
 # Language and presenter mode: from the URL on a session's first run, then from the sidebar;
 # always written back to the URL so a shared link opens the same way. They are plain session
@@ -48,7 +49,6 @@ if st.session_state["present"]:
     st.query_params["present"] = "1"
     # Larger type for the back of a room and the step-by-step slides (Plotly fonts are scaled
     # in ui.render.plot)
-    from ui import render
     render.present_chrome()
 elif "present" in st.query_params:
     del st.query_params["present"]
@@ -64,26 +64,19 @@ nav = st.navigation(pages)
 st.session_state["lmviz_page_file"] = next(
     (c.file for c, p in zip(chapters, pages) if p.url_path == nav.url_path), chapters[0].file)
 
-def _in_fragment_rerun() -> bool:
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    return bool(ctx and ctx.fragment_ids_this_run)
-
-
 with st.sidebar:
     # The badge polls once a second only while torch is still loading in the background, then
     # reruns the app once so that the polling stops.
-    polling = session.device_info() is None
+    polling = warmup.device_name() is None
 
     @st.fragment(run_every=1.0 if polling else None)
     def _device_badge() -> None:
-        name = session.device_info()
+        name = warmup.device_name()
         if name is None:
             st.caption(t("common.device_loading"))
             return
         st.caption(t("common.device", name=name))
-        if polling and _in_fragment_rerun():
+        if polling and in_fragment_rerun():
             # only from the fragment's own timer tick: a full rerun started in the middle of an
             # app run would swallow a button click of that run
             st.rerun()
@@ -93,4 +86,3 @@ with st.sidebar:
     st.page_link(pages[0], label=t("common.chapter_list"), icon=":material/list:")
 
 nav.run()
-session.start_warmup()

@@ -13,8 +13,11 @@ core for the Streamlit server; on a laptop it still uses several cores.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
-__all__ = ["device", "set_threads", "torch_threads"]
+__all__ = ["ASSETS", "device", "set_threads", "torch_threads"]
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"   # corpora, catalogues, the default model
 
 _THREADS_SET = False
 

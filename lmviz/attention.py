@@ -217,7 +217,7 @@ def traffic_bytes_tiled(n: int, d: int, sram_bytes: int, bytes_per: int = 2,
 
 
 # -----------------------------------------------------------------------------
-# why divide by sqrt(d_k) (√d_k-scaling example)
+# why divide by sqrt(d_k)
 
 @dataclass(frozen=True)
 class VarianceRow:

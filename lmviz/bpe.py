@@ -38,7 +38,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .data import split
-from .tasks import check_cancel
+from .cancel import check_cancel
 
 __all__ = ["PRE_SPLIT", "Candidate", "MergeStep", "Token", "BPETokenizer", "train_bpe",
            "VocabPoint", "split_heldout", "vocab_tradeoff", "text_from_bytes",
@@ -282,7 +282,7 @@ def train_bpe(text: str, num_merges: int, *, level: str = "char", split_words: b
     """Learn up to num_merges merges on text; see the module docstring for the rules.
 
     ``cancel``: an optional callback, asked between merges; when it returns True the training
-    raises ``lmviz.tasks.Cancelled`` (a background task was stopped).
+    raises ``lmviz.cancel.Cancelled`` (a background task was stopped).
 
     record=True keeps a MergeStep per merge with the top history_top candidate pairs (plus every
     pair tied for first) and the segmentation of the history_words most frequent chunks.

@@ -51,7 +51,8 @@ session make a few more attempts than the limit when it sends them concurrently.
 A backend that cannot be reached raises :class:`BackendUnavailable`; every store operation
 turns it into its usual record with reason ``"store_unavailable"`` (status
 ``"unavailable"`` for a follower), and works again once the backend is back.
-:func:`store_from_env` picks the backend: Redis when ``LMVIZ_REDIS_URL`` is set, else memory.
+:func:`lmviz.classroom_backend.store_from_env` picks the backend: Redis when ``LMVIZ_REDIS_URL`` is
+set, else memory.
 
 Keys (``{c}`` a class code, ``{q}`` a question id, ``{s}`` a session id):
 ``class:{c}`` the class record; ``ans:{c}:{q}:{s}`` one student's answer (an option id);
@@ -101,7 +102,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 __all__ = [
     "ALPHABET", "CODE_LEN", "ClassLimits", "Backend", "BackendUnavailable", "MemoryBackend",
     "ClassStore", "Created", "OpResult", "FollowView", "QuestionView", "LecturerView", "Histogram",
-    "normalise_code", "store_from_env", "REASONS", "address_key", "class_key", "BrowserIds", "Gate",
+    "normalise_code", "REASONS", "address_key", "class_key", "BrowserIds", "Gate",
 ]
 
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: easy to read aloud and type
@@ -981,27 +982,3 @@ class Gate:
         now = self._clock()
         with self._lock:
             return sum(1 for until in self._held.values() if until > now)
-
-
-# -----------------------------------------------------------------------------
-# choosing the backend
-
-def store_from_env(environ: Mapping[str, str] | None = None, limits: ClassLimits = ClassLimits(),
-                   clock: Callable[[], float] = time.time) -> ClassStore:
-    """The class store this process should use: shared through Redis when ``LMVIZ_REDIS_URL`` is
-    set (e.g. ``redis://10.0.0.5:6379/0``; ``LMVIZ_REDIS_PREFIX`` names the key prefix, default
-    ``lmviz:``), else in this process's memory. Connecting is lazy: an unreachable Redis shows
-    up as ``store_unavailable`` in the results, not here. The ``redis`` package is imported only
-    when the URL is set (``pip install -r requirements-cluster.txt``)."""
-    env = os.environ if environ is None else environ
-    url = env.get("LMVIZ_REDIS_URL", "").strip()
-    if not url:
-        return ClassStore(limits=limits, clock=clock)
-    from lmviz.classroom_redis import RedisBackend
-    try:
-        backend = RedisBackend.from_url(url, prefix=env.get("LMVIZ_REDIS_PREFIX", "lmviz:"),
-                                        clock=clock)            # imports redis: only here
-    except ImportError as e:
-        raise RuntimeError("LMVIZ_REDIS_URL is set but the redis package is missing "
-                           "(pip install -r requirements-cluster.txt)") from e
-    return ClassStore(backend, limits, clock)

@@ -1,5 +1,5 @@
 """The class store's Redis backend: the same :class:`lmviz.classroom.Backend` semantics, shared by
-every app process that points at one Redis (``LMVIZ_REDIS_URL``, see ``store_from_env``).
+every app process that points at one Redis (``LMVIZ_REDIS_URL``, see ``lmviz.classroom_backend.store_from_env``).
 
 Only imported when a Redis URL is given: lmviz runs and tests without the ``redis`` package.
 

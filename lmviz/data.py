@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 CORPUS_DIR = Path(__file__).resolve().parent.parent / "assets" / "corpora"
+PAD_LABEL = -1  # the label of a padded position: GPT.forward's cross_entropy(ignore_index=-1) skips it
 
 
 def available_corpora() -> list[str]:
@@ -79,8 +80,6 @@ def pad_batch(rows, width: int | None = None) -> tuple[torch.Tensor, torch.Tenso
     >>> x.tolist(), y.tolist()
     ([[5, 6], [8, 0]], [[6, 7], [9, -1]])
     """
-    from .special_tokens import PAD_LABEL
-
     W = max(len(r) for r in rows) - 1 if width is None else width
     x = torch.zeros(len(rows), W, dtype=torch.long)                   # [N,W] inputs, 0 = padding
     y = torch.full((len(rows), W), PAD_LABEL, dtype=torch.long)       # [N,W] labels, -1 = padding

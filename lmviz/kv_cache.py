@@ -24,7 +24,7 @@ def kv_cache_bytes(batch: int, n_layers: int, n_tokens: int, n_kv_heads: int, he
                    bytes_per_element: float) -> int:
     """Bytes a KV cache needs: 2 x B x L x n x H_kv x d_h x s (the 2 is K and V).
 
-    KV-cache-size example, a 32-layer model with 8 kv heads of 128 dims, 16k tokens in FP16 = 2 GiB:
+    The notes' KV-cache size example, a 32-layer model with 8 kv heads of 128 dims, 16k tokens in FP16 = 2 GiB:
     >>> kv_cache_bytes(1, 32, 16384, 8, 128, 2)
     2147483648
     """
@@ -130,7 +130,7 @@ class KVCache:
         return sum(t.numel() * t.element_size() for t in self.k + self.v)
 
     def used_nbytes(self) -> int:
-        """Bytes of the valid rows only (what the KV-cache-size example formula counts for length tokens)."""
+        """Bytes of the valid rows only (what the KV-cache size formula counts for ``length`` tokens)."""
         return kv_cache_bytes(self.batch, self.n_layer, self.length, self.n_kv_head, self.head_dim,
                               self.k[0].element_size())
 

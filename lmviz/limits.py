@@ -29,12 +29,25 @@ import math
 from dataclasses import dataclass, field, replace
 
 # -----------------------------------------------------------------------------
+# training config bounds: the ONE table (inclusive). TrainConfig.validate checks it, the training
+# page offers exactly these ranges, and the model bounds below take their maxima from it.
+
+CONFIG_BOUNDS: dict[str, tuple[int, int] | tuple[float, float]] = {
+    "n_layer": (1, 12), "n_head": (1, 16), "d_model": (8, 1024), "block_size": (4, 1024),
+    "batch_size": (1, 512), "max_steps": (1, 1_000_000), "warmup_steps": (0, 1_000_000),
+    "bpe_merges": (0, 5000), "eval_every": (1, 1_000_000), "eval_iters": (1, 100),
+    "sample_len": (0, 1000), "seed": (0, 2**31 - 1),
+    "lr": (1e-6, 1.0), "min_lr_frac": (0.0, 1.0), "weight_decay": (0.0, 1.0),
+    "grad_clip": (0.0, 100.0), "beta2": (0.5, 0.9999), "val_frac": (0.01, 0.5),
+}
+
+# -----------------------------------------------------------------------------
 # model bounds (a checkpoint outside them is refused before anything is allocated)
 
-MAX_LAYERS = 12            # transformer blocks: TrainConfig's own upper bound (n_layer <= 12)
-MAX_HEADS = 16             # query heads per block: TrainConfig's bound (n_head <= 16)
-MAX_WIDTH = 1024           # d_model: TrainConfig's bound (d_model <= 1024)
-MAX_CONTEXT = 1024         # block_size (learned positions): TrainConfig's bound (<= 1024)
+MAX_LAYERS = CONFIG_BOUNDS["n_layer"][1]      # transformer blocks (12)
+MAX_HEADS = CONFIG_BOUNDS["n_head"][1]        # query heads per block (16)
+MAX_WIDTH = CONFIG_BOUNDS["d_model"][1]       # d_model (1024)
+MAX_CONTEXT = CONFIG_BOUNDS["block_size"][1]  # block_size, learned positions (1024)
 MAX_VOCAB = 50_000         # tokens: every distinct character of a 2M-character text fits (CJK ~21k)
 MAX_MLP_RATIO = 8          # MLP hidden width / d_model: lmviz uses 4; 8 leaves room, no more
 MAX_TOKEN_CHARS = 1_000    # longest BPE token string a checkpoint's merges may build
@@ -44,8 +57,11 @@ MAX_PARAMS = 15_000_000    # parameters (tied table once): 3x the "bigger" prese
 # -----------------------------------------------------------------------------
 # file bounds
 
-MAX_UPLOAD_MB = 64                         # the ONE upload limit, in MB of 2**20 bytes (as
+MAX_UPLOAD_MB = 64                         # the server's upload limit, in MB of 2**20 bytes (as
 #                                            Streamlit counts): == server.maxUploadSize
+TEXT_UPLOAD_MB = 2                         # a corpus of one's own to train on (.txt)
+TOKENIZER_UPLOAD_BYTES = 64 * 1024         # a text to tokenize on the tokenization page (.txt):
+#                                            its BPE is trained in the page's own run
 MAX_CHECKPOINT_BYTES = MAX_UPLOAD_MB * 2**20  # largest checkpoint file read at all
 UPLOAD_FRAMING_MB = 1                      # an upload's request body: the file plus its multipart
 #                                            framing (Streamlit's own streaming cap allows 1 MB)
@@ -176,12 +192,9 @@ def estimate(cfg, vocab_size: int | None = None, device="cpu") -> Estimate:
     >>> e.params, round(e.total_bytes / 2**20), round(e.step_s, 2)
     (812288, 170, 0.1)
     """
-    from .model import GPTConfig
-
     kind = _kind(device)
     V = DEFAULT_VOCAB if vocab_size is None else int(vocab_size)
-    gcfg = GPTConfig(vocab_size=V, block_size=cfg.block_size, n_layer=cfg.n_layer, n_head=cfg.n_head,
-                     n_kv_head=cfg.n_head, d_model=cfg.d_model)
+    gcfg = cfg.model_config(V)
     n = param_count(gcfg)
     T, d, L, H, B = cfg.block_size, cfg.d_model, cfg.n_layer, cfg.n_head, cfg.batch_size
     per_elem = 4 * (L * (ACT_FLOATS_PER_TOKEN * T * d + ATTN_FLOATS_PER_SCORE * H * T * T)

@@ -27,13 +27,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
-__all__ = ["Option", "Solution", "Question", "QUESTIONS", "by_id", "for_chapter", "CHAPTER_SLUGS"]
+__all__ = ["Option", "Solution", "Question", "QUESTIONS", "by_id", "for_chapter"]
 
 # the language of the page being drawn (ui.i18n replaces this with its own ``lang``)
 language_source: Callable[[], str] = lambda: "en"
-
-CHAPTER_SLUGS = ("tokenization", "embedding", "autoregression", "attention", "transformer-block",
-                 "loss-and-gradients", "training", "generation", "kv-cache", "cost", "beyond")
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 import torch
 
-from .tasks import check_cancel
+from .cancel import check_cancel
 
 __all__ = [
     "Filtered", "Distributions", "SampleStep", "softmax_t", "temperature_curves",
@@ -279,7 +279,7 @@ def generate(step_fn: Callable[[list[int]], torch.Tensor], prompt_ids: Sequence[
 
     `step_fn(ids)` returns the logits [V] for the token after `ids` (a model wrapper handles
     context truncation; see model_step). Stops after `n` tokens, or right after yielding a token
-    in `stop_ids`. ``cancel`` (optional) is asked before every token (see lmviz.tasks).
+    in `stop_ids`. ``cancel`` (optional) is asked before every token (see lmviz.cancel).
 
     >>> step = lambda ids: torch.tensor([0.0, 5.0]) if ids[-1] == 0 else torch.tensor([5.0, 0.0])
     >>> [s.token for s in generate(step, [0], 4, torch.Generator().manual_seed(0), temperature=0)]

@@ -24,10 +24,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from lmviz.data import PAD_LABEL
+
 __all__ = ["PAD_LABEL", "ROLES", "MARKERS", "Reserved", "SpecialTokens", "special_tokens", "UnknownResult",
            "encode_unknown", "WordPieces", "word_pieces", "word_counts", "RareVsCommon", "rare_vs_common"]
 
-PAD_LABEL = -1  # the label of a padded position: GPT.forward's cross_entropy(ignore_index=-1) skips it
 ROLES = ("bos", "eos", "pad", "unk")  # beginning of sequence, end, padding, unknown
 # marker spellings recognised as a role when a vocabulary holds them as single tokens
 _NAMES = {

@@ -53,6 +53,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .cancel import Cancelled, check_cancel  # noqa: F401 - the task module's own names too
+
 STATES = ("new", "queued", "preparing", "running", "paused", "done", "stopped", "error")
 FINAL = ("done", "stopped", "error")
 ACTIVE = ("queued", "preparing", "running", "paused")       # a page keeps polling (is_active)
@@ -62,23 +64,6 @@ _NEXT = {"new": ("queued", "running"), "queued": ("running",), "running": ("paus
 
 _QUEUE_LOCK = threading.Lock()
 _QUEUES: dict[int, list] = {}      # id(semaphore) -> tasks waiting on it, first come first
-
-
-class Cancelled(Exception):
-    """Raised inside long work when its task was cancelled (the task ends as "stopped")."""
-
-
-def check_cancel(cancel: Callable[[], bool] | None) -> None:
-    """Raise :class:`Cancelled` when the ``cancel`` callback says so (None: never).
-
-    >>> check_cancel(None); check_cancel(lambda: False)
-    >>> check_cancel(lambda: True)
-    Traceback (most recent call last):
-    ...
-    lmviz.tasks.Cancelled: cancelled
-    """
-    if cancel is not None and cancel():
-        raise Cancelled("cancelled")
 
 
 def human_message(e: BaseException) -> str:

@@ -30,10 +30,10 @@ import torch
 
 from .bpe import TrainedBPE
 from .data import split
-from .limits import check_budget
+from .limits import CONFIG_BOUNDS, check_budget
 from .model import GPT, GPTConfig, init_weights
 from .sampling import generate, model_step
-from .tasks import check_cancel
+from .cancel import check_cancel
 from .tokenizer import CharTokenizer
 
 TOKENIZERS = ("char", "bpe")
@@ -76,23 +76,14 @@ class TrainConfig:
         ['d_model (100) must be divisible by n_head (3)']
         """
         p = []
-        limits = {  # name: (low, high) inclusive, for the integer fields
-            "n_layer": (1, 12), "n_head": (1, 16), "d_model": (8, 1024), "block_size": (4, 1024),
-            "batch_size": (1, 512), "max_steps": (1, 1_000_000), "warmup_steps": (0, 1_000_000),
-            "bpe_merges": (0, 5000), "eval_every": (1, 1_000_000), "eval_iters": (1, 100),
-            "sample_len": (0, 1000), "seed": (0, 2**31 - 1),
-        }
-        for name, (lo, hi) in limits.items():
+        for name, (lo, hi) in CONFIG_BOUNDS.items():
             v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool):
-                p.append(f"{name} must be a whole number, got {v!r}")
-            elif not lo <= v <= hi:
-                p.append(f"{name} must be between {lo} and {hi}, got {v}")
-        floats = {"lr": (1e-6, 1.0), "min_lr_frac": (0.0, 1.0), "weight_decay": (0.0, 1.0),
-                  "grad_clip": (0.0, 100.0), "beta2": (0.5, 0.9999), "val_frac": (0.01, 0.5)}
-        for name, (lo, hi) in floats.items():
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+            if isinstance(lo, int):
+                if not isinstance(v, int) or isinstance(v, bool):
+                    p.append(f"{name} must be a whole number, got {v!r}")
+                elif not lo <= v <= hi:
+                    p.append(f"{name} must be between {lo} and {hi}, got {v}")
+            elif not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
                 p.append(f"{name} must be a number, got {v!r}")
             elif not lo <= v <= hi:
                 p.append(f"{name} must be between {lo:g} and {hi:g}, got {v:g}")
@@ -150,7 +141,7 @@ def make_config(preset: str = "tiny", **overrides) -> TrainConfig:
 # tokenizers
 
 def build_tokenizer(text: str, cfg: TrainConfig, cancel=None):
-    """The tokenizer cfg asks for, trained on text (``cancel``: see ``lmviz.tasks``)."""
+    """The tokenizer cfg asks for, trained on text (``cancel``: see ``lmviz.cancel``)."""
     if cfg.tokenizer == "bpe":
         return TrainedBPE.train(text, cfg.bpe_merges, cancel=cancel)
     check_cancel(cancel)
@@ -212,7 +203,7 @@ def train_steps(model: torch.nn.Module, opt: torch.optim.Optimizer, batch: Calla
     Each step: set the learning rate ``lr(step - 1)``, draw ``batch() -> (x, y)``, loss
     ``loss_of(x, y)`` (default ``model(x, y)[1]``), backward, clip the global gradient norm to
     ``clip`` (None/0: no clipping; the norm before clipping is reported either way), AdamW step.
-    ``cancel()`` (optional) is asked before every step and raises ``lmviz.tasks.Cancelled``.
+    ``cancel()`` (optional) is asked before every step and raises ``lmviz.cancel.Cancelled``.
     Used by the Trainer, the chapter demos (``fit_small``) and the KV chapter's toy model.
     """
     params = [p for g in opt.param_groups for p in g["params"]]
@@ -296,7 +287,7 @@ class Trainer:
     def __init__(self, text: str, cfg: TrainConfig, device=None, tokenizer=None, prompt: str | None = None,
                  cancel=None):
         """``cancel``: an optional callback (True = stop) asked often during the preparation
-        (tokenizer, encoding), the evaluations and the samples; ``lmviz.tasks.Cancelled`` is
+        (tokenizer, encoding), the evaluations and the samples; ``lmviz.cancel.Cancelled`` is
         raised when it says so. Settable later as ``trainer.cancel``."""
         self.cancel = cancel
         problems = cfg.validate()
@@ -433,11 +424,11 @@ class Trainer:
 CORPORA = {
     "english": ("corpus:english", "The "),
     "chinese": ("corpus:chinese", "我们"),
+    "poetry": ("poetry:", "\n春风"),           # lmviz.poetry.PROMPT: a new poem begins with 春风
     "code": ("corpus:code", "def "),
     "toy": ("corpus:toy", "<BOS> I"),
     "capital_en": ("capital:en", "Paris is"),
     "capital_zh": ("capital:zh", "巴黎"),
-    "poetry": ("poetry:", "\n春风"),           # lmviz.poetry.PROMPT: a new poem begins with 春风
 }
 
 

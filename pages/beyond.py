@@ -51,7 +51,7 @@ def _result(snap):
     return snap.result if done else None
 
 
-# ---------------------------------------------------------------- capital-corpus example: structure ----
+# ---------------------------------------------------------------- structure: the capital corpus ----
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _prepared(lang_code: str):
     from lmviz.chapters.structure import StructureConfig, prepare
@@ -155,7 +155,7 @@ def _corpora_side_by_side(corpus) -> None:
         st.caption(t("bey.gen_floor", k=gf.n_countries, big=f"{gf.bigram_nats:.3f}", city=f"{gf.city_nats:.3f}"))
 
 
-# ---------------------------------------------------------------- robot-actions example: robot ----
+# ---------------------------------------------------------------- robot actions as tokens ----
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _untrained_policy(n_bins: int):
     from lmviz.chapters.robot import RobotConfig, new_policy

@@ -38,7 +38,7 @@ def _fmt_setting(tau: float, k: int, p: float) -> str:
             + f" · k={k if k else t('gen.off')} · p={p:g}" + (f" ({t('gen.off')})" if p >= 1 else ""))
 
 
-# ---------------------------------------------------------------- softmax example / temperature example temperature ----
+# ---------------------------------------------------------------- softmax and temperature ----
 @st.cache_data(show_spinner=False)
 def _curves():
     from lmviz.sampling import temperature_curves
@@ -156,7 +156,7 @@ def sec_filters() -> None:
     render.md(_filter_why())
 
 
-# ---------------------------------------------------------------- greedy-decoding example greedy stepping -------
+# ---------------------------------------------------------------- greedy decoding, step by step -------
 def sec_greedy() -> None:
     render.md(t("gen.greedy_intro"))
     st.caption(t("common.filled_gap") + " " + t("gen.greedy_made_up"))
@@ -412,7 +412,7 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
         st.caption(t("gen.spread_note"))
 
 
-# ---------------------------------------------------------------- greedy-vs-best example greedy vs best -------
+# ---------------------------------------------------------------- greedy vs the best sequence -------
 @st.cache_data(show_spinner=False)
 def _toy_search():
     from lmviz.sampling import TOY_TABLE, best_sequence, table_prob_fn

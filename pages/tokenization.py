@@ -8,6 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from lmviz import limits
 from lmviz.bpe import split_heldout, train_bpe, vocab_tradeoff
 from ui import render, session, urlstate
 from ui.i18n import lang, listed, t
@@ -24,7 +25,6 @@ MAX_CHARS = 10_000         # corpus cap
 # page polls it. Finished runs are shared by every session (BPE_RESULTS runs kept).
 INLINE_S = 0.5
 BPE_RESULTS = 8
-MAX_UPLOAD = 64 * 1024     # bytes
 MAX_ENCODE = 2_000         # chars in the encoder box
 SOURCES = ("toy", "english", "chinese", "code", "own", "upload")
 UNKNOWN_DEFAULT = {"en": "snow ☃ café", "zh": "明月 ☃ 光"}   # ☃ is in no vocabulary here
@@ -104,12 +104,12 @@ with c1:
         text = st.text_area(t("tok.own_label"), value="low low lower newer newest",
                             max_chars=MAX_CHARS, height=120, key="tok_own")
     else:
-        up = st.file_uploader(t("tok.upload_label", kb=MAX_UPLOAD // 1024), type=["txt"],
+        up = st.file_uploader(t("tok.upload_label", kb=limits.TOKENIZER_UPLOAD_BYTES // 1024), type=["txt"],
                               key="tok_upload")
         if up is None:
             st.info(t("tok.upload_wait"))
         else:
-            text = render.upload_text(up, MAX_UPLOAD, {why: t(f"tok.err_{why}", kb=MAX_UPLOAD // 1024)
+            text = render.upload_text(up, limits.TOKENIZER_UPLOAD_BYTES, {why: t(f"tok.err_{why}", kb=limits.TOKENIZER_UPLOAD_BYTES // 1024)
                                                        for why in ("too_big", "binary", "utf8")})
     if text is not None and source not in ("toy", "own"):
         with st.expander(t("tok.show_corpus", n=len(text))):

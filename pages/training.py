@@ -3,22 +3,22 @@ from __future__ import annotations
 
 import streamlit as st
 
+from lmviz import limits
 from ui import session, render, urlstate
 from ui.i18n import lang, t
 from ui import replay_section
 
-CORPORA = ("english", "chinese", "poetry", "code", "toy", "capital_en", "capital_zh", "own")
-PRESETS = ("tiny", "default", "poetry", "bigger")
-TOKENIZERS = ("char", "bpe")
 MAX_OWN_CHARS = 200_000          # text area: longer pasted text is cut here, with a message
-MAX_UPLOAD_MB = 2                # own corpus upload (.txt), in MB of 2**20 bytes as Streamlit counts
-MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
-# the hyper-parameters a user may change: (field, kind, min, max, step)
-KNOBS = (("max_steps", int, 10, 100_000, 50), ("lr", float, 1e-5, 0.05, 1e-4),
-         ("batch_size", int, 1, 256, 1), ("block_size", int, 8, 512, 8),
-         ("n_layer", int, 1, 12, 1), ("d_model", int, 16, 1024, 16), ("n_head", int, 1, 16, 1),
-         ("eval_every", int, 5, 10_000, 5), ("seed", int, 0, 2**31 - 1, 1))
-BPE_MERGES_MAX = 2000
+# the hyper-parameters a user may change, with the form's step; their ranges are
+# lmviz.limits.CONFIG_BOUNDS, the one table TrainConfig.validate checks
+KNOBS = (("max_steps", 50), ("lr", 1e-4), ("batch_size", 1), ("block_size", 8), ("n_layer", 1),
+         ("d_model", 16), ("n_head", 1), ("eval_every", 5), ("seed", 1))
+
+
+def _bounds(name: str):
+    """(kind, low, high) of a config field, from the one table."""
+    lo, hi = limits.CONFIG_BOUNDS[name]
+    return (float if isinstance(lo, float) else int), lo, hi
 
 render.page_header("train.title", "train.intro")
 _attached = session.attach_run()            # a reload finds its training again through ?run=
@@ -44,10 +44,10 @@ def _own_text() -> str | None:
     """The user's own corpus from the text area or an uploaded .txt (None and a message if bad)."""
     from lmviz.train import MAX_TEXT_CHARS
 
-    up = st.file_uploader(t("train.upload_txt", mb=MAX_UPLOAD_MB), type=["txt"], key="train_upload_txt",
-                          max_upload_size=MAX_UPLOAD_MB)
+    up = st.file_uploader(t("train.upload_txt", mb=limits.TEXT_UPLOAD_MB), type=["txt"], key="train_upload_txt",
+                          max_upload_size=limits.TEXT_UPLOAD_MB)
     if up is not None:
-        text = render.upload_text(up, MAX_UPLOAD_BYTES, {"too_big": t("train.err_upload_size", mb=MAX_UPLOAD_MB),
+        text = render.upload_text(up, limits.TEXT_UPLOAD_MB * 2**20, {"too_big": t("train.err_upload_size", mb=limits.TEXT_UPLOAD_MB),
                                                          "utf8": t("train.err_utf8")}, nul_ok=True)
         if text is None:
             return None
@@ -74,7 +74,8 @@ def _knob_problems(values: dict) -> list[str]:
     """Sentences for every value outside the form's range, and a width the heads do not divide
     (the widgets have no min/max: a browser would keep an out-of-range number silently)."""
     out = []
-    for name, kind, lo, hi, _ in KNOBS:
+    for name, _ in KNOBS:
+        kind, lo, hi = _bounds(name)
         v = values.get(name)
         if v is not None and not lo <= v <= hi:
             out.append(t("train.err_range", name=t(f"train.k_{name}"), lo=_number(kind(lo)), hi=_number(kind(hi)),
@@ -86,7 +87,10 @@ def _knob_problems(values: dict) -> list[str]:
 
 def sec_setup() -> None:
     from lmviz.examples import DEFAULT_SETUP
-    from lmviz.train import PRESETS as CFGS
+    from lmviz.train import CORPORA as BUNDLED, PRESETS as CFGS, TOKENIZERS
+
+    CORPORA, PRESETS = (*BUNDLED, "own"), tuple(CFGS)
+    _, _, BPE_MERGES_MAX = _bounds("bpe_merges")
 
     d_corpus, d_preset = DEFAULT_SETUP.get(lang(), DEFAULT_SETUP["en"])
     c1, c2, c3 = st.columns(3)
@@ -111,7 +115,8 @@ def sec_setup() -> None:
     values = {}
     with st.expander(t("train.custom")):
         cols = st.columns(3)
-        for i, (name, kind, lo, hi, step) in enumerate(KNOBS):
+        for i, (name, step) in enumerate(KNOBS):
+            kind, lo, hi = _bounds(name)
             with cols[i % 3]:
                 values[name] = st.number_input(
                     t(f"train.k_{name}"), value=kind(getattr(base, name)), step=kind(step),
@@ -157,8 +162,6 @@ def _budget(cfg, corpus: str, text: str | None):
     """lmviz.limits.check_budget of cfg on this corpus's vocabulary (an upper bound for the
     user's text, the default bound for the bundled corpora) and this server's device."""
     import lmviz
-    from lmviz import limits
-
     if corpus == "poetry":
         from lmviz.poetry import poetry_tokenizer
 
@@ -406,8 +409,6 @@ def _download(snap) -> None:
 # ------------------------------------------------------------------ checkpoint upload ------
 def sec_upload() -> None:
     render.md(t("train.upload_intro"))
-    from lmviz import limits
-
     up = st.file_uploader(t("ckpt.upload_label", mb=limits.MAX_UPLOAD_MB), type=["safetensors"],
                           key="train_upload_ckpt", max_upload_size=limits.MAX_UPLOAD_MB)
     if up is None:

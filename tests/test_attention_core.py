@@ -1,4 +1,4 @@
-"""lmviz.attention: weighted-sum example weighted sum, √d_k-scaling example variance, FlashAttention example tiled == dense and the traffic model."""
+"""lmviz.attention: the weighted sum, the variance that √d_k scaling undoes, FlashAttention (tiled == dense) and the traffic model."""
 import doctest
 import math
 

@@ -13,7 +13,8 @@ import textwrap
 
 import pytest
 
-from lmviz.classroom import ClassStore, MemoryBackend, store_from_env
+from lmviz.classroom import ClassStore, MemoryBackend
+from lmviz.classroom_backend import store_from_env
 from tests import redis_util
 from tests.conftest import ROOT, Clock
 
@@ -21,7 +22,7 @@ from tests.conftest import ROOT, Clock
 def test_without_a_url_the_store_is_in_process_and_redis_is_not_imported():
     code = textwrap.dedent("""
         import sys
-        from lmviz.classroom import store_from_env
+        from lmviz.classroom_backend import store_from_env
         s = store_from_env({})
         c = s.create_class()
         assert c.ok and s.follow(c.code, "s1").status == "live"
@@ -38,7 +39,7 @@ def test_a_url_without_the_redis_package_says_what_to_install():
     code = textwrap.dedent("""
         import sys
         sys.modules["redis"] = None                 # as if the package were not installed
-        from lmviz.classroom import store_from_env
+        from lmviz.classroom_backend import store_from_env
         try:
             store_from_env({"LMVIZ_REDIS_URL": "redis://127.0.0.1:1/0"})
         except RuntimeError as e:

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from lmviz.data import load_corpus
 from lmviz.chapters.capitals import (
-    CAPITALS_JSON, TEMPLATES, Pair, Template, capital_corpus, load_corpus_text, load_pairs,
+    CAPITALS_JSON, TEMPLATES, Pair, Template, capital_corpus, load_pairs,
     render, template_positions,
 )
 
@@ -120,7 +121,7 @@ def test_capitals_data():
 # ---- the bundled text corpora -----------------------------------------------------------
 
 def test_chinese_corpus_size_and_required_sentences():
-    s = load_corpus_text("chinese")
+    s = load_corpus("chinese")
     assert 15_000 <= len(s.encode()) <= 30_000
     assert len(CJK.findall(s)) >= 8000
     for phrase in ["我吃了一个苹果", "苹果很甜", "苹果发布了新", "苹果公司的手机", "我喜欢学习数学"]:
@@ -130,26 +131,26 @@ def test_chinese_corpus_size_and_required_sentences():
 
 
 def test_english_and_code_corpora():
-    en = load_corpus_text("english")
+    en = load_corpus("english")
     assert 300_000 <= len(en.encode()) <= 600_000 and en.isascii()
     assert ">>>" not in en
     pars = en.strip().split("\n\n")
     assert len(set(pars)) == len(pars)  # no duplicated paragraphs
     assert all(p[0].isupper() and p.endswith(".") for p in pars)
-    code = load_corpus_text("code")
+    code = load_corpus("code")
     assert 100_000 <= len(code.encode()) <= 200_000 and code.isascii()
     assert "def " in code and "# " in code  # source with its comments
     compile(code, "code.txt", "exec")  # the concatenation is still valid Python
 
 
 def test_toy_corpus():
-    lines = load_corpus_text("toy").splitlines()
+    lines = load_corpus("toy").splitlines()
     assert "<BOS> I love robot s <EOS>" in lines and "<开始> 我 喜欢 学习 数学 <结束>" in lines
     assert len(lines) >= 24
     assert all(l.split()[0] in ("<BOS>", "<开始>") and l.split()[-1] in ("<EOS>", "<结束>")
                for l in lines)
     with pytest.raises(ValueError):
-        load_corpus_text("../secret")
+        load_corpus("../secret")
 
 
 def test_make_corpora_filters():

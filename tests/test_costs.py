@@ -1,4 +1,4 @@
-"""lmviz.chapters.cost: n² attention-cost example (n^2 attention), compute-budget example (6ND, Chinchilla) and the FLOP/byte formulas."""
+"""lmviz.chapters.cost: the n² attention-cost example, the compute-budget example (6ND, Chinchilla) and the FLOP/byte formulas."""
 import doctest
 
 import pytest

@@ -1,5 +1,5 @@
-"""The worked examples behind the embedding, attention and block chapters (the toy embedding table to the word-order example, causal-mask example, embedding-table example,
-the weighted-sum example to the LayerNorm/RMSNorm example, contextual-vector example) and the RoPE offset property, computed by lmviz.chapters.{embedding,attention,block}."""
+"""The worked examples behind the embedding, attention and block chapters (the toy embedding table, position vectors and word order; the causal mask, the
+embedding table, the weighted sum, √d_k scaling, LayerNorm/RMSNorm and the contextual vector) and the RoPE offset property, computed by lmviz.chapters.{embedding,attention,block}."""
 from __future__ import annotations
 
 import math

@@ -17,7 +17,8 @@ from streamlit.testing.v1 import AppTest
 from tests.apptest_util import APP, TIMEOUT
 from ui import urlstate
 from ui.i18n import translate
-from ui.urlstate import URL_VALUE_CHARS, literal
+from ui.i18n import literal
+from ui.urlstate import URL_VALUE_CHARS
 
 PAYLOADS = [
     "[click](https://x.example/phish)",

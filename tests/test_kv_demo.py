@@ -1,4 +1,4 @@
-"""The KV-cache chapter's computations: KV-cache walk-through, cached-equals-uncached equality, KV-cache-size example bytes, decode-speed example saving,
+"""The KV-cache chapter's computations: the walk-through, cached equals uncached, the cache's size in bytes, the GQA/MQA saving,
 the edit (invalidation) rule and the timing record."""
 from __future__ import annotations
 

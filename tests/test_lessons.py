@@ -1,4 +1,4 @@
-"""Pins the worked examples the chain-rule example to the one-SGD-step example and the softmax example to the one-parameter-model example (lmviz/chapters/autoregression.py, loss.py) and checks the live-model
+"""Pins the worked examples from the chain rule to one SGD step and from softmax to the one-parameter model (lmviz/chapters/autoregression.py, loss.py) and checks the live-model
 lessons on a small random GPT (fast, CPU)."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The Attention page through AppTest: the five stages on the live model, layer/head sliders,
-all heads, weighted-sum example, √d_k-scaling example and causal-mask example, bad input, both languages."""
+all heads, the weighted-sum, √d_k-scaling and causal-mask examples, bad input, both languages."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""AppTest of /autoregression in both languages: the chain-rule example factors and teacher-forcing example tables come from the core,
+"""AppTest of /autoregression in both languages: the chain-rule factors and the teacher-forcing tables come from the core,
 the live chain rule follows the sentence, and the mask slider redraws a lower-triangular map."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The /beyond page in AppTest, both languages: the capital-corpus example and robot-actions example sections before and after live
+"""The /beyond page in AppTest, both languages: the capital-corpus and robot-actions sections before and after live
 training, the number-of-bins slider, held-out sentences, and the knowledge sections on a tiny
 session model (the shipped default may be absent)."""
 from __future__ import annotations

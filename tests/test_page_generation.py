@@ -1,6 +1,6 @@
-"""The /generation page (AppTest, both languages): the temperature example/top-k/top-p example figures follow their sliders, the
-greedy stepper walks greedy-decoding example, the live stepper is reproducible under a seed and re-applies filters to
-cached logits, bad prompts get messages, and the greedy-vs-best example tree shows greedy vs best.
+"""The /generation page (AppTest, both languages): the temperature, top-k and top-p figures follow their sliders, the
+greedy stepper walks the greedy-decoding example, the live stepper is reproducible under a seed and re-applies filters to
+cached logits, bad prompts get messages, and the greedy-vs-best tree shows both paths.
 
 The live model is a tiny random GPT injected as this session's model, so the tests do not depend
 on the shipped default (and stay fast).

@@ -1,4 +1,4 @@
-"""The /kv-cache page in AppTest, both languages: step the KV-cache walk-through, move the KV-cache-size example
+"""The /kv-cache page in AppTest, both languages: step the KV-cache walk-through, move the KV-cache size
 calculator, edit a token, and run the live stepper and the speed measurement on a session model."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """AppTest of /loss-and-gradients in both languages: the logits sliders drive softmax and
-cross-entropy (softmax example/cross-entropy example), one-parameter-model example by hand equals autograd, perplexity is exp(mean loss) (perplexity example), and the
+cross-entropy (the softmax and cross-entropy examples), the one-parameter model by hand equals autograd, perplexity is exp(mean loss), and the
 background mini-batch measurement ends with noise that shrinks as the batch grows."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""robot-actions example: action binning, the token layout of one step, and a policy trained by next-token loss."""
+"""Robot actions as tokens: action binning, the token layout of one step, and a policy trained by next-token loss."""
 from __future__ import annotations
 
 import numpy as np

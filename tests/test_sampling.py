@@ -1,4 +1,4 @@
-"""lmviz.sampling: the notes' worked examples greedy-decoding example, softmax example, cross-entropy example, temperature example, top-k/top-p example, greedy-vs-best example and the conventions."""
+"""lmviz.sampling: the notes' worked examples (greedy decoding, softmax, cross-entropy, temperature, top-k/top-p, greedy vs best) and the conventions."""
 import doctest
 import math
 

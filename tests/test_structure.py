@@ -1,4 +1,4 @@
-"""capital-corpus example trained for real: the capital corpus, a bigram model and a small transformer."""
+"""The capital-corpus example trained for real: the capital corpus, a bigram model and a small transformer."""
 from __future__ import annotations
 
 import math

@@ -44,9 +44,10 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from lmviz import questions as qs
-from lmviz.classroom import (BrowserIds, ClassStore, FollowView, Gate, address_key, normalise_code,
-                             store_from_env)
-from ui.i18n import t
+from lmviz.classroom import BrowserIds, ClassStore, FollowView, Gate, address_key, normalise_code
+from lmviz.classroom_backend import store_from_env
+from ui.i18n import literal, t
+from ui.runtime import in_fragment_rerun
 
 LECT = "class_lect"          # session key: {"code": str, "secret": str} while this session lectures
 FOLLOW = "class_follow"      # session key: follower state (see _follow_state)
@@ -171,13 +172,6 @@ def current_slug() -> str:
     return next((c.slug for c in registered() if c.file == here), "")
 
 
-def _in_fragment_rerun() -> bool:
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    return bool(ctx and ctx.fragment_ids_this_run)
-
-
 def lecturing() -> dict | None:
     return st.session_state.get(LECT)
 
@@ -299,7 +293,7 @@ def _lecturer_tick() -> None:
     lect = lecturing()
     if not lect:
         return
-    if _in_fragment_rerun():
+    if in_fragment_rerun():
         publish_now()   # heartbeat, and any setting a fragment changed since
         lect = lecturing()
         if not lect:
@@ -336,7 +330,7 @@ def _apply(view: FollowView, f: dict) -> None:
     f["expect"] = view.chapter if view.chapter in files else current_slug()
     if view.chapter in files and view.chapter != current_slug():
         st.switch_page(by_slug(view.chapter).file)
-    if _in_fragment_rerun():
+    if in_fragment_rerun():
         st.rerun(scope="app")
 
 
@@ -386,7 +380,7 @@ def _follower_tick() -> None:
     f = _follow_state()
     if not f:
         return
-    ticking = _in_fragment_rerun()
+    ticking = in_fragment_rerun()
     if ticking:
         follow_gate().leave(sid())   # the page run this follower was let in for has finished
     view = store().follow(f["code"], sid(), -2 if f["paused"] else f["version"])
@@ -464,8 +458,6 @@ def top() -> None:
 # ------------------------------------------------------------------------ questions -----------
 def _label(q: qs.Question, opt: qs.Option) -> str:
     """An option as Markdown: catalogue words, or a computed label as literal text."""
-    from ui.urlstate import literal
-
     return t(opt.label_key) if opt.label_key else literal(opt.label)
 
 

@@ -246,49 +246,8 @@ def section(key: str, level: int = 2) -> None:
     _remember("h", f"h:{key}", title)
 
 
-def _ensure_shell() -> None:
-    """Make sure the page runs inside app.py's navigation.
-
-    A server's very first script run, when it is a deep link to a chapter (``/attention``),
-    is run by Streamlit's legacy ``pages/`` mode, which executes the page alone: no sidebar,
-    no language, no presenter mode. app.py's ``st.navigation`` switches that mode off for the
-    whole server; when it has not run yet, switch it off here and rerun through app.py.
-    """
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        # Rerun only a session that app.py never ran for: it has no click or input to lose.
-        # (AppTest resets the legacy flag before every run; its sessions keep app.py's state.)
-        if "lmviz_page_file" not in st.session_state:
-            st.rerun()
-
-
-def _note_page_file() -> None:
-    """Record the running chapter's file (as app.py does) from the page script that called
-    page_header: also right when a page runs alone (a fresh server's legacy first run, AppTest)."""
-    import sys
-    from pathlib import Path
-
-    from ui.chapters import ROOT
-
-    frame = sys._getframe(2)
-    while frame is not None and "__file__" not in frame.f_globals:
-        frame = frame.f_back
-    if frame is None:
-        return
-    try:
-        rel = Path(frame.f_globals["__file__"]).resolve().relative_to(ROOT).as_posix()
-    except ValueError:
-        return
-    if rel.startswith("pages/"):
-        st.session_state["lmviz_page_file"] = rel
-
-
 def page_header(title_key: str, intro_key: str | None = None) -> None:
     """The chapter's title and its one-paragraph introduction (starts a new hand-out record)."""
-    _ensure_shell()
-    _note_page_file()
     from ui import classroom
 
     # classroom mode (ui/classroom.py): the lecturer's class bar, the follow banner and its poll,

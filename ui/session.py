@@ -1,10 +1,7 @@
-"""What pages share: the compute device, the models (shipped default and this session's), the
+"""What pages share: the models (shipped default and this session's), the
 background tasks (the server-wide cap, this session's training, the polling fragment).
 The one place pages get shared objects from.
 
-- ``device_info()`` reports the compute device without blocking the first paint: torch is
-  imported in a background thread started after the first script run (the import takes 3-7 s
-  here), which also warms torch up for the chapter pages.
 - ``default_bundle()`` is the shipped default model, shared by all users (read-only, eval mode,
   used under ``no_grad``: thread-safe).
 - ``live_bundle()`` is the model the chapters show: the one chosen in the sidebar's model menu
@@ -18,32 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
-
-
-# ---------------------------------------------------------------- device (non-blocking) ----
-def _probe_device(ctx) -> str:
-    import lmviz
-
-    return lmviz.device_name()
-
-
-_PROBE = None            # lmviz.tasks.Task that imports torch and names the device
-_PROBE_LOCK = threading.Lock()
-
-
-def device_info() -> str | None:
-    """The device's name ("CPU" or the GPU's name), or None while torch is still loading."""
-    return _PROBE.snapshot().result if _PROBE is not None else None
-
-
-def start_warmup() -> None:
-    """Start importing torch in the background, once per server (called after the first paint)."""
-    global _PROBE
-    with _PROBE_LOCK:
-        if _PROBE is None:
-            from lmviz.tasks import Task
-
-            _PROBE = Task(_probe_device, name="lmviz-device-probe").start()
 
 
 # ---------------------------------------------------------------- models ----------------

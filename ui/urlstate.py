@@ -16,36 +16,9 @@ from typing import Any, Callable, Sequence
 
 import streamlit as st
 
-from ui.i18n import t
+from ui.i18n import literal, t
 
 URL_VALUE_CHARS = 40   # a bad link value is shown up to this many characters
-
-
-def literal(value: str) -> str:
-    """``value`` as Markdown that renders as exactly that text: an inline code span (inside one
-    nothing is a link, image, emphasis, HTML, emoji, math or colour directive).
-
-    Characters that are not printable (newlines, which could end the span, controls) become
-    U+FFFD; the fence is one backtick longer than the longest run inside, padded with spaces
-    when the text starts or ends with a backtick or a space.
-
-    >>> literal("[click](https://x)")
-    '`[click](https://x)`'
-    >>> literal("a`b"), literal("`x"), literal("")
-    ('``a`b``', '`` `x ``', '""')
-    >>> literal("two\\n\\nlines")
-    '`two\ufffd\ufffdlines`'
-    """
-    text = "".join(c if c.isprintable() else "\ufffd" for c in str(value))
-    if not text:
-        return '""'
-    longest, run = 0, 0
-    for c in text:
-        run = run + 1 if c == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * (longest + 1)
-    pad = " " if text[0] in "` " or text[-1] in "` " else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def bad_value_note(param: str, raw: str) -> None:

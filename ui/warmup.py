@@ -6,7 +6,7 @@ calls it on the first visitor's run. It returns at once: first it imports numpy 
 caller's thread (see ``_shared_imports``), then a background task (the one mechanism,
 ``lmviz.tasks.Task``)
 
-1. imports torch and names the device (``ui.session.start_warmup``: the sidebar badge reads
+1. imports torch and names the device (:func:`device_name`: the sidebar badge reads
    "loading PyTorch…" until it is done),
 2. loads the shipped default model (``lmviz.checkpoint.load_default`` is cached per process, so
    the pages' ``session.default_bundle()`` finds it ready), and
@@ -18,10 +18,12 @@ that needs the model waits for the same import, never for a second one.
 """
 from __future__ import annotations
 
+import sys
 import threading
 
 _TASK = None
 _LOCK = threading.Lock()
+_DEVICE: str | None = None     # the device's name, once the warm-up has imported torch
 
 
 def _normal_priority() -> None:
@@ -37,10 +39,11 @@ def _normal_priority() -> None:
 
 
 def _warm(ctx) -> str:
+    global _DEVICE
     _normal_priority()
-    from ui import session
+    import lmviz
 
-    session.start_warmup()                 # torch import + device name (the sidebar badge)
+    _DEVICE = lmviz.device_name()          # torch import + device name (the sidebar badge)
     ctx.phase("model")
     from lmviz.checkpoint import load_default
 
@@ -81,6 +84,17 @@ def start() -> None:
 
             limit_malloc_arenas()
             _TASK = Task(_warm, name="lmviz-warmup").start()
+
+
+def device_name() -> str | None:
+    """The device's name ("CPU" or the GPU's), or None while torch is still loading. With the
+    warm-up off (LMVIZ_WARMUP=0) nothing loads torch in the background: the name comes once a
+    page has imported torch itself."""
+    if _DEVICE is None and _TASK is None and "torch" in sys.modules:
+        import lmviz
+
+        return lmviz.device_name()
+    return _DEVICE
 
 
 def state() -> str | None:

@@ -91,7 +91,7 @@ def heads_figure(weights, labels, head_titles: list[str], *, x_title: str = "", 
 
 
 def weighted_sum_figure(ws, value_names: list[str], output_name: str, *, title: str = "") -> go.Figure:
-    """weighted-sum example in the plane: the value vectors, each scaled by its weight, added head to tail."""
+    """The weighted sum in the plane: the value vectors, each scaled by its weight, added head to tail."""
     V, terms, out = _np(ws.values), _np(ws.terms), _np(ws.output)
     w = _np(ws.weights)
     fig = go.Figure()
@@ -124,7 +124,7 @@ def weighted_sum_figure(ws, value_names: list[str], output_name: str, *, title: 
 
 def variance_figure(rows, *, x_title: str, y_title: str, names: tuple[str, str, str],
                     title: str = "") -> go.Figure:
-    """√d_k-scaling example: measured Var(q·k) against d_k, raw and divided by sqrt(d_k), with the line y = d_k."""
+    """Why scale by √d_k: measured Var(q·k) against d_k, raw and divided by sqrt(d_k), with the line y = d_k."""
     d = [r.d_k for r in rows]
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=d, y=d, mode="lines", name=names[2],
@@ -140,7 +140,7 @@ def variance_figure(rows, *, x_title: str, y_title: str, names: tuple[str, str, 
 
 def saturation_figure(rows, *, x_title: str, y_title: str, names: tuple[str, str],
                       title: str = "") -> go.Figure:
-    """√d_k-scaling example: the mean largest softmax weight over n keys, with and without the scaling."""
+    """Why scale by √d_k: the mean largest softmax weight over n keys, with and without the scaling."""
     d = [str(r.d_k) for r in rows]
     fig = go.Figure([
         go.Bar(x=d, y=[r.max_weight_raw for r in rows], name=names[0], marker_color=COLORS["negative"]),

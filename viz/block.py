@@ -10,7 +10,7 @@ from viz.theme import COLORS
 
 
 def norms_figure(steps, *, names: tuple[str, str, str], dim_word: str, title: str = "") -> go.Figure:
-    """LayerNorm/RMSNorm example: the input vector next to its LayerNorm and RMSNorm, dimension by dimension."""
+    """LayerNorm and RMSNorm: the input vector next to its LayerNorm and RMSNorm, dimension by dimension."""
     x = [f"{dim_word} {i + 1}" for i in range(steps.h.numel())]
     fig = go.Figure()
     for name, v, c in ((names[0], steps.h, COLORS["token"]), (names[1], steps.layernorm, COLORS["query"]),
@@ -35,7 +35,7 @@ def stream_figure(stage_labels: list[str], values: list[float], *, y_title: str,
 
 def cosine_figure(stage_labels: list[str], cosines: list[float], *, y_title: str, title: str = "",
                   name: str = "") -> go.Figure:
-    """contextual-vector example: cosine similarity of the two contexts' vectors at each stage (1 = same direction)."""
+    """The contextual vector: cosine similarity of the two contexts' vectors at each stage (1 = same direction)."""
     fig = go.Figure(go.Scatter(x=list(range(len(cosines))), y=cosines, mode="lines+markers+text",
                                name=name, text=[f"{c:.3f}" for c in cosines], textposition="top center",
                                line=dict(color=COLORS["chosen"], width=3), marker=dict(size=9)))

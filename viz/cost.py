@@ -29,7 +29,7 @@ def _np(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-# ---------------------------------------------------------------- n² attention-cost example: measured n^2 -------
+# ---------------------------------------------------------------- n² attention cost, measured -------
 def n2_guide(ns, t_anchor: float, n_anchor: int) -> np.ndarray:
     """t(n) = t_anchor * (n / n_anchor)^2: the slope-2 line through one measured point.
 
@@ -67,7 +67,7 @@ def timing_figure(ns, t_scores, t_full, *, names: dict, x_title: str, y_title: s
     return theme.apply(fig, height=height, title=title)
 
 
-# ---------------------------------------------------------------- FlashAttention example: FlashAttention -----
+# ---------------------------------------------------------------- FlashAttention -----
 def tile_states(n_q: int, n_k: int, visits, step: int, causal: bool = True) -> np.ndarray:
     """[n_q, n_k] cell states after `step` tile visits (1-based: visit step-1 is CURRENT).
 

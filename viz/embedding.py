@@ -38,7 +38,7 @@ def vector_sum_figure(parts: list[tuple[str, object, str]], dim_labels: list[str
 
 
 def two_orders_figure(rows_a, rows_b, labels_a, labels_b, col_labels, titles) -> go.Figure:
-    """word-order example: the rows of two token orders side by side (same colours: the same rows, reordered)."""
+    """Word order: the rows of two token orders side by side (same colours: the same rows, reordered)."""
     A, B = _np(rows_a), _np(rows_b)
     lim = float(max(np.abs(A).max(), np.abs(B).max())) or 1.0
     fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.12)

@@ -1,5 +1,5 @@
 """Figures for the Generation chapter: temperature bars and curves, the top-k / top-p filter with
-its cumulative-mass line, candidate distributions of a live decoding step, and the greedy-vs-best example search
+its cumulative-mass line, candidate distributions of a live decoding step, and the greedy-vs-best search
 tree. Pure builders: numbers and already-translated labels in, Plotly figures out."""
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def candidates_figure(labels: Sequence[str], series: Sequence[tuple[str, Sequenc
 
 def greedy_steps_figure(vocab: Sequence[str], steps: Sequence[tuple[str, Sequence[float], int]], *,
                         y_title: str, title: str | None = None) -> go.Figure:
-    """greedy-decoding example: one small bar chart per greedy step (rows), the arg-max bar highlighted in each.
+    """Greedy decoding: one small bar chart per greedy step (rows), the arg-max bar highlighted in each.
 
     steps = [(prefix text, probs over vocab, chosen index), ...].
     """

@@ -64,7 +64,7 @@ def weighted_sum_terms(weights, values) -> WeightedSum:
 
 
 # -----------------------------------------------------------------------------
-# √d_k-scaling example for one query: softmax of raw vs scaled scores
+# √d_k scaling for one query: softmax of raw vs scaled scores
 
 @dataclass(frozen=True)
 class SoftmaxPair:

@@ -72,12 +72,12 @@ def chain_rule(tokens: Sequence[str], table=TOY_TABLE, vocab: Sequence[str] = TO
 
 
 def toy_chain_rule() -> ChainRule:
-    """chain-rule example: the toy sequence <BOS> I love robot s <EOS> as five conditional probabilities."""
+    """The chain-rule example: the toy sequence <BOS> I love robot s <EOS> as five conditional probabilities."""
     return chain_rule(TOY_SENTENCE["en"].split())
 
 
 # -----------------------------------------------------------------------------
-# chain-rule example on a real model: P(x_t | x_<t) at every position of a text
+# the chain rule on a real model: P(x_t | x_<t) at every position of a text
 
 @dataclass(frozen=True)
 class SequenceLogProbs:
@@ -149,7 +149,7 @@ def teacher_forcing(tokens: Sequence[str]) -> TeacherForcing:
 
 
 def toy_teacher_forcing(lang: str = "en") -> TeacherForcing:
-    """teacher-forcing example on the notes' sentences: 5 pairs in English, 4 in Chinese (tokens via the toy vocab)."""
+    """Teacher forcing on the notes' sentences: 5 pairs in English, 4 in Chinese (tokens via the toy vocab)."""
     tok = toy_tokenizer(lang)
     ids = tok.encode(TOY_SENTENCE[lang])
     return teacher_forcing([tok.token(i) for i in ids])
@@ -172,7 +172,7 @@ def toy_scores(T: int = 5, seed: int = 0) -> torch.Tensor:
 
 
 def causal_mask_demo(scores: torch.Tensor) -> MaskDemo:
-    """causal-mask example: mask the future of a score matrix and softmax each row.
+    """The causal-mask example: mask the future of a score matrix and softmax each row.
 
     >>> d = causal_mask_demo(torch.zeros(3, 3))
     >>> d.weights.tolist()[1]  # row 1 sees keys 0 and 1 only, equally

@@ -53,7 +53,7 @@ def norm_steps(h, gamma=None, beta=None, eps: float = NORM_EPS) -> NormSteps:
 
 
 # -----------------------------------------------------------------------------
-# contextual-vector example: the same token in two sentences, layer by layer
+# the contextual-vector example: the same token in two sentences, layer by layer
 
 @dataclass(frozen=True)
 class ContextCosine:

@@ -23,17 +23,17 @@ import random
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
+
+from lmviz import ASSETS
 
 __all__ = [
     "Pair", "Template", "CapitalCorpus", "Positions", "TEMPLATES", "load_pairs",
-    "capital_corpus", "render", "template_positions", "load_corpus_text", "CountryFloor",
+    "capital_corpus", "render", "template_positions", "CountryFloor",
     "NOTES_SENTENCES", "notes_floor",
     "country_floor",
 ]
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
-CAPITALS_JSON = ASSETS / "data" / "capitals.json"
+CAPITALS_JSON = ASSETS / "data" / "capitals.json"   # ASSETS: lmviz/__init__.py
 LANGS = ("en", "zh")
 
 
@@ -143,7 +143,7 @@ def _holdable(lang: str, pairs: tuple[Pair, ...]) -> list[Pair]:
 def capital_corpus(lang: str = "en", n_sentences: int = 2000, seed: int = 0,
                    templates: tuple[Template, ...] | None = None,
                    n_heldout: int = 8) -> CapitalCorpus:
-    """A capital-corpus example corpus: ``n_sentences`` sentences about the training pairs, one per line.
+    """A capital corpus: ``n_sentences`` sentences about the training pairs, one per line.
 
     Deterministic in (lang, n_sentences, seed, templates, n_heldout). Each sentence picks a
     training pair uniformly and a template uniformly among those true of that pair (only
@@ -235,7 +235,7 @@ def _entropy(counts: dict) -> float:
 
 
 def country_floor(sentences) -> CountryFloor:
-    """capital-corpus example in numbers: the best loss any model can reach on the country's first word (English)
+    """The capital-corpus example in numbers: the best loss any model can reach on the country's first word (English)
     or character (Chinese) if it sees only the token just before it, against one that also
     sees the city. These are the floors the page's trained bigram and transformer approach.
 
@@ -283,15 +283,3 @@ def notes_floor() -> CountryFloor:
     (3, 1.0986, 0.0)
     """
     return country_floor([s + "." for s in NOTES_SENTENCES])
-
-
-def load_corpus_text(name: str) -> str:
-    """The text of a bundled corpus: "english", "chinese", "code" or "toy".
-
-    >>> load_corpus_text("toy").splitlines()[0]
-    '<BOS> I love robot s <EOS>'
-    """
-    allowed = ("english", "chinese", "code", "toy")
-    if name not in allowed:
-        raise ValueError(f"corpus must be one of {allowed}, got {name!r}")
-    return (ASSETS / "corpora" / f"{name}.txt").read_text(encoding="utf-8")

@@ -90,7 +90,7 @@ def _rows_key(rows: torch.Tensor) -> list[tuple[float, ...]]:
 
 
 def order_check(E: torch.Tensor, ids_a, ids_b, P: torch.Tensor) -> OrderCheck:
-    """word-order example: without positions two orderings of the same tokens give the same rows, reordered;
+    """The word-order example: without positions two orderings of the same tokens give the same rows, reordered;
     adding position vectors P [n, d] tells them apart.
 
     >>> e = toy_embedding().E; P = torch.tensor([[0.0, 0, 0], [0.05, -0.1, 0.2]], dtype=torch.float64)

@@ -32,9 +32,9 @@ from lmviz.sampling import greedy, next_logits
 from lmviz.tokenizer import TOY_ZH, WordTokenizer
 
 # -----------------------------------------------------------------------------
-# the toy model of KV-cache walk-through
+# the toy model of the KV-cache walk-through
 
-# the notes' six words first (so their ids match toy embedding table/teacher-forcing example), then two more subjects for variety
+# the notes' six words first (so their ids match the toy embedding table and the teacher-forcing example), then two more subjects for variety
 TOY_WORDS = TOY_ZH + ["你", "他"]
 # training sentences with how often each appears: after "<开始> 我 喜欢" the most frequent next
 # word is 学习 (4 of 5), and after "... 学习" it is 数学 (3 of 4): the notes' continuation
@@ -76,7 +76,7 @@ def toy_tokenizer() -> WordTokenizer:
 
 
 def train_toy(cfg: ToyTrainConfig = ToyTrainConfig()) -> ToyModel:
-    """Train the KV-cache walk-through toy model on TOY_SENTENCES (next-word cross-entropy, padding ignored)."""
+    """Train the toy model of the KV-cache walk-through on TOY_SENTENCES (next-word cross-entropy, padding ignored)."""
     tok = toy_tokenizer()
     rows = [tok.encode(s) for s, n in TOY_SENTENCES for _ in range(n)]
     x, y = pad_batch(rows)                                       # [N,T-1] inputs, targets (-1 = padding)
@@ -263,7 +263,7 @@ def attention_variants(batch: int, n_layer: int, n_tokens: int, n_head: int, n_k
                        head_dim: int, bytes_per_element: float) -> list[Variant]:
     """Cache size with one KV head per query head (MHA), the given n_kv_head (GQA) and 1 (MQA).
 
-    decode-speed example on the notes' shape: 32 query heads sharing 8 KV heads cache 4x less than MHA.
+    The GQA saving on the notes' shape: 32 query heads sharing 8 KV heads cache 4x less than MHA.
     >>> [(v.name, v.saving) for v in attention_variants(1, 32, 16384, 32, 8, 128, 2)]
     [('MHA', 1.0), ('GQA', 4.0), ('MQA', 32.0)]
     """

@@ -34,7 +34,7 @@ class SGDStep:
 
 
 def sgd_step(param: float = 0.80, grad: float = 0.30, lr: float = 0.10) -> SGDStep:
-    """one-SGD-step example: theta <- theta - eta * gradient, by hand and by torch.optim.SGD.
+    """The one-SGD-step example: theta <- theta - eta * gradient, by hand and by torch.optim.SGD.
 
     >>> s = sgd_step()
     >>> round(s.new, 2), round(s.new_torch, 2)
@@ -60,7 +60,7 @@ class CrossEntropy:
 
 
 def cross_entropy(logits: Sequence[float], target: int) -> CrossEntropy:
-    """softmax example/cross-entropy example: softmax of the logits, the loss of the right answer and its gradient.
+    """The softmax and cross-entropy examples: softmax of the logits, the loss of the right answer and its gradient.
 
     >>> ce = cross_entropy([2.0, 1.0, -1.0], 1)
     >>> [round(p, 3) for p in ce.probs], round(ce.loss, 2)
@@ -111,7 +111,7 @@ def perplexity_from_losses(losses: Sequence[float]) -> float:
 
 @torch.no_grad()
 def perplexity(model, tokenizer, text: str, max_tokens: int = 4096) -> Perplexity:
-    """perplexity example: the model's perplexity on ``text`` (natural log, averaged per token).
+    """The perplexity example: the model's perplexity on ``text`` (natural log, averaged per token).
 
     The text is scored in windows of block_size + 1 tokens that overlap by one, so every token
     but the first is predicted once; the context restarts at each window (a page caveat).
@@ -157,7 +157,7 @@ def _one_param_loss(w: float, x: float, y: float) -> float:
 
 
 def one_param_step(w: float = 1.0, x: float = 2.0, y: float = 6.0, lr: float = 0.1) -> OneParamStep:
-    """one-parameter-model example by hand: L = (w x - y)^2 / 2, dL/dw = (w x - y) x, w <- w - lr dL/dw.
+    """The one-parameter model by hand: L = (w x - y)^2 / 2, dL/dw = (w x - y) x, w <- w - lr dL/dw.
 
     >>> s = one_param_step()
     >>> s.loss, s.grad, round(s.w_new, 6), round(s.y_hat_new, 6), round(s.loss_new, 6)
@@ -188,7 +188,7 @@ def one_param_contraction(x: float = 2.0, y: float = 6.0, lr: float = 0.1) -> Co
 
 
 def one_param_autograd(w: float = 1.0, x: float = 2.0, y: float = 6.0, lr: float = 0.1) -> OneParamStep:
-    """one-parameter-model example by torch.autograd: the same record, with the derivative computed by backward().
+    """The one-parameter model by torch.autograd: the same record, with the derivative computed by backward().
 
     >>> one_param_autograd().grad
     -8.0
