@@ -5,7 +5,7 @@ Run:  .venv/bin/python bench/generation.py [--repeats 20] [--lang en]
 In the browser a slider inside an ``st.fragment`` reruns only that fragment. AppTest always
 reruns the whole script, so the two are measured side by side in one process, alternating:
 
-- fragment: an AppTest over a two-line script that imports pages/generation.py (which renders
+- fragment: an AppTest over a two-line script that imports chapters/generation.py (which renders
   nothing when imported) and calls the temperature section, i.e. exactly the code a
   temperature change runs on the server;
 - full page: AppTest over app.py switched to /generation (sidebar, navigation and all five
@@ -39,7 +39,7 @@ sys.path.insert(0, {str(ROOT)!r})
 import streamlit as st
 page = sys.modules.get("gen_page")
 if page is None:  # import once: a real fragment rerun does not re-execute the page either
-    spec = importlib.util.spec_from_file_location("gen_page", {str(ROOT / "pages" / "generation.py")!r})
+    spec = importlib.util.spec_from_file_location("gen_page", {str(ROOT / "chapters" / "generation.py")!r})
     page = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(page)
     sys.modules["gen_page"] = page
@@ -113,7 +113,7 @@ def main() -> None:
         full.query_params["lang"] = args.lang
         full.session_state["lmviz_session_bundle"] = bundle
         full.run()
-        full.switch_page("pages/generation.py").run()
+        full.switch_page("chapters/generation.py").run()
         empty = AppTest.from_file(str(empty_path), default_timeout=60)
         empty.run()
 

@@ -89,7 +89,7 @@ def main():
     ck.load_default = lambda: (model, tok, {})
     from tests.apptest_util import open_page
 
-    at = open_page("pages/attention.py", "en", s=SENTENCE)
+    at = open_page("chapters/attention.py", "en", s=SENTENCE)
     layer = at.slider(key="att_layer")
     vals = [1 + (i % cfg.n_layer) for i in range(1, args.repeat + 1)]
     times = []

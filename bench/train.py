@@ -64,7 +64,7 @@ def app_trainer(tr: Trainer, steps: int) -> float:
 
 def app_job(text: str, cfg, steps: int) -> float:
     """Seconds per step seen through a TrainingJob (worker thread, lock, events; no evaluation)."""
-    from lmviz.train_job import TrainingJob
+    from lmviz.server.train_job import TrainingJob
 
     cfg = replace(cfg, max_steps=steps, eval_every=10 ** 6)
     job = TrainingJob(lambda: Trainer(text, cfg, device="cpu"), threading.BoundedSemaphore(1))

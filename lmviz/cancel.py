@@ -2,7 +2,7 @@
 
 Long core functions (``Trainer``, ``train_bpe``, ``fit``, generation loops) take a ``cancel``
 callback (``() -> bool``; None: never cancelled) and call :func:`check_cancel` between steps.
-Whoever runs them (a background task of ``lmviz.tasks``, a test, a script) passes the callback;
+Whoever runs them (a background task of ``lmviz.server.tasks``, a test, a script) passes the callback;
 the core does not know about threads or tasks.
 """
 from __future__ import annotations

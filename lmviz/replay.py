@@ -32,7 +32,7 @@ The Trainer hook: build a :class:`Recorder` before the loop, call ``recorder.sta
 tokenizer)`` before the first step and ``recorder.after_step(model, tokenizer, step, loss)``
 right after each optimizer step (it snapshots only on scheduled steps). A worker that steps in
 chunks caps each chunk with ``recorder.steps_to_next(step)`` so it stops on scheduled steps.
-``lmviz.train_job.TrainingJob`` does exactly this for every run (its ``snapshot().replay`` is a
+``lmviz.server.train_job.TrainingJob`` does exactly this for every run (its ``snapshot().replay`` is a
 :class:`Replay`), and ``lmviz.checkpoint.save_checkpoint(..., replay=...)`` /
 ``load_checkpoint_with_replay`` carry it in the checkpoint file.
 """

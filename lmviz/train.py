@@ -446,7 +446,7 @@ def corpus_text(name: str) -> str:
 
         return training_text()[0]
     if kind == "capital":
-        from .chapters.capitals import capital_corpus
+        from lmviz.capitals import capital_corpus
 
         return capital_corpus(arg, n_sentences=3000, seed=0).text
     from .data import load_corpus

@@ -244,7 +244,7 @@ _POEM_RE = re.compile(r"(?:[\u3400-\u4dbf\u4e00-\u9fff]+[，。？！；])+")
 # (the vocabulary is fixed by the shipped model's checkpoint; rebuilding after new characters
 # appear in these files changes it, and tests/test_default_model.py then asks for a retrain)
 APP_TEXT_GLOBS = ("assets/i18n/zh.json", "assets/examples/*.txt", "assets/docs/zh-*.md",
-                  "assets/corpora/toy.txt", "pages/*.py", "lmviz/*.py", "ui/*.py")
+                  "assets/corpora/toy.txt", "chapters/*.py", "lmviz/*.py", "ui/*.py")
 APP_TEXT_SKIP = ("lmviz/poetry.py",)   # describes the vocabulary; no sentence of it is model input
 
 

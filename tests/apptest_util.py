@@ -23,7 +23,7 @@ def open_page(file: str | None, lang: str = "en", timeout: float = TIMEOUT, pred
     answering sections stay out of the page until the question is answered (ui.classroom)."""
     at = AppTest.from_file(APP, default_timeout=timeout)
     if predicted:
-        from lmviz.questions import QUESTIONS
+        from lmviz.chapters.questions import QUESTIONS
         from ui.classroom import SKIPPED
 
         for q in QUESTIONS:

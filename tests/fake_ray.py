@@ -1,4 +1,4 @@
-"""A fake of the few ``ray`` calls lmviz.train_ray makes, in this process and without ray.
+"""A fake of the few ``ray`` calls lmviz.server.train_ray makes, in this process and without ray.
 
 Actor methods run at once on the caller's thread (``.remote()`` computes, ``ray.get`` returns
 or raises what it computed), so a test controls the timing that a real cluster leaves to chance:

@@ -126,7 +126,7 @@ _n = 0
 
 def backend(clock, server: RedisServer | None = None, prefix: str | None = None):
     """A RedisBackend on the fake clock, under a prefix no other test uses."""
-    from lmviz.classroom_redis import RedisBackend
+    from lmviz.server.classroom_redis import RedisBackend
 
     global _n
     _n += 1

@@ -40,9 +40,9 @@ def test_home_tour_reads_the_chapters_defaults(lang):
     """The tour names the preset the training chapter selects first, the number of questions
     the autoregression chapter's toy sentence gives and the block chapter's word, per language."""
     from lmviz.chapters.autoregression import toy_teacher_forcing
-    from lmviz.examples import CONTEXTS, DEFAULT_SETUP
+    from lmviz.chapters.examples import CONTEXTS, DEFAULT_SETUP
 
-    at = open_page("pages/home.py", lang)
+    at = open_page("chapters/home.py", lang)
     assert not at.exception
     text = " ".join(m.value for m in at.markdown)
     assert translate("home.tour.training", lang,

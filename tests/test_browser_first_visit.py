@@ -6,7 +6,7 @@ exception. Most cases run ``streamlit run serve.py`` (README's command); two run
 ``streamlit run app.py``, which serves the same app without the first paint. Through ``serve.py``
 the HTML page itself already holds the chapter's title and the "loading" line in the link's
 language (``ui/first_paint.py``), and that block is gone once the real page is drawn. Paths whose
-name differs from their file's stem (``/kv-cache`` is ``pages/kv_cache.py``) used to show the
+name differs from their file's stem (``/kv-cache`` is ``chapters/kv_cache.py``) used to show the
 dialog, and paths equal to a stem (``/attention``) used to run the page without the app around it
 (English, no sidebar): see ``app.py`` and ``ui/chapters.py``. A hostile link value is checked in
 the real page too: the "not valid here" note shows it as text, with no link and no image.

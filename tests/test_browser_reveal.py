@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lmviz.questions import by_id
+from lmviz.chapters.questions import by_id
 from tests.browser_util import exceptions, shot, wait_idle
 from ui.i18n import translate
 

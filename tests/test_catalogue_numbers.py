@@ -22,7 +22,7 @@ def computed_results() -> dict[str, set[str]]:
     """worked example -> the spellings of its results (computed, never typed here). A name
     "prefix: ..." limits the check to that chapter's keys (0.80 is also the SGD example's input)."""
     from lmviz.chapters.embedding import TOY_P3, add_position, toy_embedding
-    from lmviz.chapters.loss import cross_entropy, one_param_step, sgd_step
+    from lmviz.chapters.loss_and_gradients import cross_entropy, one_param_step, sgd_step
     from lmviz.kv_cache import kv_cache_bytes
     from lmviz.sampling import softmax_t, top_p_filter
 

@@ -509,7 +509,7 @@ def test_training_page_refuses_the_probes_uploads_in_its_language(case, lang):
     from ui.i18n import translate
 
     data = {**_hostile_replays(), **HOSTILE}[case][0]
-    at = open_page("pages/training.py", lang)
+    at = open_page("chapters/training.py", lang)
     at.file_uploader(key="train_upload_ckpt").set_value(("probe.safetensors", data, "application/octet-stream"))
     at.run()
     assert not at.exception, [e.value for e in at.exception]

@@ -1,4 +1,4 @@
-"""lmviz.claims: every claim, fed data on both sides of its predicate, picks a different
+"""lmviz.chapters.claims: every claim, fed data on both sides of its predicate, picks a different
 statement, and the sentence the page prints (in both languages) flips with it. Plus: every
 statement a claim can make has its sentence in every catalogue, formatted by the claim's numbers."""
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lmviz import claims
-from lmviz.claims import STATEMENTS, Claim
+from lmviz.chapters import claims
+from lmviz.chapters.claims import STATEMENTS, Claim
 from ui.i18n import LANGS, catalogue, translate
 
 EXTRA = {  # names the pages add to a claim's own numbers

@@ -1,8 +1,8 @@
-"""The class store (lmviz/classroom.py): follow, answer once, reveal, bounds, expiry, secrets,
+"""The class store (lmviz/server/classroom.py): follow, answer once, reveal, bounds, expiry, secrets,
 rate limits, hostile input and concurrency. Time comes from a fake clock: no test sleeps.
 
 Every semantic test runs on both backends: ``memory`` (in-process, under the store's lock) and
-``redis`` (lmviz/classroom_redis.py on a redis-server started for the run, no lock: atomic Lua
+``redis`` (lmviz/server/classroom_redis.py on a redis-server started for the run, no lock: atomic Lua
 steps). The redis cases skip with a reason when redis-server or the redis package is missing,
 except with LMVIZ_CLUSTER_TESTS=1 (.ci/run's cluster step). Redis-only cases (outages, restarts, several processes) are in
 tests/test_classroom_redis.py."""
@@ -12,8 +12,7 @@ import threading
 
 import pytest
 
-from lmviz.classroom import (ALPHABET, CODE_LEN, ClassLimits, ClassStore, MemoryBackend,
-                             normalise_code)
+from lmviz.server.classroom import ALPHABET, CODE_LEN, ClassLimits, ClassStore, MemoryBackend, normalise_code
 from tests import redis_util
 from tests.conftest import Clock
 
@@ -565,7 +564,7 @@ def test_a_lost_store_is_told_from_an_ended_class(clock, new_backend):
 
 
 def test_browser_ids_are_signed():
-    from lmviz.classroom import BrowserIds
+    from lmviz.server.classroom import BrowserIds
 
     a, b = BrowserIds(b"a" * 32), BrowserIds(b"b" * 32)
     v = a.mint()
@@ -580,7 +579,7 @@ def test_browser_ids_are_signed():
 
 
 def test_the_gate_lets_a_few_through_and_their_places_lapse():
-    from lmviz.classroom import Gate
+    from lmviz.server.classroom import Gate
 
     clock = Clock()
     g = Gate(2, lease_s=10, clock=clock)

@@ -13,8 +13,8 @@ import textwrap
 
 import pytest
 
-from lmviz.classroom import ClassStore, MemoryBackend
-from lmviz.classroom_backend import store_from_env
+from lmviz.server.classroom import ClassStore, MemoryBackend
+from lmviz.server.classroom_backend import store_from_env
 from tests import redis_util
 from tests.conftest import ROOT, Clock
 
@@ -22,7 +22,7 @@ from tests.conftest import ROOT, Clock
 def test_without_a_url_the_store_is_in_process_and_redis_is_not_imported():
     code = textwrap.dedent("""
         import sys
-        from lmviz.classroom_backend import store_from_env
+        from lmviz.server.classroom_backend import store_from_env
         s = store_from_env({})
         c = s.create_class()
         assert c.ok and s.follow(c.code, "s1").status == "live"
@@ -39,7 +39,7 @@ def test_a_url_without_the_redis_package_says_what_to_install():
     code = textwrap.dedent("""
         import sys
         sys.modules["redis"] = None                 # as if the package were not installed
-        from lmviz.classroom_backend import store_from_env
+        from lmviz.server.classroom_backend import store_from_env
         try:
             store_from_env({"LMVIZ_REDIS_URL": "redis://127.0.0.1:1/0"})
         except RuntimeError as e:
@@ -60,7 +60,7 @@ def server():
 
 @pytest.mark.cluster
 def test_store_from_env_uses_redis_and_its_prefix(server):
-    from lmviz.classroom_redis import RedisBackend
+    from lmviz.server.classroom_redis import RedisBackend
 
     s = store_from_env({"LMVIZ_REDIS_URL": server.url, "LMVIZ_REDIS_PREFIX": "course1:"})
     assert isinstance(s._db, RedisBackend) and s._db.shared
@@ -167,8 +167,8 @@ def test_answers_from_several_processes_count_exactly(server):
     s.open_question(c.code, c.secret, "q1", ["a", "b", "c"])
     worker = textwrap.dedent(f"""
         import json, sys
-        from lmviz.classroom_redis import RedisBackend
-        from lmviz.classroom import ClassStore
+        from lmviz.server.classroom_redis import RedisBackend
+        from lmviz.server.classroom import ClassStore
         p = int(sys.argv[1])
         s = ClassStore(RedisBackend.from_url({server.url!r}, prefix="procs:"))
         ok = 0

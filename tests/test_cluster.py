@@ -215,7 +215,7 @@ def test_a_class_on_replica_a_is_followed_from_replica_b(cluster):
 
     lecturer = replica("a", """
         import json
-        from lmviz.classroom_backend import store_from_env
+        from lmviz.server.classroom_backend import store_from_env
         s = store_from_env()
         c = s.create_class()
         s.publish(c.code, c.secret, "generation", "temperature", {"tau": "0.5"})
@@ -225,7 +225,7 @@ def test_a_class_on_replica_a_is_followed_from_replica_b(cluster):
     assert lecturer["backend"] == "RedisBackend"
     student = replica("b", f"""
         import json
-        from lmviz.classroom_backend import store_from_env
+        from lmviz.server.classroom_backend import store_from_env
         s = store_from_env()
         f = s.follow({lecturer["code"]!r}, "student-1")
         ok = s.answer({lecturer["code"]!r}, "student-1", "gen_tau_half", "falls").ok
@@ -237,7 +237,7 @@ def test_a_class_on_replica_a_is_followed_from_replica_b(cluster):
                        "already_answered", "wrong_secret"]
     seen = replica("a", f"""
         import json
-        from lmviz.classroom_backend import store_from_env
+        from lmviz.server.classroom_backend import store_from_env
         s = store_from_env()
         v = s.lecturer_view({lecturer["code"]!r}, {lecturer["secret"]!r})
         print(json.dumps([v.followers, dict(v.question.counts)]))

@@ -68,7 +68,7 @@ def test_no_page_cuts_ids_to_a_context_by_hand():
     import re
 
     hand = re.compile(r"\[[^\]\n]*block_size[^\]\n]*\]")
-    found = {p.name: hand.findall(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "pages").glob("*.py"))}
+    found = {p.name: hand.findall(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "chapters").glob("*.py"))}
     assert {k: v for k, v in found.items() if v} == {}
 
 
@@ -112,7 +112,7 @@ def _cut_sentences(lang: str, total: int, limit: int) -> set[str]:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_cost_reads_its_default_prompt_on_a_context_32_model(lang):
     """The reproduction: /cost's default prompt on a model with 32 learned positions."""
-    at = _open("pages/cost.py", lang, 32)
+    at = _open("chapters/cost.py", lang, 32)
     assert not at.exception, [e.value for e in at.exception]
     n = len(translate("cost.prompt_default", lang))
     infos = [i.value for i in at.info]
@@ -122,8 +122,8 @@ def test_cost_reads_its_default_prompt_on_a_context_32_model(lang):
 
 
 # page, the URL parameter of its prompt box
-PAGES = [("pages/cost.py", "fp"), ("pages/attention.py", "s"), ("pages/transformer_block.py", "bs"),
-         ("pages/autoregression.py", "s"), ("pages/kv_cache.py", "prompt"), ("pages/beyond.py", "ps")]
+PAGES = [("chapters/cost.py", "fp"), ("chapters/attention.py", "s"), ("chapters/transformer_block.py", "bs"),
+         ("chapters/autoregression.py", "s"), ("chapters/kv_cache.py", "prompt"), ("chapters/beyond.py", "ps")]
 
 
 def _cuts(at, lang: str) -> list[tuple[int, int, int]]:
@@ -149,7 +149,7 @@ def test_every_page_cuts_a_long_prompt_to_the_models_context(page, param):
     at = _open(page, lang, block, **{param: text})
     assert not at.exception, [e.value for e in at.exception]
     cuts = _cuts(at, lang)
-    limit = block - 1 if page == "pages/kv_cache.py" else block     # kv: room for one new token
+    limit = block - 1 if page == "chapters/kv_cache.py" else block     # kv: room for one new token
     assert cuts, [i.value for i in at.info]
     for total, lim, cut in cuts:
         assert lim == limit and cut == total - limit > 0

@@ -1,4 +1,4 @@
-"""The bundled corpora and the capital-corpus generator of the notes' structure example (lmviz/chapters/capitals.py)."""
+"""The bundled corpora and the capital-corpus generator of the notes' structure example (lmviz/capitals.py)."""
 import json
 import re
 import sys
@@ -7,10 +7,8 @@ from pathlib import Path
 import pytest
 
 from lmviz.data import load_corpus
-from lmviz.chapters.capitals import (
-    CAPITALS_JSON, TEMPLATES, Pair, Template, capital_corpus, load_pairs,
-    render, template_positions,
-)
+from lmviz.capitals import (CAPITALS_JSON, TEMPLATES, Pair, Template, capital_corpus, load_pairs, render,
+    template_positions)
 
 ROOT = Path(__file__).resolve().parents[1]
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -168,7 +166,7 @@ def test_make_corpora_filters():
 # ---- W9 in numbers: the loss floor at the country ---------------------------------------
 
 def test_w9_notes_example_bigram_floor_is_ln3():
-    from lmviz.chapters.capitals import country_floor
+    from lmviz.capitals import country_floor
     notes = ["Paris is the capital of France.", "Tokyo is the capital of Japan.",
              "Ottawa is the capital of Canada."]
     f = country_floor(notes)
@@ -179,7 +177,7 @@ def test_w9_notes_example_bigram_floor_is_ln3():
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_w9_generated_corpus_bigram_cannot_name_the_country(lang):
-    from lmviz.chapters.capitals import country_floor
+    from lmviz.capitals import country_floor
     f = country_floor(capital_corpus(lang, n_sentences=1000, seed=0).sentences)
     assert f.city_nats == 0.0
     assert f.bigram_nats > 2.0  # dozens of countries follow the same previous token

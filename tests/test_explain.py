@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from lmviz.chapters import attention, block, embedding
+from lmviz.chapters import attention, transformer_block as block, embedding
 from lmviz.attention import score_variance_experiment
 from lmviz.model import GPT, GPTConfig, layer_norm, rms_norm, rope_rotate
 

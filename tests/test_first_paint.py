@@ -64,7 +64,7 @@ def test_a_page_hands_out_a_signed_browser_id_once():
 
     from starlette.requests import Request
 
-    from lmviz.classroom import BrowserIds
+    from lmviz.server.classroom import BrowserIds
 
     route = next(r for r in first_paint.routes() if r.path == "/")
 

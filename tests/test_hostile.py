@@ -76,7 +76,7 @@ def test_the_note_shows_a_link_value_as_text(payload):
     at.query_params["lang"] = "en"
     at.query_params["T"] = payload
     at.run()
-    at.switch_page("pages/autoregression.py").run()
+    at.switch_page("chapters/autoregression.py").run()
     assert not at.exception, [e.value for e in at.exception]
     notes = [el.value for el in at.info if "“T”" in el.value]
     assert notes == [translate("common.url_bad", "en", param="T", value=literal(payload[:URL_VALUE_CHARS]))]
@@ -90,7 +90,7 @@ def test_the_note_stays_through_reruns_until_the_value_changes():
     at.query_params["lang"] = "en"
     at.query_params["T"] = PAYLOADS[0]
     at.run()
-    at.switch_page("pages/autoregression.py").run()
+    at.switch_page("chapters/autoregression.py").run()
 
     def notes():
         return [el.value for el in at.info if "“T”" in el.value]

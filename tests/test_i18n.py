@@ -37,7 +37,7 @@ def test_placeholders_match():
 
 def test_every_key_used_in_code_exists():
     used = set()
-    for path in list(ROOT.glob("pages/*.py")) + list(ROOT.glob("ui/*.py")) + [ROOT / "app.py"]:
+    for path in list(ROOT.glob("chapters/*.py")) + list(ROOT.glob("ui/*.py")) + [ROOT / "app.py"]:
         used |= set(KEY_RE.findall(path.read_text(encoding="utf-8")))
     used |= {c.title_key for c in CHAPTERS}
     missing = sorted(k for k in used if k not in catalogue("en"))

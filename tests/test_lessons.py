@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from lmviz.chapters import autoregression
-from lmviz.chapters import loss as loss_chapter
+from lmviz.chapters import loss_and_gradients as loss_chapter
 from lmviz.model import GPT, GPTConfig
 from lmviz.sampling import TOY_TABLE
 from lmviz.tokenizer import CharTokenizer

@@ -8,7 +8,7 @@ import pytest
 from tests.apptest_util import all_text, decode, figures, open_page
 from ui.i18n import translate
 
-PAGE = "pages/attention.py"
+PAGE = "chapters/attention.py"
 pytestmark = pytest.mark.apptest
 
 
@@ -102,8 +102,8 @@ def test_pronoun_and_multi_head(lang):
     import torch
 
     from lmviz.chapters.attention import find_span, pronoun_attention
-    from lmviz.heads import multi_head, sublayer_output
-    from pages.attention import DEFAULT_TEXT, PRONOUN
+    from lmviz.chapters.attention_heads import multi_head, sublayer_output
+    from chapters.attention import DEFAULT_TEXT, PRONOUN
     from ui.session import default_bundle
 
     b = default_bundle()
@@ -194,14 +194,14 @@ def test_pronoun_text_is_not_markdown():
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_pronoun_claim_is_tested_against_a_control_and_the_look_back(lang):
-    """The pronoun sentence is chosen by lmviz.claims.pronoun from the best head's share on the
+    """The pronoun sentence is chosen by lmviz.chapters.claims.pronoun from the best head's share on the
     referent, the same head on the sentence with the control word in the referent's place, and
     the head's own look-back the same distance from every other position."""
     import torch
 
     from lmviz.chapters.attention import find_span, pronoun_attention, pronoun_control
-    from lmviz.claims import pronoun
-    from pages.attention import CONTROL, PRONOUN
+    from lmviz.chapters.claims import pronoun
+    from chapters.attention import CONTROL, PRONOUN
     from ui.session import default_bundle
 
     b = default_bundle()

@@ -11,7 +11,7 @@ from lmviz.chapters.autoregression import toy_chain_rule
 from tests.apptest_util import decode, figures, open_page
 from ui.i18n import translate
 
-PAGE = "pages/autoregression.py"
+PAGE = "chapters/autoregression.py"
 pytestmark = pytest.mark.apptest
 
 

@@ -10,7 +10,7 @@ import pytest
 from tests.apptest_util import all_text, decode, figures, open_page, poll_until
 from ui.i18n import translate
 
-PAGE = "pages/beyond.py"
+PAGE = "chapters/beyond.py"
 pytestmark = pytest.mark.apptest
 
 
@@ -103,7 +103,7 @@ def tiny_bundle():
     import torch
 
     from lmviz.model import GPT, GPTConfig
-    from lmviz.retrieval import load_documents
+    from lmviz.chapters.beyond_retrieval import load_documents
     from lmviz.tokenizer import CharTokenizer
     from ui.session import Bundle
 
@@ -134,9 +134,9 @@ def test_knowledge_sections_on_a_session_model(lang):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_notes_corpus_beside_the_generated_one_and_the_window_in_use(lang):
-    from lmviz.chapters.capitals import NOTES_SENTENCES
+    from lmviz.capitals import NOTES_SENTENCES
 
-    at = open_page("pages/beyond.py", lang)
+    at = open_page("chapters/beyond.py", lang)
     assert not at.exception
     assert "\n".join(NOTES_SENTENCES) in [c.value for c in at.code]
     caps = " ".join(c.value for c in at.caption)
@@ -156,8 +156,8 @@ def test_the_robot_demo_is_one_task_per_session_cancelled_on_a_new_value_and_wit
     import gc
     import time
 
-    import lmviz.chapters.robot as robot
-    from lmviz import tasks
+    import lmviz.chapters.beyond_robot as robot
+    from lmviz.server import tasks
     from ui import session
 
     started = []

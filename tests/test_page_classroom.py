@@ -11,7 +11,7 @@ from tests.apptest_util import TIMEOUT, all_text, open_page
 from ui.i18n import translate
 
 pytestmark = pytest.mark.apptest
-GEN = "pages/generation.py"
+GEN = "chapters/generation.py"
 
 
 def keys(at) -> set[str]:
@@ -155,7 +155,7 @@ def test_alone_a_student_predicts_then_sees_the_reveal():
     assert not at.exception
     wrong = translate("class.wrong", "en", answer=translate("q.gen_tau_half.opt.rises", "en"))
     assert wrong in [e.value for e in at.error]
-    from lmviz.questions import by_id
+    from lmviz.chapters.questions import by_id
 
     s = by_id("gen_tau_half").solve()
     assert translate("q.gen_tau_half.explain", "en", **s.explain_args) in all_text(at)
@@ -210,11 +210,11 @@ def test_next_chapter_puts_the_last_question_away(lecture):
     lec.button(key="class_ask:gen_tau_half").click().run()
     secret = lec.session_state["class_lect"]["secret"]
     assert store().lecturer_view(code, secret).question.id == "gen_tau_half"
-    lec.switch_page("pages/kv_cache.py").run()
+    lec.switch_page("chapters/kv_cache.py").run()
     assert not lec.exception
     assert store().lecturer_view(code, secret).question is None
     fol = join(code)
-    assert fol.session_state["lmviz_page_file"] == "pages/kv_cache.py"
+    assert fol.session_state["lmviz_page_file"] == "chapters/kv_cache.py"
     assert translate("class.asked", "en") not in all_text(fol)
 
 

@@ -17,7 +17,7 @@ from lmviz.numfmt import magnitude
 from tests.apptest_util import all_text, decode, figures, open_page
 from ui.i18n import catalogue, translate
 
-PAGE = "pages/cost.py"
+PAGE = "chapters/cost.py"
 
 
 def no_errors(at):
@@ -155,9 +155,9 @@ def test_traffic_flops_and_budgets_follow_the_core(lang):
 @pytest.mark.apptest
 def test_measured_timing_and_bad_prompt():
     """The O(n²) timing is measured on request, per session, in the background: >= 5 lengths,
-    repeated rounds, the slope sentence chosen by lmviz.claims.power_law from those rounds."""
-    from lmviz.claims import STATEMENTS, power_law
-    from pages.cost import BENCH_NS
+    repeated rounds, the slope sentence chosen by lmviz.chapters.claims.power_law from those rounds."""
+    from lmviz.chapters.claims import STATEMENTS, power_law
+    from chapters.cost import BENCH_NS
 
     at = open_page(PAGE, "zh")
     assert translate("cost.measure_hint", "zh") in [i.value for i in at.info]

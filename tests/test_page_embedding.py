@@ -9,7 +9,7 @@ from tests.apptest_util import all_text, decode, figures, open_page
 from tests.test_page_attention import live_model  # noqa: F401  (default model or a stand-in)
 from ui.i18n import translate
 
-PAGE = "pages/embedding.py"
+PAGE = "chapters/embedding.py"
 pytestmark = pytest.mark.apptest
 
 

@@ -15,7 +15,7 @@ from tests.apptest_util import APP, TIMEOUT, all_text, decode, figures
 from ui.i18n import listed, translate
 
 pytestmark = pytest.mark.apptest
-PAGE = "pages/generation.py"
+PAGE = "chapters/generation.py"
 TEXT = "The cat sat on the mat. 我喜欢学习数学。\n"
 
 

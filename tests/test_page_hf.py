@@ -111,7 +111,7 @@ def test_choosing_a_pretrained_folder_makes_it_every_chapters_model(model_dir):
     b = at.session_state["lmviz_session_bundle"]
     assert b.source == "pretrained" and b.model.cfg.vocab_size == V and b.meta["family"] == "gpt2"
     assert _menu(at).value == str(model_dir)
-    at.switch_page("pages/tokenization.py").run()
+    at.switch_page("chapters/tokenization.py").run()
     assert not at.exception, [e.value for e in at.exception]
     text = all_text(at)
     assert "50,257 token IDs" in text and "3 merges" in text
@@ -121,7 +121,7 @@ def test_choosing_a_pretrained_folder_makes_it_every_chapters_model(model_dir):
     assert "<E5><AD>" in set(real["piece"]) and "<A6>" in set(real["piece"])
     assert set(real.loc[real["piece"] == "<A6>", "character(s)"]) == {"学"}
     assert "\ufffd" not in "".join(real["piece"])
-    at.switch_page("pages/generation.py").run()
+    at.switch_page("chapters/generation.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert "tiny-gpt2, a pretrained GPT-2 model" in all_text(at)
     # back to the shipped model

@@ -8,7 +8,7 @@ import pytest
 from tests.apptest_util import all_text, decode, figures, open_page
 from ui.i18n import listed, translate
 
-PAGE = "pages/kv_cache.py"
+PAGE = "chapters/kv_cache.py"
 pytestmark = pytest.mark.apptest
 
 

@@ -12,7 +12,7 @@ import pytest
 from tests.apptest_util import decode, figures, open_page
 from ui.i18n import translate
 
-PAGE = "pages/loss_and_gradients.py"
+PAGE = "chapters/loss_and_gradients.py"
 pytestmark = pytest.mark.apptest
 
 

@@ -15,7 +15,7 @@ from tests.replay_util import replay_checkpoint
 from ui.i18n import translate
 
 pytestmark = pytest.mark.apptest
-PAGE = "pages/training.py"
+PAGE = "chapters/training.py"
 
 
 @pytest.fixture(scope="module")

@@ -67,10 +67,10 @@ def test_the_handout_prints_each_twin_under_its_chart():
 
 
 # the notes' points that lmviz lacked (issue 23, item 5), each where its chapter is
-NOTES = {"pages/tokenization.py": ("tok.note_no_loss", "tok.note_not_text"),
-         "pages/autoregression.py": ("ar.note_factorisation",),
-         "pages/generation.py": ("gen.note_many",),
-         "pages/beyond.py": ("bey.note_summary", "bey.note_post_order", "bey.note_prompt_knowledge")}
+NOTES = {"chapters/tokenization.py": ("tok.note_no_loss", "tok.note_not_text"),
+         "chapters/autoregression.py": ("ar.note_factorisation",),
+         "chapters/generation.py": ("gen.note_many",),
+         "chapters/beyond.py": ("bey.note_summary", "bey.note_post_order", "bey.note_prompt_knowledge")}
 
 
 @pytest.mark.apptest

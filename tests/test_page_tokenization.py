@@ -7,7 +7,7 @@ from tests.apptest_util import all_text, decode, figures, open_page, poll_until
 from ui.i18n import translate
 from viz.theme import COLORS
 
-PAGE = "pages/tokenization.py"
+PAGE = "chapters/tokenization.py"
 pytestmark = pytest.mark.apptest
 
 
@@ -110,14 +110,14 @@ def test_chinese_byte_level_shows_partial_characters():
 def test_a_link_restores_corpus_level_merges_and_step():
     from tests.apptest_util import open_page
 
-    at = open_page("pages/tokenization.py", "zh", corpus="english", lvl="byte", merges="30", step="5")
+    at = open_page("chapters/tokenization.py", "zh", corpus="english", lvl="byte", merges="30", step="5")
     assert at.radio(key="tok_source").value == "english"
     assert at.radio(key="tok_level").value == "byte"
     assert at.number_input(key="tok_n_english").value == 30
     assert at.slider[0].value == 5
     assert at.query_params["step"] in ("5", ["5"])
     # a hand-edited value out of range falls back to the default with a note, no error
-    at = open_page("pages/tokenization.py", "en", merges="9999")
+    at = open_page("chapters/tokenization.py", "en", merges="9999")
     assert at.number_input(key="tok_n_toy").value == 2
     assert any("9999" in i.value for i in at.info)
 
@@ -126,7 +126,7 @@ def test_a_link_restores_corpus_level_merges_and_step():
 def test_special_tokens_and_rare_words(lang):
     """What the live tokenizer and the page's BPE reserve, what becomes of an unseen character,
     and a rare word cut into more pieces than a frequent one (on the English example)."""
-    from lmviz.special_tokens import encode_unknown, rare_vs_common, special_tokens
+    from lmviz.chapters.tokenization import encode_unknown, rare_vs_common, special_tokens
     from ui.session import default_bundle
 
     at = open_page(PAGE, lang)
@@ -151,7 +151,7 @@ def test_special_tokens_and_rare_words(lang):
     from pathlib import Path
 
     from lmviz.bpe import train_bpe
-    from lmviz.special_tokens import rare_vs_common_han
+    from lmviz.chapters.tokenization import rare_vs_common_han
     han = lang == "zh"
     assert translate("tok.rare_none_han" if han else "tok.rare_none", lang) in [i.value for i in at.info]
     assert translate("tok.rare_fallback_han" if han else "tok.rare_fallback", lang, n=60) in all_text(at)
@@ -174,7 +174,7 @@ def test_a_long_bpe_run_goes_to_the_task_pool_and_the_page_polls_it(monkeypatch)
     import threading
 
     import lmviz.bpe as bpe
-    from lmviz import tasks
+    from lmviz.server import tasks
     from ui import session
 
     monkeypatch.setattr(session, "_RESULTS", {})                # no run finished before this test

@@ -9,7 +9,7 @@ from tests.apptest_util import all_text, decode, figures, open_page, poll_until
 from ui.i18n import translate
 
 pytestmark = pytest.mark.apptest
-PAGE = "pages/training.py"
+PAGE = "chapters/training.py"
 
 
 def button(at, key):
@@ -268,7 +268,7 @@ def _secret(at):
 
 
 def test_a_stranger_who_opens_and_closes_the_link_does_not_stop_the_run(monkeypatch):
-    from lmviz.tasks import Registry
+    from lmviz.server.tasks import Registry
     from ui import session
 
     monkeypatch.setattr(session, "_RUNS", Registry(grace_s=0.05))        # a short grace period
@@ -307,7 +307,7 @@ def test_presenter_mode_keeps_the_run_secret_out_of_the_address_bar():
 
 
 def test_a_full_registry_refuses_a_new_training_with_a_sentence(monkeypatch):
-    from lmviz.tasks import Registry
+    from lmviz.server.tasks import Registry
     from tests.test_registry import forever
     from ui import session
 

@@ -9,7 +9,7 @@ from tests.apptest_util import all_text, decode, figures, open_page
 from tests.test_page_attention import live_model  # noqa: F401  (default model or a stand-in)
 from ui.i18n import translate
 
-PAGE = "pages/transformer_block.py"
+PAGE = "chapters/transformer_block.py"
 pytestmark = pytest.mark.apptest
 
 
@@ -29,7 +29,7 @@ def test_shapes_stream_norms_context(lang):
     at = open_page(PAGE, lang)
     no_errors(at)
     shapes = at.code[0].value
-    from pages.transformer_block import DEFAULT_TEXT
+    from chapters.transformer_block import DEFAULT_TEXT
 
     n = len(DEFAULT_TEXT[lang])
     assert f"x0          [{n}, {cfg.d_model}]" in shapes
@@ -57,8 +57,8 @@ def test_same_word_two_contexts(lang):
 
     if not ck.DEFAULT_PATH.exists():
         pytest.skip("needs the shipped default model")
-    from lmviz.chapters.block import context_curve, contextual_cosine, find_word
-    from pages.transformer_block import CONTEXTS
+    from lmviz.chapters.transformer_block import context_curve, contextual_cosine, find_word
+    from chapters.transformer_block import CONTEXTS
 
     b = default_bundle()
     sa, sb, word = CONTEXTS[lang]

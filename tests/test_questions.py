@@ -1,4 +1,4 @@
-"""Predict-then-reveal questions (lmviz/questions.py): every chapter has 1-3, every answer is
+"""Predict-then-reveal questions (lmviz/chapters/questions.py): every chapter has 1-3, every answer is
 computed by the core and checked here against an independent small computation (plain Python),
 and every string exists in both languages and formats with the computed numbers."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from lmviz.classroom import ClassStore
-from lmviz.questions import QUESTIONS, by_id, for_chapter
+from lmviz.server.classroom import ClassStore
+from lmviz.chapters.questions import QUESTIONS, by_id, for_chapter
 from ui.chapters import CHAPTERS
 from ui.i18n import LANGS, catalogue
 
@@ -246,7 +246,8 @@ def test_bey_bins():
 def test_doctests():
     import doctest
 
-    from lmviz import classroom, questions
+    from lmviz.server import classroom
+    from lmviz.chapters import questions
 
     assert doctest.testmod(questions).failed == 0
     assert doctest.testmod(classroom).failed == 0
@@ -256,7 +257,7 @@ def test_questions_follow_the_chapter_examples_of_each_language():
     """The teacher-forcing question counts the toy sentence of the page's language; the
     learning-rate question reads the preset the training chapter selects first in it."""
     from lmviz.chapters.autoregression import toy_teacher_forcing
-    from lmviz.examples import DEFAULT_SETUP
+    from lmviz.chapters.examples import DEFAULT_SETUP
     from lmviz.train import PRESETS, lr_at
 
     q = by_id("ar_pairs")

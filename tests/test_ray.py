@@ -1,4 +1,4 @@
-"""The Ray training backend (lmviz.train_ray) on a local in-process Ray (2 CPUs, 127.0.0.1).
+"""The Ray training backend (lmviz.server.train_ray) on a local in-process Ray (2 CPUs, 127.0.0.1).
 
 - with LMVIZ_RAY_ADDRESS set, ``training_job(...)`` is a RayTrainingJob; unset, it is the local job
   and ``ray`` is never imported;
@@ -48,7 +48,7 @@ def local_ray():
     _require_ray()
     import ray
 
-    from lmviz.train_ray import runtime_env
+    from lmviz.server.train_ray import runtime_env
 
     os.environ["LMVIZ_RAY_POLL_S"] = "0.2"
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="lmviz",
@@ -90,7 +90,7 @@ def _wait(job, cond, limit: float = 90.0):
 
 def test_unset_means_local_and_ray_is_never_imported():
     code = ("import os, sys; os.environ.pop('LMVIZ_RAY_ADDRESS', None)\n"
-            "from lmviz.train_backend import training_job\n"
+            "from lmviz.server.train_backend import training_job\n"
             "j = training_job(lambda: None)\n"
             "print(type(j).__name__, 'ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -104,7 +104,7 @@ def test_an_unreachable_cluster_is_a_sentence_at_once():
     with socket.socket() as s:                          # a free port: nothing listens there
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    code = ("from lmviz.train_backend import training_job\n"
+    code = ("from lmviz.server.train_backend import training_job\n"
             "j = training_job(lambda: None).start(); print(j.join(30)); s = j.snapshot()\n"
             "print(s.state); print(s.error)")
     env = dict(os.environ, LMVIZ_RAY_ADDRESS=f"127.0.0.1:{port}")
@@ -116,9 +116,9 @@ def test_an_unreachable_cluster_is_a_sentence_at_once():
 
 
 def test_a_training_runs_on_ray_and_its_curve_grows(on_ray):
-    from lmviz.train_backend import training_job
-    from lmviz.train_job import TrainingJob
-    from lmviz.train_ray import RayTrainingJob
+    from lmviz.server.train_backend import training_job
+    from lmviz.server.train_job import TrainingJob
+    from lmviz.server.train_ray import RayTrainingJob
 
     job = training_job(_make(60))
     assert isinstance(job, RayTrainingJob)
@@ -143,7 +143,7 @@ def test_a_training_runs_on_ray_and_its_curve_grows(on_ray):
 
 
 def test_stop_ends_the_remote_training(on_ray):
-    from lmviz.train_backend import training_job
+    from lmviz.server.train_backend import training_job
 
     job = training_job(_make(100_000, eval_every=1000)).start()
     _wait(job, lambda s: s.step > 0)
@@ -163,7 +163,7 @@ def test_stop_ends_the_remote_training(on_ray):
 
 
 def test_a_failed_remote_training_says_why(on_ray):
-    from lmviz.train_backend import training_job
+    from lmviz.server.train_backend import training_job
 
     job = training_job(_make(10, text="   ")).start()
     assert job.join(60)
@@ -172,7 +172,7 @@ def test_a_failed_remote_training_says_why(on_ray):
 
 
 def test_a_killed_worker_gives_a_clear_error_not_a_hang(on_ray):
-    from lmviz.train_backend import training_job
+    from lmviz.server.train_backend import training_job
 
     job = training_job(_make(100_000, eval_every=1000)).start()
     _wait(job, lambda s: s.step > 0)
@@ -184,7 +184,7 @@ def test_a_killed_worker_gives_a_clear_error_not_a_hang(on_ray):
 
 
 def test_the_clusters_cpus_are_the_cap(on_ray, monkeypatch):
-    from lmviz.train_backend import training_job
+    from lmviz.server.train_backend import training_job
 
     monkeypatch.setenv("LMVIZ_RAY_CPUS", "2")          # one training takes the whole local cluster
     a = training_job(_make(100_000, eval_every=1000)).start()

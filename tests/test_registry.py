@@ -1,10 +1,10 @@
-"""lmviz.tasks.Registry: trainings found again by secret, stopped after a grace period."""
+"""lmviz.server.tasks.Registry: trainings found again by secret, stopped after a grace period."""
 from __future__ import annotations
 
 import threading
 import time
 
-from lmviz.tasks import Registry, Task
+from lmviz.server.tasks import Registry, Task
 from tests.test_train import wait_for
 
 
@@ -105,7 +105,7 @@ def test_a_full_registry_never_forgets_a_live_run_and_refuses_the_new_one():
 
     import pytest
 
-    from lmviz.tasks import RegistryFull
+    from lmviz.server.tasks import RegistryFull
 
     sem = threading.BoundedSemaphore(1)
     runs = Registry(max_entries=3)

@@ -286,7 +286,7 @@ def test_training_job_records_a_bounded_replay_at_each_scheduled_step():
     after every single step), bounded, and the replay travels through a checkpoint exactly."""
     from lmviz.checkpoint import load_checkpoint_with_replay, save_checkpoint
     from lmviz.replay import DEFAULT_MAX_BYTES, DEFAULT_MAX_COUNT, Replay
-    from lmviz.train_job import TrainingJob
+    from lmviz.server.train_job import TrainingJob
 
     text = corpus_text("english")[:30_000]
     cfg = make_config("tiny", max_steps=70, d_model=32, block_size=16, batch_size=8, eval_every=25)

@@ -1,4 +1,4 @@
-"""lmviz.tasks: progress, result, human error messages, cancel, pause, the FIFO cap, nice 19."""
+"""lmviz.server.tasks: progress, result, human error messages, cancel, pause, the FIFO cap, nice 19."""
 from __future__ import annotations
 
 import os
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from lmviz.tasks import Cancelled, Task, check_cancel, human_message
+from lmviz.server.tasks import Cancelled, Task, check_cancel, human_message
 from tests.test_train import wait_for
 
 
@@ -105,7 +105,7 @@ def test_check_cancel():
 
 
 def test_the_allocator_calls_answer_and_leave_an_operators_setting_alone(monkeypatch):
-    from lmviz.tasks import give_back_memory, limit_malloc_arenas
+    from lmviz.server.tasks import give_back_memory, limit_malloc_arenas
 
     assert isinstance(give_back_memory(), bool)
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
@@ -162,7 +162,7 @@ def test_a_final_state_never_changes_and_an_illegal_move_is_refused():
 
 
 def test_the_phase_preparing_reads_as_a_state_and_active_is_decided_once():
-    from lmviz.tasks import ACTIVE, STATES, is_active
+    from lmviz.server.tasks import ACTIVE, STATES, is_active
 
     gate, release = threading.Event(), threading.Event()
 
@@ -179,8 +179,8 @@ def test_the_phase_preparing_reads_as_a_state_and_active_is_decided_once():
     release.set()
     assert t.join(5) and t.state == "done"
     assert [s for s in STATES if is_active(s)] == list(ACTIVE) == ["queued", "preparing", "running", "paused"]
-    # the training page asks the job, not a list of its own (pages/training.py once had a copy)
-    src = open("pages/training.py", encoding="utf-8").read()
+    # the training page asks the job, not a list of its own (chapters/training.py once had a copy)
+    src = open("chapters/training.py", encoding="utf-8").read()
     assert '"preparing", "running", "paused")' not in src
 
 
@@ -210,7 +210,7 @@ def _until_cancelled(log: list, name):
 
 
 def test_a_new_value_cancels_the_previous_task_and_close_cancels_all():
-    from lmviz.tasks import TaskSlots
+    from lmviz.server.tasks import TaskSlots
 
     slots, log = TaskSlots(), []
     s1 = slots.snapshot("robot", (11, 300), _until_cancelled(log, 11))
@@ -230,7 +230,7 @@ def test_a_new_value_cancels_the_previous_task_and_close_cancels_all():
 
 
 def test_a_finished_result_is_shared_and_bounded():
-    from lmviz.tasks import ResultCache, TaskSlots
+    from lmviz.server.tasks import ResultCache, TaskSlots
 
     cache, runs = ResultCache(2), []
 
@@ -247,7 +247,7 @@ def test_a_finished_result_is_shared_and_bounded():
 
 
 def test_work_over_the_inline_budget_moves_to_a_task():
-    from lmviz.tasks import TaskSlots
+    from lmviz.server.tasks import TaskSlots
 
     threads = []
 

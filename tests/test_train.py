@@ -10,9 +10,9 @@ import torch
 
 from lmviz.checkpoint import load_checkpoint
 from lmviz.bpe import TrainedBPE
-from lmviz.tasks import Cancelled
+from lmviz.server.tasks import Cancelled
 from lmviz.train import PRESETS, TrainConfig, Trainer, corpus_text, lr_at, make_config
-from lmviz.train_job import TrainingJob
+from lmviz.server.train_job import TrainingJob
 
 torch.set_num_threads(1)
 TEXT = ("the cat sat on the mat. the dog sat on the log. " * 40)

@@ -1,4 +1,4 @@
-"""Where a training runs (lmviz.train_backend) and the Ray job's lifecycle on a fake cluster.
+"""Where a training runs (lmviz.server.train_backend) and the Ray job's lifecycle on a fake cluster.
 
 ``tests/test_ray.py`` needs ray and a local cluster (LMVIZ_CLUSTER_TESTS=1); these run always:
 ``tests/fake_ray.py`` answers the same calls in this process, with the timing a test chooses.
@@ -35,7 +35,7 @@ def _make(max_steps: int, text: str = TEXT, eval_every: int = 10):
 
 @pytest.fixture
 def fake_ray(monkeypatch):
-    import lmviz.train_ray as train_ray
+    import lmviz.server.train_ray as train_ray
 
     def install(**kw):
         fake = FakeRay(**kw)
@@ -49,25 +49,25 @@ def fake_ray(monkeypatch):
 
 def test_the_factory_picks_the_backend_and_no_job_module_imports_the_other():
     code = ("import os, sys; os.environ.pop('LMVIZ_RAY_ADDRESS', None)\n"
-            "from lmviz.train_backend import training_job\n"
+            "from lmviz.server.train_backend import training_job\n"
             "j = training_job(lambda: None)\n"
-            "print(type(j).__name__, 'lmviz.train_ray' in sys.modules, 'ray' in sys.modules)")
+            "print(type(j).__name__, 'lmviz.server.train_ray' in sys.modules, 'ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["TrainingJob", "False", "False"], out.stderr
     import ast
 
-    for path, other in (("lmviz/train_job.py", "train_ray"), ("lmviz/train_ray.py", "train_backend")):
+    for path, other in (("lmviz/server/train_job.py", "train_ray"), ("lmviz/server/train_ray.py", "train_backend")):
         tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
         names = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         assert not any(other in m for m in names), (path, names)
-    from lmviz.train_job import TrainingJob
+    from lmviz.server.train_job import TrainingJob
 
     assert "__new__" not in TrainingJob.__dict__
 
 
 def test_a_fast_worker_never_shows_its_steps_while_the_job_reads_preparing(fake_ray, monkeypatch):
-    from lmviz.train_backend import training_job
-    from lmviz.train_ray import RayTrainingJob
+    from lmviz.server.train_backend import training_job
+    from lmviz.server.train_ray import RayTrainingJob
 
     fake_ray(finish_at_start=True)
     seen = []
@@ -93,7 +93,7 @@ def test_a_fast_worker_never_shows_its_steps_while_the_job_reads_preparing(fake_
 
 
 def test_a_job_the_cluster_cannot_place_is_queued_and_a_stop_removes_it(fake_ray):
-    from lmviz.train_backend import training_job
+    from lmviz.server.train_backend import training_job
 
     placed = threading.Event()
     fake = fake_ray(placed=placed)
@@ -108,7 +108,7 @@ def test_a_job_the_cluster_cannot_place_is_queued_and_a_stop_removes_it(fake_ray
 
 
 def test_placed_then_preparing_then_running_and_a_lost_worker_is_a_sentence(fake_ray):
-    from lmviz.train_backend import training_job
+    from lmviz.server.train_backend import training_job
 
     placed = threading.Event()
     fake = fake_ray(placed=placed)
@@ -126,7 +126,7 @@ def test_placed_then_preparing_then_running_and_a_lost_worker_is_a_sentence(fake
 
 
 def test_a_failed_remote_training_says_why_and_stop_after_it_changes_nothing(fake_ray):
-    from lmviz.train_backend import training_job
+    from lmviz.server.train_backend import training_job
 
     fake_ray()
     job = training_job(_make(10, text="   ")).start()

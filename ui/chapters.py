@@ -33,18 +33,18 @@ class Chapter:
 
 
 CHAPTERS: tuple[Chapter, ...] = (
-    Chapter("", "pages/home.py", "home.nav", ":material/home:"),
-    Chapter("tokenization", "pages/tokenization.py", "tok.nav", ":material/text_fields:"),
-    Chapter("embedding", "pages/embedding.py", "emb.nav", ":material/grid_on:"),
-    Chapter("autoregression", "pages/autoregression.py", "ar.nav", ":material/link:"),
-    Chapter("attention", "pages/attention.py", "att.nav", ":material/visibility:"),
-    Chapter("transformer-block", "pages/transformer_block.py", "blk.nav", ":material/view_agenda:"),
-    Chapter("loss-and-gradients", "pages/loss_and_gradients.py", "loss.nav", ":material/trending_down:"),
-    Chapter("training", "pages/training.py", "train.nav", ":material/model_training:"),
-    Chapter("generation", "pages/generation.py", "gen.nav", ":material/auto_awesome:"),
-    Chapter("kv-cache", "pages/kv_cache.py", "kv.nav", ":material/memory:"),
-    Chapter("cost", "pages/cost.py", "cost.nav", ":material/speed:"),
-    Chapter("beyond", "pages/beyond.py", "bey.nav", ":material/explore:"),
+    Chapter("", "chapters/home.py", "home.nav", ":material/home:"),
+    Chapter("tokenization", "chapters/tokenization.py", "tok.nav", ":material/text_fields:"),
+    Chapter("embedding", "chapters/embedding.py", "emb.nav", ":material/grid_on:"),
+    Chapter("autoregression", "chapters/autoregression.py", "ar.nav", ":material/link:"),
+    Chapter("attention", "chapters/attention.py", "att.nav", ":material/visibility:"),
+    Chapter("transformer-block", "chapters/transformer_block.py", "blk.nav", ":material/view_agenda:"),
+    Chapter("loss-and-gradients", "chapters/loss_and_gradients.py", "loss.nav", ":material/trending_down:"),
+    Chapter("training", "chapters/training.py", "train.nav", ":material/model_training:"),
+    Chapter("generation", "chapters/generation.py", "gen.nav", ":material/auto_awesome:"),
+    Chapter("kv-cache", "chapters/kv_cache.py", "kv.nav", ":material/memory:"),
+    Chapter("cost", "chapters/cost.py", "cost.nav", ":material/speed:"),
+    Chapter("beyond", "chapters/beyond.py", "bey.nav", ":material/explore:"),
 )
 
 

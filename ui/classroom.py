@@ -1,6 +1,6 @@
 """Classroom mode on the Streamlit side: a lecturer drives a class, students follow and answer.
 
-The shared state lives in :class:`lmviz.classroom.ClassStore` (one per process, or Redis when
+The shared state lives in :class:`lmviz.server.classroom.ClassStore` (one per process, or Redis when
 ``LMVIZ_REDIS_URL`` is set); this module only wires it to sessions:
 
 - **Lecturer** (presenter mode): "Start a class" gives a class code and the student link
@@ -27,7 +27,7 @@ The shared state lives in :class:`lmviz.classroom.ClassStore` (one per process, 
   address nginx saw). URL parameters that are secrets (``SECRET_PARAMS``: ``run``) are never
   published to the class.
 - **Predict, then reveal**: ``ui.render.run_sections`` draws each chapter's questions
-  (``lmviz.questions``) just before the section that answers them, and leaves that section out of
+  (``lmviz.chapters.questions``) just before the section that answers them, and leaves that section out of
   the page (not drawn at all, so its numbers are not in the browser) until :func:`revealed`: in a
   class when the lecturer reveals (the revealed ids are published with the lecturer's settings as
   ``_rv``), alone when the student answers or skips. Until the reveal the lecturer's screen (the
@@ -43,9 +43,9 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from lmviz import questions as qs
-from lmviz.classroom import BrowserIds, ClassStore, FollowView, Gate, address_key, normalise_code
-from lmviz.classroom_backend import store_from_env
+from lmviz.chapters import questions as qs
+from lmviz.server.classroom import BrowserIds, ClassStore, FollowView, Gate, address_key, normalise_code
+from lmviz.server.classroom_backend import store_from_env
 from ui.i18n import literal, t
 from ui.runtime import in_fragment_rerun
 
@@ -140,7 +140,7 @@ def voter() -> str:
 
 
 def client_address() -> str:
-    """The client's address as the store's bounds count it (lmviz.classroom.address_key).
+    """The client's address as the store's bounds count it (lmviz.server.classroom.address_key).
 
     Behind nginx (deploy/) the websocket comes from the proxy, a loopback or private address;
     then the last X-Forwarded-For entry is the client, as nginx saw it (the template appends

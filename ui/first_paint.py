@@ -121,7 +121,7 @@ def routes() -> list:
     from starlette.responses import HTMLResponse
     from starlette.routing import Route
 
-    from lmviz.classroom import BrowserIds
+    from lmviz.server.classroom import BrowserIds
 
     ids = BrowserIds()
 

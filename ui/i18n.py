@@ -44,9 +44,9 @@ def t(key: str, **fmt) -> str:
 
 
 def _questions_follow_the_page() -> None:
-    """Questions whose example differs by language solve in the page's language (lmviz.questions
+    """Questions whose example differs by language solve in the page's language (lmviz.chapters.questions
     cannot import Streamlit, so it asks this module's :func:`lang`)."""
-    from lmviz import questions
+    from lmviz.chapters import questions
 
     questions.language_source = lang
 

@@ -268,7 +268,7 @@ def section_number(key: str) -> int | None:
 
 
 def claim(c, **extra) -> str:
-    """The sentence of ``c`` (an :class:`lmviz.claims.Claim`) in the current language, formatted
+    """The sentence of ``c`` (an :class:`lmviz.chapters.claims.Claim`) in the current language, formatted
     with the numbers behind it (and ``extra``, e.g. names the page supplies)."""
     return t(c.key, **{**dict(c.values), **extra})
 

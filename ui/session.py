@@ -68,7 +68,7 @@ def try_live_bundle(message_key: str | None = None) -> Bundle | None:
 
             from ui.i18n import t
 
-            from lmviz.tasks import human_message
+            from lmviz.server.tasks import human_message
 
             st.warning(t(message_key, err=html.escape(human_message(e)[:200])))
         return None
@@ -158,7 +158,7 @@ def model_menu() -> None:
 
 
 # ================================================================ background tasks ========
-# Long work runs as an lmviz.tasks.Task on a worker thread that never touches Streamlit. All
+# Long work runs as an lmviz.server.tasks.Task on a worker thread that never touches Streamlit. All
 # tasks of the server -- trainings, the beyond chapter's demos, long BPE runs, measurements -- share one cap,
 # LMVIZ_MAX_TRAININGS (default: half the cores, at least 1) at once, and wait in first-come order. A page draws a task
 # with poll(); the training page calls publish_trained_model(), which is what makes every
@@ -183,26 +183,26 @@ def task_semaphore() -> threading.BoundedSemaphore:
 
 
 def start_task(work, *, name: str, total: int = 0):
-    """Start ``work(ctx)`` as a Task under the server-wide cap; returns the task (see lmviz.tasks).
+    """Start ``work(ctx)`` as a Task under the server-wide cap; returns the task (see lmviz.server.tasks).
     Cache the returned task with ``st.cache_resource`` to share it between sessions."""
-    from lmviz.tasks import Task
+    from lmviz.server.tasks import Task
 
     return Task(work, task_semaphore(), name=name, total=total).start()
 
 
 # A chapter's per-session work (a demo's training, a long BPE run): one task per session and
 # purpose, the previous one cancelled when its input changes, all cancelled when the session ends
-# (lmviz.tasks.TaskSlots); finished results are shared by every session through a bounded cache
+# (lmviz.server.tasks.TaskSlots); finished results are shared by every session through a bounded cache
 # per purpose, so the second student with the same input gets it at once.
 _RESULTS: dict = {}
 _RESULTS_LOCK = threading.Lock()
 
 
 def shared_results(purpose: str, max_entries: int = 8):
-    """The server-wide lmviz.tasks.ResultCache of ``purpose`` (made once, ``max_entries`` long)."""
+    """The server-wide lmviz.server.tasks.ResultCache of ``purpose`` (made once, ``max_entries`` long)."""
     with _RESULTS_LOCK:
         if purpose not in _RESULTS:
-            from lmviz.tasks import ResultCache
+            from lmviz.server.tasks import ResultCache
 
             _RESULTS[purpose] = ResultCache(max_entries)
         return _RESULTS[purpose]
@@ -214,8 +214,8 @@ def _close_task_slots(slots) -> None:
 
 @st.cache_resource(scope="session", on_release=_close_task_slots, show_spinner=False)
 def task_slots():
-    """This session's lmviz.tasks.TaskSlots (its tasks are cancelled when the session ends)."""
-    from lmviz.tasks import TaskSlots
+    """This session's lmviz.server.tasks.TaskSlots (its tasks are cancelled when the session ends)."""
+    from lmviz.server.tasks import TaskSlots
 
     return TaskSlots()
 
@@ -223,7 +223,7 @@ def task_slots():
 def session_task(purpose: str, key, work, *, name: str, total: int = 0, inline_s: float = 0.0,
                  max_results: int = 8):
     """The snapshot of this session's task for ``purpose`` at input ``key`` (started under the
-    server-wide cap when needed; see lmviz.tasks.TaskSlots). ``inline_s`` > 0: tried on the
+    server-wide cap when needed; see lmviz.server.tasks.TaskSlots). ``inline_s`` > 0: tried on the
     script's thread within that many seconds first (most inputs finish there, no rerun)."""
     return task_slots().snapshot(purpose, key, work, semaphore=task_semaphore(), name=name, total=total,
                                  results=shared_results(purpose, max_results), inline_s=inline_s)
@@ -288,7 +288,7 @@ class TrainingSlot:
     """This session's training job (None until the first start)."""
 
     def __init__(self) -> None:
-        self.job = None      # lmviz.train_job.TrainingJob | None
+        self.job = None      # lmviz.server.train_job.TrainingJob | None
         self.label = ""      # what was trained (corpus, preset), for the bundle's meta
         self.secret = None   # the job's key in RUNS (and ?run= of /training), None without a job
         self.looked = None   # the ?run= value this session already tried to attach to
@@ -298,7 +298,7 @@ class TrainingSlot:
 # A reload opens a new session: the old one's job is found again through a per-run secret in
 # /training's URL (?run=, set with st.query_params, never a chapter setting of ui.urlstate, so
 # neither shared links nor the classroom's follow link carry it). Every session that shows a job
-# watches it (lmviz.tasks.Registry): a job is stopped only when no session watches it any more,
+# watches it (lmviz.server.tasks.Registry): a job is stopped only when no session watches it any more,
 # LMVIZ_RUN_GRACE_S seconds (default 30) after the last one ended, unless a new session claimed
 # it meanwhile. In presenter mode the secret stays out of the address bar (it is projected); the
 # presenting session keeps its job, but a reload there does not find it.
@@ -321,11 +321,11 @@ MAX_RUNS = 64        # trainings the registry holds (live ones are never forgott
 
 
 def runs():
-    """The server-wide lmviz.tasks.Registry of trainings by secret (bounded)."""
+    """The server-wide lmviz.server.tasks.Registry of trainings by secret (bounded)."""
     global _RUNS
     with _RUNS_LOCK:
         if _RUNS is None:
-            from lmviz.tasks import Registry
+            from lmviz.server.tasks import Registry
 
             _RUNS = Registry(max_entries=MAX_RUNS, grace_s=_grace_s())
         return _RUNS
@@ -376,10 +376,10 @@ def start_training(make_trainer, label: str = "", meta: dict | None = None):
     """Let go of this session's previous job (stopped unless another session watches it) and
     start a new one; returns the job, or None when the server's registry of trainings is full of
     live ones (``training_slot().refused`` then says so). ``make_trainer(cancel)`` builds the
-    Trainer on the worker (see lmviz.train_job); ``meta`` (what is trained: corpus, preset) stays
+    Trainer on the worker (see lmviz.server.train_job); ``meta`` (what is trained: corpus, preset) stays
     readable as ``job.meta``. The job is registered under a fresh secret, written to ``?run=``."""
-    from lmviz.tasks import RegistryFull
-    from lmviz.train_backend import training_job as new_job
+    from lmviz.server.tasks import RegistryFull
+    from lmviz.server.train_backend import training_job as new_job
 
     slot = training_slot()
     _leave_job(slot)

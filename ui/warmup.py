@@ -4,7 +4,7 @@
 server starts; ``streamlit run app.py`` has no server-start hook, so there the top of ``app.py``
 calls it on the first visitor's run. It returns at once: first it imports numpy and pandas in the
 caller's thread (see ``_shared_imports``), then a background task (the one mechanism,
-``lmviz.tasks.Task``)
+``lmviz.server.tasks.Task``)
 
 1. imports torch and names the device (:func:`device_name`: the sidebar badge reads
    "loading PyTorch…" until it is done),
@@ -80,7 +80,7 @@ def start() -> None:
     with _LOCK:
         _shared_imports()           # a second caller waits here until the first has imported
         if _TASK is None and os.environ.get("LMVIZ_WARMUP") != "0":   # 0: off (bench/startup.py)
-            from lmviz.tasks import Task, limit_malloc_arenas
+            from lmviz.server.tasks import Task, limit_malloc_arenas
 
             limit_malloc_arenas()
             _TASK = Task(_warm, name="lmviz-warmup").start()

@@ -203,7 +203,7 @@ def pronoun_figure(share, row, tokens: list[str], ref_span: tuple[int, int], bes
 
 def multi_head_figure(mh, tokens: list[str], *, head_titles: list[str], heads_title: str, concat_title: str,
                       proj_title: str) -> go.Figure:
-    """Multi-head attention's last steps for one layer (a lmviz.heads.MultiHead): each head's output
+    """Multi-head attention's last steps for one layer (a lmviz.chapters.attention_heads.MultiHead): each head's output
     [T, d_h] side by side, their concatenation [T, d] (head boundaries drawn) and the result after
     the output projection W_O [T, d]. Heads and concatenation share one colour scale (the same numbers)."""
     heads = _np(mh.head_out).astype(float)

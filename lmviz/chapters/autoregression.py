@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 # the two toy sentences of the notes (teacher-forcing example), as text the toy tokenizers split
-from lmviz.examples import TOY_SENTENCE  # noqa: F401  (shared with the home page's tour)
+from lmviz.chapters.examples import TOY_SENTENCE  # noqa: F401  (shared with the home page's tour)
 from lmviz.model import causal_mask
 from lmviz.sampling import TOY_TABLE
 from lmviz.tokenizer import TOY_EN, ContextIds, fit_context, toy_tokenizer

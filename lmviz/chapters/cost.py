@@ -333,7 +333,7 @@ class TimingRounds:
     rounds: tuple[tuple[AttnTiming, ...], ...]
 
     def full_times(self) -> list[list[float]]:
-        """Seconds of full attention, one list per round (what :func:`lmviz.claims.power_law` takes)."""
+        """Seconds of full attention, one list per round (what :func:`lmviz.chapters.claims.power_law` takes)."""
         return [[r.t_full for r in rnd] for rnd in self.rounds]
 
     def median(self) -> list[AttnTiming]:
@@ -364,13 +364,13 @@ def measure_attention_rounds(ns=(128, 256, 512, 1024, 2048), rounds: int = 5, *,
                              cancel=None, **kw) -> TimingRounds:
     """:func:`measure_attention_time` repeated ``rounds`` times over the same lengths, so that the
     slope comes with a spread (``on_round(done)`` after each round; ``cancel`` as in
-    :func:`lmviz.tasks.check_cancel`).
+    :func:`lmviz.cancel.check_cancel`).
 
     >>> tr = measure_attention_rounds((16, 32), 2, d=8, device="cpu", repeats=1)
     >>> len(tr.rounds), [r.n for r in tr.median()]
     (2, [16, 32])
     """
-    from lmviz.tasks import check_cancel
+    from lmviz.cancel import check_cancel
 
     out = []
     for i in range(rounds):

@@ -21,7 +21,7 @@ Backend method              meaning                                     Redis
 ==========================  ==========================================  =======================
 
 and four compound steps, each a read-check-write that must be atomic across processes (one Lua
-script each in :mod:`lmviz.classroom_redis`; here they are built from the methods above, under
+script each in :mod:`lmviz.server.classroom_redis`; here they are built from the methods above, under
 the store's lock):
 
 =====================================  =================================================================
@@ -51,7 +51,7 @@ session make a few more attempts than the limit when it sends them concurrently.
 A backend that cannot be reached raises :class:`BackendUnavailable`; every store operation
 turns it into its usual record with reason ``"store_unavailable"`` (status
 ``"unavailable"`` for a follower), and works again once the backend is back.
-:func:`lmviz.classroom_backend.store_from_env` picks the backend: Redis when ``LMVIZ_REDIS_URL`` is
+:func:`lmviz.server.classroom_backend.store_from_env` picks the backend: Redis when ``LMVIZ_REDIS_URL`` is
 set, else memory.
 
 Keys (``{c}`` a class code, ``{q}`` a question id, ``{s}`` a session id):
@@ -171,7 +171,7 @@ class OpResult:
 
 @dataclass(frozen=True)
 class QuestionView:
-    id: str                              # question id (lmviz.questions)
+    id: str                              # question id (lmviz.chapters.questions)
     options: tuple[str, ...]             # its option ids, in order
     revealed: bool                       # the lecturer revealed the answer
     counts: Mapping[str, int] | None     # option id -> count, once revealed (None before)

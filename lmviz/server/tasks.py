@@ -53,7 +53,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .cancel import Cancelled, check_cancel  # noqa: F401 - the task module's own names too
+from lmviz.cancel import Cancelled, check_cancel  # noqa: F401 - the task module's own names too
 
 STATES = ("new", "queued", "preparing", "running", "paused", "done", "stopped", "error")
 FINAL = ("done", "stopped", "error")

@@ -234,7 +234,7 @@ def _apply_preset():
 def sec_memory():
     from lmviz.kv_cache import DTYPE_BYTES, kv_cache_bytes, max_tokens_for_budget
     from lmviz.chapters.kv_cache import MODEL_SHAPES, attention_variants
-    from lmviz.questions import KV_PRESET
+    from lmviz.chapters.questions import KV_PRESET
     from viz.kv_cache import bytes_figure, variants_figure
 
     render.md(t("kv.mem_intro"))

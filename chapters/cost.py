@@ -70,7 +70,7 @@ def _device_name() -> str:
 
 
 def _timing_view(series) -> None:
-    from lmviz.claims import power_law
+    from lmviz.chapters.claims import power_law
 
     rows = series.median()
     lo, hi = series.spread()

@@ -1,6 +1,6 @@
 """The chapters' default examples, by page language, in one torch-free place.
 
-The chapters draw with them, their questions (``lmviz.questions``) ask about them and the home
+The chapters draw with them, their questions (``lmviz.chapters.questions``) ask about them and the home
 page's guided tour describes them; the home page must paint without importing torch, so they
 live here rather than in the torch modules that use them.
 """

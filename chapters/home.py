@@ -49,8 +49,8 @@ def sec_pipeline() -> None:
 
 def _tour_args(slug: str) -> dict:
     """The numbers and names a tour line states, read from the chapters' own defaults in the
-    current language (lmviz.examples), never typed into the sentence."""
-    from lmviz import examples
+    current language (lmviz.chapters.examples), never typed into the sentence."""
+    from lmviz.chapters import examples
 
     code = lang()
     if slug == "training":

@@ -1,11 +1,11 @@
-"""Trainings on a Ray cluster: the backend ``lmviz.train_backend.training_job`` picks when
+"""Trainings on a Ray cluster: the backend ``lmviz.server.train_backend.training_job`` picks when
 ``LMVIZ_RAY_ADDRESS`` is set.
 
     LMVIZ_RAY_ADDRESS=127.0.0.1:6379 streamlit run app.py     # every training runs on that cluster
 
 Unset, nothing here is imported and ``ray`` is not needed. Set, ``training_job(...)`` builds a
 :class:`RayTrainingJob` (same constructor, same ``start / cancel / pause / resume / join /
-snapshot``, the same lifecycle and the same :class:`~lmviz.train_job.JobSnapshot`), so pages do
+snapshot``, the same lifecycle and the same :class:`~lmviz.server.train_job.JobSnapshot`), so pages do
 not know where the training runs:
 
 - The training itself is the one training loop: a local ``TrainingJob`` inside a Ray actor
@@ -13,10 +13,10 @@ not know where the training runs:
   LMVIZ_RAY_GPUS=1). The cluster's resources are the cap on concurrent trainings: an actor that
   the cluster cannot place yet is a queued job (``queue_position`` counts this server's waiting
   Ray jobs, oldest first); Stop while queued removes it. The actor is the job's slot in
-  ``lmviz.tasks.Task``'s lifecycle (``_acquire`` waits until it is placed, ``_release`` removes
+  ``lmviz.server.tasks.Task``'s lifecycle (``_acquire`` waits until it is placed, ``_release`` removes
   it): queued while it waits, "preparing" until the worker's training takes its first steps, then
   running.
-- On this server, a poller (an ``lmviz.tasks.Task`` thread) asks the actor every
+- On this server, a poller (an ``lmviz.server.tasks.Task`` thread) asks the actor every
   LMVIZ_RAY_POLL_S (0.5 s) for what is new since its last look: step, evaluation and sample
   records, the attention of the fixed prompt, and, after each evaluation, the published weights as
   checkpoint bytes (``lmviz.checkpoint.save_checkpoint``: the format of a downloaded checkpoint,
@@ -39,10 +39,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .tasks import Cancelled
-from .train_job import TrainingJob
+from lmviz.server.tasks import Cancelled
+from lmviz.server.train_job import TrainingJob
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _INIT_LOCK = threading.Lock()
 _PENDING_LOCK = threading.Lock()
 _PENDING: list = []                  # this server's Ray jobs waiting for cluster resources, oldest first
@@ -134,7 +134,7 @@ class TrainingWorker:
                "elapsed_s": snap.elapsed_s, "info": snap.info, "steps": snap.steps[n_steps:],
                "evals": snap.evals[n_evals:], "samples": snap.samples[n_samples:], "checkpoint": None}
         if snap.model is not None and snap.model_version != self.sent_version:
-            from .checkpoint import save_checkpoint
+            from lmviz.checkpoint import save_checkpoint
 
             out["checkpoint"] = save_checkpoint(snap.model, snap.tokenizer, {"steps": snap.step})
             out["attention"] = snap.attention
@@ -271,7 +271,7 @@ class RayTrainingJob(TrainingJob):
         shows the worker's steps never reads "preparing"."""
         model = tok = None
         if d.get("checkpoint"):
-            from .checkpoint import load_checkpoint
+            from lmviz.checkpoint import load_checkpoint
 
             model, tok, _ = load_checkpoint(d["checkpoint"])
         remote = d["state"]

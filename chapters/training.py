@@ -86,7 +86,7 @@ def _knob_problems(values: dict) -> list[str]:
 
 
 def sec_setup() -> None:
-    from lmviz.examples import DEFAULT_SETUP
+    from lmviz.chapters.examples import DEFAULT_SETUP
     from lmviz.train import CORPORA as BUNDLED, PRESETS as CFGS, TOKENIZERS
 
     CORPORA, PRESETS = (*BUNDLED, "own"), tuple(CFGS)
@@ -332,11 +332,11 @@ def _curves(snap, base) -> None:
 
 
 def _crossing(snap, base):
-    """When this run first went below the frequency guess (lmviz.claims.baseline): its step and
+    """When this run first went below the frequency guess (lmviz.chapters.claims.baseline): its step and
     the seconds of training up to it (the steps' own wall times, pauses and evaluations left out)."""
     import numpy as np
 
-    from lmviz.claims import baseline
+    from lmviz.chapters.claims import baseline
 
     done = dict(zip([m.step for m in snap.steps], np.cumsum([m.dt_ms for m in snap.steps]) / 1e3))
     evals = [e for e in snap.evals if e.step > 0]

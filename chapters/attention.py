@@ -65,7 +65,7 @@ def live_input():
 def _multi_head(_model, model_key: str, ids: tuple[int, ...], layer: int):
     """Heads, concatenation and projection of one layer, and the largest difference from the
     model's own attention sublayer (0-based layer)."""
-    from lmviz.heads import multi_head, sublayer_output
+    from lmviz.chapters.attention_heads import multi_head, sublayer_output
 
     mh = multi_head(_model, ids, layer)
     err = float((mh.projected - sublayer_output(_model, ids, layer)).abs().max())
@@ -130,7 +130,7 @@ def sec_why():
     if control is None:
         st.warning(t("att.why_ctrl_missing", ctrl=_md(ctrl), ref=_md(ref)))
     else:
-        from lmviz.claims import pronoun
+        from lmviz.chapters.claims import pronoun
 
         c = pronoun(control.referent, control.control, control.recency, control.uniform)
         render.md(render.claim(c, ref=_md(ref), ctrl=_md(ctrl), pron=_md(pron), lh=lh, dist=control.distance))

@@ -1,8 +1,8 @@
 """Which class store this process uses: the factory that picks the backend of
-:class:`lmviz.classroom.ClassStore` (memory, or Redis through :mod:`lmviz.classroom_redis`).
+:class:`lmviz.server.classroom.ClassStore` (memory, or Redis through :mod:`lmviz.server.classroom_redis`).
 
 It is a module of its own so that neither backend module imports the other: the Redis backend
-builds on :mod:`lmviz.classroom`, and only this factory knows both.
+builds on :mod:`lmviz.server.classroom`, and only this factory knows both.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import time
 from typing import Callable, Mapping
 
-from lmviz.classroom import ClassLimits, ClassStore
+from lmviz.server.classroom import ClassLimits, ClassStore
 
 __all__ = ["store_from_env"]
 
@@ -26,7 +26,7 @@ def store_from_env(environ: Mapping[str, str] | None = None, limits: ClassLimits
     url = env.get("LMVIZ_REDIS_URL", "").strip()
     if not url:
         return ClassStore(limits=limits, clock=clock)
-    from lmviz.classroom_redis import RedisBackend
+    from lmviz.server.classroom_redis import RedisBackend
     try:
         backend = RedisBackend.from_url(url, prefix=env.get("LMVIZ_REDIS_PREFIX", "lmviz:"),
                                         clock=clock)            # imports redis: only here

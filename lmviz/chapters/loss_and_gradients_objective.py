@@ -29,9 +29,9 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 
-from .data import pad_batch
-from .model import GPT
-from .train import TrainConfig, Trainer
+from lmviz.data import pad_batch
+from lmviz.model import GPT
+from lmviz.train import TrainConfig, Trainer
 
 __all__ = ["Likelihood", "corpus_likelihood", "LINE_CONFIG", "LINE_SEEDS", "LINE_TEXT_CHARS", "LossLine",
            "train_endpoints", "eval_windows", "interpolate", "loss_line", "nonconvexity",

@@ -1,10 +1,10 @@
-"""Special tokens, unknown characters and BPE word pieces (lmviz.special_tokens)."""
+"""Special tokens, unknown characters and BPE word pieces (lmviz.chapters.tokenization)."""
 import pytest
 
 from lmviz.bpe import UNK, train_bpe
 from lmviz.checkpoint import load_default
-from lmviz.special_tokens import (PAD_LABEL, encode_unknown, rare_vs_common, special_tokens,
-                                  word_counts, word_pieces)
+from lmviz.chapters.tokenization import (PAD_LABEL, encode_unknown, rare_vs_common, special_tokens,
+    word_counts, word_pieces)
 from lmviz.tokenizer import CharTokenizer, UnknownCharacters, toy_tokenizer
 from lmviz.bpe import TrainedBPE
 from lmviz.train import corpus_text
@@ -83,7 +83,7 @@ def test_rare_vs_common_refuses_text_without_candidates():
 def test_doctests():
     import doctest
 
-    from lmviz import special_tokens
+    from lmviz.chapters import tokenization as special_tokens
     assert doctest.testmod(special_tokens).failed == 0
 
 
@@ -110,7 +110,7 @@ def test_catalogue_strings_format_with_computed_values():
 def test_char_tokenizer_with_a_named_unknown_token():
     """A CharTokenizer that names one character its unknown token (the shipped model's does)
     reserves it: unseen characters become that id and decode to it."""
-    from lmviz.special_tokens import encode_unknown, special_tokens
+    from lmviz.chapters.tokenization import encode_unknown, special_tokens
     from lmviz.tokenizer import CharTokenizer
 
     tok = CharTokenizer.from_chars(["a", "b", "□"], unk="□")

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lmviz.chapters.robot import (INSTRUCTIONS, RobotConfig, expert_action, new_policy, predict_step, round_trip,
-                         rollout, step_tokens, token_label, train_policy)
+from lmviz.chapters.beyond_robot import (INSTRUCTIONS, RobotConfig, expert_action, new_policy, predict_step,
+    round_trip, rollout, step_tokens, token_label, train_policy)
 
 
 @settings(max_examples=60, deadline=None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lmviz.examples import CONTEXTS  # (sentence a, sentence b, word), shared with the tour
+from lmviz.chapters.examples import CONTEXTS  # (sentence a, sentence b, word), shared with the tour
 from ui import session, render, urlstate
 from ui.i18n import lang, t
 
@@ -73,7 +73,7 @@ def sec_shapes():
 
 @st.fragment
 def _stream(tr, tokens):
-    from viz.block import stream_figure
+    from viz.transformer_block import stream_figure
 
     pos = urlstate.slider(t("blk.position"), 1, len(tokens), len(tokens), param="bp", key="blk_pos")
     i = pos - 1
@@ -101,8 +101,8 @@ def _parse_vector(raw: str) -> list[float] | None:
 
 
 def sec_norms():
-    from lmviz.chapters.block import norm_steps
-    from viz.block import norms_figure
+    from lmviz.chapters.transformer_block import norm_steps
+    from viz.transformer_block import norms_figure
 
     render.md(t("blk.norm_text"))
     raw = urlstate.text(t("blk.vector"), "2, -1, 0.5, 3.5", param="vec", key="blk_vec", max_chars=200)
@@ -130,9 +130,9 @@ def sec_norms():
 
 
 def sec_context():
-    from lmviz.chapters.block import contextual_cosine, find_word
+    from lmviz.chapters.transformer_block import contextual_cosine, find_word
     from lmviz.chapters.embedding import encode_for_model
-    from viz.block import cosine_figure
+    from viz.transformer_block import cosine_figure
 
     b = _bundle()
     if b is None:
@@ -178,7 +178,7 @@ def _md(text: str) -> str:
 def context_sentence(tokenizer, ids_a, ids_b, n_word: int, cc, labels: list[str], tok: str) -> str:
     """The text beside the cosine chart, formatted from the computed cosines (no claim the
     numbers do not make)."""
-    from lmviz.chapters.block import context_curve
+    from lmviz.chapters.transformer_block import context_curve
 
     c = context_curve(cc)
     f = lambda x: f"{x:.3f}"  # noqa: E731

@@ -293,7 +293,7 @@ def _bytes_section() -> None:
 
 
 def _special_column(title: str, tk, sample: str) -> None:
-    from lmviz.special_tokens import MARKERS, encode_unknown, special_tokens
+    from lmviz.chapters.tokenization import MARKERS, encode_unknown, special_tokens
 
     sp = special_tokens(tk)
     render.md(f"**{title}**")
@@ -327,7 +327,7 @@ def _special_column(title: str, tk, sample: str) -> None:
 
 
 def _special_section() -> None:
-    from lmviz.special_tokens import PAD_LABEL
+    from lmviz.chapters.tokenization import PAD_LABEL
     from ui import session
 
     render.md(t("tok.sp_body"))
@@ -347,7 +347,7 @@ def _special_section() -> None:
 def _rare_section() -> None:
     """A frequent and a once-seen word, cut by this BPE; on the Chinese page, runs of Chinese
     characters (no spaces mark words there), on the Chinese example when the corpus has none."""
-    from lmviz.special_tokens import rare_vs_common, rare_vs_common_han
+    from lmviz.chapters.tokenization import rare_vs_common, rare_vs_common_han
 
     han = lang() == "zh"
     find = rare_vs_common_han if han else rare_vs_common

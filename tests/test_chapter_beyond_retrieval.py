@@ -1,12 +1,12 @@
-"""BM25 retrieval over the bundled passages (lmviz/retrieval.py)."""
+"""BM25 retrieval over the bundled passages (lmviz/chapters/beyond_retrieval.py)."""
 import math
 import re
 from pathlib import Path
 
 import pytest
 
-from lmviz.retrieval import (BM25, BM25Config, Hit, best_sentence, load_documents, split_sentences,
-                             tokenize)
+from lmviz.chapters.beyond_retrieval import (BM25, BM25Config, Hit, best_sentence, load_documents,
+    split_sentences, tokenize)
 from ui.i18n import catalogue
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +90,7 @@ def test_no_match_and_bad_input():
         BM25([])
 
 
-# ---- the retrieval presets of the knowledge section (pages/beyond.py reads bey.q1..bey.q3) ----
+# ---- the retrieval presets of the knowledge section (chapters/beyond.py reads bey.q1..bey.q3) ----
 # preset key -> (passage that answers it, per language; a word of the answer, per language)
 PRESETS = {
     "bey.q1": ({"en": "en-paris", "zh": "zh-paris"}, {"en": "Paris", "zh": "巴黎"}),
@@ -100,7 +100,7 @@ PRESETS = {
 
 
 def test_presets_listed_here_are_the_pages_presets():
-    used = set(re.findall(r"""t\(["'](bey\.q\d+)["']\)""", (ROOT / "pages" / "beyond.py").read_text("utf-8")))
+    used = set(re.findall(r"""t\(["'](bey\.q\d+)["']\)""", (ROOT / "chapters" / "beyond.py").read_text("utf-8")))
     assert used == set(PRESETS)
 
 

@@ -2,9 +2,9 @@
 
     job = training_job(make_trainer, semaphore, meta={...}).start()
 
-``LMVIZ_RAY_ADDRESS`` unset (the default): a local :class:`lmviz.train_job.TrainingJob`, and
-neither ``lmviz.train_ray`` nor ``ray`` is imported. Set: a
-:class:`lmviz.train_ray.RayTrainingJob` (same arguments, API and lifecycle; the training runs on
+``LMVIZ_RAY_ADDRESS`` unset (the default): a local :class:`lmviz.server.train_job.TrainingJob`, and
+neither ``lmviz.server.train_ray`` nor ``ray`` is imported. Set: a
+:class:`lmviz.server.train_ray.RayTrainingJob` (same arguments, API and lifecycle; the training runs on
 that cluster). A plain function, so that neither job module imports the other's subclass.
 """
 from __future__ import annotations
@@ -23,10 +23,10 @@ def training_job(make_trainer: Callable[..., Any], semaphore: threading.BoundedS
                  **kwargs):
     """A training job (not started) on the backend ``ray_address()`` names."""
     if ray_address():
-        from .train_ray import RayTrainingJob
+        from lmviz.server.train_ray import RayTrainingJob
 
         return RayTrainingJob(make_trainer, semaphore, **kwargs)
-    from .train_job import TrainingJob
+    from lmviz.server.train_job import TrainingJob
 
     return TrainingJob(make_trainer, semaphore, **kwargs)
 

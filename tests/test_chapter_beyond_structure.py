@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from lmviz.chapters.capitals import template_positions
-from lmviz.chapters.structure import (BigramModel, StructureConfig, Vocab, country_attention, sentence_losses,
-                             tokenize, train_structure, w9_corpus)
+from lmviz.capitals import template_positions
+from lmviz.chapters.beyond_structure import (BigramModel, StructureConfig, Vocab, country_attention,
+    sentence_losses, tokenize, train_structure, w9_corpus)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -110,7 +110,7 @@ def _honesty_note(b, src: str, n_tokens: int) -> None:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _ppl(text: str, model_key: str, _b):
-    from lmviz.chapters.loss import perplexity
+    from lmviz.chapters.loss_and_gradients import perplexity
 
     return perplexity(_b.model, _b.tokenizer, text)
 
@@ -125,7 +125,7 @@ def _noise_work(model, tokenizer, corpus: str, param: str):
     import torch
 
     from lmviz.data import load_corpus, split
-    from lmviz.chapters.loss import gradient_noise
+    from lmviz.chapters.loss_and_gradients import gradient_noise
 
     text = split(load_corpus(corpus), 0.1)[0][:400_000]
     ids, _ = tokenizer.encode_lossy(text)
@@ -143,8 +143,8 @@ def _noise_job(model_key: str, corpus: str, param: str, _b):
 # ---------------------------------------------------------------- sections ----------------
 @st.fragment
 def sec_softmax():
-    from lmviz.chapters.loss import cross_entropy
-    from viz.loss import nll_curve_figure, softmax_figure
+    from lmviz.chapters.loss_and_gradients import cross_entropy
+    from viz.loss_and_gradients import nll_curve_figure, softmax_figure
 
     render.md(t("loss.softmax_md"))
     answer = r"\text{" + t("loss.fig.answer") + "}"   # a catalogue word: the formula is read too
@@ -226,7 +226,7 @@ def sec_ppl():
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _likelihood(text: str, model_key: str, _b):
-    from lmviz.objective import corpus_likelihood
+    from lmviz.chapters.loss_and_gradients_objective import corpus_likelihood
 
     return corpus_likelihood(_b.model, _b.tokenizer, text, max_tokens=2048)
 
@@ -268,8 +268,9 @@ def sec_mle():
 
 @st.fragment
 def sec_onestep():
-    from lmviz.chapters.loss import one_param_autograd, one_param_contraction, one_param_descent, one_param_step
-    from viz.loss import descent_figure
+    from lmviz.chapters.loss_and_gradients import (one_param_autograd, one_param_contraction,
+        one_param_descent, one_param_step)
+    from viz.loss_and_gradients import descent_figure
 
     render.md(t("loss.one_md"))
     c1, c2 = st.columns(2)
@@ -302,7 +303,7 @@ def sec_onestep():
 
 
 def sec_sgd():
-    from lmviz.chapters.loss import sgd_step
+    from lmviz.chapters.loss_and_gradients import sgd_step
 
     render.md(t("loss.sgd_md"))
     s = sgd_step(0.80, 0.30, 0.10)
@@ -345,7 +346,7 @@ def sec_noise():
 def _draw_noise(r):
     import numpy as np
 
-    from viz.loss import noise_error_figure, noise_scatter_figure
+    from viz.loss_and_gradients import noise_error_figure, noise_scatter_figure
 
     left, right = st.columns(2)
     with left:
@@ -369,7 +370,7 @@ def _line_work(same_init: bool, ctx):
     from types import SimpleNamespace
 
     from lmviz.data import load_corpus
-    from lmviz.objective import LINE_TEXT_CHARS, nonconvexity
+    from lmviz.chapters.loss_and_gradients_objective import LINE_TEXT_CHARS, nonconvexity
 
     text = load_corpus("english")[:LINE_TEXT_CHARS]
     return nonconvexity(text, same_init=same_init, stop=SimpleNamespace(is_set=ctx.cancelled))
@@ -383,7 +384,7 @@ def _line_job(same_init: bool):
 
 
 def sec_line():
-    from lmviz.objective import LINE_CONFIG, LINE_SEEDS
+    from lmviz.chapters.loss_and_gradients_objective import LINE_CONFIG, LINE_SEEDS
 
     render.md(t("loss.line_body", seed_a=LINE_SEEDS[0], seed_b=LINE_SEEDS[1], d=LINE_CONFIG.d_model,
                 steps=LINE_CONFIG.max_steps))
@@ -409,7 +410,7 @@ def sec_line():
 
 
 def _draw_line(r):
-    from viz.loss import line_figure
+    from viz.loss_and_gradients import line_figure
 
     fig = line_figure(r.alphas, r.losses, r.loss_a, r.loss_b, x_title=t("loss.line_x"), y_title=t("loss.line_y"),
                       curve_name=t("loss.line_curve"), chord_name=t("loss.line_chord"),

@@ -27,13 +27,13 @@ def _demo(purpose: str, key: tuple, train, cfg):
 
 
 def _structure_job(lang_code: str, steps: int):
-    from lmviz.chapters.structure import StructureConfig, train_structure
+    from lmviz.chapters.beyond_structure import StructureConfig, train_structure
 
     return _demo("structure", (lang_code, steps), train_structure, StructureConfig(lang=lang_code, steps=steps))
 
 
 def _robot_job(n_bins: int, steps: int):
-    from lmviz.chapters.robot import RobotConfig, train_policy
+    from lmviz.chapters.beyond_robot import RobotConfig, train_policy
 
     return _demo("robot", (n_bins, steps), train_policy, RobotConfig(n_bins=n_bins, steps=steps))
 
@@ -54,14 +54,14 @@ def _result(snap):
 # ---------------------------------------------------------------- structure: the capital corpus ----
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _prepared(lang_code: str):
-    from lmviz.chapters.structure import StructureConfig, prepare
+    from lmviz.chapters.beyond_structure import StructureConfig, prepare
 
     return prepare(StructureConfig(lang=lang_code))
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _untrained(lang_code: str, vocab_size: int, block: int):
-    from lmviz.chapters.structure import StructureConfig, untrained_transformer
+    from lmviz.chapters.beyond_structure import StructureConfig, untrained_transformer
 
     return untrained_transformer(vocab_size, block, StructureConfig(lang=lang_code))
 
@@ -87,7 +87,7 @@ def sec_structure():
     def body(snap):
         import torch
 
-        from lmviz.chapters.structure import country_attention, sentence_losses
+        from lmviz.chapters.beyond_structure import country_attention, sentence_losses
 
         res = _result(snap)
         if res is None:
@@ -140,8 +140,8 @@ def sec_structure():
 
 def _corpora_side_by_side(corpus) -> None:
     """The notes' own three sentences next to the corpus lmviz generates, each with the best loss a
-    bigram can reach at the country (lmviz.chapters.capitals.country_floor)."""
-    from lmviz.chapters.capitals import NOTES_SENTENCES, country_floor, notes_floor
+    bigram can reach at the country (lmviz.capitals.country_floor)."""
+    from lmviz.capitals import NOTES_SENTENCES, country_floor, notes_floor
 
     nf, gf = notes_floor(), country_floor(list(corpus.sentences))
     left, right = st.columns(2)
@@ -158,13 +158,14 @@ def _corpora_side_by_side(corpus) -> None:
 # ---------------------------------------------------------------- robot actions as tokens ----
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _untrained_policy(n_bins: int):
-    from lmviz.chapters.robot import RobotConfig, new_policy
+    from lmviz.chapters.beyond_robot import RobotConfig, new_policy
 
     return new_policy(RobotConfig(n_bins=n_bins))
 
 
 def sec_robot():
-    from lmviz.chapters.robot import INSTRUCTIONS, RobotConfig, decode_bins, round_trip, rollout, token_label
+    from lmviz.chapters.beyond_robot import (INSTRUCTIONS, RobotConfig, decode_bins, round_trip, rollout,
+        token_label)
     from viz.beyond import bin_probs_figure, binning_figure, rollout_figure, token_row_figure
 
     render.md(t("bey.robot_md"))
@@ -226,7 +227,7 @@ def sec_robot():
         render.plot(rollout_figure(paths, START, TARGET, start_label=t("bey.start"), target_label=t("bey.target"),
                                    title=t("bey.rollout_title")),
                     key="bey_rollout", filename="robot-rollout")
-        from lmviz.claims import robot
+        from lmviz.chapters.claims import robot
 
         render.md(render.claim(robot(float(np.linalg.norm(offset)), r_model.final_distance), model=name))
 
@@ -240,7 +241,7 @@ def _bundle():
 
 @st.cache_resource(show_spinner=False)
 def _docs():
-    from lmviz.retrieval import BM25, load_documents
+    from lmviz.chapters.beyond_retrieval import BM25, load_documents
 
     docs = load_documents()
     return docs, BM25([d.text for d in docs])
@@ -261,9 +262,9 @@ def _next_probs(ids: tuple[int, ...], source: str, model_id: int) -> tuple[np.nd
 def _shift(prompt: str, context: str, answer: str, names: tuple[str, str], key: str, title: str) -> None:
     """The next-token distribution after ``prompt`` alone and after ``context + prompt`` (the
     context cut at its end to fit the window, the cut measured), and what it does to the
-    probability of the answer's first token (lmviz.claims.answer_shift)."""
-    from lmviz.claims import answer_shift
-    from lmviz.retrieval import fit_window
+    probability of the answer's first token (lmviz.chapters.claims.answer_shift)."""
+    from lmviz.chapters.claims import answer_shift
+    from lmviz.chapters.beyond_retrieval import fit_window
     from lmviz.tokenizer import fit_context
     from viz.beyond import shift_figure
     from viz.tokenization import visible
@@ -311,7 +312,7 @@ def sec_knowledge():
     if scores[best] <= 0:
         st.warning(t("bey.no_hit"))
         return
-    from lmviz.retrieval import best_sentence
+    from lmviz.chapters.beyond_retrieval import best_sentence
 
     passage = best_sentence(docs[best].text, query)
     left, right = st.columns([2, 3])
@@ -353,7 +354,7 @@ def sec_window():
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _position_loss(lang_code: str, model_key: str, _b):
-    from lmviz.objective import loss_by_position
+    from lmviz.chapters.loss_and_gradients_objective import loss_by_position
 
     if lang_code == "zh":
         from lmviz.poetry import load_poetry

@@ -1,4 +1,4 @@
-"""A training run as a background task (``lmviz.tasks``), with the records a page draws.
+"""A training run as a background task (``lmviz.server.tasks``), with the records a page draws.
 
     job = TrainingJob(lambda cancel: Trainer(text, cfg, cancel=cancel), semaphore)
     job.start()                 # returns at once; the worker thread does everything else
@@ -7,8 +7,8 @@
 
 The thread, the first-come queue on the shared semaphore, pause, cancel, error messages and the
 lifecycle (states, "stopped" at once, "preparing" while the trainer is built) are
-``lmviz.tasks.Task``'s. A training on a Ray cluster is the same job with another slot
-(``lmviz.train_ray.RayTrainingJob``); :func:`lmviz.train_backend.training_job` picks one. This
+``lmviz.server.tasks.Task``'s. A training on a Ray cluster is the same job with another slot
+(``lmviz.server.train_ray.RayTrainingJob``); :func:`lmviz.server.train_backend.training_job` picks one. This
 module adds what a training publishes:
 
 - every step's ``StepMetrics``; every ``eval_every`` steps the worker measures validation loss,
@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .tasks import FINAL, STATES, Cancelled, Task, check_cancel, is_active
+from lmviz.server.tasks import FINAL, STATES, Cancelled, Task, check_cancel, is_active
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class JobSnapshot:
 
     @property
     def active(self) -> bool:
-        """True while the page should keep polling (``lmviz.tasks.is_active``)."""
+        """True while the page should keep polling (``lmviz.server.tasks.is_active``)."""
         return is_active(self.state)
 
 
@@ -129,12 +129,12 @@ class TrainingJob(Task):
             self._train(ctx, tr)
         finally:
             # the run is over: its optimizer state, gradients and batches go (the published copy
-            # of the weights stays in the snapshots; lmviz.tasks gives the memory back)
+            # of the weights stays in the snapshots; lmviz.server.tasks gives the memory back)
             self.trainer = None
             tr.cancel = None
 
     def _train(self, ctx, tr) -> None:
-        from .baselines import unigram_baseline
+        from lmviz.baselines import unigram_baseline
 
         info = {"params": tr.num_params(), "vocab_size": tr.tokenizer.vocab_size,
                 "train_tokens": len(tr.train_ids), "val_tokens": len(tr.val_ids),
@@ -165,7 +165,7 @@ class TrainingJob(Task):
         """The run's replay Recorder, with its step-0 snapshot (None when the probe does not fit
         this tokenizer: the run trains without a replay). The probe sentence comes from the end
         of the validation text, which the model never trains on."""
-        from .replay import Recorder, default_probe
+        from lmviz.replay import Recorder, default_probe
 
         try:
             held_out = tr.tokenizer.decode(tr.val_ids[-20_000:].tolist())
@@ -180,7 +180,7 @@ class TrainingJob(Task):
     def _checkpoint(self, ctx, tr, phase: str | None = None) -> None:
         """Evaluate, sample, look at attention and publish a copy of the weights (and, with
         ``phase``, enter that phase in the same locked step)."""
-        from .train import copy_model
+        from lmviz.train import copy_model
 
         ev = tr.evaluate()
         sm = tr.sample()

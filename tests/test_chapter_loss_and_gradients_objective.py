@@ -1,4 +1,4 @@
-"""Maximum likelihood and non-convexity (lmviz.objective)."""
+"""Maximum likelihood and non-convexity (lmviz.chapters.loss_and_gradients_objective)."""
 import math
 
 import pytest
@@ -7,8 +7,8 @@ import torch
 from lmviz.checkpoint import load_default
 from lmviz.chapters.autoregression import sequence_log_probs
 from lmviz.model import GPT, GPTConfig
-from lmviz.objective import (LINE_CONFIG, LINE_SEEDS, LINE_TEXT_CHARS, corpus_likelihood, eval_windows,
-                             interpolate, loss_line, nonconvexity, train_endpoints)
+from lmviz.chapters.loss_and_gradients_objective import (LINE_CONFIG, LINE_SEEDS, LINE_TEXT_CHARS,
+    corpus_likelihood, eval_windows, interpolate, loss_line, nonconvexity, train_endpoints)
 from lmviz.tokenizer import CharTokenizer
 from lmviz.train import corpus_text
 
@@ -113,7 +113,7 @@ def test_nonconvexity_end_to_end_small():
 def test_doctests():
     import doctest
 
-    from lmviz import objective
+    from lmviz.chapters import loss_and_gradients_objective as objective
     assert doctest.testmod(objective).failed == 0
 
 
@@ -137,7 +137,7 @@ def test_loss_by_position_on_a_tiny_model():
     import torch
 
     from lmviz.model import GPT, GPTConfig
-    from lmviz.objective import loss_by_position
+    from lmviz.chapters.loss_and_gradients_objective import loss_by_position
 
     torch.manual_seed(0)
     m = GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=1, n_kv_head=1, d_model=8))

@@ -1,6 +1,6 @@
 """The capital-corpus example trained for real: a bigram (count) model against a small transformer on the capital corpus.
 
-The corpus (lmviz.chapters.capitals.capital_corpus) puts a city first and its country last:
+The corpus (lmviz.capitals.capital_corpus) puts a city first and its country last:
 
     Paris is a city in France .
     <bos> Paris is a city in France .        (what the models read; "France" is predicted from "in")
@@ -25,8 +25,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lmviz.chapters.capitals import TEMPLATES, Pair, _holdable, capital_corpus, load_pairs, template_positions
-from lmviz.chapters.capitals import render as render_sentence
+from lmviz.capitals import TEMPLATES, Pair, _holdable, capital_corpus, load_pairs, template_positions
+from lmviz.capitals import render as render_sentence
 from lmviz.data import pad_batch
 from lmviz.model import GPT, GPTConfig, init_weights
 from lmviz.sampling import next_logits

@@ -25,7 +25,7 @@ import numpy as np
 __all__ = ["BM25Config", "BM25", "Hit", "Document", "tokenize", "load_documents", "split_sentences",
            "best_sentence", "fit_window"]
 
-DOCS_DIR = Path(__file__).resolve().parents[1] / "assets" / "docs"
+DOCS_DIR = Path(__file__).resolve().parents[2] / "assets" / "docs"
 
 # a few very common English words that would otherwise add noise to short queries
 STOPWORDS = frozenset(

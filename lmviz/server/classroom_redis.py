@@ -1,5 +1,5 @@
-"""The class store's Redis backend: the same :class:`lmviz.classroom.Backend` semantics, shared by
-every app process that points at one Redis (``LMVIZ_REDIS_URL``, see ``lmviz.classroom_backend.store_from_env``).
+"""The class store's Redis backend: the same :class:`lmviz.server.classroom.Backend` semantics, shared by
+every app process that points at one Redis (``LMVIZ_REDIS_URL``, see ``lmviz.server.classroom_backend.store_from_env``).
 
 Only imported when a Redis URL is given: lmviz runs and tests without the ``redis`` package.
 
@@ -18,7 +18,7 @@ Atomicity. Single-command steps are one command. Every step that reads, checks a
 every process; the store then needs no lock of its own (``shared = True``).
 
 Outages. A refused or lost connection, a timeout, a server still loading its data after a
-restart, or a read-only replica raise :class:`lmviz.classroom.BackendUnavailable`; the store turns
+restart, or a read-only replica raise :class:`lmviz.server.classroom.BackendUnavailable`; the store turns
 that into reason ``"store_unavailable"``. The client reconnects by itself on the next call, so the
 store works again as soon as Redis is back (what Redis kept over the restart depends on its
 persistence settings; see deploy/README.md).
@@ -31,7 +31,7 @@ import math
 import time
 from typing import Any, Callable, Sequence
 
-from lmviz.classroom import BackendUnavailable, _Compound
+from lmviz.server.classroom import BackendUnavailable, _Compound
 
 __all__ = ["RedisBackend"]
 
@@ -185,7 +185,7 @@ def _num(x: float) -> str:
 
 
 class RedisBackend(_Compound):
-    """:class:`lmviz.classroom.Backend` on one Redis database, every key under ``prefix``."""
+    """:class:`lmviz.server.classroom.Backend` on one Redis database, every key under ``prefix``."""
 
     shared = True
 

@@ -119,7 +119,7 @@ def _match(cands: dict, value: float) -> str:
 
 
 # -----------------------------------------------------------------------------
-# 1 tokenization (lmviz.bpe; pages/tokenization.py's toy corpus)
+# 1 tokenization (lmviz.bpe; chapters/tokenization.py's toy corpus)
 
 TOY_CORPUS = "low low lower"   # the tokenization chapter's "toy" source
 
@@ -192,7 +192,7 @@ def _emb_add_pos() -> Solution:
 # -----------------------------------------------------------------------------
 # 3 autoregression (lmviz.chapters.autoregression: teacher forcing, the causal mask)
 
-MASK_T = 5   # pages/autoregression.py: the mask slider's default T
+MASK_T = 5   # chapters/autoregression.py: the mask slider's default T
 
 
 def _ar_pairs(lang: str) -> Solution:
@@ -231,9 +231,9 @@ def _ar_mask_zero() -> Solution:
 # -----------------------------------------------------------------------------
 # 4 attention (lmviz.chapters.attention: the weighted sum of values and the one-query softmax at d_k = 256)
 
-ATT_WEIGHTS = (0.2, 0.3, 0.5)              # pages/attention.py sec_w17
+ATT_WEIGHTS = (0.2, 0.3, 0.5)              # chapters/attention.py sec_w17
 ATT_VALUES = ((1, 0), (0, 2), (2, 2))
-SCALE_DK = 256                              # pages/attention.py: the d_k picker's default
+SCALE_DK = 256                              # chapters/attention.py: the d_k picker's default
 
 
 def _att_weighted_sum() -> Solution:
@@ -267,13 +267,13 @@ def _att_scale() -> Solution:
 
 
 # -----------------------------------------------------------------------------
-# 5 transformer block (lmviz.chapters.block.norm_steps on the chapter's default vector)
+# 5 transformer block (lmviz.chapters.transformer_block.norm_steps on the chapter's default vector)
 
-NORM_VECTOR = (2.0, -1.0, 0.5, 3.5)   # pages/transformer_block.py: the vector box's default
+NORM_VECTOR = (2.0, -1.0, 0.5, 3.5)   # chapters/transformer_block.py: the vector box's default
 
 
 def _blk_norm_mean() -> Solution:
-    from lmviz.chapters.block import norm_steps
+    from lmviz.chapters.transformer_block import norm_steps
 
     s = norm_steps(list(NORM_VECTOR))
     ln_mean, rms_mean = float(s.layernorm.mean()), float(s.rmsnorm.mean())
@@ -289,17 +289,17 @@ def _blk_norm_mean() -> Solution:
 
 
 # -----------------------------------------------------------------------------
-# 6 loss and gradients (lmviz.chapters.loss: softmax and cross-entropy, the one-parameter model)
+# 6 loss and gradients (lmviz.chapters.loss_and_gradients: softmax and cross-entropy, the one-parameter model)
 
-CE_LOGITS = (2.0, 1.0, -1.0)    # pages/loss_and_gradients.py: the logit sliders' defaults (A, B, C)
+CE_LOGITS = (2.0, 1.0, -1.0)    # chapters/loss_and_gradients.py: the logit sliders' defaults (A, B, C)
 CE_NAMES = ("A", "B", "C")
 CE_TARGET = 1                   # ... and the answer selectbox's default, B
-ONE_PARAM = dict(w=1.0, x=2.0, y=6.0)   # pages/loss_and_gradients.py: one_param_step(1.0, 2.0, 6.0, lr)
+ONE_PARAM = dict(w=1.0, x=2.0, y=6.0)   # chapters/loss_and_gradients.py: one_param_step(1.0, 2.0, 6.0, lr)
 BIG_LR = 0.6                    # the issue's η = 0.6 (the page's η slider reaches 0.7)
 
 
 def _loss_ce() -> Solution:
-    from lmviz.chapters.loss import cross_entropy
+    from lmviz.chapters.loss_and_gradients import cross_entropy
 
     ce = cross_entropy(CE_LOGITS, CE_TARGET)
     p = ce.probs
@@ -315,7 +315,7 @@ def _loss_ce() -> Solution:
 
 
 def _loss_big_lr() -> Solution:
-    from lmviz.chapters.loss import one_param_step
+    from lmviz.chapters.loss_and_gradients import one_param_step
 
     s = one_param_step(lr=BIG_LR, **ONE_PARAM)
     w_star = ONE_PARAM["y"] / ONE_PARAM["x"]
@@ -335,7 +335,7 @@ def _loss_big_lr() -> Solution:
 # 7 training (lmviz.train.lr_at: warm-up, then cosine, on the preset the chapter selects first)
 
 def _train_lr_start(lang: str) -> Solution:
-    from lmviz.examples import DEFAULT_SETUP
+    from lmviz.chapters.examples import DEFAULT_SETUP
     from lmviz.train import PRESETS, lr_at
 
     preset = DEFAULT_SETUP.get(lang, DEFAULT_SETUP["en"])[1]
@@ -356,7 +356,7 @@ def _train_lr_start(lang: str) -> Solution:
 # -----------------------------------------------------------------------------
 # 8 generation (lmviz.sampling: W8 greedy on the toy table, W13/W20 temperature, W22)
 
-TAU_LOGITS = (2.0, 1.0, -1.0)   # pages/generation.py LOGITS (A, B, C)
+TAU_LOGITS = (2.0, 1.0, -1.0)   # chapters/generation.py LOGITS (A, B, C)
 TAU_NEW = 0.5
 GREEDY_STEP = 2                 # the step after "<BOS> I love"
 
@@ -398,7 +398,7 @@ def _gen_greedy_best() -> Solution:
 # -----------------------------------------------------------------------------
 # 9 KV cache (lmviz.kv_cache.kv_cache_bytes, lmviz.chapters.kv_cache: the notes' 32-layer cache example)
 
-KV_PRESET = "notes"   # pages/kv_cache.py: the preset selectbox's default
+KV_PRESET = "notes"   # chapters/kv_cache.py: the preset selectbox's default
 
 
 def _gib(n: float) -> str:
@@ -444,9 +444,9 @@ def _kv_gqa() -> Solution:
 # -----------------------------------------------------------------------------
 # 10 cost (lmviz.chapters.cost: doubling n and where attention starts to dominate)
 
-COST_D = 64                  # head width of the O(n^2) example (pages/cost.py: d = 64)
+COST_D = 64                  # head width of the O(n^2) example (chapters/cost.py: d = 64)
 COST_N = 1024
-WHERE_D, WHERE_R = 128, 4    # pages/cost.py sec_where: the default model's d_model and mlp_ratio
+WHERE_D, WHERE_R = 128, 4    # chapters/cost.py sec_where: the default model's d_model and mlp_ratio
 
 
 def _cost_double_n() -> Solution:
@@ -480,14 +480,14 @@ def _cost_crossover() -> Solution:
 
 
 # -----------------------------------------------------------------------------
-# 11 beyond (lmviz.chapters.robot: actions as tokens)
+# 11 beyond (lmviz.chapters.beyond_robot: actions as tokens)
 
 def _bey_bins() -> Solution:
     import numpy as np
 
-    from lmviz.chapters.robot import RobotConfig, round_trip
+    from lmviz.chapters.beyond_robot import RobotConfig, round_trip
 
-    cfg = RobotConfig()   # pages/beyond.py: the bins slider's default is RobotConfig's n_bins
+    cfg = RobotConfig()   # chapters/beyond.py: the bins slider's default is RobotConfig's n_bins
     r = round_trip(np.linspace(-cfg.max_step, cfg.max_step, 1001), cfg)
     worst = float(np.abs(r.error).max())
     cands = {"zero": 0.0, "half": r.half_bin, "bin": cfg.bin_width, "max": cfg.max_step}

@@ -150,7 +150,7 @@ def sec_positions():
         render.plot(heatmap(Pn @ Pn.T, title=t("emb.pos_sim"), x_title=t("emb.position"),
                             y_title=t("emb.position"), diverging=True, text=False, height=420,
                             zmin=-1.0, zmax=1.0), key="emb_pos_sim", filename=f"positions-{scheme}-similarity")
-    from lmviz.claims import cosine_by_distance, positions
+    from lmviz.chapters.claims import cosine_by_distance, positions
 
     st.caption(render.claim(positions(cosine_by_distance(P.numpy()))))
 

@@ -1,9 +1,9 @@
-"""Multi-head concatenation and output projection (lmviz.heads) on real models."""
+"""Multi-head concatenation and output projection (lmviz.chapters.attention_heads) on real models."""
 import pytest
 import torch
 
 from lmviz.checkpoint import load_default
-from lmviz.heads import multi_head, sublayer_output
+from lmviz.chapters.attention_heads import multi_head, sublayer_output
 from lmviz.model import GPT, GPTConfig
 
 
@@ -62,7 +62,7 @@ def test_bad_input():
 def test_doctests():
     import doctest
 
-    from lmviz import heads
+    from lmviz.chapters import attention_heads as heads
     assert doctest.testmod(heads).failed == 0
 
 
