@@ -100,8 +100,13 @@ PRESETS = {
 
 
 def test_presets_listed_here_are_the_pages_presets():
-    used = set(re.findall(r"""t\(["'](bey\.q\d+)["']\)""", (ROOT / "chapters" / "beyond.py").read_text("utf-8")))
+    src = (ROOT / "chapters" / "beyond.py").read_text("utf-8")
+    keys = re.search(r"ANSWER_KEYS = \(([^)]*)\)", src).group(1)
+    used = {f"bey.{k}" for k in re.findall(r"""["'](q\d+)["']""", keys)}
     assert used == set(PRESETS)
+    for key, (_, answer) in PRESETS.items():       # the page's expected answer is the same word
+        for lang in ("en", "zh"):
+            assert answer[lang] in catalogue(lang)[f"{key}_answer"]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -68,13 +68,23 @@ class Question:
     def solve(self, lang: str | None = None) -> Solution:
         """The solution in ``lang`` (default: the page's language), computed once per process
         and language, then cached."""
-        return _solve(self.id, (lang or language_source()) if self.per_language else "")
+        return _solve(self.id, (lang or _page_language()) if self.per_language else "")
 
     def option_ids(self, lang: str | None = None) -> tuple[str, ...]:
         return tuple(o.id for o in self.solve(lang).options)
 
     def is_correct(self, option_id: str, lang: str | None = None) -> bool:
         return option_id == self.solve(lang).correct
+
+
+def _page_language() -> str:
+    """The page's language from :data:`language_source`; English when it cannot tell (a thread
+    with no page, say)."""
+    try:
+        code = language_source()
+    except Exception:   # noqa: BLE001 - any failure of the hook means "no page language"
+        return "en"
+    return code if code in ("en", "zh") else "en"
 
 
 def _worded(qid: str, *ids: str) -> tuple[Option, ...]:
