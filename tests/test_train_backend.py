@@ -98,8 +98,8 @@ def test_a_job_the_cluster_cannot_place_is_queued_and_a_stop_removes_it(fake_ray
     placed = threading.Event()
     fake = fake_ray(placed=placed)
     job = training_job(_make(20)).start()
-    assert wait_for(lambda: job.snapshot().queue_position == 1)
-    assert job.state == "queued" and job.active
+    snap = job.snapshot()
+    assert (snap.state, snap.queue_position) == ("queued", 1) and snap.active    # its place, from the start
     job.cancel()
     snap = job.snapshot()
     assert (snap.state, snap.queue_position) == ("stopped", 0)     # at once

@@ -248,9 +248,7 @@ class Task:
                 raise RuntimeError("this task was already started")
             self._thread = threading.Thread(target=self._main, name=self._name, daemon=True)
             self._move("queued" if self._waits_for_a_slot() else "running")
-        if self._sem is not None:
-            with _QUEUE_LOCK:
-                _QUEUES.setdefault(id(self._sem), []).append(self)
+        self._enqueue()
         self._thread.start()
         return self
 
@@ -325,10 +323,17 @@ class Task:
             if self._move(state):
                 self._result, self._error = result, error
 
-    # -- the slot (a subclass with another kind of slot overrides these three) -----------------
+    # -- the slot (a subclass with another kind of slot overrides these) ----------------------
     def _waits_for_a_slot(self) -> bool:
         """True when the task starts "queued" (it waits for a slot before it runs)."""
         return self._sem is not None
+
+    def _enqueue(self) -> None:
+        """Take a place in line (``start`` calls it, so the position shows at once; ``_acquire``
+        leaves the line, however it ends)."""
+        if self._sem is not None:
+            with _QUEUE_LOCK:
+                _QUEUES.setdefault(id(self._sem), []).append(self)
 
     def _acquire(self) -> bool:
         """Block until this task holds its slot; False when it was cancelled meanwhile."""

@@ -205,25 +205,29 @@ class RayTrainingJob(TrainingJob):
     def _waits_for_a_slot(self) -> bool:
         return True
 
-    def _acquire(self) -> bool:
-        """Create the actor and wait until the cluster places it (the job reads "queued"); False
-        when Stop came first. The actor is removed again when this fails or is stopped."""
-        connect()
-        gpus = _env_float("LMVIZ_RAY_GPUS", 0.0) if os.environ.get("LMVIZ_RAY_GPUS") else 0
-        opts = {"num_cpus": _env_float("LMVIZ_RAY_CPUS", 1.0)}
-        if gpus:
-            opts["num_gpus"] = gpus
-        import ray
-
-        try:
-            self._actor = _remote_worker().options(**opts).remote(self._make, self._chunk)
-        except Exception as e:  # noqa: BLE001 - e.g. a training that cannot be sent (pickled)
-            raise RuntimeError(f"the training could not be sent to the Ray cluster ({str(e).strip()[:160]})") from e
-        ready = self._actor.ready.remote()
+    def _enqueue(self) -> None:
         with _PENDING_LOCK:
             _PENDING.append(self)
+
+    def _acquire(self) -> bool:
+        """Connect, create the actor and wait until the cluster places it (the job reads "queued"
+        and holds its place in this server's line from ``start`` on); False when Stop came first.
+        The actor is removed again when this fails or is stopped."""
         placed = False
         try:
+            connect()
+            gpus = _env_float("LMVIZ_RAY_GPUS", 0.0) if os.environ.get("LMVIZ_RAY_GPUS") else 0
+            opts = {"num_cpus": _env_float("LMVIZ_RAY_CPUS", 1.0)}
+            if gpus:
+                opts["num_gpus"] = gpus
+            import ray
+
+            try:
+                self._actor = _remote_worker().options(**opts).remote(self._make, self._chunk)
+            except Exception as e:  # noqa: BLE001 - e.g. a training that cannot be sent (pickled)
+                raise RuntimeError(f"the training could not be sent to the Ray cluster "
+                                   f"({str(e).strip()[:160]})") from e
+            ready = self._actor.ready.remote()
             while not ray.wait([ready], timeout=self._poll_s)[0]:
                 if self.cancelled:
                     return False
@@ -303,10 +307,10 @@ class RayTrainingJob(TrainingJob):
                 pass
 
     def _drop(self) -> None:
-        import ray
-
         actor, self._actor = self._actor, None
         if actor is not None:
+            import ray
+
             try:
                 ray.kill(actor, no_restart=True)
             except Exception:  # noqa: BLE001 - already gone
