@@ -186,6 +186,235 @@ def model_menu() -> None:
         st.caption(t("model.none_found"))
 
 
+# ================================================================ background tasks ========
+# Long work runs as an lmviz.tasks.Task on a worker thread that never touches Streamlit. All
+# tasks of the server -- trainings, the beyond chapter's demos, measurements -- share one cap,
+# LMVIZ_MAX_TRAININGS (default: half the cores, at least 1) at once, and wait in first-come order. A page draws a task
+# with poll(); the training page calls publish_trained_model(), which is what makes every
+# chapter show the model being trained (session_state is not reachable from the worker).
+
+def max_trainings() -> int:
+    """Concurrent background tasks allowed on this server: env LMVIZ_MAX_TRAININGS, else half the
+    cores (at least 1). Each task already runs at nice 19 on its own thread(s); on a 2-core server
+    the cap of 1 runs one training at full speed and queues the next, which kept the room's slider
+    reruns at the level of a server with no training at all (bench/load.py, 20 sessions, 2
+    trainings: p50 0.09-0.21 s with a cap of 1, 0.19-0.58 s with 2; numbers in the README)."""
+    import os
+
+    raw = os.environ.get("LMVIZ_MAX_TRAININGS", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else max(1, (os.cpu_count() or 2) // 2)
+
+
+@st.cache_resource(show_spinner=False)
+def task_semaphore() -> threading.BoundedSemaphore:
+    """The server-wide cap on concurrent background tasks (shared by all sessions)."""
+    return threading.BoundedSemaphore(max_trainings())
+
+
+def start_task(work, *, name: str, total: int = 0):
+    """Start ``work(ctx)`` as a Task under the server-wide cap; returns the task (see lmviz.tasks).
+    Cache the returned task with ``st.cache_resource`` to share it between sessions."""
+    from lmviz.tasks import Task
+
+    return Task(work, task_semaphore(), name=name, total=total).start()
+
+
+MAX_POLL_S = 8.0     # the slowest a poll may become when its runs keep taking longer than its interval
+
+
+def poll(snapshot, draw, *, every: float = 1.0) -> None:
+    """Draw ``draw(snap)`` (``snap = snapshot()``, None when there is no task) in a fragment that
+    reruns every ``every`` seconds while the task is active; when the task starts or ends, the
+    whole page reruns once, so polling stops and the rest of the page sees the result.
+
+    One page has at most one active poll at a time (two ``run_every`` fragments on one page
+    left a hidden copy of every chart of one of them in the browser on each tick, in
+    Streamlit 1.67: the page grew by ~3 charts a second and the browser fell behind). A run that
+    takes longer than the interval is interrupted by the next tick, which leaves the same hidden
+    copies; so the interval follows the runs: when the last run took longer than the interval, the
+    page reruns once and the fragment comes back with twice the run's time (at most
+    ``MAX_POLL_S``); each full rerun picks the interval again from the last run's time."""
+    import time
+
+    first = snapshot()
+    active = first is not None and first.active
+    name = f"lmviz_poll:{getattr(draw, '__module__', '')}.{getattr(draw, '__qualname__', '')}"
+    took = st.session_state.get(name, 0.0)              # seconds the last run of this poll took
+    interval = min(MAX_POLL_S, max(every, 2 * took))
+
+    def body() -> None:
+        snap = snapshot()
+        if (snap is not None and snap.active) != active:
+            st.rerun()
+        if active and st.session_state.get(name, 0.0) > interval and interval < MAX_POLL_S:
+            st.rerun()                                  # slower than its interval: come back slower
+        t0 = time.perf_counter()
+        try:
+            draw(snap)
+        finally:                                        # also when the run is interrupted
+            st.session_state[name] = time.perf_counter() - t0
+
+    st.fragment(run_every=interval if active else None)(body)()
+
+
+def task_status(snap, *, queued_key: str, running_key: str, error_key: str, **fmt) -> bool:
+    """The one status line of a task: queued (its place in line), a progress bar while it runs,
+    the error message; True once the task is done (its result can be drawn)."""
+    from ui.i18n import t
+    from ui.render import escape
+
+    if snap is None:
+        return False
+    if snap.state == "error":
+        st.error(t(error_key, error=escape(snap.error or "?"), **fmt))
+    elif snap.state == "queued":
+        st.info(t(queued_key, n=snap.queue_position, cap=max_trainings(), **fmt))
+    elif snap.active:
+        st.progress(snap.fraction, text=t(running_key, step=snap.done, n=snap.total, **fmt))
+    return snap.state == "done"
+
+
+class TrainingSlot:
+    """This session's training job (None until the first start)."""
+
+    def __init__(self) -> None:
+        self.job = None      # lmviz.train_job.TrainingJob | None
+        self.label = ""      # what was trained (corpus, preset), for the bundle's meta
+        self.secret = None   # the job's key in RUNS (and ?run= of /training), None without a job
+        self.looked = None   # the ?run= value this session already tried to attach to
+
+    def stop(self) -> None:
+        if self.job is not None:
+            self.job.stop()
+
+
+# A reload opens a new session: the old one's job is found again through a per-run secret in
+# /training's URL (?run=, set with st.query_params, never a chapter setting of ui.urlstate, so
+# neither shared links nor the classroom's follow link carry it). When a session ends for good,
+# its job is stopped LMVIZ_RUN_GRACE_S seconds later (default 30) unless a new session claimed it.
+RUN_PARAM = "run"
+
+
+def _grace_s() -> float:
+    import os
+
+    raw = os.environ.get("LMVIZ_RUN_GRACE_S", "").strip()
+    try:
+        return max(0.0, float(raw)) if raw else 30.0
+    except ValueError:
+        return 30.0
+
+
+_RUNS = None
+_RUNS_LOCK = threading.Lock()
+
+
+def runs():
+    """The server-wide lmviz.tasks.Registry of trainings by secret (bounded)."""
+    global _RUNS
+    with _RUNS_LOCK:
+        if _RUNS is None:
+            from lmviz.tasks import Registry
+
+            _RUNS = Registry(max_entries=64, grace_s=_grace_s())
+        return _RUNS
+
+
+def _release_training_slot(slot: TrainingSlot) -> None:
+    # the session went away: a registered job gets a grace period to be reattached (a reload),
+    # an unregistered one is stopped now (frees the worker and its semaphore slot)
+    if slot.secret is not None:
+        runs().release(slot.secret, slot)
+    else:
+        slot.stop()
+
+
+@st.cache_resource(scope="session", on_release=_release_training_slot, show_spinner=False)
+def training_slot() -> TrainingSlot:
+    """The per-session slot; its job is stopped when the session ends (after the grace period)."""
+    return TrainingSlot()
+
+
+def start_training(make_trainer, label: str = "", meta: dict | None = None):
+    """Stop this session's previous job (if any) and start a new one; returns the job.
+    ``make_trainer(cancel)`` builds the Trainer on the worker (see lmviz.train_job); ``meta``
+    (what is trained: corpus, preset) stays readable as ``job.meta``. The job is registered
+    under a fresh secret, written to ``?run=``."""
+    from lmviz.train_job import TrainingJob
+
+    slot = training_slot()
+    slot.stop()
+    if slot.secret is not None:
+        runs().drop(slot.secret, slot)
+    slot.job = TrainingJob(make_trainer, task_semaphore(), meta=dict(meta or {}, label=label)).start()
+    slot.label = label
+    slot.secret = runs().add(slot.job, slot)
+    slot.looked = slot.secret
+    st.query_params[RUN_PARAM] = slot.secret
+    return slot.job
+
+
+def reset_training() -> None:
+    """Stop and forget this session's job (its secret too) and go back to the shipped model."""
+    slot = training_slot()
+    slot.stop()
+    if slot.secret is not None:
+        runs().drop(slot.secret, slot)
+    slot.job, slot.secret = None, None
+    if RUN_PARAM in st.query_params:
+        del st.query_params[RUN_PARAM]
+    forget_trained_model()
+
+
+def attach_run() -> str | None:
+    """On /training: attach this session to the job named by ``?run=`` (a reload), and keep
+    ``?run=`` in the URL while the session has a registered job. Returns "attached" when this
+    call attached, "gone" when the link names no job (ended long ago, another server), else None.
+    """
+    slot = training_slot()
+    raw = st.query_params.get(RUN_PARAM)
+    out = None
+    if raw and raw != slot.looked and raw != slot.secret:
+        slot.looked = raw
+        job = runs().claim(raw, slot)
+        if job is None:
+            out = "gone"
+        else:
+            if slot.job is not None and slot.job is not job:
+                slot.stop()
+                if slot.secret is not None:
+                    runs().drop(slot.secret, slot)
+            slot.job, slot.secret, slot.label = job, raw, job.meta.get("label", "")
+            out = "attached"
+    if slot.secret is not None and slot.job is not None:
+        if st.query_params.get(RUN_PARAM) != slot.secret:
+            st.query_params[RUN_PARAM] = slot.secret
+    elif out == "gone":
+        del st.query_params[RUN_PARAM]
+    return out
+
+
+def training_job():
+    """This session's job, or None."""
+    return training_slot().job
+
+
+def publish_trained_model(snap, meta: dict | None = None) -> bool:
+    """Show the snapshot's published weights in every chapter (once per model the job publishes:
+    a checkpoint uploaded after the job's last one stays shown until the job publishes a newer one).
+
+    Returns True when a new model was published by this call.
+    """
+    if snap is None or snap.model is None:
+        return False
+    if st.session_state.get("lmviz_job_published") is snap.model:
+        return False
+    info = dict(meta or {}, steps=snap.step, val_loss=snap.evals[-1].val_loss if snap.evals else None)
+    set_session_bundle(Bundle(snap.model, snap.tokenizer, info, "session"))
+    st.session_state["lmviz_job_published"] = snap.model
+    return True
+
+
 def forget_trained_model() -> None:
     """Back to the shipped default model in every chapter."""
     set_session_bundle(None)
