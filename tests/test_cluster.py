@@ -111,7 +111,11 @@ def _get(url: str, cookie: str | None = None) -> tuple[int, dict]:
     req = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
     with urllib.request.urlopen(req, timeout=30) as r:
         r.read()
-        return r.status, dict(r.headers)
+        headers = dict(r.headers)
+        cookies = r.headers.get_all("Set-Cookie") or []
+        if cookies:   # a page sets two: the app's browser id (lmviz_id) and nginx's lmviz_route
+            headers["Set-Cookie"] = "\n".join(sorted(cookies, key=lambda c: not c.startswith("lmviz_route=")))
+        return r.status, headers
 
 
 def test_status_names_every_part(cluster):
