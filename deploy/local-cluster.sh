@@ -222,10 +222,14 @@ sys.exit(0 if ray.cluster_resources().get('CPU', 0) > 0 else 1)" >> "$RUN/ray.lo
   fi
 
   # --- Streamlit replicas ---
+  # one class key for all replicas (signed browser ids, keyed addresses: deploy/README.md)
+  ( umask 077; "$PY" -c "import secrets; print(secrets.token_hex(32))" > "$RUN/class-key" )
+  local class_key
+  class_key=$(cat "$RUN/class-key")
   for ((i = 0; i < N; i++)); do
     name=${NAMES[$i]}; port=${ports[$((i + 2))]}
     # one simple command in the background, so that $! is the Streamlit process itself
-    LMVIZ_REPLICA=$name LMVIZ_REDIS_URL="redis://127.0.0.1:$redis_port/0" \
+    LMVIZ_REPLICA=$name LMVIZ_REDIS_URL="redis://127.0.0.1:$redis_port/0" LMVIZ_CLASS_KEY=$class_key \
       LMVIZ_RAY_ADDRESS=$ray_address LMVIZ_THREADS=${LMVIZ_THREADS:-1} \
       nohup "$PY" -m streamlit run "$ROOT/serve.py" --server.headless=true --server.port="$port" \
         --server.address=127.0.0.1 --browser.gatherUsageStats=false --server.maxUploadSize="$upload_mb" \

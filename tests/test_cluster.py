@@ -111,7 +111,13 @@ def _get(url: str, cookie: str | None = None) -> tuple[int, dict]:
     req = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
     with urllib.request.urlopen(req, timeout=30) as r:
         r.read()
-        return r.status, dict(r.headers)
+        headers = {k: v for k, v in r.headers.items() if k.lower() != "set-cookie"}
+        # lmviz's cookies only (Streamlit also sets _streamlit_xsrf); a page sets two: nginx's
+        # lmviz_route (first here) and the app's signed browser id lmviz_id
+        cookies = [c for c in r.headers.get_all("Set-Cookie") or [] if c.startswith("lmviz_")]
+        if cookies:
+            headers["Set-Cookie"] = "\n".join(sorted(cookies, key=lambda c: not c.startswith("lmviz_route=")))
+        return r.status, headers
 
 
 def test_status_names_every_part(cluster):

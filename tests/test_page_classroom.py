@@ -281,7 +281,8 @@ class _Headers(dict):
     ("93.184.216.34", None, "93.184.216.34"),                    # a direct client
     (None, None, "127.0.0.1"),                               # loopback (Streamlit says None)
     (None, "198.51.100.1, 203.0.113.7", "203.0.113.7"),      # behind nginx: the entry nginx added
-    ("10.0.0.2", "203.0.113.7", "203.0.113.7"),              # nginx on the private network
+    ("10.0.0.2", "203.0.113.7", "203.0.113.7"),              # nginx on the private network ...
+    ("10.0.0.3", "203.0.113.7", "10.0.0.3"),                 # ... only when the replica says so
     ("93.184.216.34", "198.51.100.1", "93.184.216.34"),          # a public client's own claim: ignored
     (None, "not-an-address", "127.0.0.1"),
     (None, "2001:db8:1:2::99", "2001:db8:1:2::/64"),
@@ -295,4 +296,5 @@ def test_the_client_address_behind_a_proxy_is_the_one_nginx_saw(monkeypatch, pee
     if forwarded:
         headers["X-Forwarded-For"] = forwarded
     monkeypatch.setattr(classroom.st, "context", SimpleNamespace(headers=headers, ip_address=peer))
+    monkeypatch.setenv("LMVIZ_BEHIND_PROXY", "0" if peer == "10.0.0.3" else "1")
     assert classroom.client_address() == want

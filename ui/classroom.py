@@ -142,10 +142,13 @@ def voter() -> str:
 def client_address() -> str:
     """The client's address as the store's bounds count it (lmviz.server.classroom.address_key).
 
-    Behind nginx (deploy/) the websocket comes from the proxy, a loopback or private address;
-    then the last X-Forwarded-For entry is the client, as nginx saw it (the template appends
-    ``$remote_addr``; entries before it are the client's own claims and are ignored)."""
+    Behind nginx (deploy/) the websocket comes from the proxy: a loopback address, or a private
+    one when ``LMVIZ_BEHIND_PROXY=1`` says that only a proxy reaches this replica. Then the last
+    X-Forwarded-For entry is the client, as nginx saw it (the template appends
+    ``$remote_addr``; entries before it are the client's own claims and are ignored). Any other
+    peer's X-Forwarded-For is ignored: a client on the same network could claim any address."""
     import ipaddress
+    import os
 
     try:
         headers = st.context.headers
@@ -156,7 +159,8 @@ def client_address() -> str:
     except Exception:  # noqa: BLE001 - no client context
         return ""
     try:
-        proxied = ipaddress.ip_address(peer).is_private or ipaddress.ip_address(peer).is_loopback
+        ip = ipaddress.ip_address(peer)
+        proxied = ip.is_loopback or (ip.is_private and os.environ.get("LMVIZ_BEHIND_PROXY") == "1")
     except ValueError:
         proxied = False
     if proxied and forwarded:
