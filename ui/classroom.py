@@ -441,13 +441,13 @@ def _solo_question(q: qs.Question) -> None:
     s = q.solve()
     key = f"class_solo:{q.id}"
     done = st.session_state.get(f"{key}:done")
-    ids = [o.id for o in s.options]
-    by = {o.id: o for o in s.options}
-    pick = st.radio(t("class.your_pick"), ids, index=None, key=key, disabled=bool(done),
-                    format_func=lambda i: _label(q, by[i]), horizontal=len(ids) <= 4)
-    if done:
+    if done:   # the reveal names the answer given (a greyed-out radio would be unreadable)
         _reveal(q, None if done == SKIPPED else done)
         return
+    ids = [o.id for o in s.options]
+    by = {o.id: o for o in s.options}
+    pick = st.radio(t("class.your_pick"), ids, index=None, key=key,
+                    format_func=lambda i: _label(q, by[i]), horizontal=len(ids) <= 4)
     left, right, _ = st.columns([2, 2, 3])
     left.button(t("class.check"), key=f"{key}:check", disabled=pick is None, type="primary",
                 on_click=lambda: _solo_done(key, st.session_state[key]))

@@ -78,6 +78,8 @@ def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
         fig = presented(fig)
     config = {
         "displaylogo": False,
+        # the PNG export only: zoom, pan, select and autoscale buttons were ~7 Tab stops a chart
+        "modeBarButtons": [["toImage"]],
         "toImageButtonOptions": {"format": "png", "filename": f"lmviz-{_safe_name(filename)}-{lang()}",
                                  "scale": 2},
     }
@@ -315,6 +317,32 @@ def run_sections(sections) -> None:
 @contextmanager
 def _nothing():
     yield
+
+
+_PAGE_CSS = (
+    # a focus ring every control shows when reached from the keyboard (Streamlit's own is faint
+    # on links and missing on some buttons)
+    ":is(a,button,input,select,textarea,summary,[role=slider],[role=radio],[role=checkbox],"
+    "[role=switch],[role=tab],[tabindex]):focus-visible"
+    "{outline:3px solid #0B5CAD!important;outline-offset:2px!important}"
+    # phones and tablets: Plotly's toolbar would sit over every chart's title (no hover on touch)
+    "@media (pointer:coarse){.modebar-container{display:none!important}}"
+    # narrow screens: columns stack, nothing wider than the screen, touch targets of 44 px
+    "@media (max-width:480px){"
+    "[data-testid=stHorizontalBlock]{flex-direction:column!important;flex-wrap:wrap!important}"
+    "[data-testid=stHorizontalBlock]>[data-testid=stColumn]{width:100%!important;flex:1 1 100%!important;min-width:0!important}"
+    "[data-testid=stMain] button,[data-testid=stSidebar] button,[data-testid=stSidebarNav] a"
+    "{min-height:44px}"
+    "[data-testid=stMain] label:has(input[type=radio]),[data-testid=stMain] label:has(input[type=checkbox])"
+    "{min-height:44px;align-items:center}"
+    "[data-testid=stMainBlockContainer]{overflow-x:hidden}"
+    "}"
+)
+
+
+def page_chrome() -> None:
+    """Styles every page carries (app.py draws them on every run): focus rings, the phone layout."""
+    st.html(f"<style>{_PAGE_CSS}</style>")
 
 
 _PRESENT_CSS = (
