@@ -216,3 +216,13 @@ def test_next_chapter_puts_the_last_question_away(lecture):
     fol = join(code)
     assert fol.session_state["lmviz_page_file"] == "pages/kv_cache.py"
     assert translate("class.asked", "en") not in all_text(fol)
+
+
+def test_lecturer_screen_shows_the_code_large_and_a_qr_code_of_the_link(lecture):
+    lec, code = lecture
+    bodies = [e.proto.body for e in lec.get("html")]
+    link = lec.code[0].value
+    assert link.endswith(f"?follow={code}")
+    assert any("lmviz-class-code" in b and f">{code}<" in b for b in bodies)
+    qr = [b for b in bodies if "lmviz-qr" in b]
+    assert len(qr) == 1 and "<svg" in qr[0] and "<path" in qr[0] and link in qr[0]

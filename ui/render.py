@@ -383,6 +383,14 @@ def _draw_sections(sections, shown) -> None:
 
 
 # ------------------------------------------------------------------------ hand-out -------
+def _markdown_html(text: str) -> str:
+    """Chapter prose (Markdown, as st.markdown draws it) as HTML for the hand-out: CommonMark with
+    tables (markdown-it-py), raw HTML in the text escaped, entities decoded once (no ``&quot;``)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+
+
 def export_html(title: str, items, language: str) -> str:
     """One self-contained HTML page (plotly.js embedded, no network) of a chapter's content."""
     import plotly.offline
@@ -392,11 +400,7 @@ def export_html(title: str, items, language: str) -> str:
         if kind == "h":
             parts.append(f"<h2>{html.escape(obj)}</h2>")
         elif kind == "md":
-            for para in str(obj).split("\n\n"):
-                text = html.escape(para.strip())
-                text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
-                text = re.sub(r"`(.+?)`", r"<code>\1</code>", text)
-                parts.append(f"<p>{text}</p>")
+            parts.append(_markdown_html(str(obj)))
         elif kind == "html":  # markup built by lmviz (text escaped where it was built)
             parts.append(f"<div>{obj}</div>")
         elif kind == "fig":
@@ -407,6 +411,8 @@ def export_html(title: str, items, language: str) -> str:
             f"<title>{html.escape(title)} - lmviz</title>"
             "<style>body{font-family:'Noto Sans','Noto Sans CJK SC',sans-serif;max-width:1100px;"
             "margin:2em auto;padding:0 1em;line-height:1.6}code{background:#f3f3f3;padding:0 .2em}"
+            "pre{background:#f3f3f3;padding:.6em;overflow-x:auto}table{border-collapse:collapse}"
+            "th,td{border:1px solid #ccc;padding:.2em .5em}"
             "</style>"
             f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script></head>'
             f"<body>\n{body}\n<hr><p><small>lmviz</small></p></body></html>\n")
