@@ -325,6 +325,9 @@ _PAGE_CSS = (
     ":is(a,button,input,select,textarea,summary,[role=slider],[role=radio],[role=checkbox],"
     "[role=switch],[role=tab],[tabindex]):focus-visible"
     "{outline:3px solid #0B5CAD!important;outline-offset:2px!important}"
+    # code wraps instead of scrolling sideways (a scrolling box must be reachable by keyboard)
+    "[data-testid=stMain] pre{overflow:visible!important}"
+    "[data-testid=stMain] pre code{white-space:pre-wrap!important;overflow-wrap:anywhere}"
     # phones and tablets: Plotly's toolbar would sit over every chart's title (no hover on touch)
     "@media (pointer:coarse){.modebar-container{display:none!important}}"
     # narrow screens: columns stack, nothing wider than the screen, touch targets of 44 px
