@@ -325,6 +325,10 @@ _PAGE_CSS = (
     ":is(a,button,input,select,textarea,summary,[role=slider],[role=radio],[role=checkbox],"
     "[role=switch],[role=tab],[tabindex]):focus-visible"
     "{outline:3px solid #0B5CAD!important;outline-offset:2px!important}"
+    # a disabled control's text stays readable (Streamlit's light grey is 2.6:1)
+    ":is(button,label,[role=slider])[disabled],:is(button,label)[disabled] *,"
+    "[data-disabled=true],[data-disabled=true] *,[aria-disabled=true],[aria-disabled=true] *"
+    "{color:#6B6A69!important}"
     # code wraps instead of scrolling sideways (a scrolling box must be reachable by keyboard)
     "[data-testid=stMain] pre{overflow:visible!important}"
     "[data-testid=stMain] pre code{white-space:pre-wrap!important;overflow-wrap:anywhere}"
