@@ -45,6 +45,8 @@ with st.sidebar:
     st.toggle(t("common.present"), value=st.session_state["present"], key="present_choice",
               on_change=_copy("present_choice", "present"), help=t("common.present_help"))
 st.query_params["lang"] = st.session_state["lang"]
+from ui import render  # noqa: E402
+render.page_chrome()   # focus rings and the phone layout, on every page
 if st.session_state["present"]:
     st.query_params["present"] = "1"
     # Larger type for the back of a room and the step-by-step slides (Plotly fonts are scaled

@@ -23,11 +23,7 @@ def open_page(file: str | None, lang: str = "en", timeout: float = TIMEOUT, pred
     answering sections stay out of the page until the question is answered (ui.classroom)."""
     at = AppTest.from_file(APP, default_timeout=timeout)
     if predicted:
-        from lmviz.chapters.questions import QUESTIONS
-        from ui.classroom import SKIPPED
-
-        for q in QUESTIONS:
-            at.session_state[f"class_solo:{q.id}:done"] = SKIPPED
+        skip_questions(at)
     at.query_params["lang"] = lang
     for k, v in params.items():
         at.query_params[k] = v
@@ -35,6 +31,17 @@ def open_page(file: str | None, lang: str = "en", timeout: float = TIMEOUT, pred
     if file is not None:
         at.switch_page(file).run()
     assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def skip_questions(at: AppTest) -> AppTest:
+    """Before the first run: the student has skipped every predict-then-reveal question (as its
+    "skip" button does), so every chapter's answering sections are drawn."""
+    from lmviz.chapters.questions import QUESTIONS
+    from ui.classroom import SKIPPED
+
+    for q in QUESTIONS:
+        at.session_state[f"class_solo:{q.id}:done"] = SKIPPED
     return at
 
 

@@ -14,7 +14,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest_util import APP, TIMEOUT
+from tests.apptest_util import APP, TIMEOUT, skip_questions
 from ui import urlstate
 from ui.i18n import translate
 from ui.i18n import literal
@@ -72,7 +72,7 @@ def test_literal_is_one_code_span_holding_exactly_the_text(payload):
 
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_the_note_shows_a_link_value_as_text(payload):
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at = skip_questions(AppTest.from_file(APP, default_timeout=TIMEOUT))
     at.query_params["lang"] = "en"
     at.query_params["T"] = payload
     at.run()
@@ -86,7 +86,7 @@ def test_the_note_shows_a_link_value_as_text(payload):
 
 
 def test_the_note_stays_through_reruns_until_the_value_changes():
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at = skip_questions(AppTest.from_file(APP, default_timeout=TIMEOUT))
     at.query_params["lang"] = "en"
     at.query_params["T"] = PAYLOADS[0]
     at.run()

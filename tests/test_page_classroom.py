@@ -298,3 +298,13 @@ def test_the_client_address_behind_a_proxy_is_the_one_nginx_saw(monkeypatch, pee
     monkeypatch.setattr(classroom.st, "context", SimpleNamespace(headers=headers, ip_address=peer))
     monkeypatch.setenv("LMVIZ_BEHIND_PROXY", "0" if peer == "10.0.0.3" else "1")
     assert classroom.client_address() == want
+
+
+def test_lecturer_screen_shows_the_code_large_and_a_qr_code_of_the_link(lecture):
+    lec, code = lecture
+    bodies = [e.proto.body for e in lec.get("html")]
+    link = lec.code[0].value
+    assert link.endswith(f"?follow={code}")
+    assert any("lmviz-class-code" in b and f">{code}<" in b for b in bodies)
+    qr = [b for b in bodies if "lmviz-qr" in b]
+    assert len(qr) == 1 and "<svg" in qr[0] and "<path" in qr[0] and link in qr[0]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest_util import APP, TIMEOUT, all_text, decode, figures
+from tests.apptest_util import APP, TIMEOUT, all_text, decode, figures, skip_questions
 from ui.i18n import listed, translate
 
 pytestmark = pytest.mark.apptest
@@ -43,6 +43,7 @@ def open_gen(bundle, lang: str = "en", **params) -> AppTest:
     for k, v in params.items():
         at.query_params[k] = v
     at.session_state["lmviz_session_bundle"] = bundle
+    skip_questions(at)      # the sections that answer the chapter's questions are drawn
     at.run()
     at.switch_page(PAGE).run()
     assert not at.exception, [e.value for e in at.exception]

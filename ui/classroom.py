@@ -292,6 +292,35 @@ def lecturer_bar() -> None:
     _lecturer_tick()
 
 
+def _code_html(code: str) -> str:
+    """The class code in type large enough to read from the back of a hall."""
+    import html
+
+    return (f'<div class="lmviz-class-code" style="font-size:clamp(2.5rem,6vw,5rem);font-weight:700;'
+            f'letter-spacing:.12em;line-height:1.1;font-family:monospace">{html.escape(code)}</div>')
+
+
+def qr_svg(link: str) -> str:
+    """A QR code of the student link as inline SVG (segno, offline; cached per link). A phone's
+    camera opens the link; the link still works when typed."""
+    return _qr_svg(link)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _qr_svg(link: str) -> str:
+    import segno
+
+    svg = segno.make(link, error="m").svg_inline(scale=8, border=2, dark="#000", light="#fff")
+    return (f'<div class="lmviz-qr" role="img" aria-label="QR code: {_attr(link)}">'
+            f"{svg}</div>")
+
+
+def _attr(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=True)
+
+
 @st.fragment(run_every=TICK_S)
 def _lecturer_tick() -> None:
     lect = lecturing()
@@ -314,7 +343,10 @@ def _lecturer_tick() -> None:
     with st.container(border=True):
         left, mid, right = st.columns([3, 5, 2], vertical_alignment="center")
         left.markdown(t("class.code", cls=lect["code"]))
-        mid.code(_student_link(lect["code"]), language=None)
+        left.html(_code_html(lect["code"]))
+        link = _student_link(lect["code"])
+        mid.code(link, language=None)
+        mid.html(qr_svg(link))
         right.button(t("class.end"), key="class_end", on_click=_end_class, icon=":material/stop_circle:")
         if view.ok:
             st.caption(t("class.followers", n=view.followers))
@@ -552,13 +584,13 @@ def _solo_question(q: qs.Question) -> None:
     s = q.solve()
     key = f"class_solo:{q.id}"
     done = st.session_state.get(f"{key}:done")
-    ids = [o.id for o in s.options]
-    by = {o.id: o for o in s.options}
-    pick = st.radio(t("class.your_pick"), ids, index=None, key=key, disabled=bool(done),
-                    format_func=lambda i: _label(q, by[i]), horizontal=len(ids) <= 4)
-    if done:
+    if done:   # the reveal names the answer given (a greyed-out radio would be unreadable)
         _reveal(q, None if done == SKIPPED else done)
         return
+    ids = [o.id for o in s.options]
+    by = {o.id: o for o in s.options}
+    pick = st.radio(t("class.your_pick"), ids, index=None, key=key,
+                    format_func=lambda i: _label(q, by[i]), horizontal=len(ids) <= 4)
     left, right, _ = st.columns([2, 2, 3])
     left.button(t("class.check"), key=f"{key}:check", disabled=pick is None, type="primary",
                 on_click=lambda: _solo_done(key, st.session_state[key]))

@@ -78,6 +78,8 @@ def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
         fig = presented(fig)
     config = {
         "displaylogo": False,
+        # the PNG export only: zoom, pan, select and autoscale buttons were ~7 Tab stops a chart
+        "modeBarButtons": [["toImage"]],
         "toImageButtonOptions": {"format": "png", "filename": f"lmviz-{_safe_name(filename)}-{lang()}",
                                  "scale": 2},
     }
@@ -358,6 +360,39 @@ def _nothing():
     yield
 
 
+_PAGE_CSS = (
+    # a focus ring every control shows when reached from the keyboard (Streamlit's own is faint
+    # on links and missing on some buttons)
+    ":is(a,button,input,select,textarea,summary,[role=slider],[role=radio],[role=checkbox],"
+    "[role=switch],[role=tab],[tabindex]):focus-visible"
+    "{outline:3px solid #0B5CAD!important;outline-offset:2px!important}"
+    # a disabled control's text stays readable (Streamlit's light grey is 2.6:1)
+    ":is(button,label,[role=slider])[disabled],:is(button,label)[disabled] *,"
+    "[data-disabled=true],[data-disabled=true] *,[aria-disabled=true],[aria-disabled=true] *"
+    "{color:#6B6A69!important}"
+    # code wraps instead of scrolling sideways (a scrolling box must be reachable by keyboard)
+    "[data-testid=stMain] pre{overflow:visible!important}"
+    "[data-testid=stMain] pre code{white-space:pre-wrap!important;overflow-wrap:anywhere}"
+    # phones and tablets: Plotly's toolbar would sit over every chart's title (no hover on touch)
+    "@media (pointer:coarse){.modebar-container{display:none!important}}"
+    # narrow screens: columns stack, nothing wider than the screen, touch targets of 44 px
+    "@media (max-width:480px){"
+    "[data-testid=stHorizontalBlock]{flex-direction:column!important;flex-wrap:wrap!important}"
+    "[data-testid=stHorizontalBlock]>[data-testid=stColumn]{width:100%!important;flex:1 1 100%!important;min-width:0!important}"
+    "[data-testid=stMain] button,[data-testid=stSidebar] button,[data-testid=stSidebarNav] a"
+    "{min-height:44px}"
+    "[data-testid=stMain] label:has(input[type=radio]),[data-testid=stMain] label:has(input[type=checkbox])"
+    "{min-height:44px;align-items:center}"
+    "[data-testid=stMainBlockContainer]{overflow-x:hidden}"
+    "}"
+)
+
+
+def page_chrome() -> None:
+    """Styles every page carries (app.py draws them on every run): focus rings, the phone layout."""
+    st.html(f"<style>{_PAGE_CSS}</style>")
+
+
 _PRESENT_CSS = (
     # text for the back of a room: 28 px body text at 1080p, scaling with the window
     "html{font-size:min(3.0vh,1.6875vw)}"
@@ -396,6 +431,14 @@ def _draw_sections(sections, shown) -> None:
 
 
 # ------------------------------------------------------------------------ hand-out -------
+def _markdown_html(text: str) -> str:
+    """Chapter prose (Markdown, as st.markdown draws it) as HTML for the hand-out: CommonMark with
+    tables (markdown-it-py), raw HTML in the text escaped, entities decoded once (no ``&quot;``)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+
+
 def export_html(title: str, items, language: str) -> str:
     """One self-contained HTML page (plotly.js embedded, no network) of a chapter's content."""
     import plotly.offline
@@ -405,11 +448,7 @@ def export_html(title: str, items, language: str) -> str:
         if kind == "h":
             parts.append(f"<h2>{html.escape(obj)}</h2>")
         elif kind == "md":
-            for para in str(obj).split("\n\n"):
-                text = html.escape(para.strip())
-                text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
-                text = re.sub(r"`(.+?)`", r"<code>\1</code>", text)
-                parts.append(f"<p>{text}</p>")
+            parts.append(_markdown_html(str(obj)))
         elif kind == "html":  # markup built by lmviz (text escaped where it was built)
             parts.append(f"<div>{obj}</div>")
         elif kind == "fig":
@@ -423,6 +462,8 @@ def export_html(title: str, items, language: str) -> str:
             "<style>body{font-family:'Noto Sans','Noto Sans CJK SC',sans-serif;max-width:1100px;"
             "margin:2em auto;padding:0 1em;line-height:1.6}code{background:#f3f3f3;padding:0 .2em}"
             ".twin{color:#555;font-size:.9em;margin-top:0}"
+            "pre{background:#f3f3f3;padding:.6em;overflow-x:auto}table{border-collapse:collapse}"
+            "th,td{border:1px solid #ccc;padding:.2em .5em}"
             "</style>"
             f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script></head>'
             f"<body>\n{body}\n<hr><p><small>lmviz</small></p></body></html>\n")
