@@ -48,11 +48,11 @@ def _device_known():
     polling fragment and AppTest's next run reruns that fragment only (not the menu)."""
     import time
 
-    from ui import session
+    from ui import warmup
 
-    session.start_warmup()
+    warmup.start()
     deadline = time.time() + 120
-    while session.device_info() is None and time.time() < deadline:
+    while warmup.device_name() is None and time.time() < deadline:
         time.sleep(0.2)
 
 
