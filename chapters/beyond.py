@@ -271,7 +271,8 @@ def _shift(prompt: str, context: str, answer: str, names: tuple[str, str], key: 
 
     b = _bundle()
     block = b.model.cfg.block_size
-    prompt_ids = fit_context(b.tokenizer, prompt, block, keep="end").ids
+    prompt_fit = fit_context(b.tokenizer, prompt, block, keep="end")
+    prompt_ids = prompt_fit.ids
     ids, cut = fit_window(b.tokenizer.encode_lossy(context)[0], prompt_ids, block)
     p0, vocab = _next_probs(tuple(prompt_ids), b.source, id(b.model))
     p1, _ = _next_probs(tuple(ids), b.source, id(b.model))
@@ -288,6 +289,7 @@ def _shift(prompt: str, context: str, answer: str, names: tuple[str, str], key: 
     c3.metric(t("bey.ctx_cut"), f"{cut}")
     if cut:
         st.caption(t("bey.ctx_cut_note", cut=cut, block=block))
+    render.context_cut(prompt_fit)           # the question itself longer than the window
     if not ans:
         st.info(t("bey.no_answer"))
         return

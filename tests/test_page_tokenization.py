@@ -18,7 +18,9 @@ def bars(at) -> dict[str, dict[str, int]]:
 
 
 def chips(at) -> str:
-    return "".join(h.value for h in at.get("html"))
+    """The page's own HTML elements (token chips, tables), not the app's constant chrome
+    (the <html lang> script and the style sheets every page carries)."""
+    return "".join(h.value for h in at.get("html") if "documentElement.lang" not in h.value)
 
 
 def no_errors(at):
