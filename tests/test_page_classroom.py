@@ -245,6 +245,7 @@ def test_the_run_secret_is_never_published():
 
     lec = open_page(GEN, present="1", run="TrainingSecretXYZ123")
     code = start_class(lec)
+    lec.button(key="class_show:gen_tau_half").click().run()     # the section with the slider
     lec.slider(key="gen_tau").set_value(0.5).run()
     assert "TrainingSecretXYZ123" not in stored(classroom.store()._db)
     fol = join(code)
