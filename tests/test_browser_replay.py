@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_util import exceptions, shot, wait_charts, wait_idle
+from tests.browser_util import skip_questions, exceptions, shot, wait_charts, wait_idle
 from tests.replay_util import replay_checkpoint
 
 pytestmark = pytest.mark.browser
@@ -45,6 +45,7 @@ def test_scrub_an_uploaded_replay(server, browser, checkpoint, lang):
     wait_idle(page)
     page.goto(server.url("training", lang=lang), wait_until="domcontentloaded")
     wait_idle(page)
+    skip_questions(page, lang)                 # the whole chapter (predict, then reveal)
     page.locator(".st-key-train_upload_ckpt input[type=file]").set_input_files(str(path))
     page.wait_for_selector(".st-key-train_replay_step input[type=range]", timeout=90_000, state="attached")
     wait_idle(page)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_util import SLIDER, exceptions, move_first_slider, shot, wait_idle
+from tests.browser_util import skip_questions, SLIDER, exceptions, move_first_slider, shot, wait_idle
 from ui.chapters import registered
 
 pytestmark = pytest.mark.browser
@@ -44,6 +44,7 @@ def test_train_watch_stop_while_another_page_answers(server, browser, lang):
     # the default preset: long enough (2,000 steps) to be still running when the other tab is done
     page.goto(server.url("training", lang=lang, corpus="english", preset="default"), wait_until="domcontentloaded")
     wait_idle(page)
+    skip_questions(page, lang)                 # the whole chapter (predict, then reveal)
     assert exceptions(page) == []
     page.locator(".st-key-train_start button").click()
     n1 = wait_points(page, 0)
@@ -61,6 +62,7 @@ def test_train_watch_stop_while_another_page_answers(server, browser, lang):
         wait_idle(other)
         other.goto(server.url(slider_pages[0].slug, lang=lang), wait_until="domcontentloaded")
         wait_idle(other)
+        skip_questions(other, lang)
         other.wait_for_selector(SLIDER, timeout=120_000, state="attached")
         assert move_first_slider(other) is not None
         shot(other, f"training-other-tab-{lang}")
@@ -97,6 +99,7 @@ def test_a_reload_reattaches_to_the_running_training(server, browser):
     wait_idle(page)
     page.goto(server.url("training", lang="en", corpus="toy", preset="default"), wait_until="domcontentloaded")
     wait_idle(page)
+    skip_questions(page, "en")
     page.locator(".st-key-train_start button").click()
     n1 = wait_points(page, 0)
     page.wait_for_function("() => location.search.includes('run=')", timeout=30_000)
