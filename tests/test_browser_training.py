@@ -108,6 +108,7 @@ def test_a_reload_reattaches_to_the_running_training(server, browser):
     page.reload(wait_until="domcontentloaded")
     wait_idle(page)
     page.get_by_text(translate("train.run_attached", "en")).wait_for(timeout=60_000)
+    skip_questions(page, "en")                  # a reload is a new session: its questions again
     n2 = wait_points(page, n1)                                   # the same run, further on
     assert n2 > n1
     assert page.evaluate("() => new URLSearchParams(location.search).get('run')") == secret
