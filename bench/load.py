@@ -75,6 +75,7 @@ async def trainer(port: int, i: int, started: list, errors: list) -> Session:
     s = Session(port, "training", "lang=en" if i % 2 == 0 else "lang=zh")
     await s.__aenter__()
     await s.wait_idle()
+    await s.skip_questions()                  # the sections a question holds back
     btn = s.button("train_start")
     if btn is None:
         errors.append("training: no Start button")
@@ -91,6 +92,7 @@ async def mover(port: int, i: int, moves: int, lat: list, errors: list, rng: ran
     try:
         await s.__aenter__()
         await s.wait_idle(timeout=120)
+        await s.skip_questions()
     except Exception as e:  # noqa: BLE001 - counted, not raised
         errors.append(f"{page}: open failed ({type(e).__name__})")
         return s

@@ -206,6 +206,20 @@ class Session:
         return next((w for w in self.widgets.values()
                      if w.kind == "button" and w.id.endswith(key_suffix)), None)
 
+    async def skip_questions(self, timeout: float = 60) -> int:
+        """Press every predict-then-reveal question's "skip" button (``...:skip``), as a student who
+        wants the whole chapter does, so the sections they hold back are drawn; returns how many."""
+        n = 0
+        for _ in range(6):
+            w = next((w for w in self.widgets.values() if w.kind == "button" and w.id.endswith(":skip")
+                      and not w.disabled), None)
+            if w is None:
+                break
+            self.widgets.pop(w.id, None)
+            await self.click(w, timeout=timeout)
+            n += 1
+        return n
+
     async def move_slider(self, w: Widget, value: float, timeout: float = 60) -> float:
         """Set slider ``w`` to ``value`` (a select slider: the index of an option, ``w.lo``..``w.hi``);
         seconds until the server finished the rerun."""

@@ -185,6 +185,7 @@ def test_start_a_training_through_the_websocket_client_raises_nothing():
         s = Session(port, "training", "lang=zh&corpus=toy&preset=tiny")
         async with s:
             await s.wait_idle(180)
+            await s.skip_questions()           # predict, then reveal: the whole chapter
             await s.click(s.button("train_start"), timeout=120)
             seen: set[str] = set()
             end = time.monotonic() + 120
