@@ -12,3 +12,19 @@ def tiny_gpt(vocab_size: int, block_size: int, **kw):
     base.update(kw)
     torch.manual_seed(0)
     return GPT(GPTConfig(**base)).eval()
+
+
+TRAIN_TEXT = "the cat sat on the mat. the dog sat on the log. " * 40
+
+
+def tiny_trainer(max_steps: int, text: str = TRAIN_TEXT, eval_every: int = 10):
+    """``make(cancel)`` building a tiny-preset Trainer on ``text``: what a training job runs, for
+    the training-job tests (local, Ray and the fake Ray)."""
+    from lmviz.train import Trainer, make_config
+
+    cfg = make_config("tiny", max_steps=max_steps, block_size=16, batch_size=4, eval_every=eval_every,
+                      eval_iters=1, sample_len=8)
+
+    def make(cancel):
+        return Trainer(text, cfg, device="cpu", cancel=cancel)
+    return make

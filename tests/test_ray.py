@@ -23,6 +23,7 @@ import pytest
 
 from tests import redis_util
 from tests.conftest import ROOT
+from tests.model_util import tiny_trainer as _make
 
 pytestmark = [
     pytest.mark.cluster,
@@ -30,7 +31,6 @@ pytestmark = [
                        reason="Ray tests run with LMVIZ_CLUSTER_TESTS=1 (.ci/run sets it)"),
 ]
 
-TEXT = "the cat sat on the mat. the dog sat on the log. " * 40
 
 
 def _require_ray():
@@ -63,19 +63,6 @@ def on_ray(local_ray, monkeypatch):
     monkeypatch.setenv("LMVIZ_RAY_ADDRESS", "local-test")     # connect() finds Ray initialised
     monkeypatch.setenv("LMVIZ_RAY_TIMEOUT", "20")
     return local_ray
-
-
-def _make(max_steps: int, text: str = TEXT, eval_every: int = 10):
-    from lmviz.train import make_config
-
-    cfg = make_config("tiny", max_steps=max_steps, block_size=16, batch_size=4, eval_every=eval_every,
-                      eval_iters=1, sample_len=8)
-
-    def make(cancel):
-        from lmviz.train import Trainer
-
-        return Trainer(text, cfg, device="cpu", cancel=cancel)
-    return make
 
 
 def _wait(job, cond, limit: float = 90.0):

@@ -14,23 +14,10 @@ import threading
 import pytest
 
 from tests.conftest import ROOT
+from tests.model_util import tiny_trainer as _make
 from tests.fake_ray import FakeRay
 from tests.test_train import wait_for
 
-TEXT = "the cat sat on the mat. the dog sat on the log. " * 40
-
-
-def _make(max_steps: int, text: str = TEXT, eval_every: int = 10):
-    from lmviz.train import make_config
-
-    cfg = make_config("tiny", max_steps=max_steps, block_size=16, batch_size=4, eval_every=eval_every,
-                      eval_iters=1, sample_len=8)
-
-    def make(cancel):
-        from lmviz.train import Trainer
-
-        return Trainer(text, cfg, device="cpu", cancel=cancel)
-    return make
 
 
 @pytest.fixture
