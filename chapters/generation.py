@@ -1,6 +1,6 @@
 """Chapter 8 · Generation: temperature (softmax example, temperature example), top-k / top-p (top-k/top-p example), greedy stepping on the
-toy table (greedy-decoding example), step-by-step sampling from the live model with a seed, and why greedy is not
-the most probable sequence (greedy-vs-best example).
+toy table (greedy-decoding example), step-by-step sampling from the live model with a seed, the room playing the
+language model (ui.room), and why greedy is not the most probable sequence (greedy-vs-best example).
 
 Every interactive section is an ``st.fragment``: a slider reruns only its own section. The live
 section keeps the current step's logits in session state, so moving τ, k or p only re-applies
@@ -487,15 +487,50 @@ def sec_tree() -> None:
     render.md(t("gen.tree_caveat"))
 
 
+ROOM_MAX = 120                      # characters of the room's sentence
+
+
+def sec_room() -> None:
+    """Be the language model: the room guesses the next token, then meets the model (ui.room)."""
+    from ui import room
+
+    render.md(t("gen.room_intro"))
+    b = _bundle()
+    if b is None:
+        return
+    sentence = urlstate.text(t("gen.room_sentence"), t("gen.room_sentence_default"), param="rs",
+                             key="gen_room_sentence", max_chars=ROOM_MAX)
+    ids, unknown = b.tokenizer.encode_lossy(sentence)
+    render.unknown_chars(unknown)
+    if len(ids) < 2:
+        st.info(t("gen.room_short"))
+        return
+    ids = ids[-(b.model.cfg.block_size + 1):]             # the model reads at most block_size
+    last = len(ids) - 1
+    if st.session_state.get("gen_room_pos", 0) > last:    # a shorter sentence: stay inside it
+        st.session_state["gen_room_pos"] = last
+    c1, c2 = st.columns(2)
+    with c1:
+        pos = urlstate.slider(t("gen.room_pos"), 1, last, last, 1, param="rpos", key="gen_room_pos",
+                              help=t("gen.room_pos_help")) if last > 1 else 1
+    with c2:
+        tau = urlstate.slider(t("gen.room_tau"), 0.1, 2.0, 1.0, 0.1, param="rtau", key="gen_room_tau")
+    room.activity(b, sentence, ids, int(pos), round(float(tau), 2))
+
+
+SECTIONS = [
+    ("gen.sec_temp", sec_temperature),
+    ("gen.sec_filter", sec_filters),
+    ("gen.sec_greedy", sec_greedy),
+    ("gen.sec_live", sec_live),
+    ("gen.sec_room", sec_room),
+    ("gen.sec_tree", sec_tree),
+]
+
+
 def main() -> None:
     render.page_header("gen.title", "gen.intro")
-    render.run_sections([
-        ("gen.sec_temp", sec_temperature),
-        ("gen.sec_filter", sec_filters),
-        ("gen.sec_greedy", sec_greedy),
-        ("gen.sec_live", sec_live),
-        ("gen.sec_tree", sec_tree),
-    ])
+    render.run_sections(SECTIONS)
 
 
 # Streamlit runs a page as __main__; bench/generation.py imports it to time one section alone.

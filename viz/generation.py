@@ -223,3 +223,22 @@ def tree_figure(nodes, labels: Sequence[str], greedy: Sequence, best: Sequence, 
     fig.update_xaxes(visible=False, range=[-0.3, depth + 0.9])
     fig.update_yaxes(visible=False, range=[-slot[0] + 0.4, 0.6])
     return theme.apply(fig, height=height or min(900, max(280, 46 * slot[0] + 110)), title=title)
+
+
+def room_figure(labels: Sequence[str], room, model, *, names: tuple[str, str], y_title: str = "",
+                title: str | None = None, height: int = 340) -> go.Figure:
+    """The room's share of answers beside the model's probability, one pair of bars per choice.
+
+    >>> f = room_figure(["学", "other"], [0.75, 0.25], [0.5, 0.5], names=("room", "model"))
+    >>> [t.name for t in f.data], [float(v) for v in f.data[0].y]
+    (['room', 'model'], [0.75, 0.25])
+    """
+    r, m = _np(room), _np(model)
+    bars = [go.Bar(x=list(labels), y=v, name=nm, marker_color=c, text=[f"{x:.2f}" for x in v],
+                   textposition="outside", cliponaxis=False,
+                   hovertemplate=f"{nm} · " + "%{x}: %{y:.3f}<extra></extra>")
+            for v, nm, c in ((r, names[0], COLORS["chosen"]), (m, names[1], COLORS["token"]))]
+    fig = _figure(bars)
+    top = float(max(r.max(initial=0), m.max(initial=0)))
+    return theme.apply(fig, height=height, title=title, barmode="group", xaxis=dict(type="category"),
+                       yaxis=dict(title=y_title, range=[0, max(0.2, min(1.0, top) * 1.18)]))

@@ -1,0 +1,178 @@
+"""Be the language model (lmviz.chapters.generation_room, ui.room): the room's guesses against
+the model, pinned on a synthetic room; the activity's questions through the class store; the
+section in a student's page."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from lmviz.chapters import generation_room as gr
+from lmviz.server.classroom import ClassStore, MemoryBackend
+from tests.conftest import Clock
+
+
+def _room():
+    """A synthetic room of 20 on a model that puts 0.5, 0.3, 0.1 on three tokens (0.1 elsewhere)."""
+    ch = gr.Choices((4, 7, 2), (0.5, 0.3, 0.1), 0.1, 1.0, ("学", "习", "们"))
+    a, b, c, o = ch.options
+    return ch, {a: 6, b: 12, c: 0, o: 2}
+
+
+def test_compare_pins_the_measures_on_a_synthetic_room():
+    ch, counts = _room()
+    r = gr.compare(ch, counts)
+    assert r.n == 20 and r.room == (0.3, 0.6, 0.0, 0.1) and not r.weak
+    # H(room) = −(.3 log .3 + .6 log .6 + .1 log .1)
+    assert r.room_entropy == pytest.approx(-(0.3 * math.log2(0.3) + 0.6 * math.log2(0.6) + 0.1 * math.log2(0.1)))
+    assert r.model_entropy == pytest.approx(1.6854752972273346)
+    # the model's loss on the room's answers: −(.3 log .5 + .6 log .3 + .1 log .1)
+    assert r.model_on_room == pytest.approx(0.3 + 0.6 * -math.log2(0.3) + 0.1 * -math.log2(0.1))
+    # the room smoothed add-one: (7, 13, 1, 3) / 24
+    sm = (7 / 24, 13 / 24, 1 / 24, 3 / 24)
+    assert r.room_on_model == pytest.approx(-sum(m * math.log2(s) for m, s in zip(ch.model, sm)))
+    a, b, c, o = ch.options
+    assert (r.room_top, r.model_top) == (b, a)
+    assert r.room_finds == (b,) and r.model_finds == (a,)      # +0.30 on 习; −0.20 on 学
+
+
+def test_a_small_room_is_weak_evidence_and_an_empty_one_has_no_favourite():
+    ch, _ = _room()
+    assert gr.compare(ch, {ch.options[0]: 3}).weak
+    empty = gr.compare(ch, {})
+    assert empty.n == 0 and empty.room_top == "" and math.isnan(empty.model_on_room)
+    assert gr.compare(ch, {"t99.1.00": 5, "forged": 3}).n == 0   # unknown options are not counted
+
+
+def test_sentence_perplexity_against_the_model():
+    ch, counts = _room()
+    a, b, _, o = ch.options
+    s = gr.sentence_score([(gr.compare(ch, counts), b, 0.3), (gr.compare(ch, counts), o, 0.02)])
+    assert s.room_p == pytest.approx((13 / 24, 3 / 24))
+    assert s.model_perplexity == pytest.approx((1 / (0.3 * 0.02)) ** 0.5)
+    assert s.room_perplexity == pytest.approx((1 / (13 / 24 * 3 / 24)) ** 0.5) and not s.weak
+    with pytest.raises(ValueError):
+        gr.sentence_score([])
+
+
+def test_choices_of_a_real_model_travel_through_the_class_store():
+    """The options carry each token's text and probability within the store's id rules; a
+    follower rebuilds the lecturer's choices from them; answers count once per voter."""
+    from lmviz.checkpoint import load_default
+    from lmviz.sampling import next_logits
+
+    model, tok, _ = load_default()
+    ids, _ = tok.encode_lossy("白日依山尽，黄河入海")
+    with torch.no_grad():
+        ch = gr.choices(next_logits(model, ids), 1.0, text_of=tok.token)
+    assert len(ch.options) == 7 and all(len(o) <= 32 for o in ch.options)
+    back = gr.from_options(ch.options, 1.0)
+    assert back.texts == ch.texts and back.token_ids == ch.token_ids
+    assert all(abs(p - q) <= 0.0005 for p, q in zip(back.probs, ch.probs))
+    qid = gr.question_id(tok.decode(ids), 1.0)
+    assert gr.parse_question(qid) == ("…依山尽，黄河入海", 1.0)     # the end the next token follows
+    store = ClassStore(MemoryBackend(Clock()), clock=Clock())
+    cls = store.create_class()
+    assert store.open_question(cls.code, cls.secret, qid, list(ch.options)).ok
+    picks = [ch.options[0]] * 5 + [ch.options[1]] * 3 + [gr.OTHER] * 2
+    for i, opt in enumerate(picks):
+        assert store.answer(cls.code, f"b:voter{i}", qid, opt).ok
+    assert store.answer(cls.code, "b:voter0", qid, ch.options[1]).reason == "already_answered"
+    assert store.answer(cls.code, "b:voter99", qid, "<b>x</b>").reason == "bad_option"
+    h = store.histogram(cls.code, cls.secret, qid)
+    r = gr.compare(back, h.counts)
+    assert r.n == 10 and r.room[0] == 0.5 and r.room[-1] == 0.2 and not r.weak
+
+
+def test_hostile_question_and_option_ids_are_refused():
+    assert gr.parse_question("room.100.0.zz") is None and gr.parse_question("room.1e3.0.00") is None
+    assert gr.parse_question("room.100.2.61") is None and gr.parse_question("room.100.61") is None
+    assert gr.parse_question("x" * 200) is None and gr.parse_question(None) is None
+    assert gr.parse_option("t1.2000.61") is None and gr.parse_option("t1.5.ff") is None   # not UTF-8
+    assert gr.from_options(["t1.5.61", "t2.5.62"], 1.0) is None                          # no "other"
+    long = gr.option_id(12345, "x" * 100, 0.5)
+    assert len(long) <= 32 and gr.parse_option(long)[2] == "x" * 10
+
+
+def _solo_guess(at, option: str) -> str:
+    """Pick ``option`` in the room section's radio and press Check; returns the question id."""
+    radio = next(r for r in at.radio if (r.key or "").startswith("room_solo:"))
+    qid = radio.key.split(":", 1)[1]
+    radio.set_value(option).run()
+    at.button(key=f"room_solo:{qid}:check").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return qid
+
+
+@pytest.mark.apptest
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_student_alone_is_a_room_of_one(lang):
+    """The section in a student's page: the choices are the model's top tokens and "another
+    token"; a guess is drawn beside the model's probabilities with the measures; a second
+    position of the same sentence adds the perplexity comparison."""
+    from tests.apptest_util import open_page
+    from tests.test_page_generation import bars, fig_by_key
+    from ui.i18n import translate
+
+    at = open_page("chapters/generation.py", lang)
+    assert not at.exception, [e.value for e in at.exception]
+    radio = next(r for r in at.radio if (r.key or "").startswith("room_solo:"))
+    assert len(radio.options) == 7 and radio.options[-1] == translate("gen.room_other", lang)
+    qid = _solo_guess(at, gr.OTHER)
+    assert gr.parse_question(qid)[0].lstrip("…") in translate("gen.room_sentence_default", lang)
+    spec = fig_by_key(at, "room_fig:")
+    assert list(bars(spec, 0)) == [0.0] * 6 + [1.0]           # a room of one chose "another token"
+    model = bars(spec, 1)
+    assert 0.99 <= model.sum() <= 1.01 and list(model[:6]) == sorted(model[:6], reverse=True)
+    captions = " ".join(c.value for c in at.caption)
+    assert translate("gen.room_weak", lang, n=1, few=gr.FEW_ANSWERS) in captions
+    assert translate("gen.room_more", lang) in captions
+    # a second position of the same sentence: the room's perplexity beside the model's
+    pos = at.slider(key="gen_room_pos")
+    pos.set_value(pos.value - 1).run()
+    assert _solo_guess(at, gr.OTHER) != qid
+    shown = " ".join(m.value for m in at.markdown)
+    heads = [translate(k, lang).split("{")[0] for k in ("gen.room_ppl_room", "gen.room_ppl_model")]
+    assert any(h in shown for h in heads)
+
+
+@pytest.mark.apptest
+def test_the_lecturer_asks_the_room_and_everyone_sees_the_same_figure():
+    """A class on the room section: the lecturer asks, a follower (in the other language)
+    answers once on the lecturer's choices, the lecturer reveals, and both pages draw the room's
+    share beside the model's probabilities from the same option ids."""
+    from tests.apptest_util import open_page
+    from tests.test_page_classroom import join, keys, start_class
+    from tests.test_page_generation import bars, fig_by_key
+    from ui.classroom import store
+
+    lec = open_page("chapters/generation.py", present="1")
+    code = start_class(lec)
+    for _ in range(40):                       # the lecturer steps to the room section
+        ask = next((k for k in keys(lec) if k.startswith("room_ask:")), None)
+        if ask:
+            break
+        lec.button(key="lmviz_next").click().run()
+    assert ask, sorted(keys(lec))
+    qid = ask.split(":", 1)[1]
+    lec.button(key=ask).click().run()
+    assert not lec.exception, [e.value for e in lec.exception]
+    fol = join(code, lang="zh")
+    fol.run()
+    assert not fol.exception, [e.value for e in fol.exception]
+    radio = fol.radio(key=f"room_ans:{qid}")
+    assert len(radio.options) == 7
+    radio.set_value(gr.OTHER).run()
+    fol.button(key=f"room_ans:{qid}:send").click().run()
+    secret = lec.session_state["class_lect"]["secret"]
+    assert store().histogram(code, secret, qid).counts[gr.OTHER] == 1
+    lec.run()
+    lec.button(key=f"room_reveal:{qid}").click().run()
+    lec.run()
+    fol.run()
+    for at in (lec, fol):
+        assert not at.exception, [e.value for e in at.exception]
+        spec = fig_by_key(at, "room_fig:")
+        assert list(bars(spec, 0)) == [0.0] * 6 + [1.0]
+    assert list(bars(fig_by_key(lec, "room_fig:"), 1)) == list(bars(fig_by_key(fol, "room_fig:"), 1))

@@ -1,0 +1,208 @@
+"""Be the language model, on the Streamlit side: the generation chapter's room activity.
+
+The lecturer types a sentence and picks how much of it the room sees; the model's most probable
+next tokens become the choices (``lmviz.chapters.generation_room``). "Ask the room" opens them as
+a class-store question whose id carries the prompt and τ and whose option ids carry each token's
+text and the model's probability, so a follower draws exactly the lecturer's choices whatever
+model its own session holds. Students pick on their phones (the same "answer once" store
+operation as every other question); the lecturer reveals; the projector and every phone then
+draw the room's share beside the model's probabilities and the chapter's measures computed from
+both. Alone, a student is a room of one. Each revealed prompt of one sentence is kept in the
+session, and from two prompts on the room's perplexity on the sentence stands beside the model's.
+
+Nothing a student sends is drawn: a student sends an option id, checked by the store; token
+texts come from the lecturer's tokenizer and are drawn as literal text.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from lmviz.chapters import generation_room as gr
+from ui import classroom, render
+from ui.i18n import listed, literal, t
+from viz.generation import room_figure
+from viz.tokenization import visible
+
+LOG = "room_log"        # session key: {sentence: {position: (question id, options, counts, actual, p)}}
+SOLO = "room_solo"      # session key prefix: a student alone's pick for one question id
+
+
+def _label(ch: gr.Choices, opt: str) -> str:
+    if opt == gr.OTHER:
+        return t("gen.room_other")
+    return visible(ch.texts[ch.options.index(opt)]) or "∅"
+
+
+def activity(b, sentence: str, ids: list[int], pos: int, tau: float) -> None:
+    """The section's body for this session's role: ``ids`` the sentence's tokens, the room sees
+    the first ``pos`` of them and guesses the next."""
+    from lmviz.sampling import next_logits, softmax_t
+
+    prompt_ids, actual = ids[:pos], ids[pos]
+    prompt = b.tokenizer.decode(prompt_ids)
+    import torch
+
+    with torch.no_grad():
+        logits = next_logits(b.model, prompt_ids)
+    if not bool(torch.isfinite(logits).all()):
+        st.warning(t("gen.nonfinite"))          # a model with NaN or infinite weights
+        return
+    made = gr.choices(logits, tau, text_of=b.tokenizer.token)
+    qid = gr.question_id(prompt, tau)
+    ch = gr.from_options(made.options, tau)      # the numbers as the room receives them
+    p_actual = float(softmax_t(logits, max(tau, 1e-6))[actual])
+    actual_opt = ch.options[ch.token_ids.index(actual)] if actual in ch.token_ids else gr.OTHER
+    st.markdown(t("gen.room_prompt", prompt=literal(prompt)))
+    if classroom.following():
+        v = classroom.followed_view()
+        q = v.question if v is not None else None
+        if q is None or gr.parse_question(q.id) is None:
+            st.caption(t("gen.room_wait"))
+            return
+        _follower(q)
+        return
+    lect = classroom.lecturing()
+    if lect:
+        _lecturer(lect, qid, ch, sentence, pos, actual_opt, p_actual)
+        return
+    _solo(qid, ch, sentence, pos, actual_opt, p_actual)
+
+
+def _solo(qid, ch, sentence, pos, actual_opt, p_actual) -> None:
+    key = f"{SOLO}:{qid}"
+    done = st.session_state.get(f"{key}:done")
+    if done is None:
+        labels = {o: _label(ch, o) for o in ch.options}
+        pick = st.radio(t("gen.room_pick"), list(ch.options), index=None, key=key,
+                        format_func=labels.__getitem__, horizontal=True)
+        st.button(t("class.check"), key=f"{key}:check", type="primary", disabled=pick is None,
+                  on_click=lambda: st.session_state.__setitem__(f"{key}:done", st.session_state[key]))
+        st.caption(t("gen.room_solo"))
+        return
+    counts = {done: 1}
+    _keep(sentence, pos, qid, ch, counts, actual_opt, p_actual)
+    results(ch, counts, actual_opt, p_actual, mine=done)
+    _sentence(sentence)
+
+
+def _lecturer(lect, qid, ch, sentence, pos, actual_opt, p_actual) -> None:
+    store = classroom.store()
+    view = store.lecturer_view(lect["code"], lect["secret"])
+    open_q = view.question if view.ok else None
+    if open_q is not None and open_q.id == qid:
+        _lecturer_live(qid, sentence, pos, actual_opt, p_actual)
+        return
+    st.caption(t("gen.room_choices", choices=listed(literal(_label(ch, o)) for o in ch.options)))
+    st.button(t("gen.room_ask"), key=f"room_ask:{qid}", type="primary", icon=":material/campaign:",
+              on_click=lambda: (store.open_question(lect["code"], lect["secret"], qid, list(ch.options)),
+                                classroom.publish_now()))
+
+
+@st.fragment(run_every=classroom.TICK_S)
+def _lecturer_live(qid: str, sentence: str, pos: int, actual_opt: str, p_actual: float) -> None:
+    lect = classroom.lecturing()
+    if not lect:
+        return
+    store = classroom.store()
+    h = store.histogram(lect["code"], lect["secret"], qid)
+    view = store.lecturer_view(lect["code"], lect["secret"])
+    q = view.question if view.ok else None
+    ch = gr.from_options(q.options, gr.parse_question(qid)[1]) if q is not None and q.id == qid else None
+    if not h.ok or ch is None:
+        st.caption(t(f"class.reason.{h.reason or 'no_question'}"))
+        return
+    if not h.revealed:
+        st.markdown(t("class.answered_n", n=h.total))
+        st.button(t("class.reveal_all"), key=f"room_reveal:{qid}", type="primary", icon=":material/visibility:",
+                  on_click=lambda: store.reveal(lect["code"], lect["secret"], qid))
+        return
+    _keep(sentence, pos, qid, ch, h.counts, actual_opt, p_actual)
+    results(ch, h.counts, actual_opt, p_actual)
+    _sentence(sentence)
+    st.button(t("class.close_q"), key=f"room_close:{qid}",
+              on_click=lambda: store.close_question(lect["code"], lect["secret"]))
+
+
+def _follower(q) -> None:
+    parsed = gr.parse_question(q.id)
+    ch = gr.from_options(q.options, parsed[1]) if parsed else None
+    if ch is None:
+        return
+    f = st.session_state.get(classroom.FOLLOW) or {}
+    code = f.get("code", "")
+    store = classroom.store()
+    mine = store.my_answer(code, classroom.voter(), q.id)
+    with st.container(border=True):
+        st.caption(t("class.asked"))
+        st.markdown(t("gen.room_prompt", prompt=literal(parsed[0])))
+        if q.revealed:
+            results(ch, q.counts or {}, None, None, mine=mine)
+            return
+        if mine is not None:
+            st.info(t("class.sent", answer=literal(_label(ch, mine))), icon=":material/hourglass_top:")
+            return
+        key = f"room_ans:{q.id}"
+        labels = {o: _label(ch, o) for o in ch.options}
+        pick = st.radio(t("gen.room_pick"), list(ch.options), index=None, key=key,
+                        format_func=labels.__getitem__, horizontal=True)
+
+        def send():
+            r = store.answer(code, classroom.voter(), q.id, st.session_state.get(key),
+                             address=classroom.client_address())
+            if not r.ok and r.reason != "already_answered":
+                st.session_state[f"{key}:why"] = r.reason
+
+        st.button(t("class.send"), key=f"{key}:send", type="primary", disabled=pick is None, on_click=send)
+        why = st.session_state.pop(f"{key}:why", None)
+        if why:
+            st.warning(t(f"class.reason.{why}"))
+
+
+def _keep(sentence, pos, qid, ch, counts, actual_opt, p_actual) -> None:
+    """Remember a revealed prompt of the sentence (its latest counts) for the perplexity."""
+    log = st.session_state.setdefault(LOG, {})
+    log.setdefault(sentence, {})[pos] = (qid, ch, dict(counts), actual_opt, p_actual)
+    while len(log) > 4:                     # a few sentences per session, the oldest dropped
+        log.pop(next(iter(log)))
+
+
+def results(ch: gr.Choices, counts, actual_opt: str | None, p_actual: float | None,
+            mine: str | None = None) -> None:
+    """The room beside the model, with the measures computed from both."""
+    r = gr.compare(ch, counts)
+    labels = [_label(ch, o) for o in r.options]
+    render.plot(room_figure(labels, r.room, r.model, names=(t("gen.room_fig_room"), t("gen.room_fig_model")),
+                            y_title=t("gen.fig.prob"), title=t("gen.room_fig_title", n=r.n)),
+                key=f"room_fig:{'|'.join(r.options)}", filename="room-vs-model")
+    lab = {o: literal(x) for o, x in zip(r.options, labels)}
+    if mine is not None and mine in lab:
+        st.caption(t("gen.room_mine", tok=lab[mine]))
+    if r.n == 0:
+        st.info(t("gen.room_none"))
+        return
+    st.markdown(t("gen.room_agree" if r.room_top == r.model_top else "gen.room_differ",
+                  room=lab[r.room_top], model=lab[r.model_top]))
+    st.markdown(t("gen.room_measures", h_room=f"{r.room_entropy:.2f}", h_model=f"{r.model_entropy:.2f}",
+                  ce=f"{r.model_on_room:.2f}", ce_back=f"{r.room_on_model:.2f}"))
+    if r.room_finds:
+        st.markdown(t("gen.room_finds", toks=listed(lab[o] for o in r.room_finds), pts=round(gr.GAP * 100)))
+    if r.model_finds:
+        st.markdown(t("gen.room_model_finds", toks=listed(lab[o] for o in r.model_finds), pts=round(gr.GAP * 100)))
+    if actual_opt is not None and p_actual is not None:
+        share = r.room[r.options.index(actual_opt)]
+        st.markdown(t("gen.room_actual", tok=lab[actual_opt], p_model=f"{p_actual:.3f}", p_room=f"{share:.0%}"))
+    if r.weak:
+        st.caption(t("gen.room_weak", n=r.n, few=gr.FEW_ANSWERS))
+
+
+def _sentence(sentence: str) -> None:
+    steps = st.session_state.get(LOG, {}).get(sentence, {})
+    if len(steps) < 2:
+        st.caption(t("gen.room_more"))
+        return
+    score = gr.sentence_score([(gr.compare(ch, counts), actual, p)
+                               for _, (_, ch, counts, actual, p) in sorted(steps.items())])
+    key = "gen.room_ppl_room" if score.room_perplexity < score.model_perplexity else "gen.room_ppl_model"
+    st.markdown(t(key, n=len(steps), room=f"{score.room_perplexity:.2f}", model=f"{score.model_perplexity:.2f}"))
+    if score.weak:
+        st.caption(t("gen.room_ppl_weak", few=gr.FEW_ANSWERS))
