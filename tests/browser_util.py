@@ -93,9 +93,14 @@ def wait_idle(page, timeout_ms: int = 90_000) -> None:
         page.wait_for_timeout(400)
 
 
-def wait_charts(page, timeout_ms: int = 60_000, every: bool = False) -> int:
+def wait_charts(page, timeout_ms: int = 60_000, every: bool = False, at_least: int = 0) -> int:
     """Wait for the Plotly charts the page declares to render (the first one; ``every``: all of
-    them); returns how many there are."""
+    them); returns how many there are. ``at_least``: first wait until the page declares that many
+    (a rerun after a button press swaps the elements in one by one, and a loaded machine is slow)."""
+    if at_least:
+        page.wait_for_function(
+            f"() => document.querySelectorAll('[data-testid=stPlotlyChart]').length >= {int(at_least)}",
+            timeout=timeout_ms, polling=100)
     n = page.locator("[data-testid=stPlotlyChart]").count()
     if n and every:
         page.wait_for_function(
@@ -168,3 +173,27 @@ def skip_questions(page, lang: str = "en") -> int:
         wait_idle(page)
         n += 1
     return n
+
+
+def axe_source() -> str:
+    """axe-core's script (``tests/tools/fetch_axe.sh``: pinned, from the npm registry, test-only;
+    the app never loads it). Skips without npm or network, fails under LMVIZ_REQUIRE_BROWSER=1."""
+    try:
+        out = subprocess.run(["bash", str(ROOT / "tests" / "tools" / "fetch_axe.sh")], cwd=ROOT,
+                             capture_output=True, text=True, timeout=180, check=True)
+    except (OSError, subprocess.SubprocessError) as e:
+        if os.environ.get("LMVIZ_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"axe-core could not be fetched: {e}")
+        pytest.skip(f"axe-core could not be fetched (npm pack axe-core): {e}")
+    return (ROOT / out.stdout.strip().splitlines()[-1]).read_text(encoding="utf-8")
+
+
+def axe_violations(page, axe_js: str) -> list[dict]:
+    """The serious and critical WCAG 2 A/AA (2.0 and 2.1) violations axe-core finds on the page."""
+    page.evaluate(axe_js)
+    return page.evaluate("""async () => {
+      const r = await axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}});
+      return r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+        .map(v => ({id: v.id, impact: v.impact, n: v.nodes.length,
+                    nodes: v.nodes.slice(0, 4).map(n => [n.target.join(' '), (n.failureSummary || '').slice(0, 160)])}));
+    }""")

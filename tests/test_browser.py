@@ -1,19 +1,28 @@
 """Real-browser tests: every registered page in both languages, in headless Chromium.
 
-The server runs the real app (``streamlit run``) on a free port. Each page is opened in English
-and Chinese; the test waits for its charts, asserts there is no exception box, moves the first
-slider when there is one (and checks the page survives), and saves a screenshot to the folder
-printed at the end (``screenshots/`` unless LMVIZ_SCREENSHOTS says otherwise).
+The server runs the real app (``streamlit run``) on a free port. Each page is opened once in
+English and once in Chinese; the visit checks what a first look shows (no exception box, a
+heading in the page's language), then skips the predict-then-reveal questions for the whole
+chapter, waits for every chart, runs axe-core (no serious or critical WCAG 2 A/AA violation),
+moves the first slider when there is one (and checks the page survives), and saves a screenshot
+to the folder printed at the end (``screenshots/`` unless LMVIZ_SCREENSHOTS says otherwise).
+One visit does all of it: a page visit is the slow part of the suite.
 """
 from __future__ import annotations
 
 import pytest
 
-from tests.browser_util import exceptions, move_first_slider, shot, wait_charts, wait_idle
+from tests.browser_util import (axe_source, axe_violations, exceptions, move_first_slider, shot,
+                                skip_questions, wait_charts, wait_idle)
 from ui.chapters import registered
 
 pytestmark = pytest.mark.browser
 PAGES = registered()
+
+
+@pytest.fixture(scope="module")
+def axe_js() -> str:
+    return axe_source()
 
 
 @pytest.fixture()
@@ -27,14 +36,17 @@ def page(browser):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("chapter", PAGES, ids=[c.slug or "home" for c in PAGES])
-def test_page_in_browser(server, page, chapter, lang):
+def test_page_in_browser(server, page, axe_js, chapter, lang):
     page.goto(server.url(chapter.slug, lang=lang), wait_until="domcontentloaded")
     wait_idle(page)
-    wait_charts(page)
     assert exceptions(page) == []
     assert page.locator("h1").count() >= 1
     if lang == "zh":
         assert any("\u4e00" <= ch <= "\u9fff" for ch in page.locator("h1").first.inner_text())
+    skip_questions(page, lang)          # the whole chapter, answers included
+    wait_charts(page, every=True)
+    assert exceptions(page) == []
+    assert axe_violations(page, axe_js) == []
     if move_first_slider(page) is not None:
         assert exceptions(page) == []
     shot(page, f"{chapter.slug or 'home'}-{lang}")

@@ -18,7 +18,7 @@ def test_twins_are_read_but_not_seen_and_html_lang_follows_the_language(server, 
     pg.goto(server.url("loss-and-gradients", lang="zh"), wait_until="domcontentloaded")
     wait_idle(pg)
     skip_questions(pg, "zh")                   # every chart of the chapter (predict, then reveal)
-    n = wait_charts(pg, every=True)
+    n = wait_charts(pg, every=True, at_least=2)
     assert exceptions(pg) == [] and n >= 2
     assert pg.evaluate("document.documentElement.lang") == "zh"
     twins = pg.locator("p.lmviz-twin")

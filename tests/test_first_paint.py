@@ -60,11 +60,10 @@ def test_serve_py_routes_every_chapter():
 def test_a_page_hands_out_a_signed_browser_id_once():
     """Classroom mode's one answer per browser: the page's response sets the signed cookie
     ``lmviz_id`` when the browser has no valid one (a forged value gets a fresh one)."""
-    import asyncio
-
     from starlette.requests import Request
 
     from lmviz.server.classroom import BrowserIds
+    from tests.conftest import run_async
 
     route = next(r for r in first_paint.routes() if r.path == "/")
 
@@ -74,7 +73,7 @@ def test_a_page_hands_out_a_signed_browser_id_once():
             headers.append((b"cookie", f"{BrowserIds.COOKIE}={cookie}".encode()))
         scope = {"type": "http", "method": "GET", "path": "/", "query_string": b"follow=ABCDEFG",
                  "headers": headers, "scheme": "http", "server": ("127.0.0.1", 80)}
-        return asyncio.run(route.endpoint(Request(scope)))
+        return run_async(route.endpoint(Request(scope)))   # a browser test may own the loop
 
     first = get(None)
     set_cookie = first.headers["set-cookie"]

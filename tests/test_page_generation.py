@@ -218,7 +218,7 @@ def _chart_y(page, index: int, trace: int = 0) -> list[float]:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_browser_temperature_and_top_p_sliders_redraw(server, browser, lang):
     """Streamlit 1.67 sliders are <input type=range>: focus one, press a key, the chart follows."""
-    from tests.browser_util import exceptions, wait_charts, wait_idle
+    from tests.browser_util import exceptions, skip_questions, wait_charts, wait_idle
 
     srv = server  # the shared server and browser of tests/conftest.py
     ctx = browser.new_context(viewport={"width": 1400, "height": 900})
@@ -229,7 +229,8 @@ def test_browser_temperature_and_top_p_sliders_redraw(server, browser, lang):
         wait_idle(page)
         page.goto(srv.url("generation", lang=lang), wait_until="domcontentloaded")
         wait_idle(page)
-        wait_charts(page)
+        skip_questions(page, lang)              # the temperature section waits behind a question
+        wait_charts(page, at_least=3)
         sliders = page.locator("[data-testid=stSlider] input[type=range]")
         assert sliders.nth(0).get_attribute("step") == "0.05"          # τ is the first slider
         bars0 = _chart_y(page, 0)
