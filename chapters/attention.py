@@ -4,10 +4,17 @@ multi-head concatenation and output projection checked against the model; the no
 experiment (√d_k-scaling example) and the causal mask (causal-mask example)."""
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
+from lmviz.chapters.claims import pronoun
 from ui import session, render, urlstate
 from ui.i18n import lang, t
+from viz.attention import (
+    pronoun_figure, multi_head_figure, heads_figure, heatmap, weighted_sum_figure,
+    saturation_figure, variance_figure, softmax_pair_figure,
+)
 
 render.page_header("att.title", "att.intro")
 
@@ -74,8 +81,6 @@ def _multi_head(_model, model_key: str, ids: tuple[int, ...], layer: int):
 
 def _md(text: str) -> str:
     """User text safe inside Markdown: Markdown punctuation (and so any HTML) backslashed."""
-    import re
-
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", text)
 
 
@@ -83,7 +88,6 @@ def _md(text: str) -> str:
 def sec_why():
     from lmviz.chapters.attention import find_span, pronoun_attention
     from lmviz.chapters.embedding import encode_for_model
-    from viz.attention import pronoun_figure
 
     b = _bundle()
     if b is None:
@@ -130,8 +134,6 @@ def sec_why():
     if control is None:
         st.warning(t("att.why_ctrl_missing", ctrl=_md(ctrl), ref=_md(ref)))
     else:
-        from lmviz.chapters.claims import pronoun
-
         c = pronoun(control.referent, control.control, control.recency, control.uniform)
         render.md(render.claim(c, ref=_md(ref), ctrl=_md(ctrl), pron=_md(pron), lh=lh, dist=control.distance))
     if b.source == "default":
@@ -161,7 +163,6 @@ def _control(b, text, enc, span, ctrl, pron_ids, p):
 
 def sec_multi_head():
     from lmviz.chapters.embedding import encode_for_model
-    from viz.attention import multi_head_figure
 
     b = _bundle()
     if b is None:
@@ -209,8 +210,6 @@ def sec_live():
 
 @st.fragment
 def _stepper(b, ids, tokens, n_layer, n_head, dh):
-    from viz.attention import heads_figure, heatmap
-
     c1, c2, c3 = st.columns([1, 1, 2])
     with c1:
         layer = urlstate.slider(t("att.layer"), 1, n_layer, 1, param="L", key="att_layer") if n_layer > 1 else 1
@@ -260,7 +259,6 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _w17_fig(code: str):
     from lmviz.chapters.attention import weighted_sum_terms
-    from viz.attention import weighted_sum_figure
 
     ws = weighted_sum_terms([0.2, 0.3, 0.5], [[1, 0], [0, 2], [2, 2]])
     return weighted_sum_figure(ws, ["v1", "v2", "v3"], t("att.w17_out"), title=t("att.w17_fig"))
@@ -268,8 +266,6 @@ def _w17_fig(code: str):
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _scale_figs(code: str):
-    from viz.attention import saturation_figure, variance_figure
-
     rows = _variance((4, 16, 64, 256, 1024))
     return (variance_figure(rows, x_title="d_k", y_title=t("att.var_y"),
                             names=(t("att.raw"), t("att.scaled_name"), "y = d_k"), title=t("att.var_title")),
@@ -280,7 +276,6 @@ def _scale_figs(code: str):
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _one_query_fig(code: str, d_k: int):
     from lmviz.chapters.attention import softmax_example
-    from viz.attention import softmax_pair_figure
 
     p = softmax_example(d_k)
     return softmax_pair_figure(p.raw, p.scaled, x_title=t("att.key_n"), y_title=t("att.weight"),
@@ -291,7 +286,6 @@ def _one_query_fig(code: str, d_k: int):
 def _mask_figs(code: str):
     from lmviz.chapters.attention import causal_demo
     from lmviz.chapters.embedding import toy_embedding
-    from viz.attention import heatmap
 
     e = toy_embedding()
     d = causal_demo(e.E[:5])

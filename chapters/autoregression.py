@@ -2,12 +2,18 @@
 teacher forcing (teacher-forcing example), why training is parallel and generation is not, and the causal mask (causal-mask example)."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import streamlit as st
 
 from lmviz.tokenizer import fit_context
+from lmviz.tokenizer import TOY_EN
 from ui import session, render, urlstate
 from ui.chapters import by_slug
 from ui.i18n import t
+from ui.i18n import lang
+from viz.autoregression import chain_figure, attention_figure, mask_figure
 
 MAX_TOKENS_PARALLEL = 32   # prefix passes cost one forward each: keep the check well under 0.5 s
 TF_TOKENS = 12             # the live teacher-forcing table: one column per token, kept readable
@@ -54,7 +60,6 @@ def _sentence() -> str:
 # ---------------------------------------------------------------- sections ----------------
 def sec_chain():
     from lmviz.chapters.autoregression import toy_chain_rule
-    from viz.autoregression import chain_figure
 
     render.md(t("ar.chain_md"))
     st.latex(r"P(x_1,\ldots,x_n)=\prod_{t=1}^{n}P(x_t\mid x_{<t}),\qquad "
@@ -80,8 +85,6 @@ def sec_chain():
 
 
 def sec_live():
-    from viz.autoregression import chain_figure
-
     render.md(t("ar.live_md"))
     urlstate.text(t("ar.live_label"), t("ar.live_default"), param="s", key="ar_text", max_chars=200)
     text = _sentence()
@@ -118,10 +121,7 @@ def _where_seen(text: str, corpus: str) -> str:
 def _baselines_text(b, mean_loss: float, text: str) -> str:
     """The sentence's mean loss beside the uniform guess and, for the default model, its held-out
     loss and the unigram baseline on held-out text of this language (from the model's metadata)."""
-    import math
-
     from lmviz.baselines import language_report, uniform_baseline
-    from ui.i18n import lang
 
     V = b.tokenizer.vocab_size
     u = uniform_baseline(V)
@@ -187,11 +187,7 @@ def sec_parallel():
 
 
 def sec_mask():
-    import numpy as np
-
     from lmviz.chapters.autoregression import causal_mask_demo, toy_scores
-    from lmviz.tokenizer import TOY_EN
-    from viz.autoregression import attention_figure, mask_figure
 
     render.md(t("ar.mask_md"))
     T = urlstate.slider(t("ar.mask_T"), 2, 6, 5, 1, param="T", key="ar_mask_T")

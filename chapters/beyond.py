@@ -5,8 +5,18 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from lmviz.capitals import NOTES_SENTENCES, country_floor, notes_floor
+from lmviz.chapters.beyond_retrieval import BM25, load_documents, fit_window, best_sentence
+from lmviz.chapters.claims import robot, answer_shift
+from lmviz.tokenizer import fit_context
 from ui import session, render, urlstate
 from ui.i18n import lang, t
+from viz.beyond import (
+    attention_figure, loss_curve_figure, position_loss_figure, summary_figure, bin_probs_figure,
+    binning_figure, rollout_figure, token_row_figure, shift_figure, scores_figure, context_figure,
+    position_use_figure, pipeline_figure,
+)
+from viz.tokenization import visible
 
 render.page_header("bey.title", "bey.intro")
 
@@ -67,8 +77,6 @@ def _untrained(lang_code: str, vocab_size: int, block: int):
 
 
 def sec_structure():
-    from viz.beyond import attention_figure, loss_curve_figure, position_loss_figure, summary_figure
-
     render.md(t("bey.struct_md"))
     corpus_lang = urlstate.selectbox(t("bey.corpus_lang"), ["en", "zh"], index=0 if lang() == "en" else 1,
                                      param="wl", key="bey_wlang",
@@ -141,8 +149,6 @@ def sec_structure():
 def _corpora_side_by_side(corpus) -> None:
     """The notes' own three sentences next to the corpus lmviz generates, each with the best loss a
     bigram can reach at the country (lmviz.capitals.country_floor)."""
-    from lmviz.capitals import NOTES_SENTENCES, country_floor, notes_floor
-
     nf, gf = notes_floor(), country_floor(list(corpus.sentences))
     left, right = st.columns(2)
     with left:
@@ -166,7 +172,6 @@ def _untrained_policy(n_bins: int):
 def sec_robot():
     from lmviz.chapters.beyond_robot import (INSTRUCTIONS, RobotConfig, decode_bins, round_trip, rollout,
         token_label)
-    from viz.beyond import bin_probs_figure, binning_figure, rollout_figure, token_row_figure
 
     render.md(t("bey.robot_md"))
     st.info(t("bey.robot_obs", n=len(INSTRUCTIONS), bins=RobotConfig().n_obs_bins))
@@ -227,7 +232,6 @@ def sec_robot():
         render.plot(rollout_figure(paths, START, TARGET, start_label=t("bey.start"), target_label=t("bey.target"),
                                    title=t("bey.rollout_title")),
                     key="bey_rollout", filename="robot-rollout")
-        from lmviz.chapters.claims import robot
 
         render.md(render.claim(robot(float(np.linalg.norm(offset)), r_model.final_distance), model=name))
 
@@ -241,8 +245,6 @@ def _bundle():
 
 @st.cache_resource(show_spinner=False)
 def _docs():
-    from lmviz.chapters.beyond_retrieval import BM25, load_documents
-
     docs = load_documents()
     return docs, BM25([d.text for d in docs])
 
@@ -263,12 +265,6 @@ def _shift(prompt: str, context: str, answer: str, names: tuple[str, str], key: 
     """The next-token distribution after ``prompt`` alone and after ``context + prompt`` (the
     context cut at its end to fit the window, the cut measured), and what it does to the
     probability of the answer's first token (lmviz.chapters.claims.answer_shift)."""
-    from lmviz.chapters.claims import answer_shift
-    from lmviz.chapters.beyond_retrieval import fit_window
-    from lmviz.tokenizer import fit_context
-    from viz.beyond import shift_figure
-    from viz.tokenization import visible
-
     b = _bundle()
     block = b.model.cfg.block_size
     prompt_fit = fit_context(b.tokenizer, prompt, block, keep="end")
@@ -298,8 +294,6 @@ def _shift(prompt: str, context: str, answer: str, names: tuple[str, str], key: 
 
 
 def sec_knowledge():
-    from viz.beyond import scores_figure
-
     render.md(t("bey.know_md"))
     b = _bundle()
     if b is None:
@@ -314,7 +308,6 @@ def sec_knowledge():
     if scores[best] <= 0:
         st.warning(t("bey.no_hit"))
         return
-    from lmviz.chapters.beyond_retrieval import best_sentence
 
     passage = best_sentence(docs[best].text, query)
     left, right = st.columns([2, 3])
@@ -332,8 +325,6 @@ def sec_knowledge():
 
 
 def sec_window():
-    from viz.beyond import context_figure
-
     render.md(t("bey.window_md"))
     render.md(t("bey.note_summary"))
     b = _bundle()
@@ -371,8 +362,6 @@ def _position_loss(lang_code: str, model_key: str, _b):
 
 def _window_use(b) -> None:
     """Holding a long context is not using it: the live model's loss at each position of its window."""
-    from viz.beyond import position_use_figure
-
     try:
         r = _position_loss(lang(), session.model_key(b), b)
     except ValueError:
@@ -394,8 +383,6 @@ def sec_objective():
 
 
 def sec_post():
-    from viz.beyond import pipeline_figure
-
     render.md(t("bey.post_md"))
     stages = [(t(f"bey.stage{i}"), t(f"bey.stage{i}_body")) for i in range(1, 4)]
     render.plot(pipeline_figure(stages, title=t("bey.post_title")), key="bey_post", filename="post-training")

@@ -8,13 +8,19 @@ import re
 import numpy as np
 import streamlit as st
 
+import lmviz
 from lmviz.attention import tile_size, traffic_bytes_dense, traffic_bytes_tiled
+from lmviz.chapters.claims import power_law
 from lmviz.chapters.cost import (MEMORY_RECIPES, attention_dominates_from, attention_flops,
                          chinchilla_optimal, chinchilla_optimal_fit, decode_step_flops,
                          layer_flops, training_flops, training_memory_bytes)
+from lmviz.chapters.cost import measure_attention_rounds
+from lmviz.numfmt import magnitude, sci
+from lmviz.tokenizer import fit_context
 from ui import session, render, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import t
+from ui.i18n import lang, catalogue
 from viz import cost as vc
 from viz.tokenization import visible
 
@@ -31,16 +37,11 @@ render.page_header("cost.title", "cost.intro")
 
 def _human(x: float) -> str:
     """12_300_000 -> '12.3 M' in English, '1230 万' in Chinese (lmviz.numfmt.magnitude)."""
-    from lmviz.numfmt import magnitude
-    from ui.i18n import lang
-
     return magnitude(x, lang())
 
 
 def _sci(x: float) -> str:
     """5.88e23 -> '5.88 × 10²³' (lmviz.numfmt.sci)."""
-    from lmviz.numfmt import sci
-
     return sci(x)
 
 
@@ -50,8 +51,6 @@ def _mib(b: float) -> str:
 
 # ---------------------------------------------------------------- 1. measured n^2 ---------
 def _measure(ctx):
-    from lmviz.chapters.cost import measure_attention_rounds
-
     return measure_attention_rounds(BENCH_NS, BENCH_ROUNDS, repeats=3, cancel=ctx.cancelled,
                                     on_round=lambda i: ctx.progress(i, BENCH_ROUNDS))
 
@@ -64,14 +63,10 @@ def _bench_snapshot():
 
 
 def _device_name() -> str:
-    import lmviz
-
     return lmviz.device_name()
 
 
 def _timing_view(series) -> None:
-    from lmviz.chapters.claims import power_law
-
     rows = series.median()
     lo, hi = series.spread()
     c1, c2 = st.columns([3, 2])
@@ -133,7 +128,6 @@ def _qkv(prompt: str, layer: int, head: int, model_key: str, _model, _tok):
     to the model's context (the fit_context record says how much was cut)."""
     import torch
 
-    from lmviz.tokenizer import fit_context
 
     fit = fit_context(_tok, prompt, _model.cfg.block_size)
     if not fit.ids:
@@ -345,8 +339,6 @@ def sec_where() -> None:
 # ---------------------------------------------------------------- 4. budgets ---------------
 def _recipe_label(name: str) -> str:
     """A memory recipe's name in the page's language (the core's English name as fallback)."""
-    from ui.i18n import catalogue, lang
-
     key = "cost.recipe." + re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
     return catalogue(lang()).get(key, name)
 

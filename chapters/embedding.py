@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from lmviz.chapters.claims import cosine_by_distance, positions
 from ui import session, render, urlstate
 from ui.i18n import lang, t
+from viz.attention import heatmap
+from viz.embedding import table_figure, two_orders_figure, vector_sum_figure, rope_plane_figure
+from viz.theme import COLORS
 
 render.page_header("emb.title", "emb.intro")
 
@@ -22,7 +26,6 @@ def _dims(d: int) -> list[str]:
 
 def sec_toy():
     from lmviz.chapters.embedding import lookup, toy_embedding
-    from viz.embedding import table_figure
 
     e = toy_embedding()
     render.md(t("emb.toy_text"))
@@ -48,8 +51,6 @@ def sec_position():
     import torch
 
     from lmviz.chapters.embedding import TOY_P3, add_position, order_check, toy_embedding
-    from viz.embedding import two_orders_figure, vector_sum_figure
-    from viz.theme import COLORS
 
     e = toy_embedding()
     robot = e.E[3]
@@ -84,7 +85,6 @@ def _rows(model_key: str, _E, ids: tuple[int, ...]):
 
 def sec_live():
     from lmviz.chapters.embedding import encode_for_model
-    from viz.embedding import table_figure
 
     try:
         b = session.live_bundle()
@@ -117,7 +117,6 @@ def sec_live():
 
 def sec_positions():
     from lmviz.model import sinusoidal_positions
-    from viz.attention import heatmap
 
     names = {s: t(f"emb.scheme.{s}") for s in SCHEMES}   # translated now, not at format time
     scheme = urlstate.selectbox(t("emb.scheme"), SCHEMES, param="pos", key="emb_scheme",
@@ -150,7 +149,6 @@ def sec_positions():
         render.plot(heatmap(Pn @ Pn.T, title=t("emb.pos_sim"), x_title=t("emb.position"),
                             y_title=t("emb.position"), diverging=True, text=False, height=420,
                             zmin=-1.0, zmax=1.0), key="emb_pos_sim", filename=f"positions-{scheme}-similarity")
-    from lmviz.chapters.claims import cosine_by_distance, positions
 
     st.caption(render.claim(positions(cosine_by_distance(P.numpy()))))
 
@@ -159,8 +157,6 @@ def _rope():
     import torch
 
     from lmviz.chapters.embedding import rope_offset_demo
-    from viz.attention import heatmap
-    from viz.embedding import rope_plane_figure
 
     g = torch.Generator().manual_seed(0)
     q, k = torch.randn(8, generator=g), torch.randn(8, generator=g)

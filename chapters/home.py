@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from lmviz.chapters import examples
 from ui import render
 from ui.chapters import by_slug, registered
 from ui.i18n import lang, t
@@ -50,8 +51,6 @@ def sec_pipeline() -> None:
 def _tour_args(slug: str) -> dict:
     """The numbers and names a tour line states, read from the chapters' own defaults in the
     current language (lmviz.chapters.examples), never typed into the sentence."""
-    from lmviz.chapters import examples
-
     code = lang()
     if slug == "training":
         return {"preset": t(f"train.preset_{examples.DEFAULT_SETUP.get(code, examples.DEFAULT_SETUP['en'])[1]}")}

@@ -2,13 +2,19 @@
 and what an edit invalidates, how big a cache gets (KV-cache-size example) and how fast decoding is with it (decode-speed example)."""
 from __future__ import annotations
 
-
 import numpy as np
 import streamlit as st
 
+import lmviz
+from lmviz.chapters.questions import KV_PRESET
+from lmviz.tokenizer import fit_context
 from ui import session, render, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import listed, t
+from viz.kv_cache import (
+    cache_figure, next_token_figure, query_figure, recompute_figure, edit_figure, bytes_figure,
+    variants_figure, speed_figure,
+)
 from viz.tokenization import visible
 
 render.page_header("kv.title", "kv.intro")
@@ -79,7 +85,6 @@ def _labels(words: list[str]) -> list[str]:
 # ---------------------------------------------------------------- the stepper ----
 def _draw_step(rec: dict, step: int, key: str, layers: list[int] | None = None) -> None:
     """Cache heatmaps, the new q's attention, the next-token bar and the recompute grid."""
-    from viz.kv_cache import cache_figure, next_token_figure, query_figure, recompute_figure
     from lmviz.chapters.kv_cache import recompute_plan
 
     start, end = rec["spans"][step]
@@ -123,8 +128,6 @@ def _draw_step(rec: dict, step: int, key: str, layers: list[int] | None = None) 
 
 
 def _top_next(rec: dict, step: int, k: int = 10):
-    from viz.kv_cache import next_token_figure
-
     probs = rec["probs"][step]
     top = np.argsort(-probs)[:k]
     words = [visible(rec["vocab"][i]) for i in top]
@@ -169,7 +172,6 @@ def sec_live():
     with c1:
         text = urlstate.text(t("kv.prompt"), t("kv.default_prompt"), param="prompt", key="kv_prompt",
                              max_chars=LIVE_MAX_PROMPT)
-    from lmviz.tokenizer import fit_context
 
     fit = fit_context(tok, text, max(1, cfg.block_size - 1), keep="end")   # room for one new token
     # (the sentence says "here": this page reads one token less than the context holds)
@@ -214,7 +216,6 @@ def sec_why():
     kd, vd, changed = _edit(tuple(ids), pos, new_id)
     edited = list(words)
     edited[pos] = toy.tokenizer.token(new_id)
-    from viz.kv_cache import edit_figure
 
     render.plot(edit_figure(kd, _labels(edited), pos, title=t("kv.edit_title"), layer_label=t("common.layer_n"),
                             color_label="max |ΔK|"), key="kv_edit", filename="kv-edit")
@@ -234,8 +235,6 @@ def _apply_preset():
 def sec_memory():
     from lmviz.kv_cache import DTYPE_BYTES, kv_cache_bytes, max_tokens_for_budget
     from lmviz.chapters.kv_cache import MODEL_SHAPES, attention_variants
-    from lmviz.chapters.questions import KV_PRESET
-    from viz.kv_cache import bytes_figure, variants_figure
 
     render.md(t("kv.mem_intro"))
     names = list(MODEL_SHAPES)
@@ -310,7 +309,6 @@ def sec_speed():
     except Exception:  # noqa: BLE001
         st.warning(t("kv.no_live"))
         return
-    import lmviz
     from lmviz.chapters.kv_cache import SPEED_CONFIG, SPEED_MIN_CONTEXT, SPEED_PROMPT
 
     device = lmviz.device_name()
@@ -360,7 +358,6 @@ def sec_speed():
 
 def _draw_speed(r, cfg) -> None:
     from lmviz.chapters.kv_cache import growth, step_flops
-    from viz.kv_cache import speed_figure
 
     gc, gu = growth(r.cache_len, r.cached_ms), growth(r.cache_len, r.uncached_ms)
     lens = gc.lens

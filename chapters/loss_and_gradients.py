@@ -4,11 +4,18 @@ one SGD step on an embedding entry (one-SGD-step example), and mini-batch gradie
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
+import numpy as np
 import streamlit as st
 
 from ui import session, render, urlstate
 from ui.i18n import lang, t
+from viz.loss_and_gradients import (
+    nll_curve_figure, softmax_figure, descent_figure, noise_error_figure, noise_scatter_figure,
+    line_figure,
+)
+from viz.tokenization import visible
 
 NAMES = ("A", "B", "C")
 PPL_SOURCES = ("english", "poetry", "chinese", "code", "own")
@@ -144,7 +151,6 @@ def _noise_job(model_key: str, corpus: str, param: str, _b):
 @st.fragment
 def sec_softmax():
     from lmviz.chapters.loss_and_gradients import cross_entropy
-    from viz.loss_and_gradients import nll_curve_figure, softmax_figure
 
     render.md(t("loss.softmax_md"))
     answer = r"\text{" + t("loss.fig.answer") + "}"   # a catalogue word: the formula is read too
@@ -232,8 +238,6 @@ def _likelihood(text: str, model_key: str, _b):
 
 
 def sec_mle():
-    from viz.tokenization import visible
-
     render.md(t("loss.mle_body"))
     st.latex(r"L(\theta)=-\frac{1}{N}\sum_{t=1}^{N}\ln p_\theta(x_{t+1}\mid x_{\le t})"
              r"\quad\Longleftrightarrow\quad \max_\theta \prod_t p_\theta(x_{t+1}\mid x_{\le t})")
@@ -270,7 +274,6 @@ def sec_mle():
 def sec_onestep():
     from lmviz.chapters.loss_and_gradients import (one_param_autograd, one_param_contraction,
         one_param_descent, one_param_step)
-    from viz.loss_and_gradients import descent_figure
 
     render.md(t("loss.one_md"))
     c1, c2 = st.columns(2)
@@ -344,10 +347,6 @@ def sec_noise():
 
 
 def _draw_noise(r):
-    import numpy as np
-
-    from viz.loss_and_gradients import noise_error_figure, noise_scatter_figure
-
     left, right = st.columns(2)
     with left:
         fig = noise_scatter_figure(r.rows, r.ref_norm, x_title=t("loss.fig.along"), y_title=t("loss.fig.across"),
@@ -367,8 +366,6 @@ def _draw_noise(r):
 
 # ---------------------------------------------------------------- non-convexity ----------
 def _line_work(same_init: bool, ctx):
-    from types import SimpleNamespace
-
     from lmviz.data import load_corpus
     from lmviz.chapters.loss_and_gradients_objective import LINE_TEXT_CHARS, nonconvexity
 
@@ -410,8 +407,6 @@ def sec_line():
 
 
 def _draw_line(r):
-    from viz.loss_and_gradients import line_figure
-
     fig = line_figure(r.alphas, r.losses, r.loss_a, r.loss_b, x_title=t("loss.line_x"), y_title=t("loss.line_y"),
                       curve_name=t("loss.line_curve"), chord_name=t("loss.line_chord"),
                       ends=(t("loss.line_end", name="A"), t("loss.line_end", name="B")))

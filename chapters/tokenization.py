@@ -10,6 +10,7 @@ import streamlit as st
 
 from lmviz import limits
 from lmviz.bpe import split_heldout, train_bpe, vocab_tradeoff
+from lmviz.limits import DRAW_TOKENS
 from ui import render, session, urlstate
 from ui.i18n import lang, listed, t
 from viz.tokenization import (pair_counts_figure, segmentation, token_chips_html,
@@ -328,7 +329,6 @@ def _special_column(title: str, tk, sample: str) -> None:
 
 def _special_section() -> None:
     from lmviz.chapters.tokenization import PAD_LABEL
-    from ui import session
 
     render.md(t("tok.sp_body"))
     sample = st.text_input(t("tok.sp_sample"), value=UNKNOWN_DEFAULT[lang()], max_chars=80, key="tok_sp_text")
@@ -379,9 +379,6 @@ REAL_DEFAULT = {"en": "Unbelievably, 学习 means learning.", "zh": "学生在�
 def _real_section() -> None:
     """The pretrained model's own tokenizer (chosen in the sidebar) on the user's text: its pieces
     as bytes, the character a partial piece helps spell, and each merge's rank."""
-    from lmviz.limits import DRAW_TOKENS
-    from ui import session
-
     b = session.try_live_bundle(None)
     if b is None or b.source != "pretrained":
         render.md(t("tok.real_none"))

@@ -1,12 +1,20 @@
 """Live training: a real GPT trained in a background thread while the page watches it learn."""
 from __future__ import annotations
 
+import logging
+
+import numpy as np
 import streamlit as st
 
+import lmviz
 from lmviz import limits
+from lmviz.chapters.claims import baseline
+from lmviz.chapters.examples import DEFAULT_SETUP
+from lmviz.tokenizer import CharTokenizer
 from ui import session, render, urlstate
-from ui.i18n import lang, t
 from ui import replay_section
+from ui.i18n import lang, t
+from viz.training import loss_figure, ppl_lr_figure, attention_figure, entropy
 
 MAX_OWN_CHARS = 200_000          # text area: longer pasted text is cut here, with a message
 # the hyper-parameters a user may change, with the form's step; their ranges are
@@ -86,10 +94,9 @@ def _knob_problems(values: dict) -> list[str]:
 
 
 def sec_setup() -> None:
-    from lmviz.chapters.examples import DEFAULT_SETUP
-    from lmviz.train import CORPORA as BUNDLED, PRESETS as CFGS, TOKENIZERS
+    from lmviz.train import CORPORA as BUNDLED, FIXED_TOKENIZER, OWN, PRESETS as CFGS, TOKENIZERS, plan_training
 
-    CORPORA, PRESETS = (*BUNDLED, "own"), tuple(CFGS)
+    CORPORA, PRESETS = (*BUNDLED, OWN), tuple(CFGS)
     _, _, BPE_MERGES_MAX = _bounds("bpe_merges")
 
     d_corpus, d_preset = DEFAULT_SETUP.get(lang(), DEFAULT_SETUP["en"])
@@ -100,18 +107,18 @@ def sec_setup() -> None:
     with c2:
         preset = urlstate.selectbox(t("train.preset"), PRESETS, PRESETS.index(d_preset), param="preset",
                                     key="train_preset", format_func={p: t(f"train.preset_{p}") for p in PRESETS}.get)
-    poetry = corpus == "poetry"               # its own vocabulary: one token per character
+    fixed = corpus in FIXED_TOKENIZER         # poetry: its own vocabulary, one token per character
     with c3:
         tok = urlstate.selectbox(t("train.tokenizer"), TOKENIZERS, 0, param="tok", key="train_tok",
-                                 format_func={k: t(f"train.tok_{k}") for k in TOKENIZERS}.get, disabled=poetry)
+                                 format_func={k: t(f"train.tok_{k}") for k in TOKENIZERS}.get, disabled=fixed)
     base = CFGS[preset]
     st.caption(t(f"train.preset_{preset}_note", **base.to_dict()))
-    if poetry:
+    if fixed:
         from lmviz.poetry import vocab_facts
 
-        tok = "char"
+        tok = FIXED_TOKENIZER[corpus]
         st.caption(t("train.vocab_reason", **vocab_facts()))
-    text = _own_text() if corpus == "own" else None
+    text = _own_text() if corpus == OWN else None
     values = {}
     with st.expander(t("train.custom")):
         cols = st.columns(3)
@@ -135,42 +142,27 @@ def sec_setup() -> None:
         st.session_state["train_setup"] = None
         return
     values["tokenizer"] = tok
-    from lmviz.train import make_config
-
-    try:
-        cfg = make_config(preset, **{k: v for k, v in values.items() if v is not None})
-    except ValueError as e:
-        st.error(t("train.err_config", msg=str(e)))
-        st.session_state["train_setup"] = None
-        return
-    if corpus == "own" and not text:
+    if corpus == OWN and not text:
         st.info(t("train.need_text"))
         st.session_state["train_setup"] = None
         return
-    check = _budget(cfg, corpus, text)
-    sentences = [t(r.key, **r.params) for r in check.reasons]
-    if not check.ok:                          # too large for this server: refused, with the reasons
+
+    # the one planning call (lmviz.train.plan_training): config, tokenizer and budget; the
+    # trainer is built from its cfg
+    plan = plan_training(corpus, preset, {k: v for k, v in values.items() if v is not None}, text,
+                         lmviz.device().type)
+    if plan.error:
+        st.error(t("train.err_config", msg=plan.error))
+        st.session_state["train_setup"] = None
+        return
+    sentences = [t(r.key, **r.params) for r in plan.budget.reasons]
+    if not plan.ok:                           # too large for this server: refused, with the reasons
         st.error("\n\n".join([t("train.budget_refused")] + sentences))
         st.session_state["train_setup"] = None
         return
     if sentences:                             # only the batch was too large: lowered, and said so
         st.warning("\n\n".join(sentences))
-    st.session_state["train_setup"] = (corpus, preset, check.cfg, text)
-
-
-def _budget(cfg, corpus: str, text: str | None):
-    """lmviz.limits.check_budget of cfg on this corpus's vocabulary (an upper bound for the
-    user's text, the default bound for the bundled corpora) and this server's device."""
-    import lmviz
-    if corpus == "poetry":
-        from lmviz.poetry import poetry_tokenizer
-
-        vocab = poetry_tokenizer().vocab_size
-    elif corpus == "own" and text:
-        vocab = limits.vocab_bound(text, cfg)
-    else:
-        vocab = limits.DEFAULT_VOCAB
-    return limits.check_budget(cfg, vocab, lmviz.device().type)
+    st.session_state["train_setup"] = (corpus, preset, plan.cfg, text)
 
 
 # ------------------------------------------------------------------ controls ---------------
@@ -298,7 +290,6 @@ def _baseline_lines(base, snap, ppl: bool = False) -> list:
     """The labelled uniform and unigram lines of the loss (or perplexity) chart."""
     if base is None:
         return []
-    from lmviz.tokenizer import CharTokenizer
 
     unigram_key = "train.f_unigram" if isinstance(snap.tokenizer, CharTokenizer) else "train.f_unigram_tok"
     if ppl:
@@ -308,8 +299,6 @@ def _baseline_lines(base, snap, ppl: bool = False) -> list:
 
 
 def _curves(snap, base) -> None:
-    from viz.training import loss_figure, ppl_lr_figure
-
     steps = [m.step for m in snap.steps]
     c1, c2 = st.columns([3, 2])
     with c1:
@@ -334,10 +323,6 @@ def _curves(snap, base) -> None:
 def _crossing(snap, base):
     """When this run first went below the frequency guess (lmviz.chapters.claims.baseline): its step and
     the seconds of training up to it (the steps' own wall times, pauses and evaluations left out)."""
-    import numpy as np
-
-    from lmviz.chapters.claims import baseline
-
     done = dict(zip([m.step for m in snap.steps], np.cumsum([m.dt_ms for m in snap.steps]) / 1e3))
     evals = [e for e in snap.evals if e.step > 0]
     return baseline([e.step for e in evals], [float(done.get(e.step, 0.0)) for e in evals],
@@ -370,8 +355,6 @@ def _form(samples) -> None:
 
 
 def _attention(snap) -> None:
-    from viz.training import attention_figure, entropy
-
     render.md(f"**{t('train.att')}**")
     if snap.attention is None:
         return
@@ -429,7 +412,6 @@ def sec_upload() -> None:
         st.error(t("train.err_ckpt", msg=t(e.key, **e.params)))
         return
     except Exception:  # noqa: BLE001 - any other failure: a sentence in the page's language, never
-        import logging  # Python's own (English) message; the server's log keeps the traceback
 
         logging.getLogger(__name__).exception("checkpoint upload failed")
         st.error(t("train.err_ckpt", msg=t("ckpt.err_unexpected")))

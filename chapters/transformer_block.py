@@ -3,11 +3,16 @@
 word at the same position after two left contexts, cosine per layer on the live model."""
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
-from lmviz.chapters.examples import CONTEXTS  # (sentence a, sentence b, word), shared with the tour
+from lmviz.chapters.examples import CONTEXTS
 from ui import session, render, urlstate
 from ui.i18n import lang, t
+from viz.pipeline import Stage, pipeline_figure
+from viz.theme import TOKEN_CYCLE
+from viz.transformer_block import stream_figure, norms_figure, cosine_figure
 
 render.page_header("blk.title", "blk.intro")
 
@@ -33,8 +38,6 @@ _key = session.model_key
 
 def sec_shapes():
     from lmviz.chapters.embedding import encode_for_model
-    from viz.pipeline import Stage, pipeline_figure
-    from viz.theme import TOKEN_CYCLE
 
     b = _bundle()
     if b is None:
@@ -73,8 +76,6 @@ def sec_shapes():
 
 @st.fragment
 def _stream(tr, tokens):
-    from viz.transformer_block import stream_figure
-
     pos = urlstate.slider(t("blk.position"), 1, len(tokens), len(tokens), param="bp", key="blk_pos")
     i = pos - 1
     labels, vals = [t("blk.st.embed")], [float(tr.x0[i].norm())]
@@ -102,7 +103,6 @@ def _parse_vector(raw: str) -> list[float] | None:
 
 def sec_norms():
     from lmviz.chapters.transformer_block import norm_steps
-    from viz.transformer_block import norms_figure
 
     render.md(t("blk.norm_text"))
     raw = urlstate.text(t("blk.vector"), "2, -1, 0.5, 3.5", param="vec", key="blk_vec", max_chars=200)
@@ -132,7 +132,6 @@ def sec_norms():
 def sec_context():
     from lmviz.chapters.transformer_block import contextual_cosine, find_word
     from lmviz.chapters.embedding import encode_for_model
-    from viz.transformer_block import cosine_figure
 
     b = _bundle()
     if b is None:
@@ -170,8 +169,6 @@ def sec_context():
 
 def _md(text: str) -> str:
     """User text safe inside Markdown: HTML escaped, Markdown punctuation backslashed."""
-    import re
-
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", text)
 
 

@@ -466,6 +466,67 @@ def default_prompt(text: str, corpus: str | None = None) -> str:
     return words[0][:8] + " " if words else text[:4]
 
 
+OWN = "own"                              # the user's own text as the corpus (the training chapter's upload)
+FIXED_TOKENIZER = {"poetry": "char"}     # corpora that bring their own tokenizer: the user's choice is ignored
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """What one Start would train, decided once (``plan_training``): the page draws it and the
+    trainer is built from its ``cfg``."""
+    corpus: str                 # a CORPORA name, or OWN
+    preset: str                 # a PRESETS name
+    tokenizer: str              # the tokenizer the run uses (the corpus's own when it brings one)
+    tokenizer_fixed: bool       # the corpus brings its own tokenizer (FIXED_TOKENIZER)
+    error: str                  # make_config's message when the settings are invalid, else ""
+    budget: object | None       # lmviz.limits.BudgetCheck of the config (None when ``error``)
+
+    @property
+    def ok(self) -> bool:
+        """May this training start?"""
+        return not self.error and self.budget is not None and self.budget.ok
+
+    @property
+    def cfg(self) -> TrainConfig | None:
+        """The config to train (its batch lowered by the budget when needed); None when not ok."""
+        return self.budget.cfg if self.ok else None
+
+
+def plan_training(corpus: str, preset: str, overrides: dict | None = None, text: str | None = None,
+                  device="cpu") -> TrainingPlan:
+    """The one planning call for a training: corpus, preset, the user's overrides and text ->
+    the tokenizer (the corpus's own when it brings one), the validated config and the budget on
+    the corpus's vocabulary (an upper bound for the user's text, the real one for poetry) on
+    ``device``.
+
+    >>> p = plan_training("poetry", "tiny", {"tokenizer": "bpe", "max_steps": 10})
+    >>> p.ok, p.tokenizer, p.tokenizer_fixed, p.cfg.max_steps
+    (True, 'char', True, 10)
+    >>> bad = plan_training("english", "tiny", {"d_model": 100, "n_head": 3})
+    >>> bad.ok, bool(bad.error), bad.cfg
+    (False, True, None)
+    """
+    from .limits import DEFAULT_VOCAB, vocab_bound
+
+    over = dict(overrides or {})
+    fixed = corpus in FIXED_TOKENIZER
+    tok = FIXED_TOKENIZER[corpus] if fixed else over.get("tokenizer", PRESETS.get(preset, TrainConfig()).tokenizer)
+    over["tokenizer"] = tok
+    try:
+        cfg = make_config(preset, **over)
+    except ValueError as e:
+        return TrainingPlan(corpus, preset, tok, fixed, str(e), None)
+    if corpus == "poetry":
+        from .poetry import poetry_tokenizer
+
+        vocab = poetry_tokenizer().vocab_size
+    elif corpus == OWN and text:
+        vocab = vocab_bound(text, cfg)
+    else:
+        vocab = DEFAULT_VOCAB
+    return TrainingPlan(corpus, preset, tok, fixed, "", check_budget(cfg, vocab, device))
+
+
 def corpus_trainer(corpus: str, cfg: TrainConfig, text: str | None = None, *, device=None, cancel=None) -> Trainer:
     """The Trainer of a bundled corpus (see CORPORA), or of ``text`` when ``corpus == "own"``.
 
@@ -477,7 +538,7 @@ def corpus_trainer(corpus: str, cfg: TrainConfig, text: str | None = None, *, de
         from .poetry import PROMPT, poetry_tokenizer, training_text
 
         body, vf = training_text()
-        return Trainer(body, replace(cfg, val_frac=vf, tokenizer="char"), device, tokenizer=poetry_tokenizer(),
+        return Trainer(body, replace(cfg, val_frac=vf, tokenizer=FIXED_TOKENIZER["poetry"]), device, tokenizer=poetry_tokenizer(),
                        prompt=PROMPT, cancel=cancel)
-    body = text if corpus == "own" else corpus_text(corpus)
-    return Trainer(body, cfg, device, prompt=default_prompt(body, None if corpus == "own" else corpus), cancel=cancel)
+    body = text if corpus == OWN else corpus_text(corpus)
+    return Trainer(body, cfg, device, prompt=default_prompt(body, None if corpus == OWN else corpus), cancel=cancel)

@@ -121,3 +121,69 @@ def test_architecture_md_lists_the_folders_as_they_are():
     doc, real = documented_tree(), actual_tree()
     assert sorted(real - doc) == [], "in the tree but not in ARCHITECTURE.md"
     assert sorted(doc - real) == [], "in ARCHITECTURE.md but not in the tree"
+
+
+def _imports_torch(module: str, seen: dict) -> bool:
+    """Whether importing a module of ours runs ``import torch``: read from the source, its
+    module-level imports only (a function's imports run later), followed through our modules."""
+    if module in seen:
+        return seen[module]
+    seen[module] = False                                     # a circle cannot make it heavy
+    parts = module.split(".")
+    path = ROOT.joinpath(*parts).with_suffix(".py")
+    if not path.exists():
+        path = ROOT.joinpath(*parts, "__init__.py")
+    if not path.exists():
+        return False
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = []
+
+    def visit(node):                                          # module level: not inside functions
+        for n in ast.iter_child_nodes(node):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(n, ast.Import):
+                top.extend(a.name for a in n.names)
+            elif isinstance(n, ast.ImportFrom):
+                base = n.module or ""
+                if n.level:                                   # from .x import y
+                    pkg = parts[:-1] if path.name != "__init__.py" else parts
+                    base = ".".join(pkg[: len(pkg) - n.level + 1] + ([base] if base else []))
+                top.extend([base] + [f"{base}.{a.name}" for a in n.names])
+            visit(n)
+
+    visit(tree)
+    heavy = any(m.split(".")[0] == "torch" or (m.split(".")[0] in OURS and _imports_torch(m, seen))
+                for m in top)
+    for i in range(1, len(parts)):                            # importing a.b imports a first
+        heavy = heavy or _imports_torch(".".join(parts[:i]), seen)
+    seen[module] = heavy
+    return heavy
+
+
+OURS = {"lmviz", "ui", "viz", "chapters"}
+
+
+def test_a_page_imports_light_modules_at_the_top():
+    """ARCHITECTURE.md's rule for imports in a page: inside a function only modules that import
+    torch, everything else at the top (the standard library, numpy, streamlit, ui, viz, light
+    lmviz modules)."""
+    import sys
+
+    seen: dict = {}
+    assert _imports_torch("lmviz.sampling", seen) and not _imports_torch("lmviz.tokenizer", seen)
+    bad = []
+    for f in sorted((ROOT / "chapters").glob("*.py")):
+        for fn in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for n in ast.walk(fn):
+                mods = ([n.module] if isinstance(n, ast.ImportFrom) and n.module and not n.level
+                        else [a.name for a in n.names] if isinstance(n, ast.Import) else [])
+                for m in mods:
+                    root = m.split(".")[0]
+                    light = (root in sys.stdlib_module_names or root in {"numpy", "streamlit"}
+                             or (root in OURS and not _imports_torch(m, seen)))
+                    if light:
+                        bad.append(f"{f.name}:{n.lineno} {m}")
+    assert bad == []

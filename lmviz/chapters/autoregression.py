@@ -8,7 +8,7 @@
   over growing prefixes (why training is parallel), and changing the future changes nothing.
 
 Every worked example is a pure function that returns a record; the page only draws it, and
-``tests/test_lessons.py`` pins each number. The torch functions never write into a model.
+``tests/test_chapter_autoregression.py`` pins each number. The torch functions never write into a model.
 """
 from __future__ import annotations
 
