@@ -10,7 +10,7 @@ import streamlit as st
 
 from lmviz.chapters.claims import pronoun
 from ui import session, render, urlstate
-from ui.i18n import lang, t
+from ui.i18n import lang, literal, t
 from viz.attention import (
     pronoun_figure, multi_head_figure, heads_figure, heatmap, weighted_sum_figure,
     saturation_figure, variance_figure, softmax_pair_figure,
@@ -357,10 +357,27 @@ def sec_softmaxes():
     render.md(t("att.two_softmax"))
 
 
+def sec_heads_map():
+    """Map the heads together: every head removed in turn on the live sentence (ui.room)."""
+    from lmviz.chapters.embedding import encode_for_model
+
+    from ui import room
+
+    b = _bundle()
+    if b is None:
+        return
+    render.md(t("att.hm_intro"))
+    text = st.session_state.get("att_text") or DEFAULT_TEXT[lang()]
+    enc = encode_for_model(b.tokenizer, text, b.model.cfg.block_size)
+    st.markdown(t("att.hm_sentence", text=literal(b.tokenizer.decode(enc.ids))))
+    room.heads_activity(b, list(enc.ids))
+
+
 render.run_sections([
     ("att.sec_why", sec_why),
     ("att.sec_live", sec_live),
     ("att.sec_mh", sec_multi_head),
+    ("att.sec_heads_map", sec_heads_map),
     ("att.sec_w17", sec_w17),
     ("att.sec_scale", sec_scale),
     ("att.sec_mask", sec_mask),

@@ -9,7 +9,6 @@ import numpy as np
 import streamlit as st
 
 import lmviz
-from lmviz.attention import tile_size, traffic_bytes_dense, traffic_bytes_tiled
 from lmviz.chapters.claims import power_law
 from lmviz.chapters.cost import (MEMORY_RECIPES, attention_dominates_from, attention_flops,
                          chinchilla_optimal, chinchilla_optimal_fit, decode_step_flops,
@@ -264,6 +263,8 @@ def sec_flash() -> None:
 
 @st.fragment   # its widgets rerun only this section
 def sec_traffic() -> None:
+    from lmviz.attention import tile_size, traffic_bytes_dense, traffic_bytes_tiled
+
     render.md(t("cost.traffic_intro"))
     with render.controls():
         c1, c2, c3 = st.columns(3)

@@ -16,7 +16,6 @@ import streamlit as st
 
 from lmviz.tokenizer import fit_context
 from ui import session, render, urlstate
-from ui import room
 from ui.i18n import lang, listed, t
 from viz.generation import (candidates_figure, filter_figure, greedy_steps_figure, prob_bars,
                             temperature_curves_figure, tree_figure)
@@ -493,6 +492,8 @@ ROOM_MAX = 120                      # characters of the room's sentence
 
 def sec_room() -> None:
     """Be the language model: the room guesses the next token, then meets the model (ui.room)."""
+    from ui import room
+
     render.md(t("gen.room_intro"))
     b = _bundle()
     if b is None:

@@ -9,7 +9,6 @@ from pathlib import Path
 import streamlit as st
 
 from lmviz import limits
-from lmviz.bpe import split_heldout, train_bpe, vocab_tradeoff
 from lmviz.limits import DRAW_TOKENS
 from ui import render, session, urlstate
 from ui.i18n import lang, listed, t
@@ -37,10 +36,14 @@ render.page_header("tok.title", "tok.intro")
 
 # ---------------------------------------------------------------- BPE runs (see INLINE_S) --------
 def _bpe_work(text: str, n: int, level: str, split: bool):
+    from lmviz.bpe import train_bpe
+
     return lambda ctx: train_bpe(text, n, level=level, split_words=split, cancel=ctx.cancelled)
 
 
 def _tradeoff_work(text: str, level: str, split: bool, d: int):
+    from lmviz.bpe import split_heldout, train_bpe, vocab_tradeoff
+
     def work(ctx):
         train, held = split_heldout(text, 0.2)
         tok = train_bpe(train, 400, level=level, split_words=split, record=False, cancel=ctx.cancelled)
@@ -80,6 +83,8 @@ def _result(snapshot):
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _example_bpe(text: str, n: int, level: str, split: bool):
     """BPE on a bundled example text (shared, read-only; ~0.2 s at 500 merges)."""
+    from lmviz.bpe import train_bpe
+
     return train_bpe(text, n, level=level, split_words=split)
 
 

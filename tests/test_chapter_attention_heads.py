@@ -1,4 +1,5 @@
 """Multi-head concatenation and output projection (lmviz.chapters.attention_heads) on real models."""
+import numpy as np
 import pytest
 import torch
 
@@ -105,3 +106,44 @@ def test_sessions_sharing_one_model_get_their_own_sublayer_output():
     [t.start() for t in threads]
     [t.join() for t in threads]
     assert bad == []
+
+
+def test_a_removed_head_matches_a_model_whose_w_o_ignores_it():
+    """Removing head h of layer l (its output zeroed before W_O) is the same as a copy of the
+    model whose W_O columns for that head are zero: a hand-made reference."""
+    import copy
+
+    from lmviz.chapters.attention_heads import forward_without_head, head_effects
+    from lmviz.model import GPT, GPTConfig
+
+    torch.manual_seed(3)
+    m = GPT(GPTConfig(vocab_size=11, block_size=12, n_layer=3, n_head=4, n_kv_head=2, d_model=16,
+                      pos="rope", norm="rmsnorm")).eval()
+    idx = torch.randint(0, 11, (2, 9))
+    dh = m.cfg.head_dim
+    for layer, head in ((0, 0), (1, 3), (2, 1)):
+        ref = copy.deepcopy(m)
+        with torch.no_grad():
+            ref.blocks[layer].attn.c_proj.weight[:, head * dh:(head + 1) * dh] = 0
+            want, _ = ref(idx)
+        assert torch.allclose(forward_without_head(m, idx, layer, head), want, atol=1e-5)
+        assert not torch.allclose(m(idx)[0], want, atol=1e-3)            # the head did something
+    fx = head_effects(m, idx[0].tolist())
+    assert len(fx) == 12 and all(e.base_loss == fx[0].base_loss for e in fx)
+    ref = copy.deepcopy(m)
+    with torch.no_grad():
+        ref.blocks[1].attn.c_proj.weight[:, 2 * dh:3 * dh] = 0
+        logits, loss = ref(idx[:1, :-1], idx[:1, 1:])
+    e = next(e for e in fx if (e.layer, e.head) == (1, 2))
+    assert abs(e.loss - float(loss)) < 1e-5 and e.top == int(logits[0, -1].argmax())
+
+
+def test_the_room_covers_every_head_and_the_map_shows_only_reported_ones():
+    from lmviz.chapters.attention_heads import HeadEffect, activity_id, head_map, heads_each
+
+    assert [heads_each(16, n) for n in (1, 2, 3, 8, 16, 17, 300)] == [16, 8, 6, 2, 1, 1, 1]
+    assert heads_each(100, 1) == 16                     # the store's bound per student
+    fx = [HeadEffect(l, h, 2.0 + 0.1 * (4 * l + h), 2.0, 0, 0, 0.5, 0.5) for l in range(2) for h in range(4)]
+    grid = head_map(fx, 2, 4, {5: 1})
+    assert int(np.isfinite(grid).sum()) == 1 and grid[1, 1] == pytest.approx(0.5)
+    assert activity_id("m", [1, 2]).startswith("heads.") and len(activity_id("m", [1, 2])) <= 64

@@ -176,3 +176,37 @@ def test_the_lecturer_asks_the_room_and_everyone_sees_the_same_figure():
         spec = fig_by_key(at, "room_fig:")
         assert list(bars(spec, 0)) == [0.0] * 6 + [1.0]
     assert list(bars(fig_by_key(lec, "room_fig:"), 1)) == list(bars(fig_by_key(fol, "room_fig:"), 1))
+
+
+@pytest.mark.apptest
+def test_the_room_maps_the_heads_and_the_projector_fills_as_reports_arrive():
+    """The attention chapter's map: a lecturer on the section, two followers each dealt heads
+    (8 of the shipped model's 16 each), one sends; the projector's map then shows exactly that
+    follower's heads."""
+    import math
+
+    from tests.apptest_util import open_page
+    from tests.test_page_classroom import join, keys, start_class
+    from tests.test_page_generation import fig_by_key
+
+    lec = open_page("chapters/attention.py", present="1")
+    code = start_class(lec)
+    for _ in range(40):                                   # the lecturer steps to the map
+        if any(k.startswith("att_hm_fill:") for k in keys(lec)):
+            break
+        lec.button(key="lmviz_next").click().run()
+    assert any(k.startswith("att_hm_fill:") for k in keys(lec)), sorted(keys(lec))
+    fols = [join(code), join(code, lang="zh")]
+    for f in fols:
+        f.run()
+        assert not f.exception, [e.value for e in f.exception]
+    send = next(k for k in keys(fols[0]) if k.startswith("att_hm_sent:"))
+    fols[0].button(key=send).click().run()
+    assert not fols[0].exception
+    lec.run()
+    z = fig_by_key(lec, "att_heads_map")["data"][0]["z"]
+    from tests.test_page_generation import decode
+
+    grid = decode(z) if isinstance(z, dict) else z
+    filled = sum(1 for row in grid for v in row if v is not None and not math.isnan(float(v)))
+    assert filled in (8, 16)                               # one follower's heads (16 when alone)

@@ -588,3 +588,44 @@ def test_the_gate_lets_a_few_through_and_their_places_lapse():
     assert g.enter("c") and not g.enter("d") and len(g) == 2
     clock.advance(10)                                # b's and c's tabs closed: their places lapse
     assert g.enter("d") and len(g) == 1
+
+
+# -- a room activity that hands out items (the heads of a model) -------------------------------
+def test_items_go_round_the_room_and_each_report_counts_once(store, cls):
+    """16 heads, 40 students: one head each in arrival order, every head twice or more; a second
+    ask gives the same head; a report counts once per session and item, only for a given item."""
+    act = "heads.abc"
+    got = [store.assign(cls.code, f"b:s{i}", act, 16, 1) for i in range(40)]
+    assert all(a.ok for a in got) and [a.items[0] for a in got[:18]] == list(range(16)) + [0, 1]
+    assert store.assign(cls.code, "b:s3", act, 16, 4).items == (3,)         # kept, not re-dealt
+    per_head = [sum(a.items[0] == h for a in got) for h in range(16)]
+    assert min(per_head) >= 2
+    assert store.report(cls.code, "b:s3", act, 3).ok
+    assert store.report(cls.code, "b:s3", act, 3).reason == "already_answered"
+    assert store.report(cls.code, "b:s3", act, 4).reason == "bad_option"     # not given to s3
+    assert store.report(cls.code, "b:nobody", act, 0).reason == "bad_option"
+    assert store.report(cls.code, "b:s4", act, "4").reason == "bad_option"   # forged type
+    t = store.tally(cls.code, cls.secret, act)
+    assert t.ok and t.counts == {3: 1} and t.students == 40
+    assert store.tally(cls.code, "wrong", act).reason == "wrong_secret"
+
+
+def test_a_small_room_takes_several_items_each(store, cls):
+    a = store.assign(cls.code, "b:x", "heads.q", 16, 6)
+    b = store.assign(cls.code, "b:y", "heads.q", 16, 6)
+    c = store.assign(cls.code, "b:z", "heads.q", 16, 6)
+    assert a.items == (0, 1, 2, 3, 4, 5) and b.items == (6, 7, 8, 9, 10, 11) and c.items == (12, 13, 14, 15, 0, 1)
+
+
+@pytest.mark.parametrize("args,reason", [
+    (("heads.q", 0, 1), "bad_question"), (("heads.q", 16, 0), "bad_question"),
+    (("heads.q", 10**6, 1), "bad_question"), (("<script>", 16, 1), "bad_question"),
+    (("heads.q", "16", 1), "bad_question")])
+def test_hostile_assignments_are_refused(store, cls, args, reason):
+    assert store.assign(cls.code, "b:h", *args).reason == reason
+
+
+def test_reports_after_the_class_ended_are_refused(store, cls):
+    store.assign(cls.code, "b:x", "heads.q", 4, 1)
+    store.end_class(cls.code, cls.secret)
+    assert store.report(cls.code, "b:x", "heads.q", 0).reason == "ended"

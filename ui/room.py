@@ -1,4 +1,7 @@
-"""Be the language model, on the Streamlit side: the generation chapter's room activity.
+"""The room's activities on the Streamlit side: the generation chapter's "be the language model"
+and the attention chapter's "map the heads together".
+
+**Be the language model.**
 
 The lecturer types a sentence and picks how much of it the room sees; the model's most probable
 next tokens become the choices (``lmviz.chapters.generation_room``). "Ask the room" opens them as
@@ -10,16 +13,26 @@ draw the room's share beside the model's probabilities and the chapter's measure
 both. Alone, a student is a room of one. Each revealed prompt of one sentence is kept in the
 session, and from two prompts on the room's perplexity on the sentence stands beside the model's.
 
-Nothing a student sends is drawn: a student sends an option id, checked by the store; token
-texts come from the lecturer's tokenizer and are drawn as literal text.
+**Map the heads together.** Every session that shows the same model and sentence shares one
+activity id (``lmviz.chapters.attention_heads.activity_id``). In a class the store deals the
+heads out (``ClassStore.assign``: one each in a large room, several each in a small one, every
+head to two students once the room is twice the heads); each student's page shows what removing
+its heads does to the sentence's loss and to the model's next guess, and sends "done" for them
+(``ClassStore.report``); the projector fills the layer x head map as the reports arrive. The
+effects are computed once per (model, sentence) for the whole server (``_effects``: n_layer x
+n_head forward passes however many students ask). Alone, a student maps every head.
+
+Nothing a student sends is drawn: a student sends an option id or an item number, checked by the
+store; token texts come from the lecturer's tokenizer and are drawn as literal text.
 """
 from __future__ import annotations
 
 import streamlit as st
 
 from lmviz.chapters import generation_room as gr
-from ui import classroom, render
+from ui import classroom, render, session
 from ui.i18n import listed, literal, t
+from viz.attention import head_map_figure
 from viz.generation import room_figure
 from viz.tokenization import visible
 
@@ -206,3 +219,123 @@ def _sentence(sentence: str) -> None:
     st.markdown(t(key, n=len(steps), room=f"{score.room_perplexity:.2f}", model=f"{score.model_perplexity:.2f}"))
     if score.weak:
         st.caption(t("gen.room_ppl_weak", few=gr.FEW_ANSWERS))
+
+
+# ------------------------------------------------------------------ map the heads together --------
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _effects(_model, model_key: str, ids: tuple[int, ...]):
+    """Every head removed in turn on one sentence: once per (model, sentence) for the server."""
+    from lmviz.chapters.attention_heads import head_effects
+
+    return head_effects(_model, ids)
+
+
+def _lh(e) -> str:
+    return t("common.layer_head", layer=e.layer + 1, head=e.head + 1)
+
+
+def _tok(b, i: int) -> str:
+    return literal(visible(b.tokenizer.token(i)) or "∅")
+
+
+def _effect_md(b, e) -> str:
+    key = "att.hm_same" if e.top == e.base_top else "att.hm_changed"
+    return t("att.hm_effect", lh=_lh(e), base=f"{e.base_loss:.3f}", loss=f"{e.loss:.3f}",
+             delta=f"{e.delta:+.3f}") + " " + t(key, top=_tok(b, e.base_top), new=_tok(b, e.top),
+                                              p_base=f"{e.base_p_top:.3f}", p=f"{e.p_base_top:.3f}")
+
+
+def _map(b, fx, reported, title: str) -> None:
+    from lmviz.chapters.attention_heads import head_map
+
+    cfg = b.model.cfg
+    grid = head_map(fx, cfg.n_layer, cfg.n_head, reported)
+    render.plot(head_map_figure(grid, [t("common.layer_n", n=i + 1) for i in range(cfg.n_layer)],
+                                [t("common.head_n", n=h + 1) for h in range(cfg.n_head)], title=title,
+                                colorbar_title=t("att.hm_bar"), text_missing="·"),
+                key="att_heads_map", filename="heads-map")
+    shown = [e for e in fx if reported is None or reported.get(e.layer * cfg.n_head + e.head, 0) > 0]
+    if not shown:
+        st.info(t("att.hm_none"))
+        return
+    worst = max(shown, key=lambda e: e.delta)
+    changed = [e for e in shown if e.top != e.base_top]
+    spread = max(e.delta for e in shown) - min(e.delta for e in shown)
+    st.markdown(t("att.hm_most", lh=_lh(worst), delta=f"{worst.delta:+.3f}", n=len(shown)))
+    st.markdown(t("att.hm_changes", n=len(changed), total=len(shown),
+                  heads=listed(_lh(e) for e in changed[:6])) if changed else t("att.hm_no_change", total=len(shown)))
+    if spread < 0.01:
+        st.caption(t("att.hm_flat", spread=f"{spread:.3f}"))
+
+
+def heads_activity(b, ids: list[int]) -> None:
+    """The attention chapter's "map the heads together" for this session's role."""
+    cfg = b.model.cfg
+    n = cfg.n_layer * cfg.n_head
+    if len(ids) < 2:
+        st.info(t("att.hm_short"))
+        return
+    from lmviz.chapters.attention_heads import activity_id, heads_each
+
+    fx = _effects(b.model, session.model_key(b), tuple(ids))
+    act = activity_id(session.model_key(b), ids)
+    if classroom.following():
+        f = st.session_state.get(classroom.FOLLOW) or {}
+        v = classroom.followed_view()
+        store = classroom.store()
+        got = store.assign(f.get("code", ""), classroom.voter(), act, n,
+                           heads_each(n, v.followers if v is not None else 1))
+        if not got.ok:
+            st.warning(t(f"class.reason.{got.reason}"))
+            return
+        st.markdown(t("att.hm_yours", n=len(got.items)))
+        for i in got.items:
+            st.markdown("- " + _effect_md(b, fx[i]))
+        key = f"att_hm_sent:{act}"
+        if st.session_state.get(key):
+            st.success(t("att.hm_sent"), icon=":material/check_circle:")
+            return
+
+        def send():
+            for i in got.items:
+                r = store.report(f.get("code", ""), classroom.voter(), act, i, address=classroom.client_address())
+                if not r.ok and r.reason != "already_answered":
+                    st.session_state[f"{key}:why"] = r.reason
+                    return
+            st.session_state[key] = True
+
+        st.button(t("att.hm_send"), key=f"{key}:btn", type="primary", on_click=send)
+        why = st.session_state.pop(f"{key}:why", None)
+        if why:
+            st.warning(t(f"class.reason.{why}"))
+        return
+    lect = classroom.lecturing()
+    if lect:
+        _heads_lecturer(act, tuple(ids))
+        return
+    labels = {i: _lh(e) for i, e in enumerate(fx)}
+    pick = st.selectbox(t("att.hm_pick"), list(labels), format_func=labels.__getitem__, key="att_hm_pick")
+    st.markdown(_effect_md(b, fx[pick]))
+    st.caption(t("att.hm_solo"))
+    _map(b, fx, None, t("att.hm_title_all", n=n))
+
+
+@st.fragment(run_every=classroom.TICK_S)
+def _heads_lecturer(act: str, ids: tuple[int, ...]) -> None:
+    lect = classroom.lecturing()
+    b = session.try_live_bundle()
+    if not lect or b is None:
+        return
+    fx = _effects(b.model, session.model_key(b), ids)
+    n = b.model.cfg.n_layer * b.model.cfg.n_head
+    if st.session_state.get(f"att_hm_all:{act}"):
+        _map(b, fx, None, t("att.hm_title_all", n=n))
+        return
+    tl = classroom.store().tally(lect["code"], lect["secret"], act)
+    if not tl.ok:
+        st.caption(t(f"class.reason.{tl.reason}"))
+        return
+    st.markdown(t("att.hm_room", k=len(tl.counts), n=n, s=tl.students))
+    _map(b, fx, dict(tl.counts), t("att.hm_title_room", k=len(tl.counts), n=n))
+    st.button(t("att.hm_fill"), key=f"att_hm_fill:{act}",
+              on_click=lambda: st.session_state.__setitem__(f"att_hm_all:{act}", True))

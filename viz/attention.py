@@ -242,3 +242,25 @@ def multi_head_figure(mh, tokens: list[str], *, head_titles: list[str], heads_ti
         fig.add_shape(type="line", x0=h * dh - 0.5, x1=h * dh - 0.5, y0=-0.5, y1=T - 0.5,
                       xref=f"x{cx}", yref=f"y{cx}", line=dict(color="#222", width=1.5))
     return fig
+
+
+def head_map_figure(delta, layer_labels: list[str], head_labels: list[str], *, title: str = "",
+                    colorbar_title: str = "", text_missing: str = "") -> go.Figure:
+    """The room's map of the heads: the rise of the loss when each head is removed, [L, H] (NaN:
+    no result yet, drawn empty with ``text_missing``); red for a head the text needs, blue for one
+    it is better without, on a scale symmetric about 0.
+
+    >>> f = head_map_figure([[0.2, float("nan")]], ["L1"], ["h1", "h2"], text_missing="?")
+    >>> f.data[0].text.tolist()
+    [['+0.200', '?']]
+    """
+    D = _np(delta).astype(float)
+    lim = float(np.nanmax(np.abs(D))) if np.isfinite(D).any() else 1.0
+    text = np.where(np.isfinite(D), np.vectorize(lambda v: f"{v:+.3f}")(np.nan_to_num(D)), text_missing)
+    fig = go.Figure(go.Heatmap(z=D, x=head_labels, y=layer_labels, zmid=0, zmin=-max(lim, 1e-6),
+                               zmax=max(lim, 1e-6), colorscale=theme.DIVERGING, reversescale=False,
+                               text=text, texttemplate="%{text}", hoverongaps=False,
+                               colorbar=dict(title=colorbar_title, thickness=12),
+                               hovertemplate="%{y} · %{x}: %{z:+.4f}<extra></extra>"))
+    return theme.apply(fig, height=max(220, 70 * D.shape[0] + 90), title=title,
+                       yaxis=dict(autorange="reversed", type="category"), xaxis=dict(type="category"))

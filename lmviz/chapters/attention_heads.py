@@ -25,9 +25,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-__all__ = ["ShapeStep", "MultiHead", "multi_head", "sublayer_output"]
+__all__ = ["ShapeStep", "MultiHead", "multi_head", "sublayer_output", "forward_without_head", "HeadEffect",
+           "head_effects"]
 
 
 @dataclass(frozen=True)
@@ -103,3 +105,131 @@ def sublayer_output(model, ids, layer: int = 0) -> torch.Tensor:
         x = block(x, positions)
     block = model.blocks[layer]
     return block.attn(block.ln_1(x), positions)[0].float().cpu()                     # [T,d]
+
+
+# ------------------------------------------------------------------ removing a head -------------
+@torch.no_grad()
+def forward_without_head(model, idx: torch.Tensor, layer: int, head: int) -> torch.Tensor:
+    """Logits [B, T, V] of ``model`` on ``idx`` [B, T] with one head removed: head ``head`` of
+    block ``layer`` writes nothing (its output is zeroed before the output projection W_O, so
+    the other heads and everything after them run as usual). The model's own modules are
+    called in turn, as ``GPT.forward`` does; nothing is attached to the shared model."""
+    import torch.nn.functional as F
+
+    from lmviz.model import repeat_kv
+
+    _, _, x = model.embed(idx)
+    positions = torch.arange(idx.shape[1], device=idx.device)
+    for i, block in enumerate(model.blocks):
+        if i != layer:
+            x = block(x, positions)
+            continue
+        a = block.attn
+        q, k, v = a.qkv(block.ln_1(x), positions)
+        rep = a.n_head // a.n_kv_head
+        y = F.scaled_dot_product_attention(q, repeat_kv(k, rep), repeat_kv(v, rep), is_causal=True)
+        y[:, head] = 0                                                   # [B,H,T,dh]: head removed
+        x = x + a.merge(y)
+        x = x + block.mlp(block.ln_2(x))
+    return model.lm_head(model.ln_f(x))
+
+
+@dataclass(frozen=True)
+class HeadEffect:
+    """What removing one head does to the loss on a text and to its last prediction."""
+    layer: int                 # the block (0-based)
+    head: int                  # the head in it (0-based)
+    loss: float                # mean next-token cross-entropy (nats) with the head removed
+    base_loss: float           # ... with every head
+    top: int                   # the most probable next token after the text, head removed
+    base_top: int              # ... with every head
+    p_base_top: float          # the probability the model without the head gives base_top
+    base_p_top: float          # the probability the whole model gives base_top
+
+    @property
+    def delta(self) -> float:
+        """How much the loss rises without the head (negative: the text is easier without it)."""
+        return self.loss - self.base_loss
+
+
+@torch.no_grad()
+def head_effects(model, ids) -> list[HeadEffect]:
+    """Every head of every layer removed in turn (n_layer x n_head forward passes) on
+    one text ``ids`` [T >= 2]; a head's effect is the rise of the mean next-token loss and the
+    change of the last position's prediction. Ids beyond the model's context are cut from the
+    start.
+
+    >>> from lmviz.model import GPT, GPTConfig
+    >>> torch.manual_seed(0) and None
+    >>> m = GPT(GPTConfig(vocab_size=7, block_size=8, n_layer=2, n_head=2, n_kv_head=2, d_model=8)).eval()
+    >>> fx = head_effects(m, [1, 2, 3, 4, 5])
+    >>> [(e.layer, e.head) for e in fx], len({e.base_loss for e in fx})
+    ([(0, 0), (0, 1), (1, 0), (1, 1)], 1)
+    """
+    import torch.nn.functional as F
+
+    cfg = model.cfg
+    ids = list(ids)[-cfg.block_size:]
+    if len(ids) < 2:
+        raise ValueError("need at least two tokens: one to read and one to predict")
+    x = torch.as_tensor([ids], dtype=torch.long, device=model.device)      # [1,T]
+    inp, tgt = x[:, :-1], x[:, 1:]
+
+    def loss_and_last(logits):                                              # logits [B,T-1,V]
+        lg = logits.float()
+        loss = F.cross_entropy(lg.transpose(1, 2), tgt.expand(lg.shape[0], -1), reduction="none").mean(1)
+        return loss.cpu(), torch.softmax(lg[:, -1], -1).cpu()               # [B], [B,V]
+
+    base_logits, _ = model(inp)
+    base_loss, base_p = loss_and_last(base_logits)
+    base_top = int(base_p[0].argmax())
+    out = []
+    for layer in range(cfg.n_layer):
+        for head in range(cfg.n_head):
+            loss, p = loss_and_last(forward_without_head(model, inp, layer, head))
+            out.append(HeadEffect(layer, head, float(loss[0]), float(base_loss[0]), int(p[0].argmax()),
+                                  base_top, float(p[0, base_top]), float(base_p[0, base_top])))
+    return out
+
+
+# ------------------------------------------------------------------ the room maps the heads -------
+ACTIVITY_PREFIX = "heads."      # class-store activity ids of the map (lmviz.server.classroom.assign)
+MAX_HEADS_EACH = 16             # heads one student takes at most (the store's max_items_per_student)
+
+
+def activity_id(model_key: str, ids) -> str:
+    """The class-store id of mapping one model's heads on one text: the same for every session
+    that shows the same model and text.
+
+    >>> activity_id("default", [1, 2, 3]) == activity_id("default", (1, 2, 3)) != activity_id("x", [1, 2, 3])
+    True
+    """
+    import hashlib
+
+    digest = hashlib.sha256(f"{model_key}|{','.join(map(str, ids))}".encode()).hexdigest()
+    return ACTIVITY_PREFIX + digest[:16]
+
+
+def heads_each(n_heads: int, students: int) -> int:
+    """How many heads each student takes so that the room covers them all: every head once a
+    room is large enough, several each in a small one (at most MAX_HEADS_EACH).
+
+    >>> heads_each(16, 300), heads_each(16, 5), heads_each(16, 1), heads_each(64, 1)
+    (1, 4, 16, 16)
+    """
+    return max(1, min(MAX_HEADS_EACH, n_heads, -(-n_heads // max(1, students))))
+
+
+def head_map(effects: list[HeadEffect], n_layer: int, n_head: int, reported=None) -> np.ndarray:
+    """The loss rise per head as [n_layer, n_head]; NaN where ``reported`` (flat item ->
+    count, item = layer * n_head + head) has no report yet (None: every head).
+
+    >>> fx = [HeadEffect(l, h, 1.0 + l + h / 10, 1.0, 0, 0, 0.5, 0.5) for l in range(2) for h in range(2)]
+    >>> head_map(fx, 2, 2, {0: 1, 3: 2}).round(2).tolist()
+    [[0.0, nan], [nan, 1.1]]
+    """
+    out = np.full((n_layer, n_head), np.nan)
+    for e in effects:
+        if reported is None or reported.get(e.layer * n_head + e.head, 0) > 0:
+            out[e.layer, e.head] = e.delta
+    return out

@@ -60,7 +60,10 @@ Keys (``{c}`` a class code, ``{q}`` a question id, ``{s}`` a session id):
 in the class; ``n:{c}:{q}:{a}`` answers to one question from one client address;
 ``fol:{c}`` followers (zset); ``classes`` live classes (zset); ``own:{a}`` live classes of one
 browser or address (zset); ``fail:{s}`` failed code look-ups of a session in the current minute;
-``rl:{a}`` answer attempts of a voter or address in the current minute; ``epoch`` the store's
+``rl:{a}`` answer attempts of a voter or address in the current minute; for a room activity
+``{x}`` that hands out items (``assign``/``report``/``tally``): ``seq:{c}:{x}`` its arrival
+counter, ``asg:{c}:{x}:{s}`` one session's items, ``rep:{c}:{x}:{s}:{i}`` one report,
+``acth:{c}:{x}`` reports per item; ``epoch`` the store's
 epoch (see ``ClassStore.epoch``). ``{a}`` is an HMAC of a browser id or client address with the
 server's key (``class_key``): the store never holds an address. (The Redis backend puts a prefix,
 ``lmviz:`` by default, before every key.)
@@ -102,6 +105,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 __all__ = [
     "ALPHABET", "CODE_LEN", "ClassLimits", "Backend", "BackendUnavailable", "MemoryBackend",
     "ClassStore", "Created", "OpResult", "FollowView", "QuestionView", "LecturerView", "Histogram",
+    "Assignment", "Tally",
     "normalise_code", "REASONS", "address_key", "class_key", "BrowserIds", "Gate",
 ]
 
@@ -141,6 +145,8 @@ class ClassLimits:
     answers_per_voter_per_min: int = 20  # answer attempts of one browser per minute
     answers_per_address_per_min: int = 1200  # answer attempts of one client address per minute (a
                                          # hall behind one NAT address answers within a minute)
+    max_items: int = 1024                # items one room activity hands out (the heads of a model)
+    max_items_per_student: int = 16      # ... and how many one student takes
     max_followers: int = 500             # followers counted per class (more still follow, uncounted)
     follower_ttl_s: float = 30.0         # a follower not seen for this long is no longer counted
     lookup_failures_per_min: int = 10    # failed code look-ups per session per minute
@@ -203,6 +209,21 @@ class LecturerView:
     followers: int = 0           # followers seen in the last follower_ttl_s seconds
     question: QuestionView | None = None  # the open question, counts always included
     heartbeat_age_s: float = 0.0  # seconds since the lecturer's last heartbeat
+
+
+@dataclass(frozen=True)
+class Assignment:
+    ok: bool
+    reason: str
+    items: tuple[int, ...] = ()  # the items this session was given, in order
+
+
+@dataclass(frozen=True)
+class Tally:
+    ok: bool
+    reason: str
+    counts: Mapping[int, int] = field(default_factory=dict)  # item -> reports (items reported only)
+    students: int = 0            # sessions that took items
 
 
 @dataclass(frozen=True)
@@ -924,6 +945,88 @@ class ClassStore:
         if got == 0:
             return OpResult(False, "already_answered", rec["version"])
         return OpResult(True, "", rec["version"])
+
+    # -- a room activity that hands out items (the attention chapter's heads) ------------------
+    def _activity(self, code: Any, session_id: Any, activity: Any) -> tuple[str | None, dict | None, str]:
+        if not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id):
+            return None, None, "bad_session"
+        if not _valid_id(activity):
+            return None, None, "bad_question"
+        c = normalise_code(code)
+        rec = self._load(c) if c is not None else None
+        if rec is None:
+            self._failed_lookup(session_id)
+            return None, None, "bad_code" if c is None else "not_found"
+        if rec["status"] != "live":
+            return None, None, "ended"
+        return c, rec, ""
+
+    @_guarded(functools.partial(Assignment, False, "store_unavailable"))
+    def assign(self, code: Any, session_id: Any, activity: Any, n_items: Any,
+               per_student: Any = 1) -> Assignment:
+        """This session's items of a room activity: students in the order they ask take
+        consecutive items, ``per_student`` each, round the ``n_items`` (so every item has a
+        student once the room has ``n_items / per_student`` of them, and two once it has twice
+        that). Asking again gives the same items; the first ``per_student`` asked for is kept."""
+        lim = self.limits
+        if (not isinstance(n_items, int) or not isinstance(per_student, int)
+                or not 1 <= n_items <= lim.max_items or not 1 <= per_student <= lim.max_items_per_student):
+            return Assignment(False, "bad_question")
+        c, rec, why = self._activity(code, session_id, activity)
+        if rec is None:
+            return Assignment(False, why)
+        key = f"asg:{c}:{activity}:{session_id}"
+        got = self._db.get(key)
+        if got is not None:
+            return Assignment(True, "", tuple(got))
+        if self._db.incr(f"rl:{self._client('v', session_id)}", 60.0) > lim.answers_per_voter_per_min:
+            return Assignment(False, "too_fast")
+        ttl = self._ttl_live() + lim.max_age_s
+        k = self._db.hincr(f"seq:{c}:{activity}", "n", ttl)          # this session's arrival number
+        per = min(per_student, n_items)
+        items = [((k - 1) * per + j) % n_items for j in range(per)]
+        if not self._db.put_if_absent(key, items, ttl):              # a second tab of it came first
+            items = self._db.get(key) or items
+        return Assignment(True, "", tuple(items))
+
+    @_guarded(_OP_DOWN)
+    def report(self, code: Any, session_id: Any, activity: Any, item: Any, address: str = "") -> OpResult:
+        """A student reports one of its items done: counted once per session and item, and only
+        for an item the store gave this session (``assign``)."""
+        c, rec, why = self._activity(code, session_id, activity)
+        if rec is None:
+            return OpResult(False, why)
+        got = self._db.get(f"asg:{c}:{activity}:{session_id}")
+        if got is None or not isinstance(item, int) or item not in got:
+            return OpResult(False, "bad_option", rec["version"])
+        lim = self.limits
+        who = self._client("a", address) if isinstance(address, str) and address else ""
+        if who and self._db.incr(f"rl:{who}", 60.0) > lim.answers_per_address_per_min:
+            return OpResult(False, "too_fast", rec["version"])
+        ttl = self._ttl_live() + lim.max_age_s
+        done = self._db.put_once_counted(
+            f"rep:{c}:{activity}:{session_id}:{item}", 1, ttl, f"acth:{c}:{activity}", str(item),
+            [(f"n:{c}:{activity}", lim.max_answers_per_question), (f"n:{c}", lim.max_answers_per_class)],
+            (f"class:{c}", "status", "live"), self._clock())
+        if done == -2:
+            return OpResult(False, "ended", rec["version"])
+        if done == -1:
+            return OpResult(False, "too_many_answers", rec["version"])
+        if done == 0:
+            return OpResult(False, "already_answered", rec["version"])
+        return OpResult(True, "", rec["version"])
+
+    @_guarded(functools.partial(Tally, False, "store_unavailable"))
+    def tally(self, code: str, secret: str, activity: Any) -> Tally:
+        """The lecturer's view of an activity: reports per item, and how many students took items."""
+        c, rec, why = self._lecturer(code, secret)
+        if rec is None:
+            return Tally(False, why)
+        if not _valid_id(activity):
+            return Tally(False, "bad_question")
+        h = self._db.hgetall(f"acth:{c}:{activity}")
+        return Tally(True, "", {int(k): int(v) for k, v in h.items() if str(k).isdigit()},
+                     int(self._db.hgetall(f"seq:{c}:{activity}").get("n", 0)))
 
     @_guarded(lambda: None)
     def my_answer(self, code: Any, session_id: Any, question_id: Any) -> str | None:
