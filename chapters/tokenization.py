@@ -26,7 +26,7 @@ MAX_CHARS = 10_000         # corpus cap
 INLINE_S = 0.5
 BPE_RESULTS = 8
 MAX_ENCODE = 2_000         # chars in the encoder box
-SOURCES = ("toy", "english", "chinese", "code", "own", "upload")
+SOURCES = ("toy", "english", "chinese", "code", "own", "upload", "room")
 UNKNOWN_DEFAULT = {"en": "snow ☃ café", "zh": "明月 ☃ 光"}   # ☃ is in no vocabulary here
 ENCODE_DEFAULT = {"toy": "lower low owl", "english": "The slowest readers learned.",
                   "chinese": "学生在图书馆里学习数学。", "code": "def merge(words, pair):"}
@@ -109,6 +109,12 @@ with c1:
     elif source == "own":
         text = st.text_area(t("tok.own_label"), value="low low lower newer newest",
                             max_chars=MAX_CHARS, height=120, key="tok_own")
+    elif source == "room":                    # the room's sentences (ui.room: send, moderate)
+        from ui import room
+
+        text = room.room_corpus()
+        if text is None:
+            st.stop()
     else:
         up = st.file_uploader(t("tok.upload_label", kb=limits.TOKENIZER_UPLOAD_BYTES // 1024), type=["txt"],
                               key="tok_upload")
@@ -117,7 +123,7 @@ with c1:
         else:
             text = render.upload_text(up, limits.TOKENIZER_UPLOAD_BYTES, {why: t(f"tok.err_{why}", kb=limits.TOKENIZER_UPLOAD_BYTES // 1024)
                                                        for why in ("too_big", "binary", "utf8")})
-    if text is not None and source not in ("toy", "own"):
+    if text is not None and source not in ("toy", "own", "room"):
         with st.expander(t("tok.show_corpus", n=len(text))):
             st.text(text[:3000] + ("…" if len(text) > 3000 else ""))
 
@@ -154,6 +160,10 @@ n = len(tok.merges)
 if tok.stopped_early:
     st.info(t(f"tok.stop.{tok.stop_reason}", done=n, asked=int(n_req)))
 st.caption(t("tok.tie_rule"))
+if source == "room":
+    from ui import room
+
+    room.room_costs(tok, text)
 
 
 # ---------------------------------------------------------------- sections ----------------

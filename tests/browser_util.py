@@ -162,14 +162,20 @@ def skip_questions(page, lang: str = "en") -> int:
     the whole chapter at once), waiting for each rerun; returns how many were pressed."""
     from ui.i18n import translate
 
+    import json
+
     label = translate("class.skip", lang)
+    count = ("() => [...document.querySelectorAll('button')].filter(b => b.innerText.trim() === "
+             f"{json.dumps(label)}).length")
     n = 0
-    for _ in range(6):
+    for _ in range(12):
         buttons = page.get_by_role("button", name=label)
-        if not buttons.count():
+        before = buttons.count()
+        if not before:
             break
         buttons.first.click()
-        page.wait_for_timeout(300)
+        # a loaded server reruns late: wait until that question is gone, not a fixed time
+        page.wait_for_function(f"() => ({count})() < {before}", timeout=60_000, polling=100)
         wait_idle(page)
         n += 1
     return n

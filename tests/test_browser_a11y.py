@@ -23,7 +23,7 @@ def _open(server, pg, slug: str, lang: str) -> None:
     pg.goto(server.url(slug, lang=lang), wait_until="domcontentloaded")
     wait_idle(pg)
     skip_questions(pg, lang)          # the whole chapter, answers included
-    wait_charts(pg, every=True)
+    wait_charts(pg, every=True, at_least=1)
     assert exceptions(pg) == []
 
 

@@ -629,3 +629,36 @@ def test_reports_after_the_class_ended_are_refused(store, cls):
     store.assign(cls.code, "b:x", "heads.q", 4, 1)
     store.end_class(cls.code, cls.secret)
     assert store.report(cls.code, "b:x", "heads.q", 0).reason == "ended"
+
+
+# -- a room corpus: one sentence per student, shown once the lecturer accepts it ---------------
+def test_sentences_wait_for_the_lecturer_and_count_once(store, cls):
+    act = "corpus.room"
+    assert store.submit(cls.code, "b:a", act, "  我喜欢学习\n语言模型  ").ok
+    assert store.submit(cls.code, "b:a", act, "again").reason == "already_answered"
+    assert store.submit(cls.code, "b:b", act, "<b>bold</b> & <script>x</script>").ok
+    assert store.submit(cls.code, "b:c", act, "x" * 201).reason == "too_long"
+    assert store.submit(cls.code, "b:c", act, "   ").reason == "bad_option"
+    assert store.submit(cls.code, "b:c", act, 12).reason == "bad_option"
+    mine = store.my_submission(cls.code, "b:a", act)
+    assert (mine.text, mine.state) == ("我喜欢学习 语言模型", "pending")
+    q = store.queue(cls.code, cls.secret, act)
+    assert [i.text for i in q.items] == ["我喜欢学习 语言模型", "<b>bold</b> & <script>x</script>"]
+    assert all("b:a" not in i.id and "b:b" not in i.id for i in q.items)      # no session ids
+    assert store.queue(cls.code, "wrong", act).reason == "wrong_secret"
+    first, second = q.items
+    assert store.moderate(cls.code, cls.secret, act, first.id, True).ok
+    assert store.moderate(cls.code, cls.secret, act, second.id, False).ok
+    assert store.moderate(cls.code, cls.secret, act, first.id, False).reason == "already_answered"
+    assert store.moderate(cls.code, cls.secret, act, "nope", True).reason == "bad_option"
+    assert store.moderate(cls.code, "wrong", act, first.id, True).reason == "wrong_secret"
+    assert [i.state for i in store.queue(cls.code, cls.secret, act).items] == ["accepted", "dropped"]
+    assert store.my_submission(cls.code, "b:a", act).state == "accepted"
+
+
+def test_a_class_gathers_a_bounded_number_of_sentences(clock, make):
+    store = make(clock, max_sentences=3)
+    c = store.create_class()
+    got = [store.submit(c.code, f"b:{i}", "corpus.x", f"sentence {i}").reason for i in range(5)]
+    assert got == ["", "", "", "too_many_answers", "too_many_answers"]
+    assert len(store.queue(c.code, c.secret, "corpus.x").items) == 3

@@ -339,3 +339,105 @@ def _heads_lecturer(act: str, ids: tuple[int, ...]) -> None:
     _map(b, fx, dict(tl.counts), t("att.hm_title_room", k=len(tl.counts), n=n))
     st.button(t("att.hm_fill"), key=f"att_hm_fill:{act}",
               on_click=lambda: st.session_state.__setitem__(f"att_hm_all:{act}", True))
+
+
+# ------------------------------------------------------------------ the room's sentences ---------
+def room_corpus() -> str | None:
+    """The tokenization chapter's corpus "the room's sentences", for this session's role: a
+    follower sends one sentence (and sees only its own); the lecturer moderates the queue and
+    gets the accepted sentences as the corpus (one per line); alone, a student types a few
+    sentences, one per line (a room of one). None while there is nothing to learn from."""
+    from lmviz.chapters.tokenization import ROOM_ACTIVITY
+
+    store = classroom.store()
+    if classroom.following():
+        f = st.session_state.get(classroom.FOLLOW) or {}
+        code = f.get("code", "")
+        mine = store.my_submission(code, classroom.voter(), ROOM_ACTIVITY)
+        if mine is not None:
+            st.markdown(t("tok.room_yours", text=literal(mine.text)))
+            st.caption(t(f"tok.room_state_{mine.state}"))
+            return None
+        st.text_input(t("tok.room_your_sentence"), key="tok_room_sentence",
+                      max_chars=store.limits.max_sentence_chars, placeholder=t("tok.room_placeholder"))
+
+        def send():
+            r = store.submit(code, classroom.voter(), ROOM_ACTIVITY, st.session_state.get("tok_room_sentence", ""),
+                             address=classroom.client_address())
+            if not r.ok:
+                st.session_state["tok_room_why"] = r.reason
+
+        st.button(t("class.send"), key="tok_room_send", type="primary", on_click=send)
+        why = st.session_state.pop("tok_room_why", None)
+        if why:
+            st.warning(t(f"class.reason.{why}"))
+        st.caption(t("tok.room_follow_note"))
+        return None
+    lect = classroom.lecturing()
+    if lect:
+        _moderation(lect)
+        q = store.queue(lect["code"], lect["secret"], ROOM_ACTIVITY)
+        accepted = [i.text for i in q.items if i.state == "accepted"] if q.ok else []
+        if not accepted:
+            st.info(t("tok.room_none_yet"))
+            return None
+        st.caption(t("tok.room_corpus", n=len(accepted), chars=sum(len(s) for s in accepted)))
+        corpus = "\n".join(accepted)
+        if st.button(t("tok.room_train"), key="tok_room_train", icon=":material/model_training:",
+                     help=t("tok.room_train_help")):
+            # the one training loop, slot and budget: the training chapter with this as "my own text"
+            st.session_state["train_own_text"] = corpus
+            st.session_state["train_corpus"] = "own"
+            st.switch_page("chapters/training.py")
+        return corpus
+    st.caption(t("tok.room_solo"))
+    text = st.text_area(t("tok.room_solo_label"), value=t("tok.room_solo_default"), height=120,
+                        max_chars=20 * store.limits.max_sentence_chars, key="tok_room_solo")
+    lines = [store.clean_sentence(x) for x in text.splitlines()]
+    kept = [x for x in lines if x]
+    return "\n".join(kept) or None
+
+
+@st.fragment(run_every=classroom.TICK_S)
+def _moderation(lect: dict) -> None:
+    """The lecturer's queue: each sentence sent, accepted or dropped with one press (nothing a
+    student wrote is shown to the room before it is accepted: this panel is the lecturer's, and
+    it shows the pending sentences as literal text)."""
+    from lmviz.chapters.tokenization import ROOM_ACTIVITY
+
+    store = classroom.store()
+    q = store.queue(lect["code"], lect["secret"], ROOM_ACTIVITY)
+    if not q.ok:
+        st.caption(t(f"class.reason.{q.reason}"))
+        return
+    pending = [i for i in q.items if i.state == "pending"]
+    counts = {s: sum(i.state == s for i in q.items) for s in ("pending", "accepted", "dropped")}
+    st.markdown(t("tok.room_queue", **counts))
+    hide = st.toggle(t("tok.room_hide"), value=True, key="tok_room_hide", help=t("tok.room_hide_help"))
+    for i in pending[:12]:
+        c1, c2, c3 = st.columns([6, 1, 1], vertical_alignment="center")
+        c1.markdown(t("tok.room_hidden") if hide else literal(i.text))
+        c2.button(t("tok.room_accept"), key=f"tok_room_ok:{i.id}", type="primary",
+                  on_click=store.moderate, args=(lect["code"], lect["secret"], ROOM_ACTIVITY, i.id, True))
+        c3.button(t("tok.room_drop"), key=f"tok_room_no:{i.id}",
+                  on_click=store.moderate, args=(lect["code"], lect["secret"], ROOM_ACTIVITY, i.id, False))
+    if len(pending) > 12:
+        st.caption(t("tok.room_more", n=len(pending) - 12))
+
+
+def room_costs(tok, corpus: str) -> None:
+    """How many tokens each language of the room's sentences costs under the learned BPE."""
+    from lmviz.chapters.tokenization import language_costs
+
+    rows = language_costs(tok, corpus.splitlines())
+    if not rows:
+        return
+    st.dataframe([{t("tok.room_col_lang"): t(f"tok.room_lang_{r.language}"), t("tok.room_col_n"): r.sentences,
+                   t("tok.room_col_chars"): r.chars, t("tok.room_col_tokens"): r.tokens,
+                   t("tok.room_col_cpt"): round(r.chars_per_token, 2)} for r in rows],
+                 hide_index=True, width="stretch")
+    if len(rows) == 2:
+        zh, en = rows
+        a, b = zh.chars_per_token, en.chars_per_token
+        same = abs(a - b) <= 0.1 * max(a, b)          # within 10 %: the merges cost both alike
+        st.markdown(t("tok.room_costs_same" if same else "tok.room_costs_both", zh=f"{a:.2f}", en=f"{b:.2f}"))

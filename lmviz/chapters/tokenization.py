@@ -253,3 +253,49 @@ def rare_vs_common_han(tokenizer, text: str, n: int = 2) -> RareVsCommon:
     cut = {g: word_pieces(tokenizer, g, counts) for g in once}
     rare = min(once, key=lambda g: (-cut[g].n_pieces, order[g]))
     return RareVsCommon(word_pieces(tokenizer, common, counts), cut[rare], tokenizer.vocab_size, len(counts))
+
+
+# ------------------------------------------------------------------ the room's corpus -----------
+ROOM_ACTIVITY = "corpus.room"    # the class-store activity of the room's sentences (ClassStore.submit)
+
+
+@dataclass(frozen=True)
+class LanguageCost:
+    """What one language of the room's sentences costs the tokenizer."""
+    language: str               # "zh" (a sentence mostly of Chinese characters) or "en" (the rest)
+    sentences: int              # how many of the sentences
+    chars: int                  # their characters
+    tokens: int                 # their tokens under the tokenizer
+
+    @property
+    def chars_per_token(self) -> float:
+        return self.chars / self.tokens if self.tokens else 0.0
+
+
+def sentence_language(text: str) -> str:
+    """"zh" when at least half of the sentence's letters are Chinese characters, else "en".
+
+    >>> sentence_language("我喜欢学习 LLM"), sentence_language("I love learning 学")
+    ('zh', 'en')
+    """
+    han = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
+    letters = sum(1 for ch in text if ch.isalpha())
+    return "zh" if letters and han * 2 >= letters else "en"
+
+
+def language_costs(tokenizer, sentences) -> list[LanguageCost]:
+    """Tokens per language of ``sentences`` under ``tokenizer`` (one with ``encode_lossy``),
+    Chinese first; a language with no sentence is left out.
+
+    >>> from lmviz.tokenizer import CharTokenizer
+    >>> tk = CharTokenizer("我喜欢学习 I love")
+    >>> [(c.language, c.sentences, c.chars, c.tokens) for c in language_costs(tk, ["我喜欢", "I love", "学习"])]
+    [('zh', 2, 5, 5), ('en', 1, 6, 6)]
+    """
+    out = []
+    for lang in ("zh", "en"):
+        mine = [s for s in sentences if sentence_language(s) == lang]
+        if mine:
+            out.append(LanguageCost(lang, len(mine), sum(len(s) for s in mine),
+                                    sum(len(_encode_lossy(tokenizer, s)[0]) for s in mine)))
+    return out

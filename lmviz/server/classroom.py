@@ -63,7 +63,9 @@ browser or address (zset); ``fail:{s}`` failed code look-ups of a session in the
 ``rl:{a}`` answer attempts of a voter or address in the current minute; for a room activity
 ``{x}`` that hands out items (``assign``/``report``/``tally``): ``seq:{c}:{x}`` its arrival
 counter, ``asg:{c}:{x}:{s}`` one session's items, ``rep:{c}:{x}:{s}:{i}`` one report,
-``acth:{c}:{x}`` reports per item; ``epoch`` the store's
+``acth:{c}:{x}`` reports per item; for a room corpus ``{x}``: ``sub:{c}:{x}:{h}`` one
+sentence and its state (``{h}`` an HMAC of the sender), ``subq:{c}:{x}`` the queue (zset),
+``subn:{c}:{x}`` the count; ``epoch`` the store's
 epoch (see ``ClassStore.epoch``). ``{a}`` is an HMAC of a browser id or client address with the
 server's key (``class_key``): the store never holds an address. (The Redis backend puts a prefix,
 ``lmviz:`` by default, before every key.)
@@ -73,8 +75,10 @@ what a student types or follows by link; the lecturer's secret (``secrets.token_
 bits) is never part of the student link, is stored only as a SHA-256 digest and is compared
 with ``hmac.compare_digest``. Every lecturer operation needs it. A student sends only a code, a
 session id (given by the server, not typed), a question id and an option id; option ids are
-checked against the open question's options, so nothing free-form a student sends is stored,
-and nothing stored is ever meant to be rendered as HTML. Failed code look-ups are limited per
+checked against the open question's options. The one free-form thing a student sends is one
+sentence for the room's corpus (``submit``): cleaned, bounded in length and per class, stored
+under an HMAC of the sender, and pending until the lecturer accepts it. Nothing stored is ever
+meant to be rendered as HTML. Failed code look-ups are limited per
 session per minute.
 
 Hostile clients: "a session" is cheap (a new tab, a script), so the bounds that matter count
@@ -105,7 +109,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 __all__ = [
     "ALPHABET", "CODE_LEN", "ClassLimits", "Backend", "BackendUnavailable", "MemoryBackend",
     "ClassStore", "Created", "OpResult", "FollowView", "QuestionView", "LecturerView", "Histogram",
-    "Assignment", "Tally",
+    "Assignment", "Tally", "Submission", "Queue",
     "normalise_code", "REASONS", "address_key", "class_key", "BrowserIds", "Gate",
 ]
 
@@ -147,6 +151,8 @@ class ClassLimits:
                                          # hall behind one NAT address answers within a minute)
     max_items: int = 1024                # items one room activity hands out (the heads of a model)
     max_items_per_student: int = 16      # ... and how many one student takes
+    max_sentence_chars: int = 200        # one sentence a student sends for the room's corpus
+    max_sentences: int = 600             # sentences one class may gather (one per student)
     max_followers: int = 500             # followers counted per class (more still follow, uncounted)
     follower_ttl_s: float = 30.0         # a follower not seen for this long is no longer counted
     lookup_failures_per_min: int = 10    # failed code look-ups per session per minute
@@ -224,6 +230,20 @@ class Tally:
     reason: str
     counts: Mapping[int, int] = field(default_factory=dict)  # item -> reports (items reported only)
     students: int = 0            # sessions that took items
+
+
+@dataclass(frozen=True)
+class Submission:
+    id: str                      # an opaque id (an HMAC of the sender: never the session id)
+    text: str                    # the sentence as sent (cleaned; draw it as literal text)
+    state: str                   # "pending", "accepted" or "dropped"
+
+
+@dataclass(frozen=True)
+class Queue:
+    ok: bool
+    reason: str
+    items: tuple[Submission, ...] = ()   # oldest first
 
 
 @dataclass(frozen=True)
@@ -1027,6 +1047,89 @@ class ClassStore:
         h = self._db.hgetall(f"acth:{c}:{activity}")
         return Tally(True, "", {int(k): int(v) for k, v in h.items() if str(k).isdigit()},
                      int(self._db.hgetall(f"seq:{c}:{activity}").get("n", 0)))
+
+    # -- a room corpus: one sentence per student, shown only once the lecturer accepts it --------
+    def clean_sentence(self, text: Any) -> str | None:
+        """A sentence as the store keeps it: whitespace runs (newlines too) made one space,
+        control characters dropped, stripped; None when empty or longer than the bound."""
+        if not isinstance(text, str) or len(text) > 4 * self.limits.max_sentence_chars:
+            return None
+        out = " ".join(_CONTROL_RE.sub(" ", text).split())
+        return out if 0 < len(out) <= self.limits.max_sentence_chars else None
+
+    @_guarded(_OP_DOWN)
+    def submit(self, code: Any, session_id: Any, activity: Any, text: Any, address: str = "") -> OpResult:
+        """One student's sentence for the room's corpus: once per voter, bounded in length and
+        per class, and pending until the lecturer accepts it (``moderate``)."""
+        c, rec, why = self._activity(code, session_id, activity)
+        if rec is None:
+            return OpResult(False, why)
+        lim = self.limits
+        sentence = self.clean_sentence(text)
+        if sentence is None:
+            return OpResult(False, "too_long" if isinstance(text, str) and text.strip() else "bad_option",
+                            rec["version"])
+        who = self._client("a", address) if isinstance(address, str) and address else ""
+        if (self._db.incr(f"rl:{self._client('v', session_id)}", 60.0) > lim.answers_per_voter_per_min
+                or (who and self._db.incr(f"rl:{who}", 60.0) > lim.answers_per_address_per_min)):
+            return OpResult(False, "too_fast", rec["version"])
+        sid = self._client("s", session_id)[:24]
+        ttl = self._ttl_live() + lim.max_age_s
+        got = self._db.put_once_counted(
+            f"sub:{c}:{activity}:{sid}", {"t": sentence, "state": "pending"}, ttl, f"subn:{c}:{activity}",
+            "n", [(f"n:{c}:{activity}", lim.max_sentences), (f"n:{c}", lim.max_answers_per_class)],
+            (f"class:{c}", "status", "live"), self._clock())
+        if got == -2:
+            return OpResult(False, "ended", rec["version"])
+        if got == -1:
+            return OpResult(False, "too_many_answers", rec["version"])
+        if got == 0:
+            return OpResult(False, "already_answered", rec["version"])
+        self._db.zadd(f"subq:{c}:{activity}", sid, self._clock() + ttl)
+        return OpResult(True, "", rec["version"])
+
+    @_guarded(lambda: None)
+    def my_submission(self, code: Any, session_id: Any, activity: Any) -> Submission | None:
+        """This session's sentence and its state, or None."""
+        c = normalise_code(code)
+        if (c is None or not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id)
+                or not _valid_id(activity)):
+            return None
+        sid = self._client("s", session_id)[:24]
+        r = self._db.get(f"sub:{c}:{activity}:{sid}")
+        return Submission(sid, r["t"], r["state"]) if isinstance(r, dict) else None
+
+    @_guarded(functools.partial(Queue, False, "store_unavailable"))
+    def queue(self, code: str, secret: str, activity: Any) -> Queue:
+        """The lecturer's moderation queue: every sentence sent, oldest first, with its state."""
+        c, rec, why = self._lecturer(code, secret)
+        if rec is None:
+            return Queue(False, why)
+        if not _valid_id(activity):
+            return Queue(False, "bad_question")
+        items = []
+        for sid, _ in self._db.zlowest(f"subq:{c}:{activity}", self.limits.max_sentences):
+            r = self._db.get(f"sub:{c}:{activity}:{sid}")
+            if isinstance(r, dict):
+                items.append(Submission(sid, r["t"], r["state"]))
+        return Queue(True, "", tuple(items))
+
+    @_guarded(_OP_DOWN)
+    def moderate(self, code: str, secret: str, activity: Any, submission_id: Any, accept: bool) -> OpResult:
+        """The lecturer accepts or drops one sentence (a pending one; a decision is final)."""
+        c, rec, why = self._lecturer(code, secret)
+        if rec is None:
+            return OpResult(False, why)
+        if not _valid_id(activity) or not isinstance(submission_id, str) or not _KEY_RE.fullmatch(submission_id):
+            return OpResult(False, "bad_option", rec["version"])
+        key = f"sub:{c}:{activity}:{submission_id}"
+        r = self._db.get(key)
+        if not isinstance(r, dict):
+            return OpResult(False, "bad_option", rec["version"])
+        new = {"t": r["t"], "state": "accepted" if accept else "dropped"}
+        if not self._db.put_if(key, new, self._ttl_live() + self.limits.max_age_s, "state", "pending"):
+            return OpResult(False, "already_answered", rec["version"])
+        return OpResult(True, "", rec["version"])
 
     @_guarded(lambda: None)
     def my_answer(self, code: Any, session_id: Any, question_id: Any) -> str | None:
