@@ -256,7 +256,8 @@ def _stepper_section() -> None:
 
 
 def _encode_section() -> None:
-    new_text = st.text_area(t("tok.encode_label"), value=ENCODE_DEFAULT.get(source, "low lower"),
+    first = text.splitlines()[0] if source == "room" else "low lower"   # the room: its first sentence
+    new_text = st.text_area(t("tok.encode_label"), value=ENCODE_DEFAULT.get(source, first),
                             max_chars=MAX_ENCODE, height=80, key=f"tok_enc_{source}")
     if not new_text:
         st.info(t("tok.encode_empty"))

@@ -31,7 +31,7 @@ import streamlit as st
 
 from lmviz.chapters import generation_room as gr
 from ui import classroom, render, session
-from ui.i18n import listed, literal, t
+from ui.i18n import lang, listed, literal, t
 from viz.attention import head_map_figure
 from viz.generation import room_figure
 from viz.tokenization import visible
@@ -241,7 +241,7 @@ def _tok(b, i: int) -> str:
 def _effect_md(b, e) -> str:
     key = "att.hm_same" if e.top == e.base_top else "att.hm_changed"
     return t("att.hm_effect", lh=_lh(e), base=f"{e.base_loss:.3f}", loss=f"{e.loss:.3f}",
-             delta=f"{e.delta:+.3f}") + " " + t(key, top=_tok(b, e.base_top), new=_tok(b, e.top),
+             delta=f"{e.delta:+.3f}") + ("" if lang() == "zh" else " ") + t(key, top=_tok(b, e.base_top), new=_tok(b, e.top),
                                               p_base=f"{e.base_p_top:.3f}", p=f"{e.p_base_top:.3f}")
 
 

@@ -258,7 +258,7 @@ def head_map_figure(delta, layer_labels: list[str], head_labels: list[str], *, t
     lim = float(np.nanmax(np.abs(D))) if np.isfinite(D).any() else 1.0
     text = np.where(np.isfinite(D), np.vectorize(lambda v: f"{v:+.3f}")(np.nan_to_num(D)), text_missing)
     fig = go.Figure(go.Heatmap(z=D, x=head_labels, y=layer_labels, zmid=0, zmin=-max(lim, 1e-6),
-                               zmax=max(lim, 1e-6), colorscale=theme.DIVERGING, reversescale=False,
+                               zmax=max(lim, 1e-6), colorscale=theme.DIVERGING, reversescale=True,
                                text=text, texttemplate="%{text}", hoverongaps=False,
                                colorbar=dict(title=colorbar_title, thickness=12),
                                hovertemplate="%{y} · %{x}: %{z:+.4f}<extra></extra>"))
