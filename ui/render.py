@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import html
 import re
+import threading
+import weakref
 from contextlib import contextmanager
 
 import streamlit as st
@@ -74,6 +76,7 @@ def presented(fig):
 
 def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
     """Show a Plotly figure with its PNG download button named ``lmviz-<filename>-<lang>.png``."""
+    twin = text_twin(fig)                    # of the original: a cached figure's twin is kept
     if presenting():
         fig = presented(fig)
     config = {
@@ -86,7 +89,6 @@ def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
     st.plotly_chart(fig, key=key, config=config, width="stretch")
     # the chart's text twin, computed from its data (viz/describe.py): read by a screen reader
     # right after the chart, kept out of sight (TWIN_CSS), printed under the chart in the hand-out
-    twin = text_twin(fig)
     st.markdown(f'<p class="{TWIN_CLASS}" lang="{lang()}">{escape(twin)}</p>', unsafe_allow_html=True)
     _remember("fig", f"fig:{key or filename}", (fig, twin))
 
@@ -99,11 +101,33 @@ TWIN_CSS = (f"<style>[data-testid=stElementContainer]:has(.{TWIN_CLASS}){{positi
             "overflow:hidden;clip-path:inset(50%);white-space:nowrap;border:0}</style>")
 
 
+_TWINS: dict[int, dict[str, str]] = {}   # id(figure) -> {lang: twin}, while the figure lives
+_TWINS_LOCK = threading.Lock()
+
+
 def text_twin(fig) -> str:
-    """The figure's text twin in the current language (viz.describe over the catalogue)."""
+    """The figure's text twin in the current language (viz.describe over the catalogue). A
+    figure shared between reruns (a chapter's cached figures, never mutated) keeps its twins:
+    describing one reads many Plotly properties, which cost ~5 ms a chart. The entry goes
+    with the figure (weakref.finalize), so an id is never reused for another figure's twin."""
     from viz.describe import describe
 
-    return describe(fig, t, lang())
+    code, key = lang(), id(fig)
+    with _TWINS_LOCK:
+        hit = _TWINS.get(key, {}).get(code)
+    if hit is not None:
+        return hit
+    twin = describe(fig, t, code)
+    with _TWINS_LOCK:
+        if key not in _TWINS:
+            weakref.finalize(fig, _forget_twin, key)
+        _TWINS.setdefault(key, {})[code] = twin
+    return twin
+
+
+def _forget_twin(key: int) -> None:
+    with _TWINS_LOCK:
+        _TWINS.pop(key, None)
 
 
 _DROPZONE = "[data-testid=stFileUploaderDropzone]"
