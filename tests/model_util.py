@@ -15,6 +15,22 @@ def tiny_gpt(vocab_size: int, block_size: int, **kw):
 
 
 TRAIN_TEXT = "the cat sat on the mat. the dog sat on the log. " * 40
+SMALL_TEXT = "the cat sat on the mat. the dog sat on the log. " * 8
+
+
+def small_char_gpt():
+    """(a small random character GPT, its tokenizer) on SMALL_TEXT, seeded with 0 (fast, CPU):
+    the chapter-computation tests' live model."""
+    import torch
+
+    from lmviz.model import GPT, GPTConfig
+    from lmviz.tokenizer import CharTokenizer
+
+    torch.manual_seed(0)
+    tok = CharTokenizer(SMALL_TEXT)
+    cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=16, n_layer=2, n_head=2, n_kv_head=2,
+                    d_model=32, pos="learned", norm="layernorm")
+    return GPT(cfg).eval(), tok
 
 
 def tiny_trainer(max_steps: int, text: str = TRAIN_TEXT, eval_every: int = 10):

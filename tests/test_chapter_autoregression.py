@@ -9,21 +9,15 @@ import pytest
 import torch
 
 from lmviz.chapters import autoregression
-from lmviz.model import GPT, GPTConfig
 from lmviz.sampling import TOY_TABLE
-from lmviz.tokenizer import CharTokenizer
+from tests.model_util import SMALL_TEXT, small_char_gpt
 
-TEXT = "the cat sat on the mat. the dog sat on the log. " * 8
+TEXT = SMALL_TEXT
 
 
 @pytest.fixture(scope="module")
 def small():
-    """A small random character GPT on TEXT (fast, CPU)."""
-    torch.manual_seed(0)
-    tok = CharTokenizer(TEXT)
-    cfg = GPTConfig(vocab_size=tok.vocab_size, block_size=16, n_layer=2, n_head=2, n_kv_head=2,
-                    d_model=32, pos="learned", norm="layernorm")
-    return GPT(cfg).eval(), tok
+    return small_char_gpt()
 
 
 # chain-rule example -------------------------------------------------------------------------------------
