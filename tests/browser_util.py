@@ -174,8 +174,12 @@ def skip_questions(page, lang: str = "en") -> int:
         if not before:
             break
         buttons.first.click()
-        # a loaded server reruns late: wait until that question is gone, not a fixed time
-        page.wait_for_function(f"() => ({count})() < {before}", timeout=60_000, polling=100)
+        # a loaded server reruns late: wait until that question is gone rather than a fixed time
+        # (a question revealed by the rerun may keep the count: then the loop looks again)
+        try:
+            page.wait_for_function(f"() => ({count})() < {before}", timeout=20_000, polling=100)
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError: look again below
+            pass
         wait_idle(page)
         n += 1
     return n
