@@ -500,12 +500,14 @@ def sec_room() -> None:
         return
     sentence = urlstate.text(t("gen.room_sentence"), t("gen.room_sentence_default"), param="rs",
                              key="gen_room_sentence", max_chars=ROOM_MAX)
-    ids, unknown = b.tokenizer.encode_lossy(sentence)
-    render.unknown_chars(unknown)
+    # the room reads a prefix of at most block_size tokens and guesses the one after it
+    ctx = fit_context(b.tokenizer, sentence, b.model.cfg.block_size + 1, keep="start")
+    render.unknown_chars(ctx.unknown)
+    render.context_cut(ctx)
+    ids = ctx.ids
     if len(ids) < 2:
         st.info(t("gen.room_short"))
         return
-    ids = ids[-(b.model.cfg.block_size + 1):]             # the model reads at most block_size
     last = len(ids) - 1
     if st.session_state.get("gen_room_pos", 0) > last:    # a shorter sentence: stay inside it
         st.session_state["gen_room_pos"] = last

@@ -70,7 +70,7 @@ def test_train_watch_stop_while_another_page_answers(server, browser, lang):
         ctx2.close()
         page.bring_to_front()
 
-    n3 = wait_points(page, n2)                                   # still training meanwhile
+    n3 = wait_points(page, n2, 120_000)                          # still training meanwhile (a loaded CI is slow)
     # one copy of each live chart: with two polling fragments on the page, Streamlit 1.67 left a
     # hidden copy of every chart of one of them in the page on each tick (~3 charts a second)
     # (a second copy may stand for a moment while a tick redraws the chart)

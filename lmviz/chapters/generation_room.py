@@ -98,7 +98,7 @@ def question_id(prompt: str, temperature: float) -> str:
     >>> q, parse_question(q), parse_question("gen_greedy")
     ('room.100.0.e68891e5969ce6aca2e5ada6', ('我喜欢学', 1.0), None)
     >>> parse_question(question_id("白日依山尽，黄河入海流", 0.8))
-    ('…山尽，黄河入海流', 0.8)
+    ('…依山尽，黄河入海流', 0.8)
     """
     head = f"{QUESTION_PREFIX}{min(9999, max(0, round(float(temperature) * 100)))}."
     tail = _hex_tail(prompt, (QUESTION_LEN - len(head) - 2) // 2, keep="end")

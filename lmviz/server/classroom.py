@@ -65,7 +65,7 @@ browser or address (zset); ``fail:{s}`` failed code look-ups of a session in the
 counter, ``asg:{c}:{x}:{s}`` one session's items, ``rep:{c}:{x}:{s}:{i}`` one report,
 ``acth:{c}:{x}`` reports per item; for a room corpus ``{x}``: ``sub:{c}:{x}:{h}`` one
 sentence and its state (``{h}`` an HMAC of the sender), ``subq:{c}:{x}`` the queue (zset),
-``subn:{c}:{x}`` the count; ``epoch`` the store's
+``subn:{c}:{x}`` the count, ``subs:{c}:{x}`` the order sent; ``epoch`` the store's
 epoch (see ``ClassStore.epoch``). ``{a}`` is an HMAC of a browser id or client address with the
 server's key (``class_key``): the store never holds an address. (The Redis backend puts a prefix,
 ``lmviz:`` by default, before every key.)
@@ -1085,7 +1085,9 @@ class ClassStore:
             return OpResult(False, "too_many_answers", rec["version"])
         if got == 0:
             return OpResult(False, "already_answered", rec["version"])
-        self._db.zadd(f"subq:{c}:{activity}", sid, self._clock() + ttl)
+        # the queue's order is the order sent: the n-th sentence's expiry score is n ms later
+        n = self._db.hincr(f"subs:{c}:{activity}", "seq", ttl)
+        self._db.zadd(f"subq:{c}:{activity}", sid, self._clock() + ttl + n / 1000)
         return OpResult(True, "", rec["version"])
 
     @_guarded(lambda: None)
