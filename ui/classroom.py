@@ -184,6 +184,12 @@ def _follow_state() -> dict | None:
     return st.session_state.get(FOLLOW)
 
 
+def follow_code() -> str:
+    """The code of the class this session follows ("" when it follows none)."""
+    f = _follow_state()
+    return f["code"] if f else ""
+
+
 def following() -> bool:
     """True while this session follows a live class and has not stepped away."""
     f = _follow_state()
@@ -645,7 +651,9 @@ def _lecturer_live(qid: str) -> None:
               on_click=lambda: store().reveal(lect["code"], lect["secret"], qid))
 
 
-def _send_answer(code: str, qid: str, key: str) -> None:
+def send_answer(code: str, qid: str, key: str) -> None:
+    """Send the pick held in ``st.session_state[key]`` as this voter's answer to ``qid``; a
+    refusal other than "already answered" is kept in ``{key}:why`` for the page to say."""
     pick = st.session_state.get(key)
     if pick is None:
         return
@@ -674,7 +682,7 @@ def _follower_question(q: qs.Question, v: FollowView) -> None:
         pick = st.radio(t("class.your_pick"), ids, index=None, key=key,
                         format_func=lambda i: _label(q, by[i]), horizontal=len(ids) <= 4)
         st.button(t("class.send"), key=f"{key}:send", type="primary", disabled=pick is None,
-                  on_click=_send_answer, args=(code, q.id, key))
+                  on_click=send_answer, args=(code, q.id, key))
         why = st.session_state.pop(f"{key}:why", None)
         if why:
             st.warning(t(f"class.reason.{why}"))

@@ -141,8 +141,7 @@ def _follower(q) -> None:
     ch = gr.from_options(q.options, parsed[1]) if parsed else None
     if ch is None:
         return
-    f = st.session_state.get(classroom.FOLLOW) or {}
-    code = f.get("code", "")
+    code = classroom.follow_code()
     store = classroom.store()
     mine = store.my_answer(code, classroom.voter(), q.id)
     with st.container(border=True):
@@ -159,13 +158,8 @@ def _follower(q) -> None:
         pick = st.radio(t("gen.room_pick"), list(ch.options), index=None, key=key,
                         format_func=labels.__getitem__, horizontal=True)
 
-        def send():
-            r = store.answer(code, classroom.voter(), q.id, st.session_state.get(key),
-                             address=classroom.client_address())
-            if not r.ok and r.reason != "already_answered":
-                st.session_state[f"{key}:why"] = r.reason
-
-        st.button(t("class.send"), key=f"{key}:send", type="primary", disabled=pick is None, on_click=send)
+        st.button(t("class.send"), key=f"{key}:send", type="primary", disabled=pick is None,
+                  on_click=classroom.send_answer, args=(code, q.id, key))
         why = st.session_state.pop(f"{key}:why", None)
         if why:
             st.warning(t(f"class.reason.{why}"))
@@ -280,10 +274,10 @@ def heads_activity(b, ids: list[int]) -> None:
     fx = _effects(b.model, session.model_key(b), tuple(ids))
     act = activity_id(session.model_key(b), ids)
     if classroom.following():
-        f = st.session_state.get(classroom.FOLLOW) or {}
+        code = classroom.follow_code()
         v = classroom.followed_view()
         store = classroom.store()
-        got = store.assign(f.get("code", ""), classroom.voter(), act, n,
+        got = store.assign(code, classroom.voter(), act, n,
                            heads_each(n, v.followers if v is not None else 1))
         if not got.ok:
             st.warning(t(f"class.reason.{got.reason}"))
@@ -298,7 +292,7 @@ def heads_activity(b, ids: list[int]) -> None:
 
         def send():
             for i in got.items:
-                r = store.report(f.get("code", ""), classroom.voter(), act, i, address=classroom.client_address())
+                r = store.report(code, classroom.voter(), act, i, address=classroom.client_address())
                 if not r.ok and r.reason != "already_answered":
                     st.session_state[f"{key}:why"] = r.reason
                     return
@@ -351,8 +345,7 @@ def room_corpus() -> str | None:
 
     store = classroom.store()
     if classroom.following():
-        f = st.session_state.get(classroom.FOLLOW) or {}
-        code = f.get("code", "")
+        code = classroom.follow_code()
         mine = store.my_submission(code, classroom.voter(), ROOM_ACTIVITY)
         if mine is not None:
             st.markdown(t("tok.room_yours", text=literal(mine.text)))

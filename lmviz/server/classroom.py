@@ -648,6 +648,23 @@ class ClassStore:
         return hmac.new(self._key, f"{kind}:{raw}".encode("utf-8", "surrogatepass"),
                         hashlib.sha256).hexdigest()[:32]
 
+    def _address(self, address: Any) -> str:
+        """The opaque key of a client address (``address_key``), "" without one."""
+        return self._client("a", address) if isinstance(address, str) and address else ""
+
+    def _sender(self, session_id: str) -> str:
+        """The opaque id a room corpus keeps a sentence under (never the session id)."""
+        return self._client("s", session_id)[:24]
+
+    def _too_fast(self, session_id: str | None = None, who: str = "") -> bool:
+        """One more attempt of a voter (``session_id``) and of an address key (``who``) this
+        minute; True when either is over its bound (the address is counted only when the voter
+        is not)."""
+        lim = self.limits
+        return ((session_id is not None
+                 and self._db.incr(f"rl:{self._client('v', session_id)}", 60.0) > lim.answers_per_voter_per_min)
+                or (bool(who) and self._db.incr(f"rl:{who}", 60.0) > lim.answers_per_address_per_min))
+
     def _reclaim(self, zkey: str, now: float) -> bool:
         """End one class of ``zkey`` that can make room: its lecturer silent for
         ``reclaim_silent_s`` or nobody following it ``reclaim_empty_s`` after it began (members
@@ -929,9 +946,8 @@ class ClassStore:
         if self._rate_limited(session_id):
             return OpResult(False, "rate_limited")
         lim = self.limits
-        who = self._client("a", address) if isinstance(address, str) and address else ""
-        if (self._db.incr(f"rl:{self._client('v', session_id)}", 60.0) > lim.answers_per_voter_per_min
-                or (who and self._db.incr(f"rl:{who}", 60.0) > lim.answers_per_address_per_min)):
+        who = self._address(address)
+        if self._too_fast(session_id, who):
             return OpResult(False, "too_fast")
         c = normalise_code(code)
         rec = self._load(c) if c is not None else None
@@ -999,7 +1015,7 @@ class ClassStore:
         got = self._db.get(key)
         if got is not None:
             return Assignment(True, "", tuple(got))
-        if self._db.incr(f"rl:{self._client('v', session_id)}", 60.0) > lim.answers_per_voter_per_min:
+        if self._too_fast(session_id):
             return Assignment(False, "too_fast")
         ttl = self._ttl_live() + lim.max_age_s
         k = self._db.hincr(f"seq:{c}:{activity}", "n", ttl)          # this session's arrival number
@@ -1020,8 +1036,7 @@ class ClassStore:
         if got is None or not isinstance(item, int) or item not in got:
             return OpResult(False, "bad_option", rec["version"])
         lim = self.limits
-        who = self._client("a", address) if isinstance(address, str) and address else ""
-        if who and self._db.incr(f"rl:{who}", 60.0) > lim.answers_per_address_per_min:
+        if self._too_fast(who=self._address(address)):
             return OpResult(False, "too_fast", rec["version"])
         ttl = self._ttl_live() + lim.max_age_s
         done = self._db.put_once_counted(
@@ -1069,11 +1084,9 @@ class ClassStore:
         if sentence is None:
             return OpResult(False, "too_long" if isinstance(text, str) and text.strip() else "bad_option",
                             rec["version"])
-        who = self._client("a", address) if isinstance(address, str) and address else ""
-        if (self._db.incr(f"rl:{self._client('v', session_id)}", 60.0) > lim.answers_per_voter_per_min
-                or (who and self._db.incr(f"rl:{who}", 60.0) > lim.answers_per_address_per_min)):
+        if self._too_fast(session_id, self._address(address)):
             return OpResult(False, "too_fast", rec["version"])
-        sid = self._client("s", session_id)[:24]
+        sid = self._sender(session_id)
         ttl = self._ttl_live() + lim.max_age_s
         got = self._db.put_once_counted(
             f"sub:{c}:{activity}:{sid}", {"t": sentence, "state": "pending"}, ttl, f"subn:{c}:{activity}",
@@ -1093,11 +1106,10 @@ class ClassStore:
     @_guarded(lambda: None)
     def my_submission(self, code: Any, session_id: Any, activity: Any) -> Submission | None:
         """This session's sentence and its state, or None."""
-        c = normalise_code(code)
-        if (c is None or not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id)
-                or not _valid_id(activity)):
+        c = self._own_lookup(code, session_id, activity)
+        if c is None:
             return None
-        sid = self._client("s", session_id)[:24]
+        sid = self._sender(session_id)
         r = self._db.get(f"sub:{c}:{activity}:{sid}")
         return Submission(sid, r["t"], r["state"]) if isinstance(r, dict) else None
 
@@ -1136,11 +1148,20 @@ class ClassStore:
     @_guarded(lambda: None)
     def my_answer(self, code: Any, session_id: Any, question_id: Any) -> str | None:
         """The option id this session answered to a question, or None."""
-        c = normalise_code(code)
-        if (c is None or not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id)
-                or not _valid_id(question_id)):
+        c = self._own_lookup(code, session_id, question_id)
+        if c is None:
             return None
         return self._db.get(f"ans:{c}:{question_id}:{session_id}")
+
+    @staticmethod
+    def _own_lookup(code: Any, session_id: Any, item_id: Any) -> str | None:
+        """The normalised class code when a session asks for its own record (a valid code,
+        session id and question or activity id), else None."""
+        c = normalise_code(code)
+        if (c is None or not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id)
+                or not _valid_id(item_id)):
+            return None
+        return c
 
     # -- monitoring -------------------------------------------------------------------------------
     @_guarded(lambda: -1)
