@@ -38,13 +38,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
+from load import pct  # noqa: E402  (the load benchmark's percentile: q a fraction)
 from lmviz.server.classroom import ClassLimits, ClassStore, MemoryBackend  # noqa: E402
-
-
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))]
 
 
 def burst(n: int, work) -> tuple[float, list]:
@@ -204,7 +201,7 @@ def main() -> None:
         mems = [(tracemalloc.get_traced_memory()[0] - base) / a.students]
         tracemalloc.stop()
         print(f"{name:<22} accepted/s median {statistics.median(rates):,.0f}; last answer -> presenter's figure "
-              f"p50 {pct(lags, 50) * 1000:.0f} ms, p95 {pct(lags, 95) * 1000:.0f} ms; "
+              f"p50 {pct(lags, 0.5) * 1000:.0f} ms, p95 {pct(lags, 0.95) * 1000:.0f} ms; "
               f"memory/student {statistics.median(mems) / 1024:.1f} KiB; every answer counted once: {exact}")
 
 
