@@ -117,20 +117,20 @@ def _lecturer_live(qid: str, sentence: str, pos: int, actual_opt: str, p_actual:
     if not lect:
         return
     store = classroom.store()
-    h = store.histogram(lect["code"], lect["secret"], qid)
+    # one read a tick: the lecturer's view carries the open question with its live counts
     view = store.lecturer_view(lect["code"], lect["secret"])
     q = view.question if view.ok else None
     ch = gr.from_options(q.options, gr.parse_question(qid)[1]) if q is not None and q.id == qid else None
-    if not h.ok or ch is None:
-        st.caption(t(f"class.reason.{h.reason or 'no_question'}"))
+    if ch is None:
+        st.caption(t(f"class.reason.{view.reason or 'no_question'}"))
         return
-    if not h.revealed:
-        st.markdown(t("class.answered_n", n=h.total))
+    if not q.revealed:
+        st.markdown(t("class.answered_n", n=q.total))
         st.button(t("class.reveal_all"), key=f"room_reveal:{qid}", type="primary", icon=":material/visibility:",
                   on_click=lambda: store.reveal(lect["code"], lect["secret"], qid))
         return
-    _keep(sentence, pos, qid, ch, h.counts, actual_opt, p_actual)
-    results(ch, h.counts, actual_opt, p_actual)
+    _keep(sentence, pos, qid, ch, q.counts, actual_opt, p_actual)
+    results(ch, q.counts, actual_opt, p_actual)
     _sentence(sentence)
     st.button(t("class.close_q"), key=f"room_close:{qid}",
               on_click=lambda: store.close_question(lect["code"], lect["secret"]))
