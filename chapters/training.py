@@ -13,7 +13,7 @@ from lmviz.chapters.examples import DEFAULT_SETUP
 from lmviz.tokenizer import CharTokenizer
 from ui import session, render, urlstate
 from ui import replay_section
-from ui.i18n import lang, t
+from ui.i18n import lang, literal, t
 from viz.training import loss_figure, ppl_lr_figure, attention_figure, entropy
 
 MAX_OWN_CHARS = 200_000          # text area: longer pasted text is cut here, with a message
@@ -93,8 +93,24 @@ def _knob_problems(values: dict) -> list[str]:
     return out
 
 
+def _finetune_choice():
+    """Corpus "my own text": a new model, or the live one fine-tuned on it (the room's sentences
+    arrive with the fine-tune on). The live bundle when the user chose the fine-tune and it can
+    be done (lmviz's own GPT: a pretrained family is not trained here), else None."""
+    from lmviz.train import model_shape
+
+    b = session.try_live_bundle()
+    can = b is not None and b.source != "pretrained" and model_shape(b.model.cfg) is not None
+    on = st.toggle(t("train.ft_toggle"), key="train_finetune", disabled=not can, help=t("train.ft_help"))
+    if not can:
+        st.caption(t("train.ft_cannot"))
+        return None
+    return b if on else None
+
+
 def sec_setup() -> None:
-    from lmviz.train import CORPORA as BUNDLED, FIXED_TOKENIZER, OWN, PRESETS as CFGS, TOKENIZERS, plan_training
+    from lmviz.train import (CORPORA as BUNDLED, FINETUNE, FIXED_TOKENIZER, OWN, PRESETS as CFGS, TOKENIZERS,
+                             model_shape, plan_finetune, plan_training)
 
     CORPORA, PRESETS = (*BUNDLED, OWN), tuple(CFGS)
     _, _, BPE_MERGES_MAX = _bounds("bpe_merges")
@@ -107,18 +123,28 @@ def sec_setup() -> None:
     with c2:
         preset = urlstate.selectbox(t("train.preset"), PRESETS, PRESETS.index(d_preset), param="preset",
                                     key="train_preset", format_func={p: t(f"train.preset_{p}") for p in PRESETS}.get)
-    fixed = corpus in FIXED_TOKENIZER         # poetry: its own vocabulary, one token per character
+    text = _own_text() if corpus == OWN else None
+    start = _finetune_choice() if corpus == OWN else None    # the live model, to fine-tune
+    shape = model_shape(start.model.cfg) if start is not None else {}
+    fixed = corpus in FIXED_TOKENIZER or start is not None   # poetry, a fine-tune: their own vocabulary
     with c3:
         tok = urlstate.selectbox(t("train.tokenizer"), TOKENIZERS, 0, param="tok", key="train_tok",
                                  format_func={k: t(f"train.tok_{k}") for k in TOKENIZERS}.get, disabled=fixed)
-    base = CFGS[preset]
-    st.caption(t(f"train.preset_{preset}_note", **base.to_dict()))
-    if fixed:
+    if start is not None:                     # the preset's optimisation, the model's shape
+        from dataclasses import replace
+
+        base = replace(CFGS[preset], **FINETUNE, **shape)
+        st.caption(t("train.ft_note", params=start.model.num_params(), vocab=start.tokenizer.vocab_size,
+                     **base.to_dict()))
+        tok, suffix = TOKENIZERS[0], "_ft"
+    else:
+        base, suffix = CFGS[preset], ""
+        st.caption(t(f"train.preset_{preset}_note", **base.to_dict()))
+    if corpus in FIXED_TOKENIZER:
         from lmviz.poetry import vocab_facts
 
         tok = FIXED_TOKENIZER[corpus]
         st.caption(t("train.vocab_reason", **vocab_facts()))
-    text = _own_text() if corpus == OWN else None
     values = {}
     with st.expander(t("train.custom")):
         cols = st.columns(3)
@@ -127,8 +153,10 @@ def sec_setup() -> None:
             with cols[i % 3]:
                 values[name] = st.number_input(
                     t(f"train.k_{name}"), value=kind(getattr(base, name)), step=kind(step),
-                    format="%.5f" if kind is float else "%d", key=f"train_{name}_{preset}",
-                    help=t("train.k_range", lo=_number(kind(lo)), hi=_number(kind(hi))))
+                    format="%.5f" if kind is float else "%d", key=f"train_{name}_{preset}{suffix}",
+                    disabled=name in shape,   # a fine-tune keeps the model's shape
+                    help=t("train.k_ft_shape") if name in shape else
+                    t("train.k_range", lo=_number(kind(lo)), hi=_number(kind(hi))))
         if tok == "bpe":
             values["bpe_merges"] = st.number_input(t("train.k_bpe_merges"), value=base.bpe_merges, step=50,
                                                    key=f"train_bpe_merges_{preset}",
@@ -149,8 +177,9 @@ def sec_setup() -> None:
 
     # the one planning call (lmviz.train.plan_training): config, tokenizer and budget; the
     # trainer is built from its cfg
-    plan = plan_training(corpus, preset, {k: v for k, v in values.items() if v is not None}, text,
-                         lmviz.device().type)
+    chosen = {k: v for k, v in values.items() if v is not None}
+    plan = (plan_finetune(start.model.cfg, preset, chosen, lmviz.device().type) if start is not None else
+            plan_training(corpus, preset, chosen, text, lmviz.device().type))
     if plan.error:
         st.error(t("train.err_config", msg=plan.error))
         st.session_state["train_setup"] = None
@@ -162,15 +191,18 @@ def sec_setup() -> None:
         return
     if sentences:                             # only the batch was too large: lowered, and said so
         st.warning("\n\n".join(sentences))
-    st.session_state["train_setup"] = (corpus, preset, plan.cfg, text)
+    st.session_state["train_setup"] = (corpus, preset, plan.cfg, text, start)
 
 
 # ------------------------------------------------------------------ controls ---------------
-def _make_trainer(corpus: str, cfg, text: str | None):
-    """Called on the worker thread: load/encode the corpus and build the Trainer there."""
+def _make_trainer(corpus: str, cfg, text: str | None, start=None):
+    """Called on the worker thread: load/encode the corpus and build the Trainer there (a
+    fine-tune of ``start``, a Bundle, when given)."""
     def make(cancel):
-        from lmviz.train import corpus_trainer
+        from lmviz.train import corpus_trainer, finetune_trainer
 
+        if start is not None:
+            return finetune_trainer(start.model, start.tokenizer, cfg, text, cancel=cancel)
         return corpus_trainer(corpus, cfg, text, cancel=cancel)
     return make
 
@@ -179,9 +211,10 @@ def _start() -> None:
     setup = st.session_state.get("train_setup")
     if setup is None:
         return
-    corpus, preset, cfg, text = setup
-    session.start_training(_make_trainer(corpus, cfg, text), label=f"{corpus}/{preset}",
-                           meta={"corpus": corpus, "preset": preset})
+    corpus, preset, cfg, text, start = setup
+    kind = "finetune" if start is not None else corpus
+    session.start_training(_make_trainer(corpus, cfg, text, start), label=f"{kind}/{preset}",
+                           meta={"corpus": corpus, "preset": preset, "finetune": start is not None})
 
 
 def _reset() -> None:
@@ -271,6 +304,8 @@ def _status(snap) -> None:
     if info:
         st.caption(t("train.info", params=f"{info['params']:,}", vocab=info["vocab_size"],
                      tokens=f"{info['train_tokens']:,}", device=info["device"]))
+        if info.get("unknown"):
+            st.caption(t("train.ft_unknown", n=info["n_unknown"], chars=literal(" ".join(info["unknown"]))))
     m = st.columns(4)
     last = snap.steps[-1].loss if snap.steps else float("nan")
     ev = snap.evals[-1] if snap.evals else None

@@ -285,11 +285,18 @@ class Trainer:
     """
 
     def __init__(self, text: str, cfg: TrainConfig, device=None, tokenizer=None, prompt: str | None = None,
-                 cancel=None):
+                 cancel=None, start: GPT | None = None):
         """``cancel``: an optional callback (True = stop) asked often during the preparation
         (tokenizer, encoding), the evaluations and the samples; ``lmviz.cancel.Cancelled`` is
-        raised when it says so. Settable later as ``trainer.cancel``."""
+        raised when it says so. Settable later as ``trainer.cancel``.
+
+        ``start``: a model to fine-tune (see ``plan_finetune``): a copy of its weights is trained,
+        with ``tokenizer`` (its own, required) and ``cfg`` of its shape; characters its vocabulary
+        lacks are left out of the text (``self.unknown`` lists them) rather than learned as its
+        unknown token."""
         self.cancel = cancel
+        if start is not None and tokenizer is None:
+            raise ValueError("a fine-tune needs the model's own tokenizer")
         problems = cfg.validate()
         if problems:
             raise ValueError("; ".join(problems))
@@ -308,7 +315,13 @@ class Trainer:
         budget = check_budget(cfg, self.tokenizer.vocab_size, self.device.type)
         if not budget.ok or budget.cfg != cfg:
             raise ValueError(" ".join(r.english() for r in budget.reasons))
-        ids = torch.tensor(self._encode(text), dtype=torch.long)               # [N]
+        if start is not None:
+            if cfg.model_config(self.tokenizer.vocab_size) != start.cfg:
+                raise ValueError("the fine-tune's config does not have the model's shape (see plan_finetune)")
+            enc, self.unknown = self.tokenizer.encode_lossy(text)
+        else:
+            enc, self.unknown = self._encode(text), []
+        ids = torch.tensor(enc, dtype=torch.long)                              # [N]
         check_cancel(cancel)
         n_val = max(cfg.block_size + 1, int(len(ids) * cfg.val_frac))
         if len(ids) - n_val < cfg.block_size + 1:
@@ -317,9 +330,13 @@ class Trainer:
         train_ids, val_ids = split(ids, cfg.val_frac, n_val=n_val)
         self.train_ids, self.val_ids = train_ids.to(self.device), val_ids.to(self.device)
         self.gen = torch.Generator().manual_seed(cfg.seed)                    # weights and batches
-        self.model = GPT(cfg.model_config(self.tokenizer.vocab_size))
-        init_weights(self.model, self.gen)
+        if start is not None:
+            self.model = copy_model(start)                                     # the live model stays as it is
+        else:
+            self.model = GPT(cfg.model_config(self.tokenizer.vocab_size))
+            init_weights(self.model, self.gen)
         self.model.to(self.device).train()
+        self.finetune = start is not None
         self.opt = adamw(self.model, cfg)
         self.autocast = self.device.type == "cuda"
         self.steps_done = 0
@@ -476,8 +493,9 @@ class TrainingPlan:
     trainer is built from its ``cfg``."""
     corpus: str                 # a CORPORA name, or OWN
     preset: str                 # a PRESETS name
-    tokenizer: str              # the tokenizer the run uses (the corpus's own when it brings one)
-    tokenizer_fixed: bool       # the corpus brings its own tokenizer (FIXED_TOKENIZER)
+    tokenizer: str              # the tokenizer the run uses (the corpus's own when it brings one;
+    #                             "model": a fine-tune's, the model's own)
+    tokenizer_fixed: bool       # the corpus (FIXED_TOKENIZER) or the fine-tuned model brings its own
     error: str                  # make_config's message when the settings are invalid, else ""
     budget: object | None       # lmviz.limits.BudgetCheck of the config (None when ``error``)
 
@@ -527,6 +545,51 @@ def plan_training(corpus: str, preset: str, overrides: dict | None = None, text:
     return TrainingPlan(corpus, preset, tok, fixed, "", check_budget(cfg, vocab, device))
 
 
+# what a fine-tune changes in the preset it starts from: a short run, a gentler peak (the weights
+# are already trained), an evaluation often enough to draw a curve of a couple of minutes
+FINETUNE = {"max_steps": 200, "lr": 1e-3, "warmup_steps": 10, "eval_every": 20}
+
+
+def model_shape(model_cfg: GPTConfig) -> dict | None:
+    """The TrainConfig fields of a GPT's shape, or None when a TrainConfig cannot express it (a
+    pretrained family's own norm, MLP or positions: lmviz trains only its own GPT).
+
+    >>> model_shape(GPTConfig(vocab_size=10, block_size=16, n_layer=2, n_head=2, n_kv_head=2, d_model=32))
+    {'n_layer': 2, 'n_head': 2, 'd_model': 32, 'block_size': 16}
+    >>> model_shape(GPTConfig(vocab_size=10, norm="rmsnorm")) is None
+    True
+    """
+    shape = {"n_layer": model_cfg.n_layer, "n_head": model_cfg.n_head, "d_model": model_cfg.d_model,
+             "block_size": model_cfg.block_size}
+    try:
+        same = replace(TrainConfig(), **shape).model_config(model_cfg.vocab_size) == model_cfg
+    except ValueError:
+        return None
+    return shape if same else None
+
+
+def plan_finetune(model_cfg: GPTConfig, preset: str, overrides: dict | None = None, device="cpu") -> TrainingPlan:
+    """``plan_training`` for a fine-tune of a model of ``model_cfg`` (its tokenizer, so the
+    vocabulary is the model's): the preset's optimisation with FINETUNE and the user's overrides
+    on top, the model's shape in place of the preset's, and the budget on the model's vocabulary.
+
+    >>> from lmviz.model import GPTConfig
+    >>> p = plan_finetune(GPTConfig(vocab_size=50, block_size=16, n_layer=1, n_head=2, n_kv_head=2, d_model=16), "tiny")
+    >>> p.ok, p.tokenizer, p.cfg.d_model, p.cfg.max_steps
+    (True, 'model', 16, 200)
+    """
+    shape = model_shape(model_cfg)
+    if shape is None:
+        return TrainingPlan(OWN, preset, "model", True, "only lmviz's own GPT can be fine-tuned here", None)
+    over = {**FINETUNE, **{k: v for k, v in (overrides or {}).items() if k not in shape and k != "tokenizer"},
+            **shape}
+    try:
+        cfg = make_config(preset, **over)
+    except ValueError as e:
+        return TrainingPlan(OWN, preset, "model", True, str(e), None)
+    return TrainingPlan(OWN, preset, "model", True, "", check_budget(cfg, model_cfg.vocab_size, device))
+
+
 def corpus_trainer(corpus: str, cfg: TrainConfig, text: str | None = None, *, device=None, cancel=None) -> Trainer:
     """The Trainer of a bundled corpus (see CORPORA), or of ``text`` when ``corpus == "own"``.
 
@@ -542,3 +605,9 @@ def corpus_trainer(corpus: str, cfg: TrainConfig, text: str | None = None, *, de
                        prompt=PROMPT, cancel=cancel)
     body = text if corpus == OWN else corpus_text(corpus)
     return Trainer(body, cfg, device, prompt=default_prompt(body, None if corpus == OWN else corpus), cancel=cancel)
+
+
+def finetune_trainer(model: GPT, tokenizer, cfg: TrainConfig, text: str, *, device=None, cancel=None) -> Trainer:
+    """The Trainer of a fine-tune (``plan_finetune``'s cfg): a copy of ``model`` trained further on
+    ``text`` with its own tokenizer, sampled from the text's first word."""
+    return Trainer(text, cfg, device, tokenizer=tokenizer, prompt=default_prompt(text), cancel=cancel, start=model)

@@ -322,3 +322,27 @@ def test_a_full_registry_refuses_a_new_training_with_a_sentence(monkeypatch):
     assert button(at, "train_stop").disabled and "run" not in at.query_params   # nothing started
     assert live.state == "running" and len(full) == 1                          # and nothing evicted
     live.cancel()
+
+
+def test_the_current_model_can_be_fine_tuned_on_ones_own_text():
+    """What the room's "fine-tune on our sentences" opens: my own text, starting from the live model."""
+    at = open_page(PAGE, "zh", corpus="own", preset="tiny")
+    at.text_area(key="train_own_text").input("我喜欢学习语言模型。\n" * 40).run()
+    at.toggle(key="train_finetune").set_value(True).run()
+    assert not at.exception
+    live = at.session_state["train_setup"][4]
+    assert live is not None and live.source == "default"
+    cfg = live.model.cfg
+    assert at.number_input(key="train_d_model_tiny_ft").disabled       # the model's shape stays
+    assert at.number_input(key="train_d_model_tiny_ft").value == cfg.d_model
+    assert translate("train.ft_note", "zh", params=live.model.num_params(), vocab=live.tokenizer.vocab_size,
+                     **at.session_state["train_setup"][2].to_dict()) in all_text(at)
+    button(at, "train_start").click().run()
+    assert poll(at, lambda a: loss_points(a) > 0)
+    assert poll(at, lambda a: a.session_state["lmviz_session_bundle"].meta.get("val_loss") is not None)
+    tuned = at.session_state["lmviz_session_bundle"]               # the copy the chapters show now
+    assert tuned.source == "session" and tuned.meta["label"] == "finetune/tiny"
+    assert tuned.model.cfg == cfg and tuned.tokenizer is live.tokenizer
+    assert tuned.meta["val_loss"] > 0     # scored on the held-out tail of my text (the learning: test_train)
+    button(at, "train_stop").click().run()
+    assert poll(at, lambda a: button(a, "train_start").disabled is False)

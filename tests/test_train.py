@@ -323,3 +323,52 @@ def test_the_trainer_refuses_an_over_budget_config_before_allocating():
     big_batch = make_config("default", batch_size=512, block_size=512)
     with pytest.raises(ValueError, match="batch size was lowered"):
         Trainer(TEXT * 40, big_batch, device="cpu")
+
+
+# -- a fine-tune (the room's sentences, the training chapter's "start from the current model") ----
+
+def test_a_finetune_starts_from_the_model_and_leaves_it_alone():
+    from lmviz.train import finetune_trainer, plan_finetune
+
+    base = Trainer(TEXT, small(max_steps=60, lr=1e-2), device="cpu")
+    base.step(60)
+    start = base.model.eval()
+    before = {k: v.clone() for k, v in start.state_dict().items()}
+    plan = plan_finetune(start.cfg, "tiny", {"max_steps": 30, "d_model": 64, "eval_iters": 1})
+    assert plan.ok and plan.tokenizer == "model"
+    assert (plan.cfg.d_model, plan.cfg.block_size, plan.cfg.max_steps) == (16, 8, 30)   # the model's shape wins
+    new_text = "the cat sat on the log. " * 30
+    ft = finetune_trainer(start, base.tokenizer, plan.cfg, new_text, device="cpu")
+    assert ft.finetune and ft.unknown == []
+    # step 0: the copy is the model, weight for weight, and so scores the new text as it does
+    assert all(torch.equal(ft.model.state_dict()[k], v) for k, v in before.items())
+    fresh = Trainer(new_text, plan.cfg, device="cpu", tokenizer=base.tokenizer)
+    e0 = ft.evaluate()
+    assert e0.val_loss < fresh.evaluate().val_loss - 0.5       # trained weights beat random ones
+    ft.step(30)
+    assert ft.evaluate().val_loss < e0.val_loss                 # and it goes on learning the new text
+    assert all(torch.equal(start.state_dict()[k], v) for k, v in before.items())   # the start is untouched
+
+
+def test_a_finetune_leaves_out_characters_outside_the_vocabulary():
+    from lmviz.train import finetune_trainer, plan_finetune
+
+    base = Trainer(TEXT, small(max_steps=1), device="cpu")
+    plan = plan_finetune(base.model.cfg, "tiny", {"max_steps": 2})
+    ft = finetune_trainer(base.model, base.tokenizer, plan.cfg, "the cat sat, 猫坐着。 " * 30, device="cpu")
+    assert ft.unknown == [",", "猫", "坐", "着", "。"]
+    assert len(ft.train_ids) + len(ft.val_ids) == len("the cat sat  " * 30)
+
+
+def test_plan_finetune_refuses_a_shape_lmviz_does_not_train():
+    from lmviz.model import GPTConfig
+    from lmviz.train import model_shape, plan_finetune
+
+    llama = GPTConfig(vocab_size=40, block_size=16, n_layer=1, n_head=2, n_kv_head=2, d_model=16,
+                      norm="rmsnorm", mlp="swiglu", pos="rope")
+    assert model_shape(llama) is None
+    p = plan_finetune(llama, "tiny")
+    assert not p.ok and p.cfg is None and "own GPT" in p.error
+    with pytest.raises(ValueError, match="shape"):
+        base = Trainer(TEXT, small(max_steps=1), device="cpu")
+        Trainer(TEXT, small(d_model=32), device="cpu", tokenizer=base.tokenizer, start=base.model)

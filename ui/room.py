@@ -378,9 +378,11 @@ def room_corpus() -> str | None:
         corpus = "\n".join(accepted)
         if st.button(t("tok.room_train"), key="tok_room_train", icon=":material/model_training:",
                      help=t("tok.room_train_help")):
-            # the one training loop, slot and budget: the training chapter with this as "my own text"
+            # the one training loop, slot and budget: the training chapter with this as "my own text",
+            # fine-tuning the model the chapters show
             st.session_state["train_own_text"] = corpus
             st.session_state["train_corpus"] = "own"
+            st.session_state["train_finetune"] = True     # the current model goes on learning
             st.switch_page("chapters/training.py")
         return corpus
     st.caption(t("tok.room_solo"))
