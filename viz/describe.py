@@ -208,16 +208,28 @@ def _hidden(axis) -> bool:
     return axis is not None and axis.visible is False
 
 
-def _panel_title(layout, xa, ya) -> str:
-    """The title make_subplots wrote above the panel drawn on axes ``xa`` / ``ya`` ("" if none)."""
-    if xa is None or ya is None or xa.domain is None or ya.domain is None:
+def _panel_titles(layout) -> list[tuple[float, float, str]]:
+    """(x, y, text) of the titles make_subplots writes above its panels, read once per figure
+    (each Plotly property read is validated: a chart's annotations read per trace cost more than
+    the rest of its description)."""
+    out = []
+    for a in layout.annotations or ():
+        d = a.to_plotly_json()
+        if d.get("xref") == "paper" and d.get("yref") == "paper" and d.get("yanchor") == "bottom" \
+                and d.get("showarrow") is False and d.get("x") is not None and d.get("y") is not None:
+            out.append((d["x"], d["y"], d.get("text") or ""))
+    return out
+
+
+def _panel_title(titles, xa, ya) -> str:
+    """The title make_subplots wrote above the panel drawn on axes ``xa`` / ``ya`` ("" if none);
+    ``titles`` is ``_panel_titles(layout)``."""
+    if not titles or xa is None or ya is None or xa.domain is None or ya.domain is None:
         return ""
     (x0, x1), top = xa.domain, ya.domain[1]
-    for a in layout.annotations or ():
-        if a.xref == "paper" and a.yref == "paper" and a.yanchor == "bottom" and a.showarrow is False \
-                and a.x is not None and a.y is not None and x0 - 1e-6 <= a.x <= x1 + 1e-6 \
-                and abs(a.y - top) < 0.02:
-            return plain(a.text)
+    for x, y, text in titles:
+        if x0 - 1e-6 <= x <= x1 + 1e-6 and abs(y - top) < 0.02:
+            return plain(text)
     return ""
 
 
@@ -253,6 +265,7 @@ def describe(fig: go.Figure, tr: Tr, lang: str = "en") -> str:
     described = 0
     ticks: dict[str, Callable] = {}   # axis ref -> its tick-text mapping (one per axis)
     skipped = 0
+    titles = _panel_titles(layout)
     for i, trace in enumerate(fig.data):
         build = _BUILDERS.get(trace.type)
         if build is None or trace.visible is False:
@@ -270,7 +283,7 @@ def describe(fig: go.Figure, tr: Tr, lang: str = "en") -> str:
         if yr not in ticks:
             ticks[yr] = _ticks(ya) or _same
         fx, fy = ticks[xr], ticks[yr]
-        name = plain(trace.name) or _panel_title(layout, xa, ya)
+        name = plain(trace.name) or _panel_title(titles, xa, ya)
         if not name and len(fig.data) == 1:
             # the only series: call it by what it measures
             value_axis = xa if trace.type == "bar" and trace.orientation == "h" else ya
