@@ -48,10 +48,12 @@ class Session:
         self.port, self.page, self.query, self.auto_rerun = port, page, query, auto_rerun
         self.widgets: dict[str, Widget] = {}
         self.states: dict[str, list] = {}      # slider id -> value we last sent (floats, or labels)
+        self.strings: dict[str, str] = {}      # radio id -> the option label we last sent
         self.errors: list[str] = []            # exception elements seen
         self.alerts: list[str] = []            # st.error/warning/info texts seen
         self.page_hash = ""
         self.texts: list[str] = []             # markdown and code texts seen (latest last, capped)
+        self.text_log: list[tuple[float, str]] = []   # (perf_counter, markdown text) as they arrive, capped
         self.slider_log: list[tuple[float, str, list]] = []   # (perf_counter, slider id, value) per slider drawn
         self._ws = None
         self._reader: asyncio.Task | None = None
@@ -105,10 +107,16 @@ class Session:
                 w.string_array_value.data.extend(value)
             else:
                 w.double_array_value.data.extend(value)
+        for wid, value in self.strings.items():
+            w = cs.widget_states.widgets.add()
+            w.id = wid
+            w.string_value = value             # a radio's state: its formatted option, as the browser sends it
         if trigger:
             w = cs.widget_states.widgets.add()
             w.id = trigger
             w.trigger_value = True
+        if not fragment_id:
+            self._registered = set()           # a whole run: the fragments it calls register anew
         self._finished.clear()
         await self._send(msg)
 
@@ -133,9 +141,12 @@ class Session:
                     if fid not in self._timers:     # one timer per fragment, as the browser keeps
                         self._timers[fid] = asyncio.create_task(self._auto(fm.auto_rerun.interval, fid))
                 elif kind == "stop_auto_rerun":
-                    timer = self._timers.pop(fm.stop_auto_rerun.fragment_id, None)
-                    if timer:
-                        timer.cancel()
+                    # Streamlit 1.67 names every evicted fragment in one message (fragment_ids)
+                    for fid in fm.stop_auto_rerun.fragment_ids:
+                        timer = self._timers.pop(fid, None)
+                        if timer:
+                            timer.cancel()
+                        self._registered.discard(fid)
                 elif kind == "script_finished":
                     if fm.script_finished == 0:
                         # a whole-script run ended: fragments it did not register are gone
@@ -180,6 +191,12 @@ class Session:
         elif ek in ("markdown", "code"):
             self.texts.append(el.markdown.body if ek == "markdown" else el.code.code_text)
             del self.texts[:-200]
+            if ek == "markdown":
+                self.text_log.append((time.perf_counter(), el.markdown.body))
+                del self.text_log[:-400]
+        elif ek == "radio":
+            r = el.radio
+            self.widgets[r.id] = Widget(r.id, "radio", r.label, d.fragment_id, options=list(r.options))
         elif ek == "button":
             b = el.button
             self.widgets[b.id] = Widget(b.id, "button", b.label, d.fragment_id, disabled=b.disabled)
@@ -231,6 +248,19 @@ class Session:
         await self._rerun(fragment_id=w.fragment_id)
         await asyncio.wait_for(self._finished.wait(), timeout)
         return time.perf_counter() - t0
+
+    def radio(self, key_suffix: str) -> Widget | None:
+        return next((w for w in self.widgets.values() if w.kind == "radio" and w.id.endswith(key_suffix)), None)
+
+    async def choose_and_click(self, radio: Widget, index: int, button: Widget, timeout: float = 60) -> float:
+        """Pick option ``index`` of ``radio``, then press ``button``: two reruns, as a phone sends
+        them (a Send button that the pick enables is pressed once the page has redrawn it);
+        seconds until the second run finished."""
+        self.strings[radio.id] = radio.options[index]
+        t0 = time.perf_counter()
+        await self._rerun(fragment_id=radio.fragment_id)
+        await asyncio.wait_for(self._finished.wait(), timeout)
+        return time.perf_counter() - t0 + await self.click(button, timeout)
 
     async def click(self, w: Widget, timeout: float = 60) -> float:
         t0 = time.perf_counter()
