@@ -8,7 +8,8 @@ tree's folder (its own ``app.py``, pages, core and assets): the home page, then 
 (cold: its imports, its caches) and ``--repeats`` more times (a rerun, what every widget change
 that is not inside a fragment costs the server). The two trees alternate chapter by chapter and
 round by round, so both see the same machine load. Prints per chapter the median rerun of each
-tree and their ratio (this tree / base). Students who skipped the predict-then-reveal questions
+tree and their ratio (this tree / base), and how many charts each tree's chapter drew (a
+chapter that draws more does more work: compare like with like). Students who skipped the predict-then-reveal questions
 are simulated where the tree has them, so each run draws every section of the chapter.
 """
 from __future__ import annotations
@@ -31,13 +32,19 @@ from ui.chapters import registered
 slug, lang, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
 chapter = next(c for c in registered() if c.slug == slug)
 at = AppTest.from_file("app.py", default_timeout=300)
-try:
+try:                                   # the questions' module before and after the three wings
     from lmviz.chapters.questions import QUESTIONS
-    from ui.classroom import SKIPPED
-    for q in QUESTIONS:
-        at.session_state[f"class_solo:{q.id}:done"] = SKIPPED
 except ImportError:
-    pass
+    try:
+        from lmviz.questions import QUESTIONS
+    except ImportError:
+        QUESTIONS = ()
+try:
+    from ui.classroom import SKIPPED
+except ImportError:
+    QUESTIONS = ()
+for q in QUESTIONS:
+    at.session_state[f"class_solo:{q.id}:done"] = SKIPPED
 at.query_params["lang"] = lang
 at.run()
 t0 = time.perf_counter()
@@ -48,7 +55,8 @@ for _ in range(repeats):
     t0 = time.perf_counter()
     at.run()
     times.append(time.perf_counter() - t0)
-print(json.dumps({"cold": cold, "runs": times, "errors": len(at.exception)}), flush=True)
+print(json.dumps({"cold": cold, "runs": times, "errors": len(at.exception),
+                  "charts": len(at.get("plotly_chart"))}), flush=True)
 os._exit(0)   # no interpreter teardown: a page's background threads may still be running
 """
 
@@ -82,6 +90,7 @@ def main() -> None:
         common = [s for s in common if s in a.chapters.split(",")]
     runs: dict = {(s, w): [] for s in common for w in ("base", "this")}
     cold: dict = {(s, w): [] for s in common for w in ("base", "this")}
+    charts: dict = {}
     for rnd in range(a.rounds):
         for s in common:
             order = [("base", a.base), ("this", ROOT)]
@@ -91,16 +100,18 @@ def main() -> None:
                 m = measure(tree, s, a.lang, a.repeats)
                 runs[(s, who)] += m["runs"]
                 cold[(s, who)].append(m["cold"])
+                charts[(s, who)] = m.get("charts", 0)
                 if m["errors"]:
                     print(f"  ! {who} {s}: {m['errors']} exception box(es)")
     print(f"chapter rerun (AppTest, lang={a.lang}, {a.rounds} rounds x {a.repeats} reruns, median s)")
-    print(f"{'chapter':<22}{'base':>8}{'this':>8}{'this/base':>11}{'cold base':>11}{'cold this':>11}")
+    print(f"{'chapter':<22}{'base':>8}{'this':>8}{'this/base':>11}{'cold base':>11}{'cold this':>11}"
+          f"{'charts base/this':>18}")
     ratios = []
     for s in common:
         b, t = statistics.median(runs[(s, "base")]), statistics.median(runs[(s, "this")])
         ratios.append(t / b)
         print(f"{s:<22}{b:>8.3f}{t:>8.3f}{t / b:>11.2f}{statistics.median(cold[(s, 'base')]):>11.2f}"
-              f"{statistics.median(cold[(s, 'this')]):>11.2f}")
+              f"{statistics.median(cold[(s, 'this')]):>11.2f}{charts[(s, 'base')]:>11}/{charts[(s, 'this')]}")
     print(f"median ratio this/base: {statistics.median(ratios):.2f}; slowest: "
           f"{max(zip(ratios, common))[1]} at {max(ratios):.2f}")
 
