@@ -133,6 +133,33 @@ async def wait_for(cond, timeout: float, step: float = 0.05) -> bool:
     return cond()
 
 
+async def start_class(lecturer: Session) -> tuple[str, str]:
+    """Press "Start a class" on the lecturer's page: (class code, student link)."""
+    start = lecturer.button("class_start")
+    if start is None:
+        raise SystemExit("no 'Start a class' button on the lecturer's page")
+    await lecturer.click(start)
+    await wait_for(lambda: any("follow=" in x for x in lecturer.texts), 30)
+    link = next((x for x in reversed(lecturer.texts) if "follow=" in x), "")
+    m = re.search(r"follow=([A-Z0-9]+)", link)
+    if not m:
+        raise SystemExit("no student link on the lecturer's page")
+    return m.group(1), link
+
+
+async def join(port: int, code: str, i: int, n: int, errors: list) -> Session:
+    """Follower ``i`` of ``n`` opens the student link (half in English, half in Chinese). The joins
+    spread over one second, so the followers' timers tick at different moments, as real tabs
+    opened one by one do (all in step would be the worst case)."""
+    await asyncio.sleep(i / n)
+    s = Session(port, "", f"follow={code}&lang={'zh' if i % 2 else 'en'}")
+    try:
+        await s.__aenter__()
+    except Exception as e:  # noqa: BLE001 - counted, not raised
+        errors.append(f"follower open failed ({type(e).__name__})")
+    return s
+
+
 async def run(args) -> None:
     from tests.browser_util import Server
 
@@ -156,31 +183,12 @@ async def run(args) -> None:
         lecturer = Session(srv.port, "generation", "lang=en&present=1")
         await lecturer.__aenter__()
         await lecturer.wait_idle(timeout=180)
-        start = lecturer.button("class_start")
-        if start is None:
-            raise SystemExit("no 'Start a class' button on the lecturer's page")
-        await lecturer.click(start)
-        await wait_for(lambda: any("follow=" in x for x in lecturer.texts), 30)
-        link = next((x for x in reversed(lecturer.texts) if "follow=" in x), "")
-        m = re.search(r"follow=([A-Z0-9]+)", link)
-        if not m:
-            raise SystemExit("no student link on the lecturer's page")
-        code = m.group(1)
+        code, link = await start_class(lecturer)
         print(f"class {code}; lecturer link {link}")
         rss0, t_join = rss_mb(pid), time.perf_counter()
 
-        async def join(i: int) -> Session:
-            # joins spread over one poll period, so the followers' 1 s timers tick at different
-            # moments, as real tabs opened one by one do (all in step would be the worst case)
-            await asyncio.sleep(i / args.followers)
-            s = Session(srv.port, "", f"follow={code}&lang={'zh' if i % 2 else 'en'}")
-            try:
-                await s.__aenter__()
-            except Exception as e:  # noqa: BLE001 - counted, not raised
-                errors.append(f"follower open failed ({type(e).__name__})")
-            return s
-
-        followers = list(await asyncio.gather(*(join(i) for i in range(args.followers))))
+        followers = list(await asyncio.gather(*(join(srv.port, code, i, args.followers, errors)
+                                                for i in range(args.followers))))
         ok = await wait_for(lambda: all(tau_slider(s) is not None for s in followers), 120, 0.2)
         on_page = sum(tau_slider(s) is not None for s in followers)
         print(f"{on_page}/{len(followers)} followers on /generation after "
