@@ -9,7 +9,8 @@ linear warm-up then cosine decay to ``min_lr_frac * lr``, gradient clipping, a t
 split (the last ``val_frac`` of the text, never seen in training), and every step returns a
 ``StepMetrics`` record (loss, learning rate, gradient norm before clipping, tokens/s).
 ``evaluate()`` estimates train/validation loss and perplexity on fixed batches, ``sample()``
-continues a fixed prompt so the audience sees the text improve.
+continues a fixed prompt so the audience sees the text improve. A fine-tune (``plan_finetune``,
+``finetune_trainer``: the room's sentences) is the same loop from a copy of a trained model.
 
 Determinism: the weights are initialised and the batches drawn from the Trainer's own
 ``torch.Generator`` (never the global RNG, which other threads of the app also use), so on CPU
