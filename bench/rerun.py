@@ -6,7 +6,8 @@
 chapter both trees register, a child process per tree runs the app through AppTest from that
 tree's folder (its own ``app.py``, pages, core and assets): the home page, then the chapter once
 (cold: its imports, its caches) and ``--repeats`` more times (a rerun, what every widget change
-that is not inside a fragment costs the server). The two trees alternate chapter by chapter and
+that is not inside a fragment costs the server; the scripts are compiled once per process, as a
+server's script cache does, where AppTest alone would compile app.py and the page on every run). The two trees alternate chapter by chapter and
 round by round, so both see the same machine load. Prints per chapter the median rerun of each
 tree and their ratio (this tree / base), and how many charts each tree's chapter drew (a
 chapter that draws more does more work: compare like with like). Students who skipped the predict-then-reveal questions
@@ -28,6 +29,10 @@ import json, os, sys, time
 sys.path.insert(0, os.getcwd())
 os.environ.setdefault("LMVIZ_THREADS", "1")
 from streamlit.testing.v1 import AppTest
+import streamlit.testing.v1.app_test as _at, streamlit.testing.v1.local_script_runner as _lsr
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+_CACHE = ScriptCache()          # one per process, as a server's Runtime keeps one: AppTest makes a
+_at.ScriptCache = _lsr.ScriptCache = lambda: _CACHE    # new one per run and recompiles every script
 from ui.chapters import registered
 slug, lang, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
 chapter = next(c for c in registered() if c.slug == slug)
