@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import numpy as np
 import streamlit as st
@@ -131,8 +132,6 @@ def sec_setup() -> None:
         tok = urlstate.selectbox(t("train.tokenizer"), TOKENIZERS, 0, param="tok", key="train_tok",
                                  format_func={k: t(f"train.tok_{k}") for k in TOKENIZERS}.get, disabled=fixed)
     if start is not None:                     # the preset's optimisation, the model's shape
-        from dataclasses import replace
-
         base = replace(CFGS[preset], **FINETUNE, **shape)
         st.caption(t("train.ft_note", params=start.model.num_params(), vocab=start.tokenizer.vocab_size,
                      **base.to_dict()))
