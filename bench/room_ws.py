@@ -104,7 +104,6 @@ async def run(args) -> None:
                     used.add(close.id)
                     await lecturer.click(close)
                 await lecturer.move_slider(pos, max(pos.lo, pos.hi - r), timeout=60)
-            ask = None
             await wait_for(lambda: fresh_button(lecturer, "room_ask:", used) is not None, 30)
             ask = fresh_button(lecturer, "room_ask:", used)
             if ask is None:
@@ -150,16 +149,15 @@ async def run(args) -> None:
                 unconfirmed.append(1)
                 return None
 
-            t_ask = time.perf_counter()
+            t0 = time.perf_counter()                            # every phone shows the question
             done = await asyncio.gather(*(send(s) for s in students))
-            t0 = t_ask
             acked = [d for d in done if d is not None]
             last = max(acked, default=t0)
             rate = len(acked) / max(1e-9, last - t0)
             n_want = len(acked)
             await wait_for(lambda: any(n == n_want for _, n in answered(lecturer, t0)), 30)
-            seen = [(w, n) for w, n in answered(lecturer, t0) if n == n_want]
-            lag = (seen[0][0] - last) if seen else None
+            full = [w for w, n in answered(lecturer, t0) if n == n_want]
+            lag = (full[0] - last) if full else None
             top = max((n for _, n in answered(lecturer, t0)), default=0)
             if lag is not None:
                 shown_lags.append(max(0.0, lag))

@@ -110,8 +110,8 @@ def _finetune_choice():
 
 
 def sec_setup() -> None:
-    from lmviz.train import (CORPORA as BUNDLED, FINETUNE, FIXED_TOKENIZER, OWN, PRESETS as CFGS, TOKENIZERS,
-                             model_shape, plan_finetune, plan_training)
+    from lmviz.train import (CORPORA as BUNDLED, FIXED_TOKENIZER, OWN, PRESETS as CFGS, SHAPE, TOKENIZERS,
+                             finetune_overrides, plan_finetune, plan_training)
 
     CORPORA, PRESETS = (*BUNDLED, OWN), tuple(CFGS)
     _, _, BPE_MERGES_MAX = _bounds("bpe_merges")
@@ -126,13 +126,13 @@ def sec_setup() -> None:
                                     key="train_preset", format_func={p: t(f"train.preset_{p}") for p in PRESETS}.get)
     text = _own_text() if corpus == OWN else None
     start = _finetune_choice() if corpus == OWN else None    # the live model, to fine-tune
-    shape = model_shape(start.model.cfg) if start is not None else {}
+    kept = SHAPE if start is not None else ()                 # the knobs a fine-tune keeps as the model's
     fixed = corpus in FIXED_TOKENIZER or start is not None   # poetry, a fine-tune: their own vocabulary
     with c3:
         tok = urlstate.selectbox(t("train.tokenizer"), TOKENIZERS, 0, param="tok", key="train_tok",
                                  format_func={k: t(f"train.tok_{k}") for k in TOKENIZERS}.get, disabled=fixed)
     if start is not None:                     # the preset's optimisation, the model's shape
-        base = replace(CFGS[preset], **FINETUNE, **shape)
+        base = replace(CFGS[preset], **finetune_overrides(start.model.cfg))
         st.caption(t("train.ft_note", params=start.model.num_params(), vocab=start.tokenizer.vocab_size,
                      **base.to_dict()))
         tok, suffix = TOKENIZERS[0], "_ft"
@@ -153,8 +153,8 @@ def sec_setup() -> None:
                 values[name] = st.number_input(
                     t(f"train.k_{name}"), value=kind(getattr(base, name)), step=kind(step),
                     format="%.5f" if kind is float else "%d", key=f"train_{name}_{preset}{suffix}",
-                    disabled=name in shape,   # a fine-tune keeps the model's shape
-                    help=t("train.k_ft_shape") if name in shape else
+                    disabled=name in kept,
+                    help=t("train.k_ft_shape") if name in kept else
                     t("train.k_range", lo=_number(kind(lo)), hi=_number(kind(hi))))
         if tok == "bpe":
             values["bpe_merges"] = st.number_input(t("train.k_bpe_merges"), value=base.bpe_merges, step=50,
@@ -213,7 +213,7 @@ def _start() -> None:
     corpus, preset, cfg, text, start = setup
     kind = "finetune" if start is not None else corpus
     session.start_training(_make_trainer(corpus, cfg, text, start), label=f"{kind}/{preset}",
-                           meta={"corpus": corpus, "preset": preset, "finetune": start is not None})
+                           meta={"corpus": corpus, "preset": preset})
 
 
 def _reset() -> None:

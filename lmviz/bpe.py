@@ -487,10 +487,10 @@ class TrainedBPE:
     def encode(self, text: str, cancel=None) -> list[int]:
         return self.bpe.encode(text, cancel=cancel)
 
-    def encode_lossy(self, text: str) -> tuple[list[int], list[str]]:
+    def encode_lossy(self, text: str, cancel=None) -> tuple[list[int], list[str]]:
         known = set(self.bpe.vocab[1:self.bpe.n_base])
         unknown = list(dict.fromkeys(c for c in text if c not in known))
-        return self.bpe.encode("".join(c for c in text if c in known)), unknown
+        return self.bpe.encode("".join(c for c in text if c in known), cancel=cancel), unknown
 
     def decode(self, ids) -> str:
         return self.bpe.decode([int(i) for i in ids])

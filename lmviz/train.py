@@ -316,12 +316,9 @@ class Trainer:
         budget = check_budget(cfg, self.tokenizer.vocab_size, self.device.type)
         if not budget.ok or budget.cfg != cfg:
             raise ValueError(" ".join(r.english() for r in budget.reasons))
-        if start is not None:
-            if cfg.model_config(self.tokenizer.vocab_size) != start.cfg:
-                raise ValueError("the fine-tune's config does not have the model's shape (see plan_finetune)")
-            enc, self.unknown = self.tokenizer.encode_lossy(text)
-        else:
-            enc, self.unknown = self._encode(text), []
+        if start is not None and cfg.model_config(self.tokenizer.vocab_size) != start.cfg:
+            raise ValueError("the fine-tune's config does not have the model's shape (see plan_finetune)")
+        enc, self.unknown = self._encode(text, lossy=start is not None)
         ids = torch.tensor(enc, dtype=torch.long)                              # [N]
         check_cancel(cancel)
         n_val = max(cfg.block_size + 1, int(len(ids) * cfg.val_frac))
@@ -345,11 +342,14 @@ class Trainer:
         self.tokens_per_step = cfg.batch_size * cfg.block_size
 
     # -- data ----------------------------------------------------------------------------------
-    def _encode(self, text: str) -> list[int]:
-        """The tokenizer's ids of text; a BPE asks the cancel callback as it goes."""
-        if isinstance(self.tokenizer, TrainedBPE):
-            return self.tokenizer.encode(text, cancel=self.cancel)
-        return self.tokenizer.encode(text)
+    def _encode(self, text: str, lossy: bool = False) -> tuple[list[int], list[str]]:
+        """(the tokenizer's ids of text, the characters left out). ``lossy``: characters outside
+        the vocabulary are left out and listed; else none is (an unknown one raises, or becomes
+        the unknown token). A BPE asks the cancel callback as it goes."""
+        tok = self.tokenizer
+        if isinstance(tok, TrainedBPE):
+            return tok.encode_lossy(text, cancel=self.cancel) if lossy else (tok.encode(text, cancel=self.cancel), [])
+        return tok.encode_lossy(text) if lossy else (tok.encode(text), [])
 
     def _batch(self, data: torch.Tensor, generator: torch.Generator):
         """x, y [B,T] random windows of data (y = x shifted by one: teacher forcing)."""
@@ -551,6 +551,9 @@ def plan_training(corpus: str, preset: str, overrides: dict | None = None, text:
 FINETUNE = {"max_steps": 200, "lr": 1e-3, "warmup_steps": 10, "eval_every": 20}
 
 
+SHAPE = ("n_layer", "n_head", "d_model", "block_size")   # the TrainConfig fields a fine-tune keeps
+
+
 def model_shape(model_cfg: GPTConfig) -> dict | None:
     """The TrainConfig fields of a GPT's shape, or None when a TrainConfig cannot express it (a
     pretrained family's own norm, MLP or positions: lmviz trains only its own GPT).
@@ -560,13 +563,28 @@ def model_shape(model_cfg: GPTConfig) -> dict | None:
     >>> model_shape(GPTConfig(vocab_size=10, norm="rmsnorm")) is None
     True
     """
-    shape = {"n_layer": model_cfg.n_layer, "n_head": model_cfg.n_head, "d_model": model_cfg.d_model,
-             "block_size": model_cfg.block_size}
+    shape = {name: getattr(model_cfg, name) for name in SHAPE}
     try:
         same = replace(TrainConfig(), **shape).model_config(model_cfg.vocab_size) == model_cfg
     except ValueError:
         return None
     return shape if same else None
+
+
+def finetune_overrides(model_cfg: GPTConfig, overrides: dict | None = None) -> dict | None:
+    """What a fine-tune of a model of ``model_cfg`` changes in a preset: FINETUNE, then the user's
+    ``overrides`` (but the shape and the tokenizer, which are the model's), then the model's shape;
+    None when lmviz does not train that shape (``model_shape``).
+
+    >>> finetune_overrides(GPTConfig(vocab_size=10, block_size=16, n_layer=1, n_head=2, n_kv_head=2, d_model=16),
+    ...                    {"d_model": 64, "max_steps": 30})["d_model"]
+    16
+    """
+    shape = model_shape(model_cfg)
+    if shape is None:
+        return None
+    user = {k: v for k, v in (overrides or {}).items() if k not in SHAPE and k != "tokenizer"}
+    return {**FINETUNE, **user, **shape}
 
 
 def plan_finetune(model_cfg: GPTConfig, preset: str, overrides: dict | None = None, device="cpu") -> TrainingPlan:
@@ -579,11 +597,9 @@ def plan_finetune(model_cfg: GPTConfig, preset: str, overrides: dict | None = No
     >>> p.ok, p.tokenizer, p.cfg.d_model, p.cfg.max_steps
     (True, 'model', 16, 200)
     """
-    shape = model_shape(model_cfg)
-    if shape is None:
+    over = finetune_overrides(model_cfg, overrides)
+    if over is None:
         return TrainingPlan(OWN, preset, "model", True, "only lmviz's own GPT can be fine-tuned here", None)
-    over = {**FINETUNE, **{k: v for k, v in (overrides or {}).items() if k not in shape and k != "tokenizer"},
-            **shape}
     try:
         cfg = make_config(preset, **over)
     except ValueError as e:

@@ -140,7 +140,7 @@ class TrainingJob(Task):
         info = {"params": tr.num_params(), "vocab_size": tr.tokenizer.vocab_size,
                 "train_tokens": len(tr.train_ids), "val_tokens": len(tr.val_ids),
                 "device": str(tr.device), "prompt": tr.prompt,
-                "finetune": getattr(tr, "finetune", False), "unknown": unknown[:50], "n_unknown": len(unknown),
+                "unknown": unknown[:50], "n_unknown": len(unknown),
                 "baselines": unigram_baseline(tr.train_ids, tr.val_ids, tr.tokenizer.vocab_size)}
         with self._lock:
             self._max_steps, self._tokenizer, self._info = tr.cfg.max_steps, tr.tokenizer, info
