@@ -24,9 +24,12 @@ DEFAULT_TEXT = {"en": "The capital of France is Paris.", "zh": "床前明月光�
 # (sentence, referent, pronoun): the notes' example and an English one of the same shape
 PRONOUN = {"en": ("I gave the book to Anna because she needs it.", "Anna", "she"),
            "zh": ("把书交给小李，因为他需要参考", "小李", "他")}
-# the control: the same sentence with a non-referent in the referent's place (a man for "she",
-# an object for 他 in the notes' sentence; 桌子 would do, but 桌 is not in the model's vocabulary)
-CONTROL = {"en": "Paul", "zh": "杯子"}
+# the control: the same sentence with a word "he"/"she" cannot refer to in the referent's place (an
+# object: a name of either gender is no control, since the position that writes the pronoun must
+# look at whichever name is there to choose between he and she)
+CONTROL = {"en": "the cup", "zh": "杯子"}
+# the models the section can test: a toy trained where reference is learnable, and the live model
+PRONOUN_MODELS = ("toy", "live")
 
 
 # ---------------------------------------------------------------- cached pure work --------
@@ -37,6 +40,22 @@ def _trace(_model, model_key: str, ids: tuple[int, ...]):
 
     with torch.no_grad():
         return _model.forward_trace(torch.tensor(ids, dtype=torch.long))
+
+
+@st.cache_resource(show_spinner=False)
+def _pronoun_toy():
+    from lmviz.chapters.attention_pronoun import load_toy
+
+    return load_toy()
+
+
+@st.cache_data(show_spinner=False)
+def _pronoun_toy_accuracy(m: int = 100):
+    """How often the pronoun toy writes the right pronoun on ``m`` fresh sentences per language."""
+    from lmviz.chapters.attention_pronoun import pronoun_accuracy
+
+    toy = _pronoun_toy()
+    return pronoun_accuracy(toy.model, toy.tokenizer, m), m
 
 
 @st.cache_data(show_spinner=False)
@@ -86,14 +105,25 @@ def _md(text: str) -> str:
 
 # ---------------------------------------------------------------- sections ----------------
 def sec_why():
-    from lmviz.chapters.attention import find_span, pronoun_attention
+    from lmviz.chapters.attention_pronoun import pronoun_case
     from lmviz.chapters.embedding import encode_for_model
 
-    b = _bundle()
-    if b is None:
-        return
-    ds, dr, dp = PRONOUN[lang()]
     render.md(t("att.why_text"))
+    names = {s: t(f"att.why_src.{s}") for s in PRONOUN_MODELS}   # resolved now, not in the lambda
+    src = st.radio(t("att.why_source"), PRONOUN_MODELS, horizontal=True, key="att_p_src", format_func=names.get)
+    if src == "toy":
+        try:
+            toy = _pronoun_toy()
+        except (OSError, ValueError) as e:
+            st.error(t("att.why_toy_missing", err=render.escape(str(e)[:200])))
+            return
+        model, tok, key = toy.model, toy.tokenizer, "pronoun-toy"
+    else:
+        b = _bundle()
+        if b is None:
+            return
+        model, tok, key = b.model, b.tokenizer, session.model_key(b)
+    ds, dr, dp = PRONOUN[lang()]
     c1, c2, c3, c4 = st.columns([4, 1, 1, 1])
     with c1:
         text = urlstate.text(t("att.sentence"), ds, param="ps", key="att_p_text", max_chars=MAX_CHARS)
@@ -104,61 +134,46 @@ def sec_why():
     with c4:
         ctrl = urlstate.text(t("att.why_ctrl"), CONTROL[lang()], param="pc", key="att_p_ctrl", max_chars=20,
                              help=t("att.why_ctrl_help"))
-    n = b.model.cfg.block_size
-    enc, er, ep = (encode_for_model(b.tokenizer, x, n) for x in (text, ref, pron))
+    n = model.cfg.block_size
+    enc, er, ep, ec = (encode_for_model(tok, x, n) for x in (text, ref, pron, ctrl))
     render.unknown_chars(enc.unknown)
     render.context_cut(enc.context)
-    span = find_span(enc.ids, er.ids) if er.ids and not er.unknown else None
-    pspan = find_span(enc.ids, ep.ids, span[1]) if span and ep.ids and not ep.unknown else None
-    if span is None or pspan is None:
+    readable = lambda e: e.ids if e.ids and not e.unknown else []  # noqa: E731
+    case = pronoun_case(lambda ids: _trace(model, key, ids), enc.ids, readable(er), readable(ep),
+                        readable(ec), n)
+    if case is None:
         st.warning(t("att.why_missing", ref=_md(ref), pron=_md(pron)))
         return
-    q = pspan[1] - 1
-    tr = _trace(b.model, session.model_key(b), tuple(enc.ids))
-    weights = [L.weights for L in tr.layers]
-    p = pronoun_attention(weights, q, span)
+    p, q = case.attention, case.query_pos
+    qtok = render.escape(enc.tokens[q])
     L, H = p.share.shape
     lh = t("common.layer_head", layer=p.best[0] + 1, head=p.best[1] + 1)
-    fig = pronoun_figure(p.share, p.row, enc.tokens, span, p.best,
+    fig = pronoun_figure(p.share, p.row, enc.tokens, p.ref_span, p.best,
                          layer_labels=[t("common.layer_n", n=i + 1) for i in range(L)],
                          head_labels=[t("common.head_n", n=i + 1) for i in range(H)],
                          grid_title=t("att.why_grid", ref=render.escape(ref)),
-                         row_title=t("att.why_row", lh=lh, pron=render.escape(pron)),
+                         row_title=t("att.why_row", lh=lh, qtok=qtok, pron=render.escape(pron)),
                          y_title=t("att.weight"))
     render.plot(fig, key="att_why", filename="attention-pronoun")
     f = lambda x: f"{x:.2f}"  # noqa: E731
-    msg = t("att.why_result", pron=_md(pron), q=q + 1, ref=_md(ref), lh=lh,
-            best=f(p.best_share), n=L * H, mean=f(p.mean), k=q + 1, unif=f(p.uniform))
+    msg = t("att.why_result", pron=_md(pron), q=q + 1, qtok=_md(enc.tokens[q]), p=f(case.p_pronoun),
+            ref=_md(ref), lh=lh, best=f(p.best_share), n=L * H, mean=f(p.mean), k=q + 1, unif=f(p.uniform))
     render.md(msg)
-    control = _control(b, text, enc, span, ctrl, ep.ids, p)
+    control = case.control
     if control is None:
         st.warning(t("att.why_ctrl_missing", ctrl=_md(ctrl), ref=_md(ref)))
     else:
         c = pronoun(control.referent, control.control, control.recency, control.uniform)
         render.md(render.claim(c, ref=_md(ref), ctrl=_md(ctrl), pron=_md(pron), lh=lh, dist=control.distance))
-    if b.source == "default":
+    if src == "toy":
+        from lmviz.chapters.attention_pronoun import ToyTrainConfig
+
+        acc, m = _pronoun_toy_accuracy()
+        cfg = model.cfg
+        st.caption(t("att.why_toy_note", layers=cfg.n_layer, heads=cfg.n_head, vocab=cfg.vocab_size,
+                     n=2 * ToyTrainConfig().sentences, m=m, acc_en=f"{acc['en']:.0%}", acc_zh=f"{acc['zh']:.0%}"))
+    elif b.source == "default":
         st.caption(t("att.why_model"))
-
-
-def _control(b, text, enc, span, ctrl, pron_ids, p):
-    """The pronoun test's control (lmviz.chapters.attention.pronoun_control): the sentence with
-    ``ctrl`` in the referent's place, read by the same model; None when it cannot be built."""
-    from lmviz.chapters.attention import find_span, pronoun_control
-    from lmviz.chapters.embedding import encode_for_model
-
-    n = b.model.cfg.block_size
-    ec = encode_for_model(b.tokenizer, ctrl, n)
-    if not ec.ids or ec.unknown:
-        return None
-    cids = list(enc.ids[:span[0]]) + list(ec.ids) + list(enc.ids[span[1]:])
-    cids = cids[:n]
-    cspan = (span[0], span[0] + len(ec.ids))
-    cp = find_span(cids, pron_ids, cspan[1])
-    if cp is None:
-        return None
-    ctr = _trace(b.model, session.model_key(b), tuple(cids))
-    return pronoun_control(p, [L.weights for L in _trace(b.model, session.model_key(b), tuple(enc.ids)).layers],
-                           [L.weights for L in ctr.layers], cp[1] - 1, cspan)
 
 
 def sec_multi_head():

@@ -95,36 +95,64 @@ def test_stages_layers_heads(lang):
     assert stage_z(at).shape[0] == T and stage_z(at).shape[1] < T * 4
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_pronoun_and_multi_head(lang):
-    """Why attention: the share from the pronoun onto the referent, as the caption says; multi-head:
-    heads side by side, concatenated, projected, equal to the model's own sublayer output."""
+def _case(model, tok, text, ref, pron, ctrl):
+    """The page's pronoun test recomputed outside the page (lmviz.chapters.attention_pronoun)."""
     import torch
 
-    from lmviz.chapters.attention import find_span, pronoun_attention
+    from lmviz.chapters.attention_pronoun import pronoun_case
+
+    def trace(ids):
+        with torch.no_grad():
+            return model.forward_trace(torch.tensor(ids))
+    return pronoun_case(trace, tok.encode(text), tok.encode(ref), tok.encode(pron), tok.encode(ctrl),
+                        model.cfg.block_size)
+
+
+def _check_pronoun_figure(at, lang, case, text_tokens):
+    p = case.attention
+    fig = figures(at)[0]
+    grid = decode(fig["data"][0]["z"]).astype(float)
+    np.testing.assert_allclose(grid, p.share.numpy(), atol=1e-3)
+    lh = translate("common.layer_head", lang, layer=p.best[0] + 1, head=p.best[1] + 1)
+    q = case.query_pos
+    _, ref, pron = PRONOUN_DEFAULT[lang]
+    want = translate("att.why_result", lang, pron=pron, q=q + 1, qtok=text_tokens[q], p=f"{case.p_pronoun:.2f}",
+                     ref=ref, lh=lh, best=f"{p.best_share:.2f}", n=grid.size, mean=f"{p.mean:.2f}", k=q + 1,
+                     unif=f"{p.uniform:.2f}")
+    assert want in all_text(at)
+    assert abs(decode(fig["data"][1]["y"]).astype(float).sum() - 1) < 1e-3   # one attention row
+    return lh
+
+
+from chapters.attention import PRONOUN as PRONOUN_DEFAULT  # noqa: E402
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_pronoun_and_multi_head(lang):
+    """Why attention: from the position that writes the pronoun, the share onto the referent, as
+    the caption says, on the pronoun toy (the default) and on the live model; multi-head: heads
+    side by side, concatenated, projected, equal to the model's own sublayer output."""
     from lmviz.chapters.attention_heads import multi_head, sublayer_output
-    from chapters.attention import DEFAULT_TEXT, PRONOUN
+    from lmviz.chapters.attention_pronoun import load_toy
+    from chapters.attention import CONTROL, DEFAULT_TEXT, PRONOUN
     from ui.session import default_bundle
 
     b = default_bundle()
+    toy = load_toy()
     at = open_page(PAGE, lang)
     no_errors(at)
     text, ref, pron = PRONOUN[lang]
-    ids = b.tokenizer.encode(text)
-    span = find_span(ids, b.tokenizer.encode(ref))
-    q = find_span(ids, b.tokenizer.encode(pron), span[1])[1] - 1
-    with torch.no_grad():
-        tr = b.model.forward_trace(torch.tensor(ids))
-    p = pronoun_attention([L.weights for L in tr.layers], q, span)
-    fig = figures(at)[0]
-    grid = decode(fig["data"][0]["z"]).astype(float)
-    np.testing.assert_allclose(grid, p.share.numpy(), atol=1e-6)
-    lh = translate("common.layer_head", lang, layer=p.best[0] + 1, head=p.best[1] + 1)
-    want = translate("att.why_result", lang, pron=pron, q=q + 1, ref=ref, lh=lh, best=f"{p.best_share:.2f}",
-                     n=grid.size, mean=f"{p.mean:.2f}", k=q + 1, unif=f"{p.uniform:.2f}")
+    case = _case(toy.model, toy.tokenizer, text, ref, pron, CONTROL[lang])
+    _check_pronoun_figure(at, lang, case, [toy.tokenizer.token(i) for i in case.ids])
     text_all = all_text(at)
-    assert want in text_all
-    assert abs(decode(fig["data"][1]["y"]).astype(float).sum() - 1) < 1e-5   # one attention row
+    assert translate("att.why_toy_note", lang, layers=2, heads=4, vocab=toy.tokenizer.vocab_size, n=6000, m=100,
+                     acc_en="100%", acc_zh="100%") in text_all
+    at.radio(key="att_p_src").set_value("live").run()
+    no_errors(at)
+    live = _case(b.model, b.tokenizer, text, ref, pron, CONTROL[lang])
+    from lmviz.chapters.embedding import encode_for_model
+    _check_pronoun_figure(at, lang, live, encode_for_model(b.tokenizer, text, b.model.cfg.block_size).tokens)
+    at.radio(key="att_p_src").set_value("toy").run()
     # multi-head: shapes, the figure's panels, the check against the model's own output
     cfg = b.model.cfg
     mids = b.tokenizer.encode(DEFAULT_TEXT[lang])
@@ -180,6 +208,7 @@ def test_bad_and_long_input():
 def test_pronoun_text_is_not_markdown():
     """User text in the pronoun sentence is shown as text: no link, no HTML."""
     at = open_page(PAGE, "en")
+    at.radio(key="att_p_src").set_value("live").run()    # the live model reads any character
     link = "[a](http://h.ex)"     # within the 20-character box
     at.text_input(key="att_p_text").input(f"{link} said that he <b>was</b> here").run()
     at.text_input(key="att_p_ref").input(link).run()
@@ -196,39 +225,27 @@ def test_pronoun_text_is_not_markdown():
 def test_pronoun_claim_is_tested_against_a_control_and_the_look_back(lang):
     """The pronoun sentence is chosen by lmviz.chapters.claims.pronoun from the best head's share on the
     referent, the same head on the sentence with the control word in the referent's place, and
-    the head's own look-back the same distance from every other position."""
-    import torch
-
-    from lmviz.chapters.attention import find_span, pronoun_attention, pronoun_control
+    the head's own look-back the same distance from every other position. On the toy the
+    referent beats both; with the referent itself as the control it cannot."""
+    from lmviz.chapters.attention_pronoun import load_toy
     from lmviz.chapters.claims import pronoun
     from chapters.attention import CONTROL, PRONOUN
-    from ui.session import default_bundle
 
-    b = default_bundle()
+    toy = load_toy()
     at = open_page(PAGE, lang)
     no_errors(at)
     text, ref, pron = PRONOUN[lang]
-    tok = b.tokenizer
-    ids = tok.encode(text)
-    span = find_span(ids, tok.encode(ref))
-    q = find_span(ids, tok.encode(pron), span[1])[1] - 1
-    cids = ids[:span[0]] + tok.encode(CONTROL[lang]) + ids[span[1]:]
-    cspan = (span[0], span[0] + len(tok.encode(CONTROL[lang])))
-    cq = find_span(cids, tok.encode(pron), cspan[1])[1] - 1
-    with torch.no_grad():
-        w = [L.weights for L in b.model.forward_trace(torch.tensor(ids)).layers]
-        cw = [L.weights for L in b.model.forward_trace(torch.tensor(cids)).layers]
-    p = pronoun_attention(w, q, span)
-    c = pronoun_control(p, w, cw, cq, cspan)
+    case = _case(toy.model, toy.tokenizer, text, ref, pron, CONTROL[lang])
+    c, p = case.control, case.attention
     claim = pronoun(c.referent, c.control, c.recency, c.uniform)
+    assert claim.key == "claim.pronoun.referent"
     lh = translate("common.layer_head", lang, layer=p.best[0] + 1, head=p.best[1] + 1)
-    want = translate(claim.key, lang, **{**dict(claim.values), "ref": ref, "ctrl": CONTROL[lang], "pron": pron,
-                                         "lh": lh, "dist": c.distance})
-    assert want in all_text(at)
-    # the control word changes the sentence: with the referent itself as "control" the claim fails
+    fmt = lambda cl, ctrl: translate(cl.key, lang, **{**dict(cl.values), "ref": ref, "ctrl": ctrl,  # noqa: E731
+                                                       "pron": pron, "lh": lh, "dist": c.distance})
+    assert fmt(claim, CONTROL[lang]) in all_text(at)
     at.text_input(key="att_p_ctrl").input(ref).run()
     no_errors(at)
-    assert translate("claim.pronoun.control", lang, **{**dict(pronoun(c.referent, c.referent, c.recency,
-                                                                       c.uniform).values),
-                     "ref": ref, "ctrl": ref, "pron": pron, "lh": lh, "dist": c.distance}) in all_text(at) \
-        or translate("claim.pronoun.none", lang, **{**dict(claim.values), "ref": ref}) in all_text(at)
+    same = _case(toy.model, toy.tokenizer, text, ref, pron, ref).control
+    assert fmt(pronoun(same.referent, same.control, same.recency, same.uniform), ref) in all_text(at)
+    assert translate("claim.pronoun.referent", lang, **{**dict(claim.values), "ref": ref, "ctrl": ref, "pron": pron,
+                                                          "lh": lh, "dist": c.distance}) not in all_text(at)

@@ -127,8 +127,8 @@ def pronoun_attention(weights, query_pos: int, ref_span: tuple[int, int]) -> Pro
     (0.7, (0, 0), 0.333)
     """
     a, b = ref_span
-    if not 0 <= a < b <= query_pos:
-        raise ValueError("the referent must come before the pronoun")
+    if not 0 <= a < b <= query_pos + 1:
+        raise ValueError("the referent must end at or before the query position")
     share = torch.stack([w[:, query_pos, a:b].sum(-1) for w in weights]).float()   # [L,H]
     flat = int(share.reshape(-1).argmax())
     H = share.shape[1]
