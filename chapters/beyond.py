@@ -250,29 +250,45 @@ def _docs():
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _next_probs(ids: tuple[int, ...], source: str, model_id: int) -> tuple[np.ndarray, list[str]]:
-    """Next-token probabilities [V] after ``ids`` on the live model, and its vocabulary."""
+def _next_probs(ids: tuple[int, ...], model_key: str, _model, _tok) -> tuple[np.ndarray, list[str]]:
+    """Next-token probabilities [V] after ``ids`` on ``_model`` (cached per ``model_key``), and its vocabulary."""
     import torch
 
     from lmviz.sampling import next_logits
 
-    b = session.live_bundle()
-    p = torch.softmax(next_logits(b.model, list(ids) or [0]), -1).numpy()
-    return p, [b.tokenizer.token(i) for i in range(len(p))]
+    p = torch.softmax(next_logits(_model, list(ids) or [0]), -1).numpy()
+    return p, [_tok.token(i) for i in range(len(p))]
 
 
-def _shift(prompt: str, context: str, answer: str, names: tuple[str, str], key: str, title: str) -> None:
+@st.cache_resource(show_spinner=False)
+def _reader():
+    from lmviz.chapters.beyond_reader import load_reader
+
+    return load_reader()
+
+
+@st.cache_data(show_spinner=False)
+def _reader_accuracy(n: int = 100):
+    """How often the reader toy answers right with the right passage, another pair's, or none."""
+    from lmviz.chapters.beyond_reader import answer_accuracy
+
+    toy = _reader()
+    return answer_accuracy(toy.model, toy.tokenizer, n), n
+
+
+def _shift(model, tok, model_key: str, prompt: str, context: str, answer: str, names: tuple[str, str],
+           key: str, title: str) -> None:
     """The next-token distribution after ``prompt`` alone and after ``context + prompt`` (the
     context cut at its end to fit the window, the cut measured), and what it does to the
     probability of the answer's first token (lmviz.chapters.claims.answer_shift)."""
-    b = _bundle()
-    block = b.model.cfg.block_size
-    prompt_fit = fit_context(b.tokenizer, prompt, block, keep="end")
+    block = model.cfg.block_size
+    prompt_fit = fit_context(tok, prompt, block, keep="end")
     prompt_ids = prompt_fit.ids
-    ids, cut = fit_window(b.tokenizer.encode_lossy(context)[0], prompt_ids, block)
-    p0, vocab = _next_probs(tuple(prompt_ids), b.source, id(b.model))
-    p1, _ = _next_probs(tuple(ids), b.source, id(b.model))
-    ans = b.tokenizer.encode_lossy(answer)[0]
+    ctx_ids, unknown = tok.encode_lossy(context)
+    ids, cut = fit_window(ctx_ids, prompt_ids, block)
+    p0, vocab = _next_probs(tuple(prompt_ids), model_key, model, tok)
+    p1, _ = _next_probs(tuple(ids), model_key, model, tok)
+    ans = tok.encode_lossy(answer)[0]
     top = set(np.argsort(-p0)[:6]) | set(np.argsort(-p1)[:6]) | ({ans[0]} if ans else set())
     top = sorted(top, key=lambda i: -p1[i])
     shown = [visible(vocab[i]) for i in top]
@@ -285,20 +301,35 @@ def _shift(prompt: str, context: str, answer: str, names: tuple[str, str], key: 
     c3.metric(t("bey.ctx_cut"), f"{cut}")
     if cut:
         st.caption(t("bey.ctx_cut_note", cut=cut, block=block))
+    render.unknown_chars(unknown)            # words of the context the model cannot read
     render.context_cut(prompt_fit)           # the question itself longer than the window
     if not ans:
         st.info(t("bey.no_answer"))
         return
-    tok = render.escape(visible(vocab[ans[0]]))
-    render.md(render.claim(answer_shift(float(p0[ans[0]]), float(p1[ans[0]])), tok=tok))
+    tok_label = render.escape(visible(vocab[ans[0]]))
+    render.md(render.claim(answer_shift(float(p0[ans[0]]), float(p1[ans[0]])), tok=tok_label))
+
+
+READERS = ("toy", "live")   # the models the retrieval demo can ask: the reader toy, the live model
 
 
 def sec_knowledge():
     render.md(t("bey.know_md"))
-    b = _bundle()
-    if b is None:
-        st.info(t("bey.no_model"))
-        return
+    names = {s: t(f"bey.reader.{s}") for s in READERS}       # resolved now, not in the lambda
+    src = st.radio(t("bey.reader_source"), READERS, horizontal=True, key="bey_k_src", format_func=names.get)
+    if src == "toy":
+        try:
+            toy = _reader()
+        except (OSError, ValueError) as e:
+            st.error(t("bey.reader_missing", err=render.escape(str(e)[:200])))
+            return
+        model, tok, model_key = toy.model, toy.tokenizer, "reader-toy"
+    else:
+        b = _bundle()
+        if b is None:
+            st.info(t("bey.no_model"))
+            return
+        model, tok, model_key = b.model, b.tokenizer, session.model_key(b)
     docs, bm = _docs()
     presets = [t(f"bey.{k}") for k in ANSWER_KEYS]
     query = urlstate.selectbox(t("bey.question"), presets, param="q", key="bey_q")
@@ -319,8 +350,13 @@ def sec_knowledge():
         st.code(passage, language=None)
         answer = t(f"bey.{ANSWER_KEYS[presets.index(query)]}_answer")
         st.caption(t("bey.answer_is", answer=render.escape(answer)))
-        _shift(query, passage + " ", answer, (t("bey.without_ctx"), t("bey.with_ctx")), "bey_shift",
-               t("bey.shift_title"))
+        _shift(model, tok, model_key, query, passage + " ", answer, (t("bey.without_ctx"), t("bey.with_ctx")),
+               "bey_shift", t(f"bey.shift_title.{src}"))
+    if src == "toy":
+        acc, n = _reader_accuracy()
+        a = {k: f"{v:.0%}" for k, v in acc[lang()].items()}
+        st.caption(t("bey.reader_note", layers=model.cfg.n_layer, heads=model.cfg.n_head, vocab=tok.vocab_size,
+                     n=n, about=a["about"], other=a["other"], none=a["none"]))
     render.md(t("bey.know_caveat"))
 
 
@@ -403,7 +439,8 @@ def sec_prompt():
     if not stem.strip():
         st.warning(t("bey.empty_stem"))
         return
-    _shift(stem, prefix, answer, (t("bey.stem_only"), t("bey.with_prefix")), "bey_prompt", t("bey.prompt_title"))
+    _shift(b.model, b.tokenizer, session.model_key(b), stem, prefix, answer,
+           (t("bey.stem_only"), t("bey.with_prefix")), "bey_prompt", t("bey.prompt_title"))
 
 
 render.run_sections([

@@ -95,7 +95,7 @@ def test_no_match_and_bad_input():
 PRESETS = {
     "bey.q1": ({"en": "en-paris", "zh": "zh-paris"}, {"en": "Paris", "zh": "巴黎"}),
     "bey.q2": ({"en": "en-tokyo", "zh": "zh-tokyo"}, {"en": "Japan", "zh": "日本"}),
-    "bey.q3": ({"en": "en-robots", "zh": "zh-robot"}, {"en": "tokens", "zh": "token"}),
+    "bey.q3": ({"en": "en-tokyo", "zh": "zh-tokyo"}, {"en": "Tokyo", "zh": "东京"}),
 }
 
 

@@ -121,8 +121,10 @@ def test_knowledge_sections_on_a_session_model(lang):
     at.session_state["lmviz_session_bundle"] = tiny_bundle()
     at.run()
     assert not at.exception
+    at.radio(key="bey_k_src").set_value("live").run()
+    assert not at.exception
     fig(at, "bey.ret_title", lang)
-    shift = fig(at, "bey.shift_title", lang)
+    shift = fig(at, "bey.shift_title.live", lang)
     with_ctx = decode(shift["data"][1]["y"])
     assert with_ctx.min() >= 0 and with_ctx.max() <= 1
     fig(at, "bey.prompt_title", lang)
@@ -130,6 +132,44 @@ def test_knowledge_sections_on_a_session_model(lang):
     assert translate("bey.trained_limit", lang, n=64) in str(fig(at, "bey.window_title", lang))
     at.text_input(key="bey_stem").set_value("").run()
     assert translate("bey.empty_stem", lang) in [w.value for w in at.warning]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_retrieval_moves_the_reader_toys_answer_for_every_preset(lang):
+    """Issue 23: the retrieved passage fits the window and visibly changes the answer. On the
+    reader toy (the section's default) every preset's answer rises, by the page's own numbers."""
+    import numpy as np
+    import torch
+
+    from lmviz.chapters.beyond_reader import load_reader
+    from lmviz.chapters.beyond_retrieval import BM25, best_sentence, fit_window, load_documents
+    from lmviz.chapters.claims import answer_shift
+    from lmviz.tokenizer import fit_context
+    from chapters.beyond import ANSWER_KEYS
+
+    toy = load_reader()
+    tok, block = toy.tokenizer, toy.model.cfg.block_size
+    docs = load_documents()
+    bm = BM25([d.text for d in docs])
+    at = open_page(PAGE, lang)
+    assert not at.exception
+    for k in ANSWER_KEYS:
+        q, a = translate(f"bey.{k}", lang), translate(f"bey.{k}_answer", lang)
+        at.selectbox(key="bey_q").set_value(q).run()
+        assert not at.exception
+        passage = best_sentence(docs[int(np.argmax(bm.scores(q)))].text, q)
+        prompt = fit_context(tok, q, block, keep="end").ids
+        ids, cut = fit_window(tok.encode_lossy(passage + " ")[0], prompt, block)
+        assert cut == 0                                          # the passage fits whole
+        with torch.no_grad():
+            p0, p1 = (torch.softmax(toy.model(torch.tensor([x]))[0][0, -1], -1) for x in (prompt, ids))
+        ans = tok.encode(a)[0]
+        claim = answer_shift(float(p0[ans]), float(p1[ans]))
+        assert claim.statement == "rises" and claim.values["after"] > 0.5, (k, claim.values)
+        shown = translate(claim.key, lang, **{**dict(claim.values), "tok": a})
+        assert shown.split("(")[0].split("（")[0][:60] in all_text(at)
+        shift = fig(at, "bey.shift_title.toy", lang)
+        np.testing.assert_allclose(max(decode(shift["data"][1]["y"]).astype(float)), float(p1.max()), atol=1e-3)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
