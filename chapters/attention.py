@@ -170,10 +170,10 @@ def sec_why():
 
         acc, m = _pronoun_toy_accuracy()
         cfg = model.cfg
-        st.caption(t("att.why_toy_note", layers=cfg.n_layer, heads=cfg.n_head, vocab=cfg.vocab_size,
+        render.caption(t("att.why_toy_note", layers=cfg.n_layer, heads=cfg.n_head, vocab=cfg.vocab_size,
                      n=2 * ToyTrainConfig().sentences, m=m, acc_en=f"{acc['en']:.0%}", acc_zh=f"{acc['zh']:.0%}"))
     elif b.source == "default":
-        st.caption(t("att.why_model"))
+        render.caption(t("att.why_model"))
 
 
 def sec_multi_head():
@@ -196,8 +196,9 @@ def sec_multi_head():
             if cfg.n_layer > 1 else 1
     mh, err = _multi_head(b.model, session.model_key(b), tuple(enc.ids), layer - 1)
     T, H, dh, d = len(enc.ids), mh.n_head, mh.d_head, mh.d_model
-    c2.code("\n↓\n".join(t("att.mh_shape", name=t(f"att.mh_step_{s.name}"), shape=" × ".join(map(str, s.shape)))
-                         for s in mh.shapes), language=None)
+    with c2:
+        render.code("\n↓\n".join(t("att.mh_shape", name=t(f"att.mh_step_{s.name}"),
+                                    shape=" × ".join(map(str, s.shape))) for s in mh.shapes), language=None)
     fig = multi_head_figure(mh, enc.tokens,
                             head_titles=[t("common.head_n", n=h + 1) for h in range(H)],
                             heads_title=f"{t('att.mh_step_heads')} [{H}×{T}×{dh}]",
@@ -207,7 +208,7 @@ def sec_multi_head():
     render.md(t("att.mh_caption", layer=layer, t=T, h=H, dh=dh, d=d, dh_last=dh - 1))
     render.md(t("att.mh_mix", h=H, dh=dh))
     if err < 1e-3:
-        st.caption(t("att.mh_check", err=err))
+        render.caption(t("att.mh_check", err=err))
     else:
         st.warning(t("att.mh_check_bad", err=err))
 
@@ -261,13 +262,13 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
         st.metric(t("att.m.std"), f"{s_std:.2f} → {sc_std:.2f}")
         last = L.weights[h][-1]
         top = last.argmax().item()
-        st.caption(t("att.last_row", tok=render.escape(tokens[-1]), top=render.escape(tokens[top]),
+        render.caption(t("att.last_row", tok=render.escape(tokens[-1]), top=render.escape(tokens[top]),
                      w=f"{float(last[top]):.2f}"))
     render.md("#### " + t("att.heads_title", layer=layer))
     fig = heads_figure(L.weights, tokens, [t("att.head_n", h=i + 1) for i in range(n_head)],
                        x_title=t("att.fig.key"), y_title=t("att.fig.query"), highlight=h)
     render.plot(fig, key="att_heads_fig", filename=f"attention-heads-L{layer}")
-    st.caption(t("att.caveat"))
+    render.caption(t("att.caveat"))
 
 
 # The figures below depend only on the language (and d_k): built once, shared read-only.
@@ -320,7 +321,7 @@ def sec_w17():
     c1, c2 = st.columns([2, 3])
     with c1:
         render.md(t("att.w17_text"))
-        st.code(f"output = {terms}\n       = {out}", language=None)
+        render.code(f"output = {terms}\n       = {out}", language=None)
         render.md(t("att.w17_after"))
     with c2:
         render.plot(_w17_fig(lang()), key="att_w17", filename="attention-weighted-sum")
@@ -335,7 +336,7 @@ def sec_scale():
         render.plot(fig_var, key="att_var", filename="attention-variance")
     with c2:
         render.plot(fig_sat, key="att_sat", filename="attention-saturation")
-    st.dataframe([{"d_k": r.d_k, t("att.col.var_raw"): round(r.var_raw, 1),
+    render.table([{"d_k": r.d_k, t("att.col.var_raw"): round(r.var_raw, 1),
                    t("att.col.var_scaled"): round(r.var_scaled, 3),
                    t("att.col.max_raw"): round(r.max_weight_raw, 3),
                    t("att.col.max_scaled"): round(r.max_weight_scaled, 3)} for r in rows],
@@ -365,7 +366,7 @@ def sec_mask():
     n = d.weights.shape[0]
     future = ~causal_mask(n)
     zeros = int((d.weights[future] == 0).sum())          # future cells whose weight is exactly 0
-    st.caption(t("att.mask_caption", n=n, zeros=zeros, future=int(future.sum())))
+    render.caption(t("att.mask_caption", n=n, zeros=zeros, future=int(future.sum())))
 
 
 def sec_softmaxes():

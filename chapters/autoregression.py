@@ -62,7 +62,7 @@ def sec_chain():
     from lmviz.chapters.autoregression import toy_chain_rule
 
     render.md(t("ar.chain_md"))
-    st.latex(r"P(x_1,\ldots,x_n)=\prod_{t=1}^{n}P(x_t\mid x_{<t}),\qquad "
+    render.latex(r"P(x_1,\ldots,x_n)=\prod_{t=1}^{n}P(x_t\mid x_{<t}),\qquad "
              r"\log P(x_1,\ldots,x_n)=\sum_{t=1}^{n}\log P(x_t\mid x_{<t})")
     r = toy_chain_rule()
     left, right = st.columns([3, 2])
@@ -75,11 +75,11 @@ def sec_chain():
     with right:
         rows = [{t("ar.col.factor"): f"P({f.token} | {' '.join(f.prefix)})", "P": round(f.prob, 4),
                  "ln P": round(f.log_prob, 4)} for f in r.factors]
-        st.dataframe(rows, hide_index=True, width="stretch")
+        render.table(rows, hide_index=True, width="stretch")
         c1, c2 = st.columns(2)
         c1.metric(t("ar.product"), f"{r.joint:.4f}")
         c2.metric(t("ar.sum_logs"), f"{r.log_joint:.4f}")
-        st.caption(t("ar.check_exp", v=f"{r.log_joint:.4f}", p=f"{r.joint:.4f}"))
+        render.caption(t("ar.check_exp", v=f"{r.log_joint:.4f}", p=f"{r.joint:.4f}"))
     st.info(t("ar.made_up") + " " + t("common.filled_gap"))
     render.md(t("ar.note_factorisation"))
 
@@ -106,7 +106,7 @@ def sec_live():
     c1.metric(t("ar.total_logp"), f"{r.total_log_prob:.2f}")
     c2.metric(t("ar.mean_loss"), f"{r.mean_loss:.3f}")
     c3.metric(t("ar.n_factors"), len(r.probs))
-    st.caption(t("ar.first_given", tok=render.escape(r.tokens[0]), src=t(f"ar.src.{b.source}"),
+    render.caption(t("ar.first_given", tok=render.escape(r.tokens[0]), src=t(f"ar.src.{b.source}"),
                  n=len(r.tokens), f=len(r.probs)))
     render.md(_baselines_text(b, r.mean_loss, text))
 
@@ -150,9 +150,9 @@ def sec_teacher():
             render.md(f"**{t('ar.tf_pairs', n=len(tf.pairs))}**")
             rows = [{"t": i + 1, t("ar.col.input"): " ".join(p.context), t("ar.col.label"): p.target}
                     for i, p in enumerate(tf.pairs)]
-            st.dataframe(rows, hide_index=True, width="stretch")
+            render.table(rows, hide_index=True, width="stretch")
             shift = {t("ar.col.input"): tf.inputs, t("ar.col.label"): tf.labels}
-            st.dataframe([{"": k, **{str(i + 1): v for i, v in enumerate(vals)}} for k, vals in shift.items()],
+            render.table([{"": k, **{str(i + 1): v for i, v in enumerate(vals)}} for k, vals in shift.items()],
                          hide_index=True, width="stretch")
     b = _bundle()
     if b is not None:
@@ -161,10 +161,10 @@ def sec_teacher():
         if len(toks) >= 2:
             tf = teacher_forcing(toks)
             render.md(t("ar.tf_live", n=len(tf.pairs), k=len(toks), total=len(ids)))
-            st.dataframe([{"": t("ar.col.input"), **{str(i + 1): repr(v)[1:-1] for i, v in enumerate(tf.inputs)}},
+            render.table([{"": t("ar.col.input"), **{str(i + 1): repr(v)[1:-1] for i, v in enumerate(tf.inputs)}},
                           {"": t("ar.col.label"), **{str(i + 1): repr(v)[1:-1] for i, v in enumerate(tf.labels)}}],
                          hide_index=True, width="stretch")
-    st.caption(t("ar.tf_note"))
+    render.caption(t("ar.tf_note"))
 
 
 def sec_parallel():
@@ -181,8 +181,8 @@ def sec_parallel():
     c1.metric(t("ar.par_passes"), t("ar.par_passes_v", one=1, n=c.n))
     c2.metric(t("ar.par_diff"), f"{c.max_diff:.1e}")
     c3.metric(t("ar.par_future"), f"{c.future_diff:.1e}")
-    st.caption(t("ar.par_caption", n=c.n, last=f"{c.last_diff:.2f}"))
-    st.caption(t("ar.par_cut", n=c.n, total=len(b.tokenizer.encode_lossy(_sentence())[0]), cap=MAX_TOKENS_PARALLEL))
+    render.caption(t("ar.par_caption", n=c.n, last=f"{c.last_diff:.2f}"))
+    render.caption(t("ar.par_cut", n=c.n, total=len(b.tokenizer.encode_lossy(_sentence())[0]), cap=MAX_TOKENS_PARALLEL))
     render.md(t("ar.gen_md"))
 
 
@@ -197,7 +197,7 @@ def sec_mask():
                       x_title=t("ar.fig.key"), y_title=t("ar.fig.query"))
     render.plot(fig, key="ar_mask", filename="causal-mask")
     above = float(np.triu(d.weights.numpy(), 1).sum())
-    st.caption(t("ar.mask_caption", above=f"{above:g}") + " " + t("ar.scores_made_up"))
+    render.caption(t("ar.mask_caption", above=f"{above:g}") + " " + t("ar.scores_made_up"))
 
     b = _bundle()
     if b is None:
@@ -216,13 +216,13 @@ def sec_mask():
                                y_title=t("ar.fig.query"),
                                title=t("ar.fig.live_attn", layer=layer + 1, head=head + 1))
         render.plot(fig, key="ar_live_attn", filename="causal-attention-live")
-        st.caption(t("ar.live_attn_caption", above=f"{float(np.triu(w, 1).sum()):g}"))
-        st.caption(t("ar.attn_cut", k=len(ids), total=total))
+        render.caption(t("ar.live_attn_caption", above=f"{float(np.triu(w, 1).sum()):g}"))
+        render.caption(t("ar.attn_cut", k=len(ids), total=total))
     att = by_slug("attention")
     if att.exists:
         st.page_link(att.file, label=t("ar.to_attention"), icon=":material/arrow_forward:")
     else:
-        st.caption(t("ar.to_attention"))
+        render.caption(t("ar.to_attention"))
 
 
 render.run_sections([

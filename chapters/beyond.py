@@ -87,7 +87,7 @@ def sec_structure():
     i = urlstate.slider(t("bey.sentence"), 0, len(pool) - 1, 0, param="ws", key="bey_sent")
     sentence = pool[i]
     held = i >= n_train
-    st.caption(t("bey.sentence_heldout" if held else "bey.sentence_train", s=render.escape(sentence)))
+    render.caption(t("bey.sentence_heldout" if held else "bey.sentence_train", s=render.escape(sentence)))
     with render.controls():
         steps = st.select_slider(t("bey.steps"), STEP_CHOICES, value=300, key="bey_wsteps")
     started = _train_button("bey.train_struct", "bey_w_started", "bey_w_train")
@@ -120,7 +120,7 @@ def sec_structure():
             render.plot(attention_figure(att.tokens, att.weights, att.city, row_label=t("bey.layer_head"),
                                          city_label=t("bey.city"), title=t("bey.att_title", token=att.tokens[-1])),
                         key="bey_att", filename="structure-attention")
-            st.caption(t("bey.att_caveat"))
+            render.caption(t("bey.att_caveat"))
         with right:
             if res is not None:
                 groups, b, tr = [t("bey.seen_cities")], [res.train_summary.bigram], [res.train_summary.transformer]
@@ -153,12 +153,12 @@ def _corpora_side_by_side(corpus) -> None:
     left, right = st.columns(2)
     with left:
         render.md(t("bey.notes_corpus", n=len(NOTES_SENTENCES)))
-        st.code("\n".join(NOTES_SENTENCES), language=None)
-        st.caption(t("bey.notes_floor", k=nf.n_countries, big=f"{nf.bigram_nats:.3f}", city=f"{nf.city_nats:.3f}"))
+        render.code("\n".join(NOTES_SENTENCES), language=None)
+        render.caption(t("bey.notes_floor", k=nf.n_countries, big=f"{nf.bigram_nats:.3f}", city=f"{nf.city_nats:.3f}"))
     with right:
         render.md(t("bey.corpus_sample", n=len(corpus.sentences), h=len(corpus.heldout_sentences)))
-        st.code("\n".join(corpus.sentences[:8]), language=None)
-        st.caption(t("bey.gen_floor", k=gf.n_countries, big=f"{gf.bigram_nats:.3f}", city=f"{gf.city_nats:.3f}"))
+        render.code("\n".join(corpus.sentences[:8]), language=None)
+        render.caption(t("bey.gen_floor", k=gf.n_countries, big=f"{gf.bigram_nats:.3f}", city=f"{gf.city_nats:.3f}"))
 
 
 # ---------------------------------------------------------------- robot actions as tokens ----
@@ -219,13 +219,13 @@ def sec_robot():
         render.plot(token_row_figure(labels, groups, group_names=gnames, predicted_from=3,
                                      title=t("bey.tokens_title", model=name)),
                     key="bey_tokens", filename="robot-tokens")
-        st.caption(t("bey.tokens_caption", dx=offset[0], dy=offset[1]))
+        render.caption(t("bey.tokens_caption", dx=offset[0], dy=offset[1]))
         ex = (sp.expert_tokens[3] - cfg.offset("ax"), sp.expert_tokens[4] - cfg.offset("ay"))
         render.plot(bin_probs_figure(centres_a, sp.px, sp.py, ex,
                                      titles=(t("bey.px_title"), t("bey.py_title")),
                                      x_label=t("bey.bin_centre"), y_label=t("bey.prob")),
                     key="bey_probs", filename="robot-probs")
-        st.caption(t("bey.probs_caption", model=name))
+        render.caption(t("bey.probs_caption", model=name))
         paths = {t("bey.untrained"): rollout(untrained, START, TARGET, instr, cfg, n_steps=20).positions}
         if trained is not None:
             paths[t("bey.trained")] = r_model.positions
@@ -300,7 +300,7 @@ def _shift(model, tok, model_key: str, prompt: str, context: str, answer: str, n
     c2.metric(t("bey.ctx_read"), f"{len(ids) - len(prompt_ids)}")
     c3.metric(t("bey.ctx_cut"), f"{cut}")
     if cut:
-        st.caption(t("bey.ctx_cut_note", cut=cut, block=block))
+        render.caption(t("bey.ctx_cut_note", cut=cut, block=block))
     render.unknown_chars(unknown)            # words of the context the model cannot read
     render.context_cut(prompt_fit)           # the question itself longer than the window
     if not ans:
@@ -347,15 +347,15 @@ def sec_knowledge():
                                   title=t("bey.ret_title")), key="bey_scores", filename="retrieval-scores")
     with right:
         render.md(t("bey.passage", name=render.escape(docs[best].title)))
-        st.code(passage, language=None)
+        render.code(passage, language=None)
         answer = t(f"bey.{ANSWER_KEYS[presets.index(query)]}_answer")
-        st.caption(t("bey.answer_is", answer=render.escape(answer)))
+        render.caption(t("bey.answer_is", answer=render.escape(answer)))
         _shift(model, tok, model_key, query, passage + " ", answer, (t("bey.without_ctx"), t("bey.with_ctx")),
                "bey_shift", t(f"bey.shift_title.{src}"))
     if src == "toy":
         acc, n = _reader_accuracy()
         a = {k: f"{v:.0%}" for k, v in acc[lang()].items()}
-        st.caption(t("bey.reader_note", layers=model.cfg.n_layer, heads=model.cfg.n_head, vocab=tok.vocab_size,
+        render.caption(t("bey.reader_note", layers=model.cfg.n_layer, heads=model.cfg.n_head, vocab=tok.vocab_size,
                      n=n, about=a["about"], other=a["other"], none=a["none"]))
     render.md(t("bey.know_caveat"))
 
@@ -376,7 +376,7 @@ def sec_window():
                                names=(t("bey.kv_bytes"), t("bey.score_entries")),
                                limit_label=t("bey.trained_limit", n=block), title=t("bey.window_title")),
                 key="bey_window", filename="context-window")
-    st.caption(t("bey.window_caption", L=L, h=hkv, dh=dh))
+    render.caption(t("bey.window_caption", L=L, h=hkv, dh=dh))
     if b is not None:
         _window_use(b)
 
@@ -411,7 +411,7 @@ def _window_use(b) -> None:
     render.md(t("bey.window_use", corpus=corpus, T=len(r.positions), n=r.n_windows, used=r.used_until,
                 tol=f"{r.tolerance:g}", plateau=f"{r.plateau:.3f}", first=f"{r.losses[0]:.3f}"))
     if b.source == "session":
-        st.caption(t("bey.window_use_session"))
+        render.caption(t("bey.window_use_session"))
 
 
 def sec_objective():

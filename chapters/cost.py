@@ -85,7 +85,7 @@ def _timing_view(series) -> None:
             t("cost.col.matrix"): [_mib(r.matrix_bytes) for r in rows],
             t("cost.col.flops"): [_human(r.flops) for r in rows],
         }
-        st.dataframe(table, hide_index=True, width="stretch")
+        render.table(table, hide_index=True, width="stretch")
     last = rows[-1]
     render.md(render.claim(power_law(series.ns, series.full_times())))
     render.md(t("cost.measured_read", n=last.n, mib=_mib(last.matrix_bytes), n4=4096, mib4=_mib(4096 ** 2 * 4)))
@@ -94,7 +94,7 @@ def _timing_view(series) -> None:
 def sec_measured() -> None:
     render.md(t("cost.measured_intro"))
     name = _device_name()
-    st.caption(t("common.device", name=name))
+    render.caption(t("common.device", name=name))
     snap = _bench_snapshot()
     busy = snap is not None and snap.active
     label = t("cost.measure_again" if snap is not None else "cost.measure",
@@ -113,7 +113,7 @@ def sec_measured() -> None:
             _timing_view(now.result)
 
     session.poll(_bench_snapshot, body)
-    st.caption(t("cost.measured_caveat"))
+    render.caption(t("cost.measured_caveat"))
 
 
 # ---------------------------------------------------------------- 2. FlashAttention -------
@@ -215,7 +215,7 @@ def sec_flash() -> None:
                                    key=step_key)
         else:  # the whole row fits in one tile (a short prompt): nothing to step through
             step = 1
-            st.caption(t("cost.step", n=1))
+            render.caption(t("cost.step", n=1))
     v_now = visits[step - 1]
     what = t("cost.visit_skipped") if v_now.skipped else (
         t("cost.visit_partial") if v_now.partial else t("cost.visit_full"))
@@ -258,7 +258,7 @@ def sec_flash() -> None:
     n_skip = sum(vi.skipped for vi in visits)
     render.md(t("cost.skipped_read", s=n_skip, n=len(visits)) if causal else t("cost.noncausal_read"))
     if b is None:
-        st.caption(t("common.filled_gap"))
+        render.caption(t("common.filled_gap"))
 
 
 @st.fragment   # its widgets rerun only this section
@@ -297,7 +297,7 @@ def sec_traffic() -> None:
     render.md(t("cost.traffic_read", block=block, kb=sram, n=ns[i], dense=_mib(dense[i]),
                 tiled=_mib(tiled[i]), x=f"{dense[i] / tiled[i]:.1f}", flops=_human(flops[i]),
                 f2=_human(attention_flops(2 * ns[i], d))))
-    st.caption(t("cost.traffic_caveat"))
+    render.caption(t("cost.traffic_caveat"))
 
 
 # ---------------------------------------------------------------- 3. where the time goes ---
@@ -334,7 +334,7 @@ def sec_where() -> None:
         render.md(t("cost.prefill_read", n=n, pre=_human(pre.total * cfg.n_layer),
                     dec=_human(dec.total * cfg.n_layer), x=f"{pre.total / dec.total:.0f}",
                     head=_human(2 * d * cfg.vocab_size)))
-    st.caption(t("cost.where_caveat"))
+    render.caption(t("cost.where_caveat"))
 
 
 # ---------------------------------------------------------------- 4. budgets ---------------
@@ -396,7 +396,7 @@ def sec_budget() -> None:
                                x_title=t("cost.fig.bytes_param"))
         render.plot(fig, key="cost_memory", filename="training-memory")
     with c2:
-        st.dataframe({t("cost.col.recipe"): names,
+        render.table({t("cost.col.recipe"): names,
                       t("cost.col.gib"): [round(training_memory_bytes(n_mem * 1e9, r)["total"] / 2 ** 30, 1)
                                           for r in recipes]},
                      hide_index=True, width="stretch")
@@ -405,7 +405,7 @@ def sec_budget() -> None:
     if kv in registered():
         st.page_link(kv.file, label=t("cost.kv_link"), icon=":material/memory:")
     else:
-        st.caption(t("cost.kv_link"))
+        render.caption(t("cost.kv_link"))
 
 
 render.run_sections([("cost.sec_measured", sec_measured), ("cost.sec_flash", sec_flash),

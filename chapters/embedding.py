@@ -35,11 +35,11 @@ def sec_toy():
         row = lookup(e.E, [i])[0]
         render.md(t("emb.lookup_result", id=i, tok=render.escape(e.tokens[i]),
                       row=", ".join(f"{x:.2f}" for x in row.tolist())))
-        st.code(f"E.shape = {list(e.E.shape)}\nE[{i}] = {[round(x, 2) for x in row.tolist()]}", language=None)
+        render.code(f"E.shape = {list(e.E.shape)}\nE[{i}] = {[round(x, 2) for x in row.tolist()]}", language=None)
         if i in e.filled:
             st.info(t("common.filled_gap") + " " + t("emb.eos_filled"))
         else:
-            st.caption(t("emb.eos_note"))
+            render.caption(t("emb.eos_note"))
     with c1:
         labels = [f"{k} · {tok}" + (" *" if k in e.filled else "") for k, tok in enumerate(e.tokens)]
         fig = table_figure(e.E, labels, _dims(3), highlight=[i], title=t("emb.toy_fig"),
@@ -64,7 +64,7 @@ def sec_position():
         render.plot(fig, key="emb_w2", filename="robot-plus-p3")
     with c2:
         fmt = lambda v: "[" + ", ".join(f"{x:.2f}" for x in v) + "]"  # noqa: E731
-        st.code(f"robot = {fmt(robot.tolist())}\nP3    = {fmt(TOY_P3)}\n"
+        render.code(f"robot = {fmt(robot.tolist())}\nP3    = {fmt(TOY_P3)}\n"
                 f"sum   = {fmt(s.tolist())}", language=None)
     render.md(t("emb.w3_text"))
     P = torch.tensor([P2_FILLED, TOY_P3], dtype=torch.float64)   # positions 2 and 3
@@ -75,7 +75,7 @@ def sec_position():
     render.md(t("emb.w3_result", same=t("emb.yes") if c.same_multiset else t("emb.no"),
                   order=t("emb.yes") if c.same_sequence else t("emb.no"),
                   withpos=t("emb.yes") if c.same_multiset_with_pos else t("emb.no")))
-    st.caption(t("common.filled_gap") + " " + t("emb.p2_filled", p2=", ".join(f"{x:.2f}" for x in P2_FILLED)))
+    render.caption(t("common.filled_gap") + " " + t("emb.p2_filled", p2=", ".join(f"{x:.2f}" for x in P2_FILLED)))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -106,13 +106,13 @@ def sec_live():
     if not enc.ids:
         st.warning(t("emb.empty"))
         return
-    st.code("ids = " + str(enc.ids), language=None)
+    render.code("ids = " + str(enc.ids), language=None)
     rows = _rows(session.model_key(b), b.model.wte.weight, tuple(enc.ids))
     labels = [f"{tok} · {i}" for tok, i in zip(enc.tokens, enc.ids)]
     fig = table_figure(rows, labels, _dims(d), title=t("emb.live_fig", n=len(enc.ids), d=d),
                        x_title=t("emb.dim"), y_title=t("emb.token_id"))
     render.plot(fig, key="emb_live", filename="live-embedding-rows")
-    st.caption(t("emb.ids_caveat"))
+    render.caption(t("emb.ids_caveat"))
 
 
 def sec_positions():
@@ -150,7 +150,7 @@ def sec_positions():
                             y_title=t("emb.position"), diverging=True, text=False, height=420,
                             zmin=-1.0, zmax=1.0), key="emb_pos_sim", filename=f"positions-{scheme}-similarity")
 
-    st.caption(render.claim(positions(cosine_by_distance(P.numpy()))))
+    render.caption(render.claim(positions(cosine_by_distance(P.numpy()))))
 
 
 def _rope():

@@ -112,7 +112,7 @@ def sec_temperature() -> None:
         rows.append({"τ": f"{tv:g}" + (" ←" if tv == tau else "")
                      + (f" ({t('gen.greedy_word')})" if tv == 0 else ""),
                      **{f"p({a})": round(v, 3) for a, v in zip(LOGIT_LABELS, q)}})
-    st.dataframe(rows, hide_index=True, width="stretch")
+    render.table(rows, hide_index=True, width="stretch")
     render.md(t("gen.temp_limits"))
 
 
@@ -145,7 +145,7 @@ def sec_filters() -> None:
     elif p == 0:
         notes.append(t("gen.p_zero"))
     for n in notes:
-        st.caption(n)
+        render.caption(n)
     # the kept set's own mass in the original distribution (not the mass top-k alone kept)
     mass = float(sum(PROBS[i] for i in d.kept))
     probs = ", ".join(f"{PROB_LABELS[i]}={float(d.p_final[i]):.3f}" for i in d.kept)
@@ -160,7 +160,7 @@ def sec_filters() -> None:
 # ---------------------------------------------------------------- greedy decoding, step by step -------
 def sec_greedy() -> None:
     render.md(t("gen.greedy_intro"))
-    st.caption(t("common.filled_gap") + " " + t("gen.greedy_made_up"))
+    render.caption(t("common.filled_gap") + " " + t("gen.greedy_made_up"))
     _greedy_stepper()
 
 
@@ -316,7 +316,7 @@ def sec_live() -> None:
     b = _bundle()
     if b is None:
         return
-    st.caption(t("gen.live_model_pretrained", name=render.escape(b.meta.get("name", "")), family=b.meta.get("family_name", ""),
+    render.caption(t("gen.live_model_pretrained", name=render.escape(b.meta.get("name", "")), family=b.meta.get("family_name", ""),
                  params=f"{b.model.num_params():,}") if b.source == "pretrained"
                else t("gen.live_model_session") if b.source == "session" else t("gen.live_model_default"))
     c1, c2 = st.columns([3, 1])
@@ -366,7 +366,7 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
         st.rerun()
     spread_clicked = b4.button(t("gen.spread", n=N_SPREAD), key="gen_spread", icon=":material/casino:")
     if n_new >= MAX_NEW:
-        st.caption(t("gen.max_new", n=MAX_NEW))
+        render.caption(t("gen.max_new", n=MAX_NEW))
     st.html(_running_text_html(b, s))
 
     if not _finite(s):       # the step just taken led to logits no probability can come from
@@ -393,12 +393,12 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
     render.md(t("gen.next_pick", u=f"{u:.3f}", tok=html.escape(visible(b.tokenizer.token(nxt))),
                   p=f"{float(d.p_final[nxt]):.3f}", kept=len(d.kept), v=len(raw)))
     if tau == 0:
-        st.caption(t("gen.tau_zero_live"))
+        render.caption(t("gen.tau_zero_live"))
     if s["steps"]:
         with st.expander(t("gen.history", n=len(s["steps"])), expanded=False):
             cols = {"#": "#", "settings": t("gen.col.settings"), "top3": t("gen.col.top3"),
                     "kept": t("gen.col.kept"), "u": "u", "pick": t("gen.col.pick"), "p": "p"}
-            st.dataframe([{cols[c]: r[c] for c in cols} for r in s["steps"][::-1]],
+            render.table([{cols[c]: r[c] for c in cols} for r in s["steps"][::-1]],
                          hide_index=True, width="stretch", height=min(320, 38 + 35 * len(s["steps"])))
     if spread_clicked:
         s["spread"] = (_fmt_setting(tau, k, p), _spread(b, s, seed, tau, k, p))
@@ -409,7 +409,7 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
             "<div style='font-family:monospace;white-space:pre-wrap;border-left:4px solid #56B4E9;"
             f"padding:2px 8px;margin:4px 0'><b>{i + 1}.</b> {html.escape(o)}</div>"
             for i, o in enumerate(outs)))
-        st.caption(t("gen.spread_note"))
+        render.caption(t("gen.spread_note"))
 
 
 # ---------------------------------------------------------------- greedy vs the best sequence -------
@@ -448,7 +448,7 @@ def sec_tree() -> None:
                    format_func=names.get)
     if src == "toy":
         res = _toy_search()
-        st.caption(t("common.filled_gap") + " " + t("gen.tree_made_up"))
+        render.caption(t("common.filled_gap") + " " + t("gen.tree_made_up"))
         root, word = "<BOS>", str
     else:
         b = _bundle()
@@ -471,7 +471,7 @@ def sec_tree() -> None:
         branch = c2.radio(t("gen.tree_branch"), (2, 3), index=0, horizontal=True, key="gen_tree_branch")
         res = _live_search(b, prompt, int(depth), int(branch))
         root, word = "…" + visible(b.tokenizer.decode(ids[-8:])), b.tokenizer.token
-        st.caption(t("gen.tree_live_note", branch=branch))
+        render.caption(t("gen.tree_live_note", branch=branch))
     labels = [root if not n.path else visible(word(n.path[-1])) for n in res.nodes]
     fig = tree_figure(res.nodes, labels, res.greedy, res.best,
                       names=(t("gen.fig.greedy_path"), t("gen.fig.best_path"), t("gen.fig.other_path")),

@@ -35,7 +35,7 @@ def _link(slug: str, label: str, icon: str = ":material/arrow_forward:") -> None
     if slug in {c.slug for c in registered()}:
         st.page_link(by_slug(slug).file, label=label, icon=icon)
     else:
-        st.caption(f"{label} — {t('home.coming')}")
+        render.caption(f"{label} — {t('home.coming')}")
 
 
 def sec_pipeline() -> None:
@@ -76,7 +76,7 @@ def sec_tour() -> None:
 def sec_chapters() -> None:
     for c in registered()[1:]:
         st.page_link(c.file, label=t(c.title_key), icon=c.icon)
-        st.caption(t(c.title_key.replace(".nav", ".summary")))
+        render.caption(t(c.title_key.replace(".nav", ".summary")))
 
 
 render.run_sections([("home.sec_pipeline", sec_pipeline), ("home.sec_tour", sec_tour),

@@ -107,7 +107,7 @@ def _draw_step(rec: dict, step: int, key: str, layers: list[int] | None = None) 
                            v_title=t("kv.v_cache"), layer_label=t("common.layer_n"), feature_label=t("kv.feature"),
                            layer_numbers=[lay + 1 for lay in layers])     # layers counted from 1
         render.plot(fig, key=f"{key}_cache", filename=f"kv-cache-{key}")
-        st.caption(t("kv.cache_caption"))
+        render.caption(t("kv.cache_caption"))
     with right:
         lay = layers[-1]
         w = rec["weights"][step][lay]                                        # [H,end]
@@ -124,7 +124,7 @@ def _draw_step(rec: dict, step: int, key: str, layers: list[int] | None = None) 
     titles = [t("kv.with_cache", n=3 * n_new), t("kv.without_cache", n=3 * end)]
     render.plot(recompute_figure(plans, labels[first:end], titles, words_plan), key=f"{key}_plan",
                 filename=f"kv-recompute-{key}")
-    st.caption(t("kv.w26_check", diff=f"{rec['diff'][step]:.1e}"))
+    render.caption(t("kv.w26_check", diff=f"{rec['diff'][step]:.1e}"))
 
 
 def _top_next(rec: dict, step: int, k: int = 10):
@@ -138,7 +138,7 @@ def _top_next(rec: dict, step: int, k: int = 10):
 # ---------------------------------------------------------------- sections ----
 def sec_walk():
     render.md(t("kv.walk_intro"))
-    st.latex(r"K_{\mathrm{cache}}=[K_{\mathrm{past}};\,k_t],\quad V_{\mathrm{cache}}=[V_{\mathrm{past}};\,v_t],\quad "
+    render.latex(r"K_{\mathrm{cache}}=[K_{\mathrm{past}};\,k_t],\quad V_{\mathrm{cache}}=[V_{\mathrm{past}};\,v_t],\quad "
              r"o_t=\mathrm{softmax}\!\left(\frac{q_t K_{\mathrm{cache}}^{\top}}{\sqrt{d_h}}\right)V_{\mathrm{cache}}")
     try:
         rec = _toy_walk(TOY_NEW)
@@ -157,7 +157,7 @@ def sec_walk():
         _draw_step(rec, step, "toy")
 
     stepper()
-    st.caption(t("kv.toy_note"))
+    render.caption(t("kv.toy_note"))
 
 
 def sec_live():
@@ -190,7 +190,7 @@ def sec_live():
     rec = _live_walk(tuple(ids), int(n_new), b.source, id(b.model))
     step = st.select_slider(t("kv.step"), options=list(range(len(rec["spans"]))), key="kv_live_step")
     _draw_step(rec, step, "live", layers=[layer])
-    st.caption(t("kv.live_note", layers=cfg.n_layer, heads=cfg.n_head, kv=cfg.n_kv_head, dh=cfg.head_dim))
+    render.caption(t("kv.live_note", layers=cfg.n_layer, heads=cfg.n_head, kv=cfg.n_kv_head, dh=cfg.head_dim))
 
 
 def sec_why():
@@ -244,7 +244,7 @@ def sec_memory():
     preset_labels = {n: t("kv.preset_notes") if n == "notes" else n for n in names}
     urlstate.selectbox(t("kv.preset"), names, names.index(KV_PRESET), param="preset", key="kv_preset",
                        on_change=_apply_preset, format_func=preset_labels.__getitem__)
-    st.caption(t("kv.preset_source"))
+    render.caption(t("kv.preset_source"))
     ns = [2 ** i for i in range(8, 21)]
     if st.session_state.get("kv_n") not in ns:
         st.session_state["kv_n"] = min(ns, key=lambda x: abs(x - int(st.session_state.get("kv_n", 16384))))
@@ -286,7 +286,7 @@ def sec_memory():
                     key="kv_variants", filename="kv-variants")
     g = variants[1]
     render.md(t("kv.gqa_result", hq=hq, hkv=g.n_kv_head, saving=f"{g.saving:g}", mqa=f"{variants[2].saving:g}"))
-    st.caption(t("kv.mem_caveat"))
+    render.caption(t("kv.mem_caveat"))
 
 
 # ---------------------------------------------------------------- measured speed ----
@@ -319,9 +319,9 @@ def sec_speed():
     n_prompt = SPEED_PROMPT
     n_new = (cfg.block_size if cfg.pos == "learned" else 512) - n_prompt   # fill the context
     if long_enough:
-        st.caption(t("kv.speed_on_live", n=cfg.block_size))
+        render.caption(t("kv.speed_on_live", n=cfg.block_size))
     else:
-        st.caption(t("kv.speed_on_timing", live=live_cfg.block_size, n=cfg.block_size, layers=cfg.n_layer,
+        render.caption(t("kv.speed_on_timing", live=live_cfg.block_size, n=cfg.block_size, layers=cfg.n_layer,
                      d=cfg.d_model))
     key = (b.source, id(b.model) if long_enough else "timing", n_prompt, n_new)
     store = _speed_store()
@@ -349,7 +349,7 @@ def sec_speed():
             return
         r = snap.result if snap is not None else None
         if r is None:
-            st.caption(t("kv.speed_none"))
+            render.caption(t("kv.speed_none"))
             return
         _draw_speed(r, cfg)
 
@@ -370,7 +370,7 @@ def _draw_speed(r, cfg) -> None:
                 key="kv_speed", filename="kv-speed")
     render.md(t("kv.speed_result", n=len(r.cache_len) + 1, c=f"{r.total_cached_s:.3f}",
                   u=f"{r.total_uncached_s:.3f}", x=f"{r.speedup:.1f}", device=r.device))
-    st.caption(t("kv.speed_warmup", w=gc.dropped, a=lens[0], b=lens[-1]))
+    render.caption(t("kv.speed_warmup", w=gc.dropped, a=lens[0], b=lens[-1]))
     fc0, fc1 = flops[0][0], flops[0][-1]
     fu0, fu1 = flops[1][0], flops[1][-1]
     for g, name, f0, f1 in ((gu, "without", fu0, fu1), (gc, "with", fc0, fc1)):
@@ -381,7 +381,7 @@ def _draw_speed(r, cfg) -> None:
                         change=f"{g.change_ms:.2f}", **fmt))
         else:
             render.md(t("kv.growth_noise", change=f"{abs(g.change_ms):.2f}", **fmt))
-    st.caption(t("kv.speed_caveat"))
+    render.caption(t("kv.speed_caveat"))
 
 
 render.run_sections([

@@ -87,7 +87,7 @@ def _baselines_caption(r_loss: float, r_ppl: float, base, src: str) -> None:
     """The uniform and unigram perplexities beside a measured one (the same text, the same tokens)."""
     if base is None:
         return
-    st.caption(t("loss.ppl_baselines", loss=f"{r_loss:.3f}", ppl=f"{r_ppl:,.2f}", v=f"{base.vocab_size:,}",
+    render.caption(t("loss.ppl_baselines", loss=f"{r_loss:.3f}", ppl=f"{r_ppl:,.2f}", v=f"{base.vocab_size:,}",
                  uniform=f"{base.uniform:.3f}", unigram=f"{base.unigram:.3f}",
                  unigram_ppl=f"{base.unigram_ppl:,.1f}",
                  counted=" + ".join(t(f"loss.train_of.{n}") for n in _baseline_names(src))))
@@ -154,7 +154,7 @@ def sec_softmax():
 
     render.md(t("loss.softmax_md"))
     answer = r"\text{" + t("loss.fig.answer") + "}"   # a catalogue word: the formula is read too
-    st.latex(r"p_i=\frac{e^{z_i}}{\sum_j e^{z_j}},\qquad L=-\ln p_{" + answer + r"},\qquad "
+    render.latex(r"p_i=\frac{e^{z_i}}{\sum_j e^{z_j}},\qquad L=-\ln p_{" + answer + r"},\qquad "
              r"\frac{\partial L}{\partial z_i}=p_i-[i=" + answer + "]")
     cols = st.columns(4)
     z = []
@@ -178,17 +178,18 @@ def sec_softmax():
     rows = [{"": name, "z": round(zi, 3), "p = softmax(z)": round(p, 4), "∂L/∂z = p − y": round(g, 4)}
             for name, zi, p, g in zip(NAMES, ce.logits, ce.probs, ce.grad)]
     c1, c2 = st.columns([3, 1])
-    c1.dataframe(rows, hide_index=True, width="stretch")
+    with c1:
+        render.table(rows, hide_index=True, width="stretch")
     c2.metric(t("loss.loss_metric", name=ans), f"{ce.loss:.3f}")
     ref = cross_entropy([2.0, 1.0, -1.0], 1)
-    st.caption(t("loss.notes_check", p=", ".join(f"{p:.3f}" for p in ref.probs), pb=f"{ref.probs[1]:.3f}",
+    render.caption(t("loss.notes_check", p=", ".join(f"{p:.3f}" for p in ref.probs), pb=f"{ref.probs[1]:.3f}",
                  loss=f"{ref.loss:.2f}", torch=f"{ce.torch_loss:.4f}"))
     render.md(t("loss.grad_md"))
 
 
 def sec_ppl():
     render.md(t("loss.ppl_md"))
-    st.latex(r"\mathrm{PPL}=\exp\Big(-\frac{1}{n}\sum_{t}\ln P(x_t\mid x_{<t})\Big)")
+    render.latex(r"\mathrm{PPL}=\exp\Big(-\frac{1}{n}\sum_{t}\ln P(x_t\mid x_{<t})\Big)")
     b = _bundle()
     if b is None:
         return
@@ -221,7 +222,7 @@ def sec_ppl():
     c = st.columns(3)
     c[1].metric(t("loss.unigram_ppl"), f"{base.unigram_ppl:.1f}" if base is not None else "–")
     c[2].metric(t("loss.uniform"), f"{r.vocab_size}")
-    st.caption(t("loss.ppl_caption", n=r.n_tokens, loss=f"{r.mean_loss:.3f}", ppl=f"{r.ppl:.2f}", v=r.vocab_size))
+    render.caption(t("loss.ppl_caption", n=r.n_tokens, loss=f"{r.mean_loss:.3f}", ppl=f"{r.ppl:.2f}", v=r.vocab_size))
     _baselines_caption(r.mean_loss, r.ppl, base, src)
     _honesty_note(b, src, r.n_tokens)
     if r.n_words * 20 < r.n_chars:   # hardly any spaces (Chinese): "per word" would mean nothing
@@ -239,7 +240,7 @@ def _likelihood(text: str, model_key: str, _b):
 
 def sec_mle():
     render.md(t("loss.mle_body"))
-    st.latex(r"L(\theta)=-\frac{1}{N}\sum_{t=1}^{N}\ln p_\theta(x_{t+1}\mid x_{\le t})"
+    render.latex(r"L(\theta)=-\frac{1}{N}\sum_{t=1}^{N}\ln p_\theta(x_{t+1}\mid x_{\le t})"
              r"\quad\Longleftrightarrow\quad \max_\theta \prod_t p_\theta(x_{t+1}\mid x_{\le t})")
     b = _bundle()
     if b is None:
@@ -257,8 +258,8 @@ def sec_mle():
     rows = [{"t": i + 1, t("loss.mle_input"): visible(tok(x)), t("loss.mle_label"): visible(tok(y)),
              t("loss.mle_prob"): round(p, 4), "−ln p": round(-math.log(max(p, 1e-300)), 3)}
             for i, (x, y, p) in enumerate(zip(r.inputs, r.labels, r.label_probs))]
-    st.dataframe(rows, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(rows)))
-    st.caption(t("loss.mle_table_caption", n=len(rows)))
+    render.table(rows, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(rows)))
+    render.caption(t("loss.mle_table_caption", n=len(rows)))
     c = st.columns(3)
     c[0].metric(t("loss.mle_mean"), f"{r.mean_nll:.4f}")
     c[1].metric(t("loss.mle_model_loss"), f"{r.model_loss:.4f}")
@@ -266,7 +267,7 @@ def sec_mle():
     render.md(t("loss.mle_numbers", n=r.n_tokens, windows=r.n_windows, block=r.block_size, total=r.total_nll,
                 mean=r.mean_nll, loss=r.model_loss, ppl=r.ppl))
     if r.truncated:
-        st.caption(t("loss.mle_truncated", n=r.n_tokens))
+        render.caption(t("loss.mle_truncated", n=r.n_tokens))
     _baselines_caption(r.mean_nll, r.ppl, _unigram(text, (src,), b), src)
 
 
@@ -295,13 +296,13 @@ def sec_onestep():
                   ("ŷ′", "y_hat_new"), ("L′", "loss_new")]
         rows = [{"": label, t("loss.by_hand"): f"{getattr(hand, f):.4g}",
                  t("loss.by_autograd"): f"{getattr(auto, f):.4g}"} for label, f in fields]
-        st.dataframe(rows, hide_index=True, width="stretch")
+        render.table(rows, hide_index=True, width="stretch")
         c = one_param_contraction(2.0, 6.0, lr)
         ok = abs(c.factor) < 1
         (st.success if ok else st.warning)(t("loss.converges" if ok else "loss.diverges", f=f"{c.factor:+.2f}",
                                              lr=f"{lr:g}", best=f"{c.best:g}", c=f"{c.curvature:g}"))
     n = one_param_step(1.0, 2.0, 6.0, 0.1)
-    st.caption(t("loss.one_caption", L=f"{n.loss:g}", g=f"{n.grad:g}", w=f"{n.w_new:.4g}", y=f"{n.y_hat_new:.4g}",
+    render.caption(t("loss.one_caption", L=f"{n.loss:g}", g=f"{n.grad:g}", w=f"{n.w_new:.4g}", y=f"{n.y_hat_new:.4g}",
                  L2=f"{n.loss_new:.4g}"))
 
 
@@ -310,8 +311,8 @@ def sec_sgd():
 
     render.md(t("loss.sgd_md"))
     s = sgd_step(0.80, 0.30, 0.10)
-    st.latex(rf"E_{{\text{{robot}},1}} \leftarrow {s.param:.2f} - {s.lr:.2f}\times{s.grad:.2f} = {s.new:.2f}")
-    st.caption(t("loss.sgd_caption", v=f"{s.new_torch:.2f}"))
+    render.latex(rf"E_{{\text{{robot}},1}} \leftarrow {s.param:.2f} - {s.lr:.2f}\times{s.grad:.2f} = {s.new:.2f}")
+    render.caption(t("loss.sgd_caption", v=f"{s.new_torch:.2f}"))
 
 
 def sec_noise():
@@ -331,7 +332,7 @@ def sec_noise():
     if st.button(t("loss.noise_run"), key="loss_noise_go", icon=":material/play_arrow:"):
         st.session_state["loss_noise_req"] = request
     if st.session_state.get("loss_noise_req") != request:
-        st.caption(t("loss.noise_hint"))
+        render.caption(t("loss.noise_hint"))
         return
     job = _noise_job(*request, b)
 
@@ -359,8 +360,8 @@ def _draw_noise(r):
     rows = [{t("loss.fig.batch_size"): row.batch_size,
              t("loss.col.cos"): round(float(np.mean(row.cosines)), 3),
              t("loss.col.err"): round(float(np.mean(row.rel_errors)), 3)} for row in r.rows]
-    st.dataframe(rows, hide_index=True, width="stretch")
-    st.caption(t("loss.noise_caption", param=r.param, shape=" × ".join(map(str, r.shape)), n=r.ref_batch,
+    render.table(rows, hide_index=True, width="stretch")
+    render.caption(t("loss.noise_caption", param=r.param, shape=" × ".join(map(str, r.shape)), n=r.ref_batch,
                  block=r.block, loss=f"{r.ref_loss:.3f}", draws=len(r.rows[0].cosines)))
 
 
@@ -389,7 +390,7 @@ def sec_line():
     if st.button(t("loss.line_run"), key="loss_line_go", icon=":material/play_arrow:"):
         st.session_state["loss_line_req"] = bool(same)
     if st.session_state.get("loss_line_req") != bool(same):
-        st.caption(t("loss.line_hint"))
+        render.caption(t("loss.line_hint"))
         render.md(t("loss.line_noise"))
         return
     job = _line_job(bool(same))
@@ -416,7 +417,7 @@ def _draw_line(r):
         render.md(t(key, loss_a=r.loss_a, loss_b=r.loss_b, mid=r.mid_loss, gap=r.chord_gap))
     else:
         render.md(t("loss.line_convex_here", mid=f"{r.mid_loss:.3f}", gap=f"{-r.chord_gap:.3f}"))
-    st.caption(t("loss.line_caption", barrier=f"{r.barrier:.3f}", steps=r.steps, n=len(r.alphas)))
+    render.caption(t("loss.line_caption", barrier=f"{r.barrier:.3f}", steps=r.steps, n=len(r.alphas)))
 
 
 render.run_sections([

@@ -103,7 +103,7 @@ text: str | None = None
 with c1:
     if source == "toy":
         text = "low low lower"
-        st.caption(t("tok.toy_note"))
+        render.caption(t("tok.toy_note"))
     elif source in ("english", "chinese", "code"):
         text = (EXAMPLES / f"{source}.txt").read_text(encoding="utf-8")
     elif source == "own":
@@ -159,7 +159,7 @@ if tok is None:
 n = len(tok.merges)
 if tok.stopped_early:
     st.info(t(f"tok.stop.{tok.stop_reason}", done=n, asked=int(n_req)))
-st.caption(t("tok.tie_rule"))
+render.caption(t("tok.tie_rule"))
 if source == "room":
     from ui import room
 
@@ -206,12 +206,12 @@ def _show_step(k: int) -> None:
         rows = [{t("tok.col.word"): visible(w), t("tok.col.count"): c,
                  t("tok.col.before"): segmentation(b), t("tok.col.after"): segmentation(a)}
                 for (w, c, b), (_, _, a) in pairs]
-        st.dataframe(rows, hide_index=True, width="stretch", height=min(400, 38 + 35 * len(rows)))
-        st.caption(t("tok.table_note"))
+        render.table(rows, hide_index=True, width="stretch", height=min(400, 38 + 35 * len(rows)))
+        render.caption(t("tok.table_note"))
     merges = [{"#": i + 1, t("tok.col.pair"): _pair(m.pair), t("tok.col.new"): visible(m.token),
                "ID": m.new_id, t("tok.col.count"): m.count} for i, m in enumerate(tok.history[:k])]
     with st.expander(t("tok.merge_list", k=k), expanded=n <= 12):
-        st.dataframe(merges, hide_index=True, width="stretch", height=min(300, 38 + 35 * k))
+        render.table(merges, hide_index=True, width="stretch", height=min(300, 38 + 35 * k))
 
 
 def _stepper_section() -> None:
@@ -273,7 +273,7 @@ def _encode_section() -> None:
         if n_unk:
             st.warning(t("tok.unk_warn", n=n_unk))
         ids = [x.id for x in toks]
-        st.code(str(ids[:300]) + (" …" if len(ids) > 300 else ""), language=None)
+        render.code(str(ids[:300]) + (" …" if len(ids) > 300 else ""), language=None)
         render.md(t("tok.ids_note", v=tok.vocab_size, a=ids[0], row=ids[0]))
     render.md(t("tok.note_not_text"))
 
@@ -296,14 +296,14 @@ def _tradeoff_section() -> None:
                           [p.vocab_size for p in pts], x_title=t("tok.fig.params", d=d),
                           y_title=t("tok.fig.tpc"), title=t("tok.fig.tradeoff_title"))
     render.plot(fig, key="tok_tradeoff", filename="bpe-vocab-tradeoff")
-    st.caption(t("tok.tradeoff_note", train=n_train, held=n_held))
+    render.caption(t("tok.tradeoff_note", train=n_train, held=n_held))
 
 
 def _bytes_section() -> None:
     render.md(t("tok.bytes_intro"))
     sample = st.text_input(t("tok.bytes_label"), value="学习 ok 😀", max_chars=40, key="tok_bytes")
     if sample:
-        st.dataframe([{t("tok.col.char"): visible(ch), "U+": f"{ord(ch):04X}",
+        render.table([{t("tok.col.char"): visible(ch), "U+": f"{ord(ch):04X}",
                        "UTF-8": " ".join(f"{b:02X}" for b in ch.encode("utf-8")),
                        t("tok.col.nbytes"): len(ch.encode("utf-8"))} for ch in sample],
                      hide_index=True, width="stretch")
@@ -340,7 +340,7 @@ def _special_column(title: str, tk, sample: str) -> None:
                     decoded=_prose(r.decoded)))
         if "\ufffd" in r.decoded:   # what the decoder writes for <unk>: say what the mark is
             render.md(t("tok.sp_replacement", n=r.decoded.count("\ufffd")))
-    st.code(" | ".join(visible(x) for x in r.pieces) or "∅", language=None)
+    render.code(" | ".join(visible(x) for x in r.pieces) or "∅", language=None)
 
 
 def _special_section() -> None:
@@ -357,7 +357,7 @@ def _special_section() -> None:
             _special_column(t("tok.sp_live_h"), b.tokenizer, sample)
     with c2:
         _special_column(t("tok.sp_bpe_h"), tok, sample)
-    st.caption(t("tok.sp_pad", label=PAD_LABEL))
+    render.caption(t("tok.sp_pad", label=PAD_LABEL))
 
 
 def _rare_section() -> None:
@@ -378,12 +378,12 @@ def _rare_section() -> None:
             rv = find(_example_bpe(ex, max(int(n_req), 60), level, split), ex)
         except ValueError:
             return
-        st.caption(t("tok.rare_fallback_han" if han else "tok.rare_fallback", n=max(int(n_req), 60)))
+        render.caption(t("tok.rare_fallback_han" if han else "tok.rare_fallback", n=max(int(n_req), 60)))
     pieces = " ".join(urlstate.literal(visible(x)) for x in rv.rare.pieces)
     render.md(t("tok.rare_body_han" if han else "tok.rare_body", common=_prose(rv.common.word),
                 count=rv.common.count, n_common=rv.common.n_pieces, rare=_prose(rv.rare.word),
                 n_rare=rv.rare.n_pieces, pieces=pieces, n=len(rv.rare.word)))
-    st.dataframe([{t("tok.col.word"): w.word, t("tok.col.count"): w.count, t("tok.rare_col_n"): w.n_pieces,
+    render.table([{t("tok.col.word"): w.word, t("tok.col.count"): w.count, t("tok.rare_col_n"): w.n_pieces,
                    t("tok.rare_col_pieces"): " | ".join(visible(x) for x in w.pieces)}
                   for w in (rv.common, rv.rare)], hide_index=True, width="stretch")
     render.md(t("tok.rare_note"))
@@ -406,7 +406,7 @@ def _real_section() -> None:
         return
     pieces, toks = tk.text_pieces(sample), tk.tokens(sample)
     if len(pieces) > DRAW_TOKENS:
-        st.caption(t("tok.real_cut", n=len(pieces), shown=DRAW_TOKENS))
+        render.caption(t("tok.real_cut", n=len(pieces), shown=DRAW_TOKENS))
         pieces, toks = pieces[:DRAW_TOKENS], toks[:DRAW_TOKENS]
     partial = [p for p in pieces if not p.whole]
     render.md(t("tok.real_intro", name=render.escape(b.meta.get("name", "")), v=f"{tk.vocab_size:,}",
@@ -416,11 +416,11 @@ def _real_section() -> None:
         p = partial[0]
         render.md(t("tok.real_partial", k=len(partial), label=urlstate.literal(p.label), char=_prose(p.chars),
                     hex=" ".join(f"{x:02X}" for x in p.chars.encode("utf-8"))))
-    st.dataframe([{t("tok.real_col_piece"): visible(p.label), "ID": p.id,
+    render.table([{t("tok.real_col_piece"): visible(p.label), "ID": p.id,
                    "UTF-8": " ".join(f"{x:02X}" for x in p.raw), t("tok.real_col_char"): visible(p.chars),
                    t("tok.real_col_rank"): "—" if p.rank is None else p.rank} for p in pieces],
                  hide_index=True, width="stretch")
-    st.caption(t("tok.real_rank_note"))
+    render.caption(t("tok.real_rank_note"))
 
 
 # The corpus controls above are always shown; in presenter mode the sections below are

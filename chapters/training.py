@@ -104,7 +104,7 @@ def _finetune_choice():
     can = b is not None and b.source != "pretrained" and model_shape(b.model.cfg) is not None
     on = st.toggle(t("train.ft_toggle"), key="train_finetune", disabled=not can, help=t("train.ft_help"))
     if not can:
-        st.caption(t("train.ft_cannot"))
+        render.caption(t("train.ft_cannot"))
         return None
     return b if on else None
 
@@ -133,17 +133,17 @@ def sec_setup() -> None:
                                  format_func={k: t(f"train.tok_{k}") for k in TOKENIZERS}.get, disabled=fixed)
     if start is not None:                     # the preset's optimisation, the model's shape
         base = replace(CFGS[preset], **finetune_overrides(start.model.cfg))
-        st.caption(t("train.ft_note", params=start.model.num_params(), vocab=start.tokenizer.vocab_size,
+        render.caption(t("train.ft_note", params=start.model.num_params(), vocab=start.tokenizer.vocab_size,
                      **base.to_dict()))
         tok, suffix = TOKENIZERS[0], "_ft"
     else:
         base, suffix = CFGS[preset], ""
-        st.caption(t(f"train.preset_{preset}_note", **base.to_dict()))
+        render.caption(t(f"train.preset_{preset}_note", **base.to_dict()))
     if corpus in FIXED_TOKENIZER:
         from lmviz.poetry import vocab_facts
 
         tok = FIXED_TOKENIZER[corpus]
-        st.caption(t("train.vocab_reason", **vocab_facts()))
+        render.caption(t("train.vocab_reason", **vocab_facts()))
     values = {}
     with st.expander(t("train.custom")):
         cols = st.columns(3)
@@ -227,7 +227,7 @@ def sec_run() -> None:
     if slot.refused == "full":                # every place for a training holds a live one
         st.error(t("train.run_full", n=session.MAX_RUNS))
     if job is not None and render.presenting():
-        st.caption(t("train.run_link_hidden"))
+        render.caption(t("train.run_link_hidden"))
     cols = st.columns(5)
     ready = st.session_state.get("train_setup") is not None
     cols[0].button(t("train.start"), key="train_start", type="primary", on_click=_start,
@@ -250,7 +250,7 @@ def _live_body(snap) -> None:
     _status(snap)
     session.publish_trained_model(snap, meta={"label": session.training_slot().label})
     if snap.model is not None:
-        st.caption(t("train.published", step=snap.evals[-1].step if snap.evals else 0))
+        render.caption(t("train.published", step=snap.evals[-1].step if snap.evals else 0))
     if not snap.steps and not snap.evals:
         return
     base = snap.info.get("baselines")         # lmviz.baselines.Baselines of this run's split
@@ -301,10 +301,10 @@ def _status(snap) -> None:
                                        state=t(f"train.state_{snap.state}")))
     info = snap.info
     if info:
-        st.caption(t("train.info", params=f"{info['params']:,}", vocab=info["vocab_size"],
+        render.caption(t("train.info", params=f"{info['params']:,}", vocab=info["vocab_size"],
                      tokens=f"{info['train_tokens']:,}", device=info["device"]))
         if info.get("unknown"):
-            st.caption(t("train.ft_unknown", n=info["n_unknown"], chars=literal(" ".join(info["unknown"]))))
+            render.caption(t("train.ft_unknown", n=info["n_unknown"], chars=literal(" ".join(info["unknown"]))))
     m = st.columns(4)
     last = snap.steps[-1].loss if snap.steps else float("nan")
     ev = snap.evals[-1] if snap.evals else None
@@ -316,7 +316,7 @@ def _status(snap) -> None:
     m[3].metric(t("train.m_tps"), f"{snap.tokens_per_s:,.0f}")
     base = info.get("baselines") if info else None
     if ev is not None and base is not None:     # a perplexity is never shown without its baselines
-        st.caption(t("train.ppl_beside", ppl=ev.val_ppl, uniform_ppl=base.uniform_ppl,
+        render.caption(t("train.ppl_beside", ppl=ev.val_ppl, uniform_ppl=base.uniform_ppl,
                      unigram_ppl=base.unigram_ppl))
 
 
@@ -348,10 +348,10 @@ def _curves(snap, base) -> None:
     if base is not None and snap.evals:
         ev = snap.evals[-1]
         verdict = "below" if ev.val_loss < base.unigram else "between" if ev.val_loss < base.uniform else "above"
-        st.caption(t("train.baselines_note", uniform=base.uniform, unigram=base.unigram, vocab=base.vocab_size,
+        render.caption(t("train.baselines_note", uniform=base.uniform, unigram=base.unigram, vocab=base.vocab_size,
                      verdict=t(f"train.bl_{verdict}", step=ev.step, val=ev.val_loss)))
-        st.caption(render.claim(_crossing(snap, base)))
-    st.caption(t("train.curves_note"))
+        render.caption(render.claim(_crossing(snap, base)))
+    render.caption(t("train.curves_note"))
 
 
 def _crossing(snap, base):
@@ -365,12 +365,12 @@ def _crossing(snap, base):
 
 def _samples(snap, corpus: str | None) -> None:
     render.md(f"**{t('train.samples')}**")
-    st.caption(t("train.samples_note"))
+    render.caption(t("train.samples_note"))
     if corpus == "poetry" and snap.samples:
         _form(snap.samples)
     for s in reversed(snap.samples[-6:]):
-        st.caption(t("train.sample_at", step=s.step))
-        st.code(s.prompt + s.text, language=None, wrap_lines=True)
+        render.caption(t("train.sample_at", step=s.step))
+        render.code(s.prompt + s.text, language=None, wrap_lines=True)
 
 
 def _form(samples) -> None:
@@ -381,11 +381,11 @@ def _form(samples) -> None:
     f, f0 = form_share(now.prompt + now.text), form_share(first.prompt + first.text)
     st.metric(t("train.m_form"), f"{f.share:.0%}" if f.n_lines else "—")
     if f.n_lines:
-        st.caption(t("train.form_now", step=now.step, n_form=f.n_form, n_lines=f.n_lines, share=f.share,
+        render.caption(t("train.form_now", step=now.step, n_form=f.n_form, n_lines=f.n_lines, share=f.share,
                      step0=first.step, share0=f0.share, n_lines0=f0.n_lines))
     else:
-        st.caption(t("train.form_none", step=now.step))
-    st.caption(t("train.form_note"))
+        render.caption(t("train.form_none", step=now.step))
+    render.caption(t("train.form_note"))
 
 
 def _attention(snap) -> None:
@@ -404,7 +404,7 @@ def _attention(snap) -> None:
                            hover=t("train.att_hover"))
     render.plot(fig, key="train_att", filename=f"training-attention-L{layer + 1}-H{head + 1}")
     h = float(entropy(w[layer, head]))
-    st.caption(t("train.att_note", h=f"{h:.2f}", step=snap.evals[-1].step if snap.evals else 0))
+    render.caption(t("train.att_note", h=f"{h:.2f}", step=snap.evals[-1].step if snap.evals else 0))
 
 
 def _download(snap) -> None:

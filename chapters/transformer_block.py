@@ -70,7 +70,7 @@ def sec_shapes():
     shapes = [("x0", tr.x0), ("ln1", tr.layers[0].ln1), ("attn_out", tr.layers[0].attn_out),
               ("mlp_hidden", tr.layers[0].mlp_hidden), ("resid_out", tr.layers[-1].resid_out),
               ("hidden", tr.hidden), ("logits", tr.logits)]
-    st.code("\n".join(f"{name:<11} {list(x.shape)}" for name, x in shapes), language=None)
+    render.code("\n".join(f"{name:<11} {list(x.shape)}" for name, x in shapes), language=None)
     _stream(tr, enc.tokens)
 
 
@@ -87,7 +87,7 @@ def _stream(tr, tokens):
     fig = stream_figure(labels, vals, y_title=t("blk.norm_y"),
                         title=t("blk.stream_title", tok=tokens[i], pos=pos))
     render.plot(fig, key="blk_stream", filename="residual-stream")
-    st.caption(t("blk.stream_caption"))
+    render.caption(t("blk.stream_caption"))
 
 
 def _parse_vector(raw: str) -> list[float] | None:
@@ -115,12 +115,12 @@ def sec_norms():
     c1, c2 = st.columns(2)
     with c1:
         render.md("**LayerNorm**")
-        st.code(f"mean        = {s.mean:.4f}\nh - mean    = {f(s.centered)}\n"
+        render.code(f"mean        = {s.mean:.4f}\nh - mean    = {f(s.centered)}\n"
                 f"var         = {s.var:.4f}\nsqrt(var+ε) = {s.ln_den:.4f}\n"
                 f"LayerNorm   = {f(s.layernorm)}", language=None)
     with c2:
         render.md("**RMSNorm**")
-        st.code(f"mean(h²)         = {s.mean_sq:.4f}\nsqrt(mean(h²)+ε) = {s.rms_den:.4f}\n"
+        render.code(f"mean(h²)         = {s.mean_sq:.4f}\nsqrt(mean(h²)+ε) = {s.rms_den:.4f}\n"
                 f"RMSNorm          = {f(s.rmsnorm)}", language=None)
     render.plot(norms_figure(s, names=("h", "LayerNorm", "RMSNorm"), dim_word=t("blk.dim"),
                              title=t("blk.norm_fig")), key="blk_norms", filename="layernorm-vs-rmsnorm")
@@ -164,7 +164,7 @@ def sec_context():
     render.plot(cosine_figure(labels, cc.cosine, y_title=t("blk.cos_y"),
                               title=t("blk.ctx_fig", tok=render.escape(word))), key="blk_ctx", filename="contextual-cosine")
     render.md(context_sentence(b.tokenizer, ea.ids, eb.ids, len(ew.ids), cc, labels, tok))
-    st.caption(t("blk.ctx_caveat"))
+    render.caption(t("blk.ctx_caveat"))
 
 
 def _md(text: str) -> str:

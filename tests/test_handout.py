@@ -1,10 +1,10 @@
-"""The HTML hand-out (ui.render.export_html): prose keeps its Markdown (bold, code, tables, code
+"""The HTML hand-out (ui.handout.export_html): prose keeps its Markdown (bold, code, tables, code
 blocks), text is escaped exactly once, and raw HTML in prose never becomes markup."""
 from __future__ import annotations
 
 from html.parser import HTMLParser
 
-from ui.render import export_html
+from ui.handout import export_html
 
 
 class _Text(HTMLParser):
@@ -37,3 +37,20 @@ def test_prose_keeps_markdown_and_is_escaped_once():
     assert "0.879" in text and "for t in range(3):" in text
     assert "<script>alert(1)</script>" in text and "script" not in p.tags[p.tags.index("h2"):]
     assert '<html lang="zh">' in doc
+
+
+def test_formulas_code_and_tables_are_kept_and_formulas_typeset_offline():
+    """Issue 24, hand-outs: formulas (KaTeX inlined, fonts as data URIs: no file or network
+    fetch), code blocks and tables are kept, in the hand-out as on the page."""
+    tex = r"p_i=\frac{e^{z_i}}{\sum_j e^{z_j}} \quad <b>"
+    rows = [{"token": "<BOS>", "p": 0.5}, {"token": "我", "p": 0.25}]
+    doc = export_html("t", [("tex", tex), ("code", "ids = [1, 2]\n<x>"), ("table", (rows, False))], "en")
+    p = _parse(doc)
+    text = "".join(p.text)
+    assert {"pre", "table", "th", "td"} <= set(p.tags)
+    assert "ids = [1, 2]\n<x>" in text and "<BOS>" in text and "0.25" in text and "我" in text
+    assert 'data-tex="p_i=\\frac{e^{z_i}}{\\sum_j e^{z_j}} \\quad &lt;b&gt;"' in doc
+    head = doc.split("</head>", 1)[0]
+    assert "katex.render" in doc and "KaTeX_Main" in head
+    assert "url(fonts/" not in head and "data:font/woff2;base64," in head      # nothing to fetch
+    assert "katex" not in export_html("t", [("md", "no formula")], "en").split("</head>", 1)[0].lower()

@@ -15,7 +15,8 @@ from tests.apptest_util import all_text, open_page
 from tests.test_glossary import rules, violations
 from ui.chapters import registered
 from ui.i18n import LANGS, translate
-from ui.render import TWIN_CLASS, export_html
+from ui.handout import export_html
+from ui.render import TWIN_CLASS
 
 PAGES = registered()
 _TWIN = re.compile(rf'<p class="{TWIN_CLASS}" lang="(\w+)">(.*)</p>', re.S)

@@ -46,6 +46,7 @@ import streamlit as st
 from lmviz.chapters import questions as qs
 from lmviz.server.classroom import BrowserIds, ClassStore, FollowView, Gate, address_key, normalise_code
 from lmviz.server.classroom_backend import store_from_env
+from ui import handout
 from ui.i18n import literal, t
 from ui.runtime import in_fragment_rerun
 
@@ -505,7 +506,9 @@ def _label(q: qs.Question, opt: qs.Option) -> str:
 
 def _prompt(q: qs.Question) -> None:
     s = q.solve()
-    st.markdown(f"**{t('class.predict')}** · " + t(q.prompt_key, **s.prompt_args))
+    text = f"**{t('class.predict')}** · " + t(q.prompt_key, **s.prompt_args)
+    st.markdown(text)
+    handout.remember("md", f"q:{q.id}", text)
 
 
 def _reveal(q: qs.Question, mine: str | None, counts=None) -> None:
@@ -520,7 +523,9 @@ def _reveal(q: qs.Question, mine: str | None, counts=None) -> None:
         st.success(t("class.answer_is", answer=_label(q, right)), icon=":material/check_circle:")
     if counts is not None:
         _histogram(q, counts, s.correct)
-    st.markdown(t(q.explain_key, **s.explain_args))
+    text = t(q.explain_key, **s.explain_args)
+    st.markdown(text)
+    handout.remember("md", f"q:{q.id}:explain", text)
 
 
 def _histogram(q: qs.Question, counts, correct: str | None) -> None:

@@ -15,9 +15,9 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+from ui import handout
 from ui.i18n import lang, t, translate
 
-_EXPORT = "lmviz_export"          # session key: {"title": str, "items": {id: ("md"|"fig", obj)}}
 PRESENT_FONT = 20                 # smallest figure font size in presenter mode (14 otherwise)
 PRESENT_MAX_H = 500               # tallest figure in presenter mode (px): fits 1280x720 with a slider
 _SLIDES_JS = "assets/js/slides.js"
@@ -30,11 +30,6 @@ def _safe_name(text: str) -> str:
 def presenting() -> bool:
     """True in presenter mode (sidebar toggle or ``?present=1``)."""
     return bool(st.session_state.get("present", False))
-
-
-def _remember(kind: str, ident: str, obj) -> None:
-    export = st.session_state.setdefault(_EXPORT, {"title": "", "items": {}})
-    export["items"][ident] = (kind, obj)
 
 
 def _font_floor(node, floor: int) -> None:
@@ -90,7 +85,7 @@ def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
     # the chart's text twin, computed from its data (viz/describe.py): read by a screen reader
     # right after the chart, kept out of sight (TWIN_CSS), printed under the chart in the hand-out
     st.markdown(f'<p class="{TWIN_CLASS}" lang="{lang()}">{escape(twin)}</p>', unsafe_allow_html=True)
-    _remember("fig", f"fig:{key or filename}", (fig, twin))
+    handout.remember("fig", f"fig:{key or filename}", (fig, twin))
 
 
 TWIN_CLASS = "lmviz-twin"
@@ -162,7 +157,7 @@ def page_language() -> None:
 def svg(markup: str, *, key: str) -> None:
     """An inline SVG built by a ``viz`` function (its text already escaped there)."""
     st.markdown(markup, unsafe_allow_html=True)
-    _remember("html", f"html:{key}", markup)
+    handout.remember("html", f"html:{key}", markup)
 
 
 def unknown_chars(unknown, *, limit: int = 12) -> None:
@@ -254,7 +249,32 @@ def md(text: str) -> None:
             st.markdown(chunk)
     else:
         st.markdown(text)
-    _remember("md", f"md:{hash(text)}", text)
+    handout.remember("md", f"md:{hash(text)}", text)
+
+
+def caption(text: str, **kwargs) -> None:
+    """``st.caption``, kept for the hand-out (small print: a model's provenance, a measurement's
+    conditions). Never pass raw user text."""
+    st.caption(text, **kwargs)
+    handout.remember("caption", f"caption:{hash(text)}", text)
+
+
+def latex(expr: str) -> None:
+    """``st.latex``, kept for the hand-out (where the KaTeX copy in assets/katex renders it offline)."""
+    st.latex(expr)
+    handout.remember("tex", f"tex:{hash(expr)}", expr)
+
+
+def code(text: str, **kwargs) -> None:
+    """``st.code``, kept for the hand-out as a code block."""
+    st.code(text, **kwargs)
+    handout.remember("code", f"code:{hash(text)}", text)
+
+
+def table(data, **kwargs) -> None:
+    """``st.dataframe``, kept for the hand-out as an HTML table (built only when it is downloaded)."""
+    st.dataframe(data, **kwargs)
+    handout.remember("table", f"table:{hash(repr(data)[:4000])}", (data, not kwargs.get("hide_index", False)))
 
 
 _NUMBERED = re.compile(r"^\s*\d+\s*·\s*")
@@ -269,7 +289,7 @@ def section(key: str, level: int = 2) -> None:
     if _NUMBERED.match(title) and section_number(key):
         title = f"{section_number(key)} · {_NUMBERED.sub('', title)}"
     st.markdown(f"{'#' * level} {html.escape(title)}")
-    _remember("h", f"h:{key}", title)
+    handout.remember("h", f"h:{key}", title)
 
 
 def page_header(title_key: str, intro_key: str | None = None) -> None:
@@ -280,7 +300,7 @@ def page_header(title_key: str, intro_key: str | None = None) -> None:
     # the room's open question; drawn above every chapter, so no page knows about classes
     classroom.top()
     title = t(title_key)
-    st.session_state[_EXPORT] = {"title": title, "items": {}}
+    handout.start(title)
     st.title(title)
     if intro_key:
         md(t(intro_key))
@@ -455,49 +475,10 @@ def _draw_sections(sections, shown) -> None:
 
 
 # ------------------------------------------------------------------------ hand-out -------
-def _markdown_html(text: str) -> str:
-    """Chapter prose (Markdown, as st.markdown draws it) as HTML for the hand-out: CommonMark with
-    tables (markdown-it-py), raw HTML in the text escaped, entities decoded once (no ``&quot;``)."""
-    from markdown_it import MarkdownIt
-
-    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
-
-
-def export_html(title: str, items, language: str) -> str:
-    """One self-contained HTML page (plotly.js embedded, no network) of a chapter's content."""
-    import plotly.offline
-
-    parts = [f"<h1>{html.escape(title)}</h1>"]
-    for kind, obj in items:
-        if kind == "h":
-            parts.append(f"<h2>{html.escape(obj)}</h2>")
-        elif kind == "md":
-            parts.append(_markdown_html(str(obj)))
-        elif kind == "html":  # markup built by lmviz (text escaped where it was built)
-            parts.append(f"<div>{obj}</div>")
-        elif kind == "fig":
-            fig, twin = obj
-            parts.append(fig.to_html(full_html=False, include_plotlyjs=False,
-                                     config={"displaylogo": False}))
-            parts.append(f'<p class="twin">{html.escape(twin)}</p>')
-    body = "\n".join(parts)
-    return (f'<!DOCTYPE html>\n<html lang="{language}"><head><meta charset="utf-8">'
-            f"<title>{html.escape(title)} - lmviz</title>"
-            "<style>body{font-family:'Noto Sans','Noto Sans CJK SC',sans-serif;max-width:1100px;"
-            "margin:2em auto;padding:0 1em;line-height:1.6}code{background:#f3f3f3;padding:0 .2em}"
-            ".twin{color:#555;font-size:.9em;margin-top:0}"
-            "pre{background:#f3f3f3;padding:.6em;overflow-x:auto}table{border-collapse:collapse}"
-            "th,td{border:1px solid #ccc;padding:.2em .5em}"
-            "</style>"
-            f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script></head>'
-            f"<body>\n{body}\n<hr><p><small>lmviz</small></p></body></html>\n")
-
-
 def _download_html() -> None:
-    export = st.session_state.get(_EXPORT) or {"title": "lmviz", "items": {}}
-    title, items, language = export["title"], list(export["items"].values()), lang()
+    (title, items), language = handout.current(), lang()
     slug = _safe_name(st.session_state.get("lmviz_page_file", "chapter").split("/")[-1].removesuffix(".py"))
     st.divider()
-    st.download_button(t("common.download_html"), data=lambda: export_html(title, items, language),
+    st.download_button(t("common.download_html"), data=lambda: handout.export_html(title, items, language),
                        file_name=f"lmviz-{slug}-{language}.html", mime="text/html",
                        icon=":material/download:", key="lmviz_download_html")

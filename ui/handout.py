@@ -1,0 +1,112 @@
+"""The HTML hand-out of a chapter: what the page drew (prose, formulas, code, tables, charts with
+their text twins), recorded as it is drawn (:func:`remember`, by ``ui.render`` and the question
+blocks of ``ui.classroom``) and written as one self-contained HTML file (:func:`export_html`:
+plotly.js and, where there is a formula, KaTeX inlined; it opens from ``file://`` with no network)."""
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import streamlit as st
+
+_EXPORT = "lmviz_export"          # session key: {"title": str, "items": {id: (kind, obj)}}
+MAX_ITEMS = 400                   # a live fragment (a training's tick) adds new text every second: keep the newest
+KATEX_DIR = Path(__file__).resolve().parent.parent / "assets" / "katex"
+
+
+def start(title: str) -> None:
+    """A new chapter's record (the page header calls it)."""
+    st.session_state[_EXPORT] = {"title": title, "items": {}}
+
+
+def remember(kind: str, ident: str, obj) -> None:
+    """Keep one drawn item: kind "h" (heading), "md" (Markdown prose), "html" (markup built by
+    lmviz), "caption" (small print, Markdown), "tex" (a formula), "code", "table" ((data, show_index)) or "fig" ((figure, twin))."""
+    items = st.session_state.setdefault(_EXPORT, {"title": "", "items": {}})["items"]
+    items[ident] = (kind, obj)
+    while len(items) > MAX_ITEMS:
+        del items[next(iter(items))]
+
+
+def current() -> tuple[str, list]:
+    """(title, items) of the chapter this session is drawing."""
+    export = st.session_state.get(_EXPORT) or {"title": "lmviz", "items": {}}
+    return export["title"], list(export["items"].values())
+
+
+def _markdown_html(text: str) -> str:
+    """Chapter prose (Markdown, as st.markdown draws it) as HTML for the hand-out: CommonMark with
+    tables (markdown-it-py), raw HTML in the text escaped, entities decoded once (no ``&quot;``)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+
+
+KATEX_DIR = Path(__file__).resolve().parent.parent / "assets" / "katex"
+
+
+def _katex_head() -> str:
+    """KaTeX's stylesheet (its woff2 fonts inlined as data URIs, the other formats dropped) and
+    script, and a call that typesets every ``.tex`` element: formulas with no network."""
+    import base64
+
+    css = (KATEX_DIR / "katex.min.css").read_text(encoding="utf-8")
+
+    def font(m: re.Match) -> str:
+        data = base64.b64encode((KATEX_DIR / "fonts" / m.group(1)).read_bytes()).decode()
+        return f"url(data:font/woff2;base64,{data}) format(\"woff2\")"
+    css = re.sub(r'url\(fonts/([\w-]+\.woff2)\) format\("woff2"\)', font, css)
+    css = re.sub(r',url\(fonts/[\w-]+\.(?:woff|ttf)\) format\("(?:woff|truetype)"\)', "", css)
+    js = (KATEX_DIR / "katex.min.js").read_text(encoding="utf-8")
+    run = ("document.querySelectorAll('.tex').forEach(function(e){try{katex.render(e.dataset.tex,e,"
+           "{displayMode:true,throwOnError:false})}catch(x){}});")
+    return f"<style>{css}</style><script>{js}</script>", f"<script>{run}</script>"
+
+
+def _table_html(data, index: bool) -> str:
+    import pandas as pd
+
+    return pd.DataFrame(data).to_html(index=index, border=0, escape=True, na_rep="")
+
+
+def export_html(title: str, items, language: str) -> str:
+    """One self-contained HTML page (plotly.js and, where there is a formula, KaTeX embedded; no
+    network) of a chapter's content: prose, formulas, code blocks, tables, charts with their twins."""
+    import plotly.offline
+
+    parts = [f"<h1>{html.escape(title)}</h1>"]
+    has_tex = False
+    for kind, obj in items:
+        if kind == "h":
+            parts.append(f"<h2>{html.escape(obj)}</h2>")
+        elif kind == "md":
+            parts.append(_markdown_html(str(obj)))
+        elif kind == "caption":
+            parts.append(f'<div class="caption">{_markdown_html(str(obj))}</div>')
+        elif kind == "tex":   # typeset by KaTeX when opened; the source shows if scripts are off
+            has_tex = True
+            parts.append(f'<div class="tex" data-tex="{html.escape(obj, quote=True)}">{html.escape(obj)}</div>')
+        elif kind == "code":
+            parts.append(f"<pre><code>{html.escape(obj)}</code></pre>")
+        elif kind == "table":
+            parts.append(_table_html(*obj))
+        elif kind == "html":  # markup built by lmviz (text escaped where it was built)
+            parts.append(f"<div>{obj}</div>")
+        elif kind == "fig":
+            fig, twin = obj
+            parts.append(fig.to_html(full_html=False, include_plotlyjs=False,
+                                     config={"displaylogo": False}))
+            parts.append(f'<p class="twin">{html.escape(twin)}</p>')
+    body = "\n".join(parts)
+    katex_head, katex_run = _katex_head() if has_tex else ("", "")
+    return (f'<!DOCTYPE html>\n<html lang="{language}"><head><meta charset="utf-8">'
+            f"<title>{html.escape(title)} - lmviz</title>"
+            "<style>body{font-family:'Noto Sans','Noto Sans CJK SC',sans-serif;max-width:1100px;"
+            "margin:2em auto;padding:0 1em;line-height:1.6}code{background:#f3f3f3;padding:0 .2em}"
+            ".twin,.caption{color:#555;font-size:.9em;margin-top:0}"
+            "pre{background:#f3f3f3;padding:.6em;overflow-x:auto}table{border-collapse:collapse}"
+            "th,td{border:1px solid #ccc;padding:.2em .5em}"
+            "</style>"
+            f'<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script>{katex_head}</head>'
+            f"<body>\n{body}\n<hr><p><small>lmviz</small></p>{katex_run}</body></html>\n")
