@@ -57,11 +57,16 @@ elif "present" in st.query_params:
 render.page_language()   # <html lang> follows the language; the charts' text twins stay unseen
 
 chapters = registered()
-pages = [
-    st.Page(c.file, title=t(c.title_key), icon=c.icon, default=(c.slug == ""),
-            **({"url_path": c.slug} if c.slug else {}))
-    for c in chapters
-]
+# the session's pages, built once per language (st.Page resolves and checks each file: ~3 ms a
+# rerun); never shared between sessions (st.navigation marks the chosen one as callable)
+_nav_key = f"lmviz_nav:{st.session_state['lang']}"
+if _nav_key not in st.session_state:
+    st.session_state[_nav_key] = [
+        st.Page(c.file, title=t(c.title_key), icon=c.icon, default=(c.slug == ""),
+                **({"url_path": c.slug} if c.slug else {}))
+        for c in chapters
+    ]
+pages = st.session_state[_nav_key]
 nav = st.navigation(pages)
 st.session_state["lmviz_page_file"] = next(
     (c.file for c, p in zip(chapters, pages) if p.url_path == nav.url_path), chapters[0].file)
