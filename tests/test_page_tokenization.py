@@ -174,6 +174,7 @@ def test_a_long_bpe_run_goes_to_the_task_pool_and_the_page_polls_it(monkeypatch)
     input changes) and the page polls it; a bundled example still finishes on the page."""
     import random
     import threading
+    import time
 
     import lmviz.bpe as bpe
     from lmviz.server import tasks
@@ -182,8 +183,13 @@ def test_a_long_bpe_run_goes_to_the_task_pool_and_the_page_polls_it(monkeypatch)
     monkeypatch.setattr(session, "_RESULTS", {})                # no run finished before this test
     threads = []
     train = bpe.train_bpe
-    monkeypatch.setattr(bpe, "train_bpe", lambda *a, **k: threads.append(threading.current_thread().name)
-                        or train(*a, **k))
+
+    def slow_for_long_texts(text, *a, **k):     # a long run, whatever this machine's speed (the
+        threads.append(threading.current_thread().name)   # 10,000 characters alone take 0.3-0.5 s
+        if len(text) > 5_000:                   # on a fast idle core, under INLINE_S)
+            time.sleep(1.0)
+        return train(text, *a, **k)
+    monkeypatch.setattr(bpe, "train_bpe", slow_for_long_texts)
     started = []
     start = tasks.Task.start
     monkeypatch.setattr(tasks.Task, "start", lambda self: started.append(self) or start(self))
