@@ -267,6 +267,37 @@ def fit_small(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, steps
     return losses
 
 
+@dataclass
+class Toy:
+    """A chapter's toy model (the KV-cache walk-through, the pronoun test, the reader)."""
+    model: GPT                 # eval mode, CPU
+    tokenizer: object          # its word tokenizer
+    losses: list[float]        # training loss per step (or a thinned list of them)
+
+
+def fit_toy(tokenizer, x: torch.Tensor, y: torch.Tensor, *, block_size: int, n_layer: int, n_head: int,
+            d_model: int, steps: int, batch: int | None, lr: float, seed: int, warmup: int,
+            thin: int = 1) -> Toy:
+    """A seeded small GPT over ``tokenizer``'s vocabulary (the same weights on every machine: the
+    global torch seed is left as it was), fitted on ``x``/``y`` by :func:`fit_small`, in eval mode;
+    its losses kept every ``thin`` steps and at the last."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = GPT(GPTConfig(vocab_size=tokenizer.vocab_size, block_size=block_size, n_layer=n_layer,
+                              n_head=n_head, n_kv_head=n_head, d_model=d_model))
+    losses = fit_small(model, x, y, steps=steps, batch=batch, lr=lr, seed=seed, warmup=warmup)
+    model.eval()
+    return Toy(model, tokenizer, losses if thin == 1 else losses[::thin] + losses[-1:])
+
+
+def load_toy_file(path) -> Toy:
+    """A toy written with its losses in the checkpoint's meta (CPU: the toys are tiny)."""
+    from .checkpoint import load_checkpoint
+
+    model, tok, meta = load_checkpoint(path, device="cpu")
+    return Toy(model, tok, list(meta.get("losses", [])))
+
+
 def copy_model(model: GPT) -> GPT:
     """A CPU, eval-mode copy of model's weights (for the app to show while training goes on)."""
     m = GPT(model.cfg)

@@ -26,8 +26,9 @@ import torch
 
 from lmviz.chapters.attention import PronounAttention, PronounControl, find_span, pronoun_attention, pronoun_control
 from lmviz.data import pad_batch
-from lmviz.model import GPT, GPTConfig
+from lmviz.model import GPT
 from lmviz.tokenizer import WordTokenizer
+from lmviz.train import Toy, fit_toy, load_toy_file
 
 # ------------------------------------------------------------------ the toy's world --------
 # names by gender; 小李 is the notes' (he, 他); Paul and 杯子 are the page's default controls' kin
@@ -124,38 +125,23 @@ class ToyTrainConfig:
     block_size: int = 24     # the longest generated sentence is 17 tokens; the page's box may hold more
 
 
-@dataclass
-class PronounToy:
-    model: GPT                 # eval mode, CPU
-    tokenizer: WordTokenizer   # toy_tokenizer()
-    losses: list[float]        # training loss, every 10th step and the last
-
-
-def train_toy(cfg: ToyTrainConfig = ToyTrainConfig()) -> PronounToy:
-    """Train the pronoun toy on :func:`toy_corpus` (next-word cross-entropy, padding ignored)."""
-    from lmviz.train import fit_small
-
+def train_toy(cfg: ToyTrainConfig = ToyTrainConfig()) -> Toy:
+    """Train the pronoun toy on :func:`toy_corpus` (next-word cross-entropy, padding ignored);
+    its losses thinned to every 10th step and the last."""
     tok = toy_tokenizer()
     rows = [tok.encode(s) for s, _, _ in toy_corpus(cfg.sentences, cfg.seed)]
     x, y = pad_batch(rows)                                         # [N,T-1] inputs, targets (-1 = padding)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed)
-        model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=cfg.block_size, n_layer=cfg.n_layer,
-                              n_head=cfg.n_head, n_kv_head=cfg.n_head, d_model=cfg.d_model))
-    losses = fit_small(model, x, y, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed, warmup=50)
-    model.eval()
-    return PronounToy(model, tok, losses[::10] + losses[-1:])
+    return fit_toy(tok, x, y, block_size=cfg.block_size, n_layer=cfg.n_layer, n_head=cfg.n_head,
+                   d_model=cfg.d_model, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed, warmup=50,
+                   thin=10)
 
 
 TOY_PATH = Path(__file__).resolve().parents[2] / "assets" / "models" / "pronoun_toy.safetensors"
 
 
-def load_toy(path: Path = TOY_PATH) -> PronounToy:
+def load_toy(path: Path = TOY_PATH) -> Toy:
     """The shipped pronoun toy (written by ``python -m lmviz.chapters.attention_pronoun``)."""
-    from lmviz.checkpoint import load_checkpoint
-
-    model, tok, meta = load_checkpoint(path, device="cpu")
-    return PronounToy(model, tok, list(meta.get("losses", [])))
+    return load_toy_file(path)
 
 
 @torch.no_grad()

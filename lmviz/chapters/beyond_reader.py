@@ -27,8 +27,9 @@ import torch
 
 from lmviz.chapters.beyond_retrieval import DOCS_DIR, load_documents, split_sentences
 from lmviz.data import PAD_LABEL
-from lmviz.model import GPT, GPTConfig
+from lmviz.model import GPT
 from lmviz.tokenizer import WordTokenizer
+from lmviz.train import Toy, fit_toy, load_toy_file
 
 CAPITALS = Path(__file__).resolve().parents[2] / "assets" / "data" / "capitals.json"
 # the questions: (text with {K} or {C}, which name answers it); the page's presets are of these shapes
@@ -146,17 +147,9 @@ class ReaderTrainConfig:
     block_size: int = 48     # the longest example is about 40 tokens
 
 
-@dataclass
-class ReaderToy:
-    model: GPT                 # eval mode, CPU
-    tokenizer: WordTokenizer   # reader_tokenizer()
-    losses: list[float]        # training loss on the answer, every 10th step and the last
-
-
-def train_reader(cfg: ReaderTrainConfig = ReaderTrainConfig()) -> ReaderToy:
-    """Train the reader toy: cross-entropy on the answer token only (what comes after the question)."""
-    from lmviz.train import fit_small
-
+def train_reader(cfg: ReaderTrainConfig = ReaderTrainConfig()) -> Toy:
+    """Train the reader toy: cross-entropy on the answer token only (what comes after the
+    question); its losses thinned to every 10th step and the last."""
     tok = reader_tokenizer()
     exs = reader_corpus(cfg.examples, cfg.seed)
     half = len(exs) // 2
@@ -167,24 +160,17 @@ def train_reader(cfg: ReaderTrainConfig = ReaderTrainConfig()) -> ReaderToy:
     for i, (r, e) in enumerate(zip(rows, exs)):
         x[i, :len(r)] = torch.as_tensor(r)
         y[i, len(r) - 1] = tok.encode(e.answer)[0]
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed)
-        model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=cfg.block_size, n_layer=cfg.n_layer,
-                              n_head=cfg.n_head, n_kv_head=cfg.n_head, d_model=cfg.d_model))
-    losses = fit_small(model, x, y, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed, warmup=50)
-    model.eval()
-    return ReaderToy(model, tok, losses[::10] + losses[-1:])
+    return fit_toy(tok, x, y, block_size=cfg.block_size, n_layer=cfg.n_layer, n_head=cfg.n_head,
+                   d_model=cfg.d_model, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed, warmup=50,
+                   thin=10)
 
 
 READER_PATH = Path(__file__).resolve().parents[2] / "assets" / "models" / "reader_toy.safetensors"
 
 
-def load_reader(path: Path = READER_PATH) -> ReaderToy:
+def load_reader(path: Path = READER_PATH) -> Toy:
     """The shipped reader toy (written by ``python -m lmviz.chapters.beyond_reader``)."""
-    from lmviz.checkpoint import load_checkpoint
-
-    model, tok, meta = load_checkpoint(path, device="cpu")
-    return ReaderToy(model, tok, list(meta.get("losses", [])))
+    return load_toy_file(path)
 
 
 @torch.no_grad()

@@ -30,6 +30,7 @@ from lmviz.kv_cache import KVCache, CacheSnapshot, generate_cached, kv_cache_byt
 from lmviz.model import GPT, GPTConfig
 from lmviz.sampling import greedy, next_logits
 from lmviz.tokenizer import TOY_ZH, WordTokenizer
+from lmviz.train import Toy, fit_toy, load_toy_file
 
 # -----------------------------------------------------------------------------
 # the toy model of the KV-cache walk-through
@@ -59,13 +60,6 @@ class ToyTrainConfig:
     d_model: int = 16        # narrow enough that a K row is a readable strip of 16 cells
 
 
-@dataclass
-class ToyModel:
-    model: GPT                 # eval mode, CPU
-    tokenizer: WordTokenizer   # the toy words, joined without spaces
-    losses: list[float]        # training loss per step (the last one shows it has learned)
-
-
 def toy_tokenizer() -> WordTokenizer:
     """The toy words (the notes' six plus 你, 他).
 
@@ -75,33 +69,23 @@ def toy_tokenizer() -> WordTokenizer:
     return WordTokenizer(TOY_WORDS, sep="")
 
 
-def train_toy(cfg: ToyTrainConfig = ToyTrainConfig()) -> ToyModel:
+def train_toy(cfg: ToyTrainConfig = ToyTrainConfig()) -> Toy:
     """Train the toy model of the KV-cache walk-through on TOY_SENTENCES (next-word cross-entropy, padding ignored)."""
     tok = toy_tokenizer()
     rows = [tok.encode(s) for s, n in TOY_SENTENCES for _ in range(n)]
     x, y = pad_batch(rows)                                       # [N,T-1] inputs, targets (-1 = padding)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed)
-        model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=8, n_layer=cfg.n_layer,
-                              n_head=cfg.n_head, n_kv_head=cfg.n_head, d_model=cfg.d_model))
-    from lmviz.train import fit_small
-
-    losses = fit_small(model, x, y, steps=cfg.steps, batch=None, lr=cfg.lr, seed=cfg.seed, warmup=0)
-    model.eval()
-    return ToyModel(model, tok, losses)
+    return fit_toy(tok, x, y, block_size=8, n_layer=cfg.n_layer, n_head=cfg.n_head, d_model=cfg.d_model,
+                   steps=cfg.steps, batch=None, lr=cfg.lr, seed=cfg.seed, warmup=0)
 
 
 TOY_PATH = Path(__file__).resolve().parents[2] / "assets" / "models" / "kv_toy.safetensors"
 
 
-def load_toy(path: Path = TOY_PATH) -> ToyModel:
+def load_toy(path: Path = TOY_PATH) -> Toy:
     """The shipped toy model (written by ``python -m lmviz.chapters.kv_cache``, i.e. ``train_toy()``):
     training takes a second on an idle core but much longer on a busy shared server, so the app
     loads these few kilobytes instead. Runs on CPU (the model is tiny)."""
-    from lmviz.checkpoint import load_checkpoint
-
-    model, tok, meta = load_checkpoint(path, device="cpu")
-    return ToyModel(model, tok, list(meta.get("losses", [])))
+    return load_toy_file(path)
 
 
 # -----------------------------------------------------------------------------
