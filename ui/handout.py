@@ -65,9 +65,27 @@ def _katex_head() -> str:
 
 
 def _table_html(data, index: bool) -> str:
-    import pandas as pd
+    """A table the page drew with ``st.dataframe`` (rows of dicts, a dict of columns, or a
+    DataFrame) as an HTML table, every cell escaped.
 
-    return pd.DataFrame(data).to_html(index=index, border=0, escape=True, na_rep="")
+    >>> _table_html({"a": [1, 2], "b": ["<x>", None]}, False).count("<tr>"), "&lt;x&gt;" in _table_html([{"a": "<x>"}], False)
+    (3, True)
+    """
+    labels = None
+    if hasattr(data, "to_dict") and hasattr(data, "columns"):          # a DataFrame
+        labels = [str(i) for i in data.index] if index else None
+        data = data.to_dict("records")
+    if isinstance(data, dict):                                         # columns
+        cols = list(data)
+        rows = [dict(zip(cols, vals)) for vals in zip(*(list(v) for v in data.values()))]
+    else:
+        rows = [dict(r) for r in data]
+        cols = list(dict.fromkeys(k for r in rows for k in r))
+    cell = lambda v: "" if v is None else html.escape(str(v))  # noqa: E731
+    head = "".join(f"<th>{cell(c)}</th>" for c in ([""] if labels else []) + cols)
+    body = "".join("<tr>" + (f"<th>{cell(labels[i])}</th>" if labels else "")
+                   + "".join(f"<td>{cell(r.get(c))}</td>" for c in cols) + "</tr>" for i, r in enumerate(rows))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def export_html(title: str, items, language: str) -> str:
