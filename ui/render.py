@@ -45,6 +45,19 @@ def _font_floor(node, floor: int) -> None:
             _font_floor(v, floor)
 
 
+def on_phone() -> bool:
+    """True when the browser says it is a phone: "Mobi" in its User-Agent (what phone browsers
+    send) or the client hint ``Sec-CH-UA-Mobile: ?1``. Read once per session."""
+    if "lmviz_phone" not in st.session_state:
+        try:
+            headers = st.context.headers
+            ua = headers.get("User-Agent") or ""
+            st.session_state["lmviz_phone"] = "Mobi" in ua or headers.get("Sec-CH-UA-Mobile") == "?1"
+        except Exception:  # noqa: BLE001 - no request (AppTest, a bare run): not a phone
+            st.session_state["lmviz_phone"] = False
+    return st.session_state["lmviz_phone"]
+
+
 def presented(fig):
     """A copy of ``fig`` for presenter mode (the original may be a cached, shared figure): every
     text at least PRESENT_FONT px, and no taller than PRESENT_MAX_H px so that one chart and its
@@ -74,6 +87,10 @@ def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
     twin = text_twin(fig)                    # of the original: a cached figure's twin is kept
     if presenting():
         fig = presented(fig)
+    elif on_phone():                         # side-by-side panels are crushed at 390 px
+        from viz.theme import stacked
+
+        fig = stacked(fig)
     config = {
         "displaylogo": False,
         # the PNG export only: zoom, pan, select and autoscale buttons were ~7 Tab stops a chart

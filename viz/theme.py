@@ -66,3 +66,61 @@ def apply(fig: go.Figure, *, height: int | None = 360, title: str | None = None,
     """Give ``fig`` the common lmviz look (in place, one layout update) and return it."""
     fig.update_layout(**layout(height=height, title=title, **extra))
     return fig
+
+
+PHONE_PANEL_H = 300   # px per panel when a phone stacks a figure's side-by-side panels
+
+
+def _axis_key(ref: str, letter: str) -> str:
+    """"x2" -> "xaxis2", "y" -> "yaxis" (a trace's or an anchor's axis reference, as a layout key)."""
+    return f"{letter}axis{ref[1:]}"
+
+
+def stacked(fig: go.Figure, panel_height: int = PHONE_PANEL_H) -> go.Figure:
+    """A copy of ``fig`` with its side-by-side panels one above the other, in reading order (left
+    to right, then top to bottom), each the full width: what a phone (≤ 480 px) can read. Subplot
+    titles and colour bars move with their panel; a figure whose panels are not side by side (one
+    panel, a column of panels, a secondary y axis) comes back unchanged (the same object).
+
+    >>> from plotly.subplots import make_subplots
+    >>> f = make_subplots(rows=1, cols=2, subplot_titles=("a", "b"))
+    >>> s = stacked(f)
+    >>> [list(s.layout[k].domain) for k in ("xaxis", "xaxis2")], s.layout.yaxis.domain[0] > s.layout.yaxis2.domain[1]
+    ([[0.0, 1.0], [0.0, 1.0]], True)
+    >>> [(a.text, a.x, round(a.y, 3)) for a in s.layout.annotations]
+    [('a', 0.5, 1.0), ('b', 0.5, 0.442)]
+    >>> g = make_subplots(rows=2, cols=1); stacked(g) is g
+    True
+    """
+    spec = fig.to_plotly_json()
+    layout = spec.get("layout", {})
+    panels = []                                        # (x key, y key, x domain, y domain)
+    for k, ax in layout.items():
+        if not (k.startswith("xaxis") and isinstance(ax, dict)) or ax.get("overlaying"):
+            continue
+        yk = _axis_key(ax.get("anchor") or "y", "y")
+        yd = tuple((layout.get(yk) or {}).get("domain") or (0.0, 1.0))
+        panels.append((k, yk, tuple(ax.get("domain") or (0.0, 1.0)), yd))
+    if len({p[2] for p in panels}) < 2:                # nothing side by side
+        return fig
+    panels.sort(key=lambda p: (-p[3][1], p[2][0]))
+    n = len(panels)
+    gap = min(0.5, 70 / (n * panel_height)) if n > 1 else 0.0   # room for the next panel's title
+    moved = set()
+    for i, (xk, yk, xd, yd) in enumerate(panels):
+        top, bottom = 1 - i / n, 1 - (i + 1) / n
+        nd = [bottom + (gap / 2 if i < n - 1 else 0), top - (gap / 2 if i > 0 else 0)]
+        layout[xk]["domain"] = [0.0, 1.0]
+        for k, ax in layout.items():                   # the panel's y axis and any overlaying it
+            if k.startswith("yaxis") and isinstance(ax, dict) and (k == yk or _axis_key(ax.get("overlaying") or "_", "y") == yk):
+                ax["domain"] = nd
+        for j, a in enumerate(layout.get("annotations") or []):   # its subplot title
+            if (j not in moved and a.get("xref") == "paper" and a.get("yref") == "paper"
+                    and abs((a.get("x") or 0) - (xd[0] + xd[1]) / 2) < 0.02 and abs((a.get("y") or 0) - yd[1]) < 0.03):
+                a["x"], a["y"] = 0.5, nd[1]
+                moved.add(j)
+        for tr in spec.get("data", []):                # its colour bars
+            if _axis_key(tr.get("yaxis") or "y", "y") == yk and "colorbar" in tr:
+                tr["colorbar"].update(y=(nd[0] + nd[1]) / 2, len=nd[1] - nd[0], yanchor="middle")
+    layout["height"] = n * panel_height + 90
+    return go.Figure(spec, skip_invalid=True)
