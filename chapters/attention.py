@@ -28,8 +28,6 @@ PRONOUN = {"en": ("I gave the book to Anna because she needs it.", "Anna", "she"
 # object: a name of either gender is no control, since the position that writes the pronoun must
 # look at whichever name is there to choose between he and she)
 CONTROL = {"en": "the cup", "zh": "杯子"}
-# the models the section can test: a toy trained where reference is learnable, and the live model
-PRONOUN_MODELS = ("toy", "live")
 
 
 # ---------------------------------------------------------------- cached pure work --------
@@ -42,19 +40,12 @@ def _trace(_model, model_key: str, ids: tuple[int, ...]):
         return _model.forward_trace(torch.tensor(ids, dtype=torch.long))
 
 
-@st.cache_resource(show_spinner=False)
-def _pronoun_toy():
-    from lmviz.chapters.attention_pronoun import load_toy
-
-    return load_toy()
-
-
 @st.cache_data(show_spinner=False)
 def _pronoun_toy_accuracy(m: int = 100):
     """How often the pronoun toy writes the right pronoun on ``m`` fresh sentences per language."""
     from lmviz.chapters.attention_pronoun import pronoun_accuracy
 
-    toy = _pronoun_toy()
+    toy = session.toy("pronoun")
     return pronoun_accuracy(toy.model, toy.tokenizer, m), m
 
 
@@ -109,20 +100,12 @@ def sec_why():
     from lmviz.chapters.embedding import encode_for_model
 
     render.md(t("att.why_text"))
-    names = {s: t(f"att.why_src.{s}") for s in PRONOUN_MODELS}   # resolved now, not in the lambda
-    src = st.radio(t("att.why_source"), PRONOUN_MODELS, horizontal=True, key="att_p_src", format_func=names.get)
-    if src == "toy":
-        try:
-            toy = _pronoun_toy()
-        except (OSError, ValueError) as e:
-            st.error(t("att.why_toy_missing", err=render.escape(str(e)[:200])))
-            return
-        model, tok, key = toy.model, toy.tokenizer, "pronoun-toy"
-    else:
-        b = _bundle()
-        if b is None:
-            return
-        model, tok, key = b.model, b.tokenizer, session.model_key(b)
+    names = {s: t(f"att.why_src.{s}") for s in session.TOY_OR_LIVE}   # resolved now, not in the lambda
+    chosen = session.toy_or_live("pronoun", t("att.why_source"), names, key="att_p_src",
+                                 missing_key="att.why_toy_missing", live=_bundle)
+    if chosen is None:
+        return
+    src, model, tok, key, b = chosen
     ds, dr, dp = PRONOUN[lang()]
     c1, c2, c3, c4 = st.columns([4, 1, 1, 1])
     with c1:

@@ -260,19 +260,12 @@ def _next_probs(ids: tuple[int, ...], model_key: str, _model, _tok) -> tuple[np.
     return p, [_tok.token(i) for i in range(len(p))]
 
 
-@st.cache_resource(show_spinner=False)
-def _reader():
-    from lmviz.chapters.beyond_reader import load_reader
-
-    return load_reader()
-
-
 @st.cache_data(show_spinner=False)
 def _reader_accuracy(n: int = 100):
     """How often the reader toy answers right with the right passage, another pair's, or none."""
     from lmviz.chapters.beyond_reader import answer_accuracy
 
-    toy = _reader()
+    toy = session.toy("reader")
     return answer_accuracy(toy.model, toy.tokenizer, n), n
 
 
@@ -310,26 +303,21 @@ def _shift(model, tok, model_key: str, prompt: str, context: str, answer: str, n
     render.md(render.claim(answer_shift(float(p0[ans[0]]), float(p1[ans[0]])), tok=tok_label))
 
 
-READERS = ("toy", "live")   # the models the retrieval demo can ask: the reader toy, the live model
+def _live_or_note():
+    b = _bundle()
+    if b is None:
+        st.info(t("bey.no_model"))
+    return b
 
 
 def sec_knowledge():
     render.md(t("bey.know_md"))
-    names = {s: t(f"bey.reader.{s}") for s in READERS}       # resolved now, not in the lambda
-    src = st.radio(t("bey.reader_source"), READERS, horizontal=True, key="bey_k_src", format_func=names.get)
-    if src == "toy":
-        try:
-            toy = _reader()
-        except (OSError, ValueError) as e:
-            st.error(t("bey.reader_missing", err=render.escape(str(e)[:200])))
-            return
-        model, tok, model_key = toy.model, toy.tokenizer, "reader-toy"
-    else:
-        b = _bundle()
-        if b is None:
-            st.info(t("bey.no_model"))
-            return
-        model, tok, model_key = b.model, b.tokenizer, session.model_key(b)
+    names = {s: t(f"bey.reader.{s}") for s in session.TOY_OR_LIVE}   # resolved now, not in the lambda
+    chosen = session.toy_or_live("reader", t("bey.reader_source"), names, key="bey_k_src",
+                                 missing_key="bey.reader_missing", live=_live_or_note)
+    if chosen is None:
+        return
+    src, model, tok, model_key, _ = chosen
     docs, bm = _docs()
     presets = [t(f"bey.{k}") for k in ANSWER_KEYS]
     query = urlstate.selectbox(t("bey.question"), presets, param="q", key="bey_q")

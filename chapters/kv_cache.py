@@ -24,13 +24,6 @@ LIVE_MAX_PROMPT = 48  # characters of the live prompt
 
 
 # ---------------------------------------------------------------- cached computations ----
-@st.cache_resource(show_spinner=False)
-def _toy():
-    from lmviz.chapters.kv_cache import load_toy
-
-    return load_toy()
-
-
 def _walk_record(model, tok, ids: list[int], n_new: int) -> dict:
     """A walkthrough as plain numpy/lists (cheap to cache and to draw)."""
     import torch
@@ -59,7 +52,7 @@ def _walk_record(model, tok, ids: list[int], n_new: int) -> dict:
 def _toy_walk(n_new: int) -> dict:
     from lmviz.chapters.kv_cache import TOY_PROMPT
 
-    toy = _toy()
+    toy = session.toy("kv")
     return _walk_record(toy.model, toy.tokenizer, toy.tokenizer.encode(TOY_PROMPT), n_new)
 
 
@@ -73,7 +66,7 @@ def _live_walk(prompt_ids: tuple[int, ...], n_new: int, source: str, model_id: i
 def _edit(ids: tuple[int, ...], pos: int, new_id: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
     from lmviz.chapters.kv_cache import edit_effect
 
-    e = edit_effect(_toy().model, list(ids), pos, new_id)
+    e = edit_effect(session.toy("kv").model, list(ids), pos, new_id)
     return e.k_diff.numpy(), e.v_diff.numpy(), e.changed_rows()
 
 
@@ -200,7 +193,7 @@ def sec_why():
     else:
         render.md(f"[{t('kv.link_attention')}](/attention)")
     rec = _toy_walk(TOY_NEW)
-    toy = _toy()
+    toy = session.toy("kv")
     words = rec["words"][:-1]                      # <开始> 我 喜欢 学习 数学
     ids = toy.tokenizer.encode_lossy(" ".join(words))[0]
     c1, c2 = st.columns(2)

@@ -74,6 +74,46 @@ def try_live_bundle(message_key: str | None = None) -> Bundle | None:
         return None
 
 
+# the chapters' shipped toy models: name -> (module, loader); each loads a few hundred kilobytes
+TOYS = {"kv": ("lmviz.chapters.kv_cache", "load_toy"),
+        "pronoun": ("lmviz.chapters.attention_pronoun", "load_toy"),
+        "reader": ("lmviz.chapters.beyond_reader", "load_reader")}
+TOY_OR_LIVE = ("toy", "live")
+
+
+@st.cache_resource(show_spinner=False)
+def toy(name: str):
+    """The shipped toy model ``name`` (an ``lmviz.train.Toy``), loaded once per process and
+    shared read-only by every session."""
+    from importlib import import_module
+
+    module, loader = TOYS[name]
+    return getattr(import_module(module), loader)()
+
+
+def toy_or_live(name: str, label: str, option_names: dict, *, key: str, missing_key: str, live):
+    """A section that asks either toy ``name`` or the live model: the choice (a radio, ``key``),
+    then (choice, model, tokenizer, cache key, the live bundle or None); None when the chosen
+    model cannot be had (a toy that fails to load says so with ``missing_key``; ``live()``
+    returns the live bundle or None, having said why)."""
+    import html
+
+    from ui.i18n import t
+
+    src = st.radio(label, TOY_OR_LIVE, horizontal=True, key=key, format_func=option_names.get)
+    if src == "toy":
+        try:
+            m = toy(name)
+        except (OSError, ValueError) as e:
+            st.error(t(missing_key, err=html.escape(str(e)[:200])))
+            return None
+        return src, m.model, m.tokenizer, f"toy:{name}", None
+    b = live()
+    if b is None:
+        return None
+    return src, b.model, b.tokenizer, model_key(b), b
+
+
 def model_key(bundle: Bundle) -> str:
     """A cache key that changes when the live model changes (default vs this session's)."""
     return f"{bundle.source}:{id(bundle.model)}"
