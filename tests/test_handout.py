@@ -54,3 +54,14 @@ def test_formulas_code_and_tables_are_kept_and_formulas_typeset_offline():
     assert "katex.render" in doc and "KaTeX_Main" in head
     assert "url(fonts/" not in head and "data:font/woff2;base64," in head      # nothing to fetch
     assert "katex" not in export_html("t", [("md", "no formula")], "en").split("</head>", 1)[0].lower()
+
+
+def test_a_table_from_columns_or_a_dataframe_is_escaped_once():
+    import pandas as pd
+
+    from ui.handout import _table_html
+
+    cols = _table_html({"a": [1, 2], "b": ["<x>", None]}, False)
+    assert cols.count("<tr>") == 3 and "<td>&lt;x&gt;</td>" in cols and "<td></td>" in cols
+    frame = _table_html(pd.DataFrame({"p": [0.5]}, index=["我"]), True)
+    assert "<th>我</th>" in frame and "<td>0.5</td>" in frame

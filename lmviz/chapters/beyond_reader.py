@@ -17,7 +17,6 @@ passage that is not about the question.
 """
 from __future__ import annotations
 
-import json
 import random
 import re
 from dataclasses import dataclass
@@ -25,13 +24,13 @@ from pathlib import Path
 
 import torch
 
+from lmviz.capitals import load_pairs
 from lmviz.chapters.beyond_retrieval import DOCS_DIR, load_documents, split_sentences
 from lmviz.data import PAD_LABEL
 from lmviz.model import GPT
 from lmviz.tokenizer import WordTokenizer
 from lmviz.train import Toy, fit_toy, load_toy_file
 
-CAPITALS = Path(__file__).resolve().parents[2] / "assets" / "data" / "capitals.json"
 # the questions: (text with {K} or {C}, which name answers it); the page's presets are of these shapes
 QUESTIONS = {"en": [("The capital of {K} is", "C"), ("{C} is a city in", "K")],
              "zh": [("{K}的首都是", "C"), ("{C}这座城市属于", "K")]}
@@ -43,10 +42,9 @@ _HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
 def pairs(lang: str) -> list[tuple[str, str]]:
-    """(city, country) of ``assets/data/capitals.json`` whose names are one word each."""
-    rows = json.loads(CAPITALS.read_text(encoding="utf-8"))["pairs"]
-    out = [(r[f"city_{lang}"], r[f"country_{lang}"]) for r in rows]
-    return [(c, k) for c, k in out if " " not in c and " " not in k]
+    """(city, country) of ``assets/data/capitals.json`` (``lmviz.capitals.load_pairs``) whose
+    names are one word each."""
+    return [(p.city, p.country) for p in load_pairs(lang) if " " not in p.city and " " not in p.country]
 
 
 def _words(text: str, lang: str) -> str:
