@@ -14,6 +14,8 @@ from pathlib import Path  # noqa: E402
 
 import streamlit as st  # noqa: E402
 
+warmup.lower_if_warm_visit(st.context.headers)   # the server's own first visit runs at nice 19
+
 from ui import render, session
 from ui.chapters import registered
 from ui.i18n import LANG_NAMES, LANGS, t

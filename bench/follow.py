@@ -10,7 +10,7 @@ tab does (their joins spread over one second, so their polls are out of step); e
 temperature slider ``--moves`` times, ``--gap`` seconds apart. A follower's lag for one move is
 the time from the lecturer's message leaving the client to the first slider element the
 follower receives that carries the new value (what its screen would draw). The clients are
-websocket clients speaking Streamlit's own protocol (``bench/stclient.py``): no browser draws,
+websocket clients speaking Streamlit's own protocol (``ui/headless.py``): no browser draws,
 so the 2-core machine's time goes to the server being measured.
 
 Prints per-move lags, followers that never showed a value (counted as misses, not as lags),
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from load import cpu_s, pct, print_latencies, rss_mb  # noqa: E402
-from stclient import Session  # noqa: E402
+from ui.headless import Session  # noqa: E402
 
 VALUES = (0.5, 1.5, 0.25, 2.0, 0.75, 3.0, 1.25, 2.5)   # τ values the lecturer moves through
 TAU_KEY = "gen_tau"

@@ -7,7 +7,7 @@ presses Start (they keep polling the run once a second, as a browser tab does), 
 sessions spread over the chapters, each on its chapter's first slider, and moves that slider
 ``--moves`` times at random moments. A move is timed from the message leaving the client to the
 server's "run finished": the server's whole work for that slider change. The clients are
-websocket clients that speak Streamlit's own protocol (``bench/stclient.py``): no browser draws
+websocket clients that speak Streamlit's own protocol (``ui/headless.py``): no browser draws
 anything, so the 2-core machine's time goes to the server being measured.
 
 Prints the latency percentiles, errors (exception boxes, time-outs), server CPU and resident
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from stclient import Session  # noqa: E402
+from ui.headless import Session  # noqa: E402
 
 # chapters with a slider near the top, and the query each session opens them with
 CHAPTERS = ("generation", "attention", "tokenization", "embedding", "transformer-block",

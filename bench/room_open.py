@@ -1,7 +1,7 @@
 """A room opens a chapter together: N sessions open the same chapter within one second.
 
     python bench/room_open.py --sessions 30 --chapter attention [--lang zh] [--training]
-                              [--healthy-for 60]
+                              [--healthy-for 60] [--skip-questions] [--modes "warm views;no warm views"]
 
 Starts ``streamlit run serve.py`` (README's run command) on a free port on 127.0.0.1, waits until
 it is healthy and then ``--healthy-for`` seconds more (the lecture case: the server was started
@@ -10,13 +10,19 @@ a chapter while a model trains), then opens ``--sessions`` websocket sessions on
 spread evenly over one second. Each session is timed from its connect to the server's "script
 finished" for its first run: the server's whole work for that visitor's first view (the
 browser's drawing is not included; ``bench/startup.py`` times that for one visitor). The clients
-speak Streamlit's own protocol (``bench/stclient.py``), so the 2-core machine's time goes to the
-server. The last line reads ``open p50 X s, p95 Y s, max Z s, sessions N, chapter C, ...``.
+speak Streamlit's own protocol (``ui/headless.py``), so the 2-core machine's time goes to the
+server. ``--skip-questions``: each session then presses every question's "skip" (the whole
+chapter, as a student who skips them sees it), timed to that run's end too. ``--modes``: the same
+room against a server per mode, one after the other in one run: ``warm views`` (README's server,
+which visits every chapter once as it starts, ui/warmup.py) and ``no warm views``
+(LMVIZ_WARM_VIEWS=0: each chapter's default view is computed by its first visitors). A mode's last
+line reads ``open p50 X s, p95 Y s, max Z s, sessions N, chapter C, ..., mode M``.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,17 +32,19 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from load import print_latencies, trainer  # noqa: E402
-from stclient import Session  # noqa: E402
+from ui.headless import Session  # noqa: E402
 
 
 async def opener(port: int, chapter: str, query: str, delay: float, lat: list, errors: list,
-                 timeout: float) -> Session | None:
+                 timeout: float, skip: bool = False) -> Session | None:
     await asyncio.sleep(delay)
     s = Session(port, chapter, query, auto_rerun=False)
     t0 = time.perf_counter()
     try:
         await s.__aenter__()
         await s.wait_idle(timeout=timeout)
+        if skip:
+            await s.skip_questions(timeout=timeout)
     except Exception as e:  # noqa: BLE001 - counted, not raised
         errors.append(f"{chapter}: open failed ({type(e).__name__})")
         return s
@@ -45,10 +53,14 @@ async def opener(port: int, chapter: str, query: str, delay: float, lat: list, e
     return s
 
 
-async def run(args) -> None:
+async def run(args, mode: str) -> None:
     from tests.browser_util import Server
 
+    os.environ.pop("LMVIZ_WARM_VIEWS", None)
+    if mode == "no warm views":
+        os.environ["LMVIZ_WARM_VIEWS"] = "0"
     srv = Server()
+    os.environ.pop("LMVIZ_WARM_VIEWS", None)
     lat: list[float] = []
     errors: list[str] = []
     opened: list[Session | None] = []
@@ -61,7 +73,8 @@ async def run(args) -> None:
             await asyncio.sleep(2)                  # the run is past its set-up
         query = f"lang={args.lang}"
         opened = await asyncio.gather(*(
-            opener(srv.port, args.chapter, query, i / max(1, args.sessions), lat, errors, args.timeout)
+            opener(srv.port, args.chapter, query, i / max(1, args.sessions), lat, errors, args.timeout,
+                   args.skip_questions)
             for i in range(args.sessions)))
     finally:
         for s in list(opened) + trainers:
@@ -75,7 +88,8 @@ async def run(args) -> None:
     for e in sorted(set(errors))[:20]:
         print(f"  error: {e} (x{errors.count(e)})")
     print_latencies("open", lat, f"sessions {args.sessions}, chapter {args.chapter}, lang {args.lang}, "
-                    f"training {'on' if args.training else 'off'}, healthy for {args.healthy_for:.0f} s")
+                    f"training {'on' if args.training else 'off'}, healthy for {args.healthy_for:.0f} s, "
+                    f"questions {'skipped' if args.skip_questions else 'shown'}, mode {mode}")
 
 
 def main() -> None:
@@ -87,7 +101,11 @@ def main() -> None:
     ap.add_argument("--healthy-for", type=float, default=60.0,
                     help="seconds between the server's health and the room arriving")
     ap.add_argument("--timeout", type=float, default=180.0, help="give up on one session after this (s)")
-    asyncio.run(run(ap.parse_args()))
+    ap.add_argument("--skip-questions", action="store_true", help="each session also skips the questions")
+    ap.add_argument("--modes", default="warm views", help="';'-separated, from: warm views; no warm views")
+    args = ap.parse_args()
+    for mode in (m.strip() for m in args.modes.split(";") if m.strip()):
+        asyncio.run(run(args, mode))
 
 
 if __name__ == "__main__":

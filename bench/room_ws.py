@@ -11,7 +11,7 @@ asks the room (the model's top tokens as the choices); every student picks one (
 weighted towards the model's first choices) and presses Send (two reruns, as a phone sends them),
 the room's picks spread over one second; the lecturer then reveals and the next round moves the
 prompt one token on. The clients speak Streamlit's own protocol
-(``bench/stclient.py``): no browser draws, so the 2-core machine's time goes to the server.
+(``ui/headless.py``): no browser draws, so the 2-core machine's time goes to the server.
 
 Prints per round: how long a student waited from the pick to the page saying "sent" (p50, p95),
 answers accepted per second (from the moment every phone showed the question to the last student's run
@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from follow import join, start_class, wait_for  # noqa: E402
 from load import pct, print_latencies, rss_mb  # noqa: E402
-from stclient import Session  # noqa: E402
+from ui.headless import Session  # noqa: E402
 
 SENT = re.compile(r"^(Your answer: |你的答案：)")   # class.sent in both catalogues
 ROOM_SECTION = 5           # /generation's fifth section: the room (chapters/generation.py SECTIONS)

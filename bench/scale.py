@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from load import cpu_s, mover, pct, rss_mb, trainer  # noqa: E402
-from stclient import Session  # noqa: E402
+from ui.headless import Session  # noqa: E402
 
 SCRIPT = ROOT / "deploy" / "local-cluster.sh"
 

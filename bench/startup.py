@@ -18,8 +18,11 @@ Modes, side by side in one run (the same chapters, the same browser, the same ma
 - ``app.py, no warm-up``: ``streamlit run app.py`` with LMVIZ_WARMUP=0: the chapter imports
   torch and loads the default model itself (the behaviour before issue 16);
 - ``app.py``: ``streamlit run app.py``; the first visit's run of app.py starts the warm-up;
-- ``serve.py``: README's ``streamlit run serve.py``: the warm-up starts with the server, and the
-  page sent for a chapter's URL holds its title and loading line (ui/first_paint.py);
+- ``serve.py, no warm views``: README's ``streamlit run serve.py`` with LMVIZ_WARM_VIEWS=0: the
+  warm-up loads torch and the model but does not visit the chapters (before issue 28);
+- ``serve.py``: README's ``streamlit run serve.py``: the warm-up starts with the server, visits
+  every chapter in both languages (the default views computed once, shared), and the page sent
+  for a chapter's URL holds its title and loading line (ui/first_paint.py);
 - ``serve.py, home first``: the same, after someone opened the home page 10 s before: what every
   later first visitor of a chapter sees.
 
@@ -43,7 +46,7 @@ from tests.browser_util import CHROMIUM, LAUNCH_ARGS, Server, wait_charts  # noq
 from ui.chapters import by_slug  # noqa: E402
 from ui.i18n import translate  # noqa: E402
 
-MODES = ("app.py, no warm-up", "app.py", "serve.py", "serve.py, home first")
+MODES = ("app.py, no warm-up", "app.py", "serve.py, no warm views", "serve.py", "serve.py, home first")
 
 # In the page, before its own scripts: the time (ms from navigation start) of the frame after the
 # first h1 holding the title appeared, anywhere and inside Streamlit's main block, and of the
@@ -68,17 +71,22 @@ _PAINT_PROBE = """
 """
 
 
-def one_run(chapter: str, mode: str) -> tuple[float, float, float, float]:
-    """(title, page title, content, whole chapter) in s from the request, for one fresh server."""
+def one_run(chapter: str, mode: str, lang: str = "en", healthy_for: float = 0.0
+            ) -> tuple[float, float, float, float]:
+    """(title, page title, content, whole chapter) in s from the request, for one fresh server
+    that has been healthy for ``healthy_for`` seconds (0: the visitor arrives with the server)."""
     from playwright.sync_api import sync_playwright
 
+    os.environ.pop("LMVIZ_WARMUP", None)
+    os.environ.pop("LMVIZ_WARM_VIEWS", None)
     if mode.endswith("no warm-up"):
         os.environ["LMVIZ_WARMUP"] = "0"
-    else:
-        os.environ.pop("LMVIZ_WARMUP", None)
+    elif mode.endswith("no warm views"):
+        os.environ["LMVIZ_WARM_VIEWS"] = "0"
     srv = Server("serve.py" if mode.startswith("serve.py") else "app.py")
-    title = translate(by_slug(chapter).heading_key, "en")
+    title = translate(by_slug(chapter).heading_key, lang)
     try:
+        time.sleep(healthy_for)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
             if mode.endswith("home first"):
@@ -89,7 +97,7 @@ def one_run(chapter: str, mode: str) -> tuple[float, float, float, float]:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.add_init_script(_PAINT_PROBE % json.dumps(title))
             t1 = time.perf_counter()
-            page.goto(srv.url(chapter, lang="en"), wait_until="commit")
+            page.goto(srv.url(chapter, lang=lang), wait_until="commit")
             # the page's own title first: before the script has started, the app also reads
             # "notRunning"
             page.wait_for_function("window.__lmvizPaint.main > 0", timeout=90_000, polling=50)
@@ -102,6 +110,7 @@ def one_run(chapter: str, mode: str) -> tuple[float, float, float, float]:
     finally:
         srv.stop()
         os.environ.pop("LMVIZ_WARMUP", None)
+        os.environ.pop("LMVIZ_WARM_VIEWS", None)
     return marks["any"] / 1000, marks["main"] / 1000, marks["done"] / 1000, t_all
 
 
@@ -109,6 +118,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chapters", default="attention,generation,kv-cache")
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--lang", default="en", choices=("en", "zh"))
+    ap.add_argument("--healthy-for", type=float, default=0.0,
+                    help="seconds between the server's health and the visit (issue 28's target: 60)")
     ap.add_argument("--modes", default=";".join(MODES), help="';'-separated, from: " + "; ".join(MODES))
     args = ap.parse_args()
     chapters = [c.strip() for c in args.chapters.split(",") if c.strip()]
@@ -117,11 +129,12 @@ def main() -> None:
     for _ in range(args.runs):              # runs outermost: a noisy minute hits every mode alike
         for chapter in chapters:
             for mode in modes:
-                r = one_run(chapter, mode)
+                r = one_run(chapter, mode, args.lang, args.healthy_for)
                 rows.setdefault((chapter, mode), []).append(r)
                 print(f"/{chapter or 'home':<20} {mode:<22} title {r[0]:5.2f} s  page title {r[1]:5.2f} s  "
                       f"content {r[2]:5.2f} s  chapter {r[3]:5.2f} s", flush=True)
-    print("\nmedians in s (targets: title < 1, chapter < 3); load average "
+    print(f"\nmedians in s (targets: title < 1, chapter < 3); lang {args.lang}, healthy for "
+          f"{args.healthy_for:.0f} s; load average "
           + " ".join(f"{x:.1f}" for x in os.getloadavg()))
     for mode in modes:
         med = [[statistics.median(x[i] for x in rows[(c, mode)]) for c in chapters] for i in range(4)]

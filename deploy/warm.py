@@ -1,10 +1,10 @@
-"""Warm freshly started lmviz replicas: one headless visit of the home page each.
+"""Check freshly started lmviz replicas: one headless visit of the home page each.
 
     python deploy/warm.py 127.0.0.1:8501 127.0.0.1:8502
 
-Streamlit runs no project code before a first session, so a replica imports torch and loads the
-default model (ui/warmup.py) only when somebody opens a page; this visit is that somebody, so the
-first student's chapter does not wait for the import. Exit status 0 when every replica answered.
+Each replica runs ``serve.py``, which warms itself as it starts (ui/warmup.py: torch, the default
+model, then one visit of every chapter in both languages); this visit confirms that each replica
+serves a page without an exception box. Exit status 0 when every replica answered.
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from stclient import Session  # noqa: E402
+from ui.headless import Session  # noqa: E402
 
 
 async def visit(addr: str) -> bool:

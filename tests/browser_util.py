@@ -47,11 +47,12 @@ class Server:
     server start and paints a chapter's title first) on a free port; ``url(path, **query)`` builds
     page URLs. ``script="app.py"``: the plain ``streamlit run app.py``, which serves the same app."""
 
-    def __init__(self, script: str = "serve.py") -> None:
+    def __init__(self, script: str = "serve.py", log: Path | None = None) -> None:
         self.port = free_port()
         env = dict(os.environ, LMVIZ_THREADS=os.environ.get("LMVIZ_THREADS", "1"))
-        self.log = open(ROOT / ".pytest_cache" / f"streamlit-{self.port}.log", "w") \
-            if (ROOT / ".pytest_cache").exists() else subprocess.DEVNULL
+        if log is None and (ROOT / ".pytest_cache").exists():
+            log = ROOT / ".pytest_cache" / f"streamlit-{self.port}.log"
+        self.log = open(log, "w") if log is not None else subprocess.DEVNULL
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", script, "--server.headless=true",
              f"--server.port={self.port}", "--server.address=127.0.0.1",

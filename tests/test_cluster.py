@@ -264,8 +264,7 @@ def test_a_training_started_on_replica_a_runs_on_ray_and_its_curve_grows(cluster
     assert cluster.state.get("RAY_ADDRESS"), "the cluster started without a Ray head"
     import asyncio
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    from stclient import Session
+    from ui.headless import Session
 
     class Page(Session):
         """A client that also keeps the progress line and the captions the page draws."""

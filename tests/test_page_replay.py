@@ -120,20 +120,14 @@ def test_live_training_replay_grows():
 
 
 def _client():
-    import sys
-
-    from tests.browser_util import ROOT
-
-    if str(ROOT / "bench") not in sys.path:
-        sys.path.insert(0, str(ROOT / "bench"))
-    from stclient import Session
+    from ui.headless import Session
 
     return Session
 
 
 def test_websocket_client_echoes_a_select_slider_as_labels_like_the_browser():
     """The replay slider is a select slider whose value the page sets while a run grows; the
-    browser sends such a value back as option labels (a string array). bench/stclient.py once
+    browser sends such a value back as option labels (a string array). ui/headless.py once
     echoed it as numbers, so the server stored the widget as a double array and the next rerun
     failed in st.select_slider with "must be real number, not str"."""
     import asyncio

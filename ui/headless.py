@@ -1,4 +1,5 @@
-"""A headless Streamlit client over the app's own websocket, for load benchmarks.
+"""A headless Streamlit client over the app's own websocket: the server's own first visit of every
+chapter at start (ui/warmup.py), and the load benchmarks (bench/) and deploy/warm.py.
 
 It speaks the protocol the browser speaks (``/_stcore/stream``, protobuf ``BackMsg`` /
 ``ForwardMsg``): it opens a page, records the widgets the server sends, answers the server's
@@ -44,8 +45,10 @@ class Widget:
 class Session:
     """One browser-like session on ``127.0.0.1:port`` showing page ``page`` (URL path)."""
 
-    def __init__(self, port: int, page: str, query: str = "", auto_rerun: bool = True) -> None:
+    def __init__(self, port: int, page: str, query: str = "", auto_rerun: bool = True,
+                 headers: dict[str, str] | None = None) -> None:
         self.port, self.page, self.query, self.auto_rerun = port, page, query, auto_rerun
+        self.headers = headers or {}           # sent with the websocket's opening request
         self.widgets: dict[str, Widget] = {}
         self.states: dict[str, list] = {}      # slider id -> value we last sent (floats, or labels)
         self.strings: dict[str, str] = {}      # radio id -> the option label we last sent
@@ -67,7 +70,8 @@ class Session:
         url = f"ws://127.0.0.1:{self.port}/_stcore/stream"
         self._ws = await websockets.connect(url, subprotocols=["streamlit"], max_size=2**27,
                                             origin=f"http://127.0.0.1:{self.port}",
-                                            open_timeout=60, ping_interval=None)
+                                            open_timeout=60, ping_interval=None,
+                                            additional_headers=self.headers)
         self._reader = asyncio.create_task(self._read())
         await self._rerun(page_name=self.page)
         return self
