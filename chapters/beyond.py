@@ -107,7 +107,7 @@ def sec_structure():
             sl = sentence_losses(sentence, vocab, bigram, model)
         names = (t("bey.bigram"), t("bey.transformer") if res else t("bey.transformer_untrained"))
         c = sl.country
-        render.plot(position_loss_figure(sl.tokens[1:], sl.bigram, sl.transformer, c, names=names,
+        render.plot(render.figure(position_loss_figure, sl.tokens[1:], sl.bigram, sl.transformer, c, names=names,
                                          y_label=t("bey.loss_nats"), country_label=t("bey.country"),
                                          title=t("bey.pos_loss_title")),
                     key="bey_posloss", filename="structure-loss")
@@ -117,7 +117,7 @@ def sec_structure():
         left, right = st.columns(2)
         with left:
             att = country_attention(sentence, vocab, model)
-            render.plot(attention_figure(att.tokens, att.weights, att.city, row_label=t("bey.layer_head"),
+            render.plot(render.figure(attention_figure, att.tokens, att.weights, att.city, row_label=t("bey.layer_head"),
                                          city_label=t("bey.city"), title=t("bey.att_title", token=att.tokens[-1])),
                         key="bey_att", filename="structure-attention")
             render.caption(t("bey.att_caveat"))
@@ -128,7 +128,7 @@ def sec_structure():
                     groups.append(t("bey.heldout_cities"))
                     b.append(res.heldout_summary.bigram)
                     tr.append(res.heldout_summary.transformer)
-                render.plot(summary_figure(groups, b, tr, names=(t("bey.bigram"), t("bey.transformer")),
+                render.plot(render.figure(summary_figure, groups, b, tr, names=(t("bey.bigram"), t("bey.transformer")),
                                            y_label=t("bey.loss_nats"), title=t("bey.summary_title")),
                             key="bey_summary", filename="structure-summary")
                 s, h = res.train_summary, res.heldout_summary
@@ -136,7 +136,7 @@ def sec_structure():
                             ta=100 * s.transformer_acc, bh=h.bigram if h else float("nan"),
                             th=h.transformer if h else float("nan"),
                             tah=100 * h.transformer_acc if h else 0.0, n=h.n if h else 0))
-                render.plot(loss_curve_figure({t("bey.transformer"): res.losses}, x_label=t("bey.step"),
+                render.plot(render.figure(loss_curve_figure, {t("bey.transformer"): res.losses}, x_label=t("bey.step"),
                                               y_label=t("bey.loss_nats"), title=t("bey.curve_title")),
                             key="bey_wcurve", filename="structure-curve")
             else:
@@ -182,7 +182,7 @@ def sec_robot():
     edges = np.linspace(-cfg.max_step, cfg.max_step, n_bins + 1)
     left, right = st.columns([3, 2])
     with left:
-        render.plot(binning_figure(v, rt.decoded, edges, x_label=t("bey.action_cont"), y_label=t("bey.action_dec"),
+        render.plot(render.figure(binning_figure, v, rt.decoded, edges, x_label=t("bey.action_cont"), y_label=t("bey.action_dec"),
                                    err_label=t("bey.q_error"), names=(t("bey.exact"), t("bey.decoded")),
                                    title=t("bey.binning_title", n=n_bins)),
                     key="bey_binning", filename="robot-binning")
@@ -216,12 +216,12 @@ def sec_robot():
                 f"{(centres_o if g in ('ox', 'oy') else centres_a)[k]:+.2f}"
             labels.append(f"#{tok}<br>{val}")
         gnames = {g: t(f"bey.group_{g}") for g in ("instr", "ox", "oy", "ax", "ay")}
-        render.plot(token_row_figure(labels, groups, group_names=gnames, predicted_from=3,
+        render.plot(render.figure(token_row_figure, labels, groups, group_names=gnames, predicted_from=3,
                                      title=t("bey.tokens_title", model=name)),
                     key="bey_tokens", filename="robot-tokens")
         render.caption(t("bey.tokens_caption", dx=offset[0], dy=offset[1]))
         ex = (sp.expert_tokens[3] - cfg.offset("ax"), sp.expert_tokens[4] - cfg.offset("ay"))
-        render.plot(bin_probs_figure(centres_a, sp.px, sp.py, ex,
+        render.plot(render.figure(bin_probs_figure, centres_a, sp.px, sp.py, ex,
                                      titles=(t("bey.px_title"), t("bey.py_title")),
                                      x_label=t("bey.bin_centre"), y_label=t("bey.prob")),
                     key="bey_probs", filename="robot-probs")
@@ -229,7 +229,7 @@ def sec_robot():
         paths = {t("bey.untrained"): rollout(untrained, START, TARGET, instr, cfg, n_steps=20).positions}
         if trained is not None:
             paths[t("bey.trained")] = r_model.positions
-        render.plot(rollout_figure(paths, START, TARGET, start_label=t("bey.start"), target_label=t("bey.target"),
+        render.plot(render.figure(rollout_figure, paths, START, TARGET, start_label=t("bey.start"), target_label=t("bey.target"),
                                    title=t("bey.rollout_title")),
                     key="bey_rollout", filename="robot-rollout")
 
@@ -285,7 +285,7 @@ def _shift(model, tok, model_key: str, prompt: str, context: str, answer: str, n
     top = set(np.argsort(-p0)[:6]) | set(np.argsort(-p1)[:6]) | ({ans[0]} if ans else set())
     top = sorted(top, key=lambda i: -p1[i])
     shown = [visible(vocab[i]) for i in top]
-    render.plot(shift_figure(shown, p0[top], p1[top], names=names, y_label=t("bey.prob"), title=title),
+    render.plot(render.figure(shift_figure, shown, p0[top], p1[top], names=names, y_label=t("bey.prob"), title=title),
                 key=key, filename=key)
     kl = float(np.sum(p1 * (np.log(p1 + 1e-12) - np.log(p0 + 1e-12))))
     c1, c2, c3 = st.columns(3)
@@ -331,7 +331,7 @@ def sec_knowledge():
     passage = best_sentence(docs[best].text, query)
     left, right = st.columns([2, 3])
     with left:
-        render.plot(scores_figure([docs[i].title for i in order], scores[order], 0, x_label=t("bey.bm25"),
+        render.plot(render.figure(scores_figure, [docs[i].title for i in order], scores[order], 0, x_label=t("bey.bm25"),
                                   title=t("bey.ret_title")), key="bey_scores", filename="retrieval-scores")
     with right:
         render.md(t("bey.passage", name=render.escape(docs[best].title)))
@@ -360,7 +360,7 @@ def sec_window():
     n = np.array([2 ** k for k in range(4, 18)], dtype=np.float64)
     kv = 2 * L * n * hkv * dh * 4                       # K and V, every layer, fp32 bytes
     entries = L * hkv * n * n                           # attention scores per full forward
-    render.plot(context_figure(n, kv, entries, block, x_label=t("bey.ctx_len"),
+    render.plot(render.figure(context_figure, n, kv, entries, block, x_label=t("bey.ctx_len"),
                                names=(t("bey.kv_bytes"), t("bey.score_entries")),
                                limit_label=t("bey.trained_limit", n=block), title=t("bey.window_title")),
                 key="bey_window", filename="context-window")
@@ -391,7 +391,7 @@ def _window_use(b) -> None:
     except ValueError:
         return
     corpus = t("bey.heldout_poems" if lang() == "zh" else "bey.heldout_english")
-    render.plot(position_use_figure(r.positions, r.losses, r.used_until, r.plateau, x_label=t("bey.pos_read"),
+    render.plot(render.figure(position_use_figure, r.positions, r.losses, r.used_until, r.plateau, x_label=t("bey.pos_read"),
                                     y_label=t("bey.loss_nats"), curve_name=t("bey.pos_curve"),
                                     plateau_name=t("bey.pos_plateau"), used_label=t("bey.pos_used", n=r.used_until),
                                     title=t("bey.pos_title", corpus=corpus)),
@@ -409,7 +409,7 @@ def sec_objective():
 def sec_post():
     render.md(t("bey.post_md"))
     stages = [(t(f"bey.stage{i}"), t(f"bey.stage{i}_body")) for i in range(1, 4)]
-    render.plot(pipeline_figure(stages, title=t("bey.post_title")), key="bey_post", filename="post-training")
+    render.plot(render.figure(pipeline_figure, stages, title=t("bey.post_title")), key="bey_post", filename="post-training")
     render.md(t("bey.note_post_order"))
 
 

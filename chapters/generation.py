@@ -189,7 +189,7 @@ def _greedy_stepper() -> None:
         st.info(t("gen.greedy_start"))
         return
     steps = [(" ".join(s.prefix[-2:]) + " →", s.probs, TOY_VOCAB.index(s.token)) for s in trace[:k]]
-    render.plot(greedy_steps_figure(TOY_VOCAB, steps, y_title=t("gen.fig.prob"),
+    render.plot(render.figure(greedy_steps_figure, TOY_VOCAB, steps, y_title=t("gen.fig.prob"),
                                     title=t("gen.fig.greedy_title")),
                 key="gen_greedy_fig", filename="greedy-steps")
     if k == len(trace):

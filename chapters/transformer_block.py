@@ -65,7 +65,7 @@ def sec_shapes():
         Stage(t("blk.st.final"), f"[{n}, {d}]", "", TOKEN_CYCLE[4]),
         Stage(t("blk.st.head"), f"[{n}, {V}]", "", TOKEN_CYCLE[3]),
     ]
-    render.plot(pipeline_figure(stages, t("blk.repeat", L=cfg.n_layer), loop=(1, 6)),
+    render.plot(render.figure(pipeline_figure, stages, t("blk.repeat", L=cfg.n_layer), loop=(1, 6)),
                 key="blk_pipe", filename="block-shapes")
     shapes = [("x0", tr.x0), ("ln1", tr.layers[0].ln1), ("attn_out", tr.layers[0].attn_out),
               ("mlp_hidden", tr.layers[0].mlp_hidden), ("resid_out", tr.layers[-1].resid_out),
