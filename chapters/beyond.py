@@ -99,12 +99,12 @@ def sec_structure():
 
         res = _result(snap)
         if res is None:
-            model = _untrained(corpus_lang, len(vocab), max(len(s) for s in seqs) - 1)
+            sl, att = _untrained_view(corpus_lang, sentence)
             st.info(t("bey.struct_untrained"))
         else:
-            model = res.model
-        with torch.no_grad():
-            sl = sentence_losses(sentence, vocab, bigram, model)
+            with torch.no_grad():
+                sl, att = (sentence_losses(sentence, vocab, bigram, res.model),
+                           country_attention(sentence, vocab, res.model))
         names = (t("bey.bigram"), t("bey.transformer") if res else t("bey.transformer_untrained"))
         c = sl.country
         render.plot(render.figure(position_loss_figure, sl.tokens[1:], sl.bigram, sl.transformer, c, names=names,
@@ -116,7 +116,6 @@ def sec_structure():
         m2.metric(t("bey.country_loss", model=names[1]), f"{sl.transformer[c]:.2f}")
         left, right = st.columns(2)
         with left:
-            att = country_attention(sentence, vocab, model)
             render.plot(render.figure(attention_figure, att.tokens, att.weights, att.city, row_label=t("bey.layer_head"),
                                          city_label=t("bey.city"), title=t("bey.att_title", token=att.tokens[-1])),
                         key="bey_att", filename="structure-attention")
@@ -143,13 +142,34 @@ def sec_structure():
                 st.info(t("bey.struct_train_hint"))
 
     session.poll(_structure_job(corpus_lang, steps) if started else lambda: None, body)
-    _corpora_side_by_side(corpus)
+    _corpora_side_by_side(corpus, corpus_lang)
 
 
-def _corpora_side_by_side(corpus) -> None:
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _floors(lang_code: str):
+    """(the notes' floor, the generated corpus's floor): the same for every student."""
+    corpus = _prepared(lang_code)[0]
+    return notes_floor(), country_floor(list(corpus.sentences))
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _untrained_view(lang_code: str, sentence: str):
+    """The untrained transformer's losses and country attention on ``sentence``: a first visit's
+    view, computed once per sentence for every student."""
+    import torch
+
+    from lmviz.chapters.beyond_structure import country_attention, sentence_losses
+
+    _, vocab, seqs, bigram = _prepared(lang_code)
+    model = _untrained(lang_code, len(vocab), max(len(s) for s in seqs) - 1)
+    with torch.no_grad():
+        return sentence_losses(sentence, vocab, bigram, model), country_attention(sentence, vocab, model)
+
+
+def _corpora_side_by_side(corpus, lang_code: str) -> None:
     """The notes' own three sentences next to the corpus lmviz generates, each with the best loss a
     bigram can reach at the country (lmviz.capitals.country_floor)."""
-    nf, gf = notes_floor(), country_floor(list(corpus.sentences))
+    nf, gf = _floors(lang_code)
     left, right = st.columns(2)
     with left:
         render.md(t("bey.notes_corpus", n=len(NOTES_SENTENCES)))
@@ -167,6 +187,14 @@ def _untrained_policy(n_bins: int):
     from lmviz.chapters.beyond_robot import RobotConfig, new_policy
 
     return new_policy(RobotConfig(n_bins=n_bins))
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _untrained_rollout(n_bins: int, instr: str):
+    """The untrained policy's 20 steps from START to TARGET: the same for every student."""
+    from lmviz.chapters.beyond_robot import RobotConfig, rollout
+
+    return rollout(_untrained_policy(n_bins), START, TARGET, instr, RobotConfig(n_bins=n_bins), n_steps=20)
 
 
 def sec_robot():
@@ -200,11 +228,10 @@ def sec_robot():
     def body(snap):
         res = _result(snap)
         trained = res[0] if res is not None else None
-        untrained = _untrained_policy(n_bins)
-        model = trained if trained is not None else untrained
         name = t("bey.trained") if trained is not None else t("bey.untrained")
         offset = np.subtract(TARGET, START)
-        r_model = rollout(model, START, TARGET, instr, cfg, n_steps=20)
+        r_model = rollout(trained, START, TARGET, instr, cfg, n_steps=20) if trained is not None else \
+            _untrained_rollout(n_bins, instr)
         sp = r_model.steps[0]
         groups = [token_label(i, cfg)[0] for i in sp.tokens]
         centres_o = decode_bins(np.arange(cfg.n_obs_bins), -cfg.obs_range, cfg.obs_range, cfg.n_obs_bins)
@@ -226,7 +253,7 @@ def sec_robot():
                                      x_label=t("bey.bin_centre"), y_label=t("bey.prob")),
                     key="bey_probs", filename="robot-probs")
         render.caption(t("bey.probs_caption", model=name))
-        paths = {t("bey.untrained"): rollout(untrained, START, TARGET, instr, cfg, n_steps=20).positions}
+        paths = {t("bey.untrained"): _untrained_rollout(n_bins, instr).positions}
         if trained is not None:
             paths[t("bey.trained")] = r_model.positions
         render.plot(render.figure(rollout_figure, paths, START, TARGET, start_label=t("bey.start"), target_label=t("bey.target"),

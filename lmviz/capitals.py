@@ -185,7 +185,9 @@ def capital_corpus(lang: str = "en", n_sentences: int = 2000, seed: int = 0,
                          tuple(train), tuple(heldout), tuple(s for s in held_sents if s), templates)
 
 
+@lru_cache(maxsize=256)
 def _template_regex(template: Template) -> re.Pattern:
+    """The template as a regex, compiled once (country_floor matches every corpus sentence)."""
     parts = re.split(r"(\{city\}|\{country\})", template.text)
     rx = "".join({"{city}": r"(?P<city>.+?)", "{country}": r"(?P<country>.+?)"}.get(p, re.escape(p))
                  for p in parts)
