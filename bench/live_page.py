@@ -1,7 +1,7 @@
 """The live training page in a real browser: how hard the page makes Chromium work while a model
 trains, and how soon a Stop click lands.
 
-    python bench/live_page.py [--seconds 8]
+    python bench/live_page.py [--seconds 60] [--lang zh] [--preset poetry] [--skip-panel]
 
 Two parts, each side by side in one run:
 
@@ -11,9 +11,15 @@ Two parts, each side by side in one run:
    log10 units) and once as it was built before (autorange, the labels in data units, which on a
    log axis puts them far off the chart). Prints the browser's layouts per second and the share of its
    main thread in tasks (Chrome's Performance metrics ``LayoutCount`` and ``TaskDuration``).
-2. **The whole /training page** (a fresh ``streamlit run app.py``): idle, then while the default
-   preset trains: layouts per second, main-thread share, copies of each live chart in the page
-   (one is right), then the time from the Stop click to the Start button enabled again.
+2. **The whole /training page** (a fresh server; ``--lang``, ``--corpus``, ``--preset``: the Tang
+   poems' ``poetry`` preset in Chinese by default), every question skipped: idle, then for
+   ``--seconds`` while the model trains: layouts per second, main-thread share (Chrome's
+   ``TaskDuration``; a 20 ms in-page sampler of faded elements runs meanwhile and is counted in
+   it), the longest task, the faded elements (share of samples, and each element's longest
+   continuous faded stretch), copies of each live chart in the page (one is right); then Pause
+   (click to Resume enabled), three replay scrub steps while paused (the arrow key on the step
+   slider, until the section's caption names the new step and the run has finished), Resume, and
+   Stop (click to Start enabled).
 """
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.browser_util import CHROMIUM, LAUNCH_ARGS, Server, wait_idle  # noqa: E402
+from tests.browser_util import CHROMIUM, LAUNCH_ARGS, Server, skip_questions, wait_idle  # noqa: E402
 
 PANEL_APP = """
 import sys; sys.path.insert(0, {root!r})
@@ -87,49 +93,144 @@ def panel(browser, seconds: float) -> None:
             srv.stop()
 
 
-def whole_page(browser, seconds: float) -> None:
+LONG_TASKS = """() => { window.__long = []; new PerformanceObserver(l => { for (const e of l.getEntries())
+  window.__long.push(e.duration); }).observe({type: 'longtask', buffered: false}); }"""
+# Faded elements, sampled in the page every 20 ms: Streamlit fades an element it marks stale
+# (drawn by an earlier run, not yet redrawn by this one: "opacity 1s ease-in 0.5s" to 0.33), and
+# for a chart it remounts (its figure changed, so its element id did) it keeps the old copy, faded
+# and with an empty box (not drawn), beside the new one for up to ~0.4 s: only elements with a
+# box are counted. A stretch is one element's continuous faded time.
+FADE_SAMPLER = """() => { window.__fade = {on: {}, stretches: [], samples: 0, any: 0}; const f = window.__fade;
+  window.__fadeTimer = setInterval(() => { f.samples++; const now = performance.now(); const seen = {};
+    for (const e of document.querySelectorAll('[data-testid=stMain] [data-testid=stElementContainer][data-stale=true]')) {
+      const box = e.getBoundingClientRect();
+      if (!box.width || !box.height || parseFloat(getComputedStyle(e).opacity) >= 0.9) continue;
+      const k = [...e.classList].find(c => c.startsWith('st-key-')) || e.dataset.testid || '?';
+      seen[k] = true; if (!(k in f.on)) f.on[k] = now; }
+    if (Object.keys(seen).length) f.any++;
+    for (const k of Object.keys(f.on)) if (!seen[k]) { f.stretches.push([k, now - f.on[k]]); delete f.on[k]; }
+  }, 20); }"""
+FADE_RESULT = """() => { clearInterval(window.__fadeTimer); const f = window.__fade; const now = performance.now();
+  for (const k of Object.keys(f.on)) f.stretches.push([k, now - f.on[k]]);
+  return [f.samples, f.any, f.stretches]; }"""
+
+
+def fade_summary(samples: int, any_faded: int, stretches: list) -> str:
+    """One line: the share of 20 ms samples with a faded element, the stretches by element."""
+    by: dict[str, list[float]] = {}
+    for k, ms in stretches:
+        by.setdefault(k.replace("st-key-", ""), []).append(ms)
+    parts = [f"{k} {len(v)}x, longest {max(v):.0f} ms" for k, v in sorted(by.items(), key=lambda kv: -max(kv[1]))]
+    longest = max((ms for _, ms in stretches), default=0.0)
+    return (f"a faded element in {any_faded} of {samples} samples every 20 ms ({100 * any_faded / max(1, samples):.1f} %), "
+            f"longest faded stretch {longest:.0f} ms" + (f" ({'; '.join(parts[:6])})" if parts else ""))
+
+
+def _time_until(page, selector: str, t0: float, timeout_s: float = 30.0) -> float:
+    """Seconds from ``t0`` until ``selector`` is attached (nan after ``timeout_s``)."""
+    try:
+        page.wait_for_selector(selector, state="attached", timeout=timeout_s * 1000)
+    except Exception:  # noqa: BLE001 - a timeout is a measurement
+        return float("nan")
+    return time.perf_counter() - t0
+
+
+def _replay_step(page) -> str:
+    return page.locator(".st-key-train_replay_step [data-testid=stSliderThumbValue]").first.inner_text()
+
+
+def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str) -> None:
     srv = Server()
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(120_000)
-        page.goto(srv.url("training", lang="en", corpus="english", preset="default"))
+        page.goto(srv.url("training", lang=lang, corpus=corpus, preset=preset))
         wait_idle(page)
-        lay, busy = rates(page, seconds)
-        print(f"/training, idle:     {lay:6.1f} layouts/s, main thread {100 * busy:3.0f} % busy", flush=True)
+        skip_questions(page, lang)                # the run section waits behind a question
+        wait_idle(page)
+        lay, busy = rates(page, min(seconds, 10))
+        print(f"/training {lang} {preset}, idle:     {lay:6.1f} layouts/s, main thread {100 * busy:3.0f} % busy", flush=True)
+        page.evaluate(LONG_TASKS)
         page.locator(".st-key-train_start button").click()
         page.wait_for_selector(".st-key-train_loss .js-plotly-plot", state="attached")
-        time.sleep(5)
-        lay, busy = rates(page, seconds)
-        print(f"/training, training: {lay:6.1f} layouts/s, main thread {100 * busy:3.0f} % busy", flush=True)
+        time.sleep(3)
+        page.evaluate("() => { window.__long = []; }")
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Performance.enable")
+        a = metrics(cdp)
+        page.evaluate(FADE_SAMPLER)
+        time.sleep(seconds)
+        z = metrics(cdp)
+        fades = page.evaluate(FADE_RESULT)
+        busy = (z["TaskDuration"] - a["TaskDuration"]) / seconds
+        lay = (z["LayoutCount"] - a["LayoutCount"]) / seconds
+        longest = max(page.evaluate("() => window.__long"), default=0.0) / 1e3
+        print(f"/training {lang} {preset}, training {seconds:.0f} s: {lay:6.1f} layouts/s, main thread "
+              f"{100 * busy:3.0f} % busy, longest task {longest:.2f} s; {fade_summary(*fades)}", flush=True)
+        copies = {k: page.locator(f".st-key-{k} .js-plotly-plot").count()
+                  for k in ("train_loss", "train_ppl_lr", "train_att")}
+        print(f"/training, copies of each live chart in the page: {copies}", flush=True)
+        # Pause, then Resume: from the click until the page shows the other button enabled
+        t0 = time.perf_counter()
+        page.locator(".st-key-train_pause button").click()
+        pause = _time_until(page, ".st-key-train_resume button:not([disabled])", t0)
+        # a replay scrub step while paused: the slider one snapshot back, until its caption says so
+        scrub = []
+        thumb = page.locator(".st-key-train_replay_step input[type=range]").first
         for _ in range(3):
-            time.sleep(5)
-            copies = {k: page.locator(f".st-key-{k} .js-plotly-plot").count()
-                      for k in ("train_loss", "train_ppl_lr", "train_att")}
-            print(f"/training, copies of each live chart in the page: {copies}", flush=True)
+            before = _replay_step(page)
+            thumb.focus()
+            t0 = time.perf_counter()
+            page.keyboard.press("ArrowLeft")
+            try:
+                # landed: the slider shows another step and the section's caption names it (the
+                # caption is drawn by the server's run, so the run for the new step has come back)
+                page.wait_for_function(
+                    """([b, zh]) => { const box = document.querySelector('.st-key-train_replay_box');
+                      const v = document.querySelector('.st-key-train_replay_step [data-testid=stSliderThumbValue]');
+                      if (!box || !v || v.innerText === b) return false;
+                      const want = zh ? `第 ${v.innerText} 步` : `step ${v.innerText}.`;
+                      const app = document.querySelector('[data-testid=stApp]');
+                      return box.innerText.includes(want) && app.dataset.testScriptState === 'notRunning'; }""",
+                    arg=[before, lang == "zh"], timeout=30_000)
+                scrub.append(time.perf_counter() - t0)
+            except Exception:  # noqa: BLE001 - a timeout is a measurement
+                scrub.append(float("nan"))
+            time.sleep(0.5)
+        t0 = time.perf_counter()
+        page.locator(".st-key-train_resume button").click()
+        resume = _time_until(page, ".st-key-train_pause button:not([disabled])", t0)
+        time.sleep(3)
         t0 = time.perf_counter()
         page.locator(".st-key-train_stop button").click()
         t1 = time.perf_counter()
         page.wait_for_selector(".st-key-train_start button:not([disabled])")
         t2 = time.perf_counter()
-        print(f"/training, Stop: click landed after {t1 - t0:.2f} s, Start enabled {t2 - t0:.2f} s after the click",
-              flush=True)
+        print(f"/training {lang} {preset}: Pause landed (Resume enabled) {pause:.2f} s after the click, "
+              f"Resume {resume:.2f} s; replay scrub steps {', '.join(f'{x:.2f}' for x in scrub)} s; "
+              f"Stop: click landed after {t1 - t0:.2f} s, Start enabled {t2 - t0:.2f} s after the click", flush=True)
     finally:
         srv.stop()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=8.0, help="length of each measurement")
+    ap.add_argument("--seconds", type=float, default=60.0, help="length of the training measurement")
+    ap.add_argument("--lang", default="zh", choices=("en", "zh"))
+    ap.add_argument("--corpus", default="poetry")
+    ap.add_argument("--preset", default="poetry")
+    ap.add_argument("--skip-panel", action="store_true", help="only the whole page")
     args = ap.parse_args()
-    if not 1 <= args.seconds <= 60:
-        ap.error("seconds: 1-60")
+    if not 1 <= args.seconds <= 120:
+        ap.error("seconds: 1-120")
     from playwright.sync_api import sync_playwright
 
     os.environ.setdefault("LMVIZ_THREADS", "1")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        panel(browser, args.seconds)
-        whole_page(browser, args.seconds)
+        if not args.skip_panel:
+            panel(browser, min(args.seconds, 8))
+        whole_page(browser, args.seconds, args.lang, args.corpus, args.preset)
         browser.close()
 
 

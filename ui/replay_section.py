@@ -83,6 +83,8 @@ def _choose_step(snaps) -> int:
     # a tick that left the browser before it drew the last followed step sends the step before it
     # back: that is not a choice, the slider keeps following
     echo = cur is not None and cur == st.session_state.get(_PREV)
+    if cur == last:     # the browser has drawn the followed step: no late echo of the one before
+        st.session_state[_PREV] = None      # can come now, and a move back to it is a choice
     if cur not in steps or ((cur == last or echo) and cur != steps[-1]):
         if last is not None and last != steps[-1]:
             st.session_state[_PREV] = last
@@ -118,10 +120,12 @@ def _show(src: Source, snaps) -> None:
     i = [s.step for s in snaps].index(step)
     snap, first, last = snaps[i], snaps[0], snaps[-1]
 
-    # the loss curve: brush a stretch to pick the snapshot
+    # the loss curve up to the newest snapshot (where a brush can pick one): while a run goes on,
+    # the chart changes only when a snapshot is taken (Streamlit remounts a chart whose spec changed)
     st.caption(t("train.replay_select"))
+    curve = [m for m in src.steps if m.step <= last.step]
     chart = vr.loss_selection_chart(
-        [m.step for m in src.steps], [m.loss for m in src.steps], [s.step for s in snaps],
+        [m.step for m in curve], [m.loss for m in curve], [s.step for s in snaps],
         [s.loss for s in snaps], step, x_title=t("train.replay_step"), y_title=t("train.f_loss"),
         curve_name=t("train.f_train"), snap_name=t("train.replay_snap"))
     st.altair_chart(chart, on_select="rerun", selection_mode=vr.SELECTION, key=CHART_KEY, width="stretch")
@@ -139,8 +143,8 @@ def _show(src: Source, snaps) -> None:
         head = st.selectbox(t("train.head"), range(H), index=best, key="train_replay_head", format_func=names.get)
         head = min(head, H - 1)
         labels = [visible(tok.token(j)) for j in snap.probe_ids]
-        fig = vr.attention_figure(snap.head(head).numpy(), labels, x_title=t("train.att_key"),
-                                  y_title=t("train.att_query"), hover=t("train.att_hover"))
+        fig = render.figure(vr.attention_figure, snap.head(head).numpy(), labels, x_title=t("train.att_key"),
+                            y_title=t("train.att_query"), hover=t("train.att_hover"))
         render.plot(fig, key="train_replay_att", filename=f"replay-attention-step{step}")
         sentence = src.replay.probe.sentence if src.replay.probe is not None else tok.decode(list(snap.probe_ids))
         st.caption(t("train.replay_att", head=head + 1, layer=layer + 1, sentence=_md_safe(sentence)))
@@ -156,7 +160,7 @@ def _show(src: Source, snaps) -> None:
         classes = token_classes(tok, P)
         names = {c: t(f"train.replay_class_{c}") for c in set(classes)}
         labels = [visible(tok.token(j)) for j in range(P)]
-        fig = vr.embedding_figure(xy.numpy(), labels, classes, names)
+        fig = render.figure(vr.embedding_figure, xy.numpy(), labels, classes, names)
         render.plot(fig, key="train_replay_emb", filename=f"replay-embeddings-step{step}")
         st.caption(t("train.replay_emb", var=float(snap.emb_var.sum())))
         sep, sep0 = class_separation(snap.emb_xy, classes), class_separation(first.emb_xy, classes)
@@ -164,7 +168,7 @@ def _show(src: Source, snaps) -> None:
     with c3:  # (c) the next-token distribution at the prompt
         V = tok.vocab_size
         labels = [visible(tok.token(int(j))) for j in snap.top_ids]
-        fig = vr.distribution_figure(labels, snap.top_probs.numpy(), y_title=t("train.replay_prob"))
+        fig = render.figure(vr.distribution_figure, labels, snap.top_probs.numpy(), y_title=t("train.replay_prob"))
         render.plot(fig, key="train_replay_dist", filename=f"replay-next-token-step{step}")
         prompt = src.replay.probe.prompt if src.replay.probe is not None else tok.decode(list(snap.prompt_ids))
         st.caption(t("train.replay_dist", prompt=_md_safe(visible(prompt)), k=len(labels), entropy=snap.entropy,
