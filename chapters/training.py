@@ -9,8 +9,9 @@ import streamlit as st
 
 import lmviz
 from lmviz import limits
-from lmviz.chapters.claims import baseline
+from lmviz.chapters.claims import baseline, pace
 from lmviz.chapters.examples import DEFAULT_SETUP
+from lmviz.numfmt import duration, short
 from lmviz.tokenizer import CharTokenizer
 from ui import session, render, urlstate
 from ui import replay_section
@@ -190,7 +191,12 @@ def sec_setup() -> None:
         return
     if sentences:                             # only the batch was too large: lowered, and said so
         st.warning("\n\n".join(sentences))
-    st.session_state["train_setup"] = (corpus, preset, plan.cfg, text, start)
+    est = plan.budget.estimate                # what the run states its measured pace beside
+    render.caption(t("train.plan_time", device="GPU" if est.device == "cuda" else "CPU",
+                     step_s=short(est.step_s, lang()), steps=plan.cfg.max_steps,
+                     total=duration(est.step_s * plan.cfg.max_steps, lang()),
+                     gflops=limits.TRAIN_FLOPS[est.device] / 1e9))
+    st.session_state["train_setup"] = (corpus, preset, plan.cfg, text, start, est.step_s)
 
 
 # ------------------------------------------------------------------ controls ---------------
@@ -210,10 +216,10 @@ def _start() -> None:
     setup = st.session_state.get("train_setup")
     if setup is None:
         return
-    corpus, preset, cfg, text, start = setup
+    corpus, preset, cfg, text, start, est_step_s = setup
     kind = "finetune" if start is not None else corpus
     session.start_training(_make_trainer(corpus, cfg, text, start), label=f"{kind}/{preset}",
-                           meta={"corpus": corpus, "preset": preset})
+                           meta={"corpus": corpus, "preset": preset, "est_step_s": est_step_s})
 
 
 def _reset() -> None:
@@ -299,6 +305,7 @@ def _status(snap) -> None:
     st.progress(min(1.0, frac), text=t("train.progress", step=snap.step, total=snap.max_steps,
                                        tps=f"{snap.tokens_per_s:,.0f}", eta=eta,
                                        state=t(f"train.state_{snap.state}")))
+    _pace(snap)
     info = snap.info
     if info:
         render.caption(t("train.info", params=f"{info['params']:,}", vocab=info["vocab_size"],
@@ -318,6 +325,20 @@ def _status(snap) -> None:
     if ev is not None and base is not None:     # a perplexity is never shown without its baselines
         render.caption(t("train.ppl_beside", ppl=ev.val_ppl, uniform_ppl=base.uniform_ppl,
                      unigram_ppl=base.unigram_ppl))
+
+
+def _pace(snap) -> None:
+    """This run's measured pace beside the budget's estimate made before the start
+    (lmviz.chapters.claims.pace): the steps' own time against the estimate, and the time left
+    at the pace of running, evaluations included."""
+    job = session.training_job()
+    est = job.meta.get("est_step_s") if job is not None else None
+    recent = snap.steps[-20:]
+    busy_s = sum(m.dt_ms for m in recent) / 1e3
+    if snap.state != "running" or not est or not recent or busy_s <= 0:
+        return
+    c = pace(len(recent) / busy_s, 1.0 / est, snap.steps_per_s, snap.pace_s, snap.max_steps - snap.step)
+    render.caption(render.claim(c, eta=duration(c.values["eta_s"], lang())))
 
 
 def _baseline_lines(base, snap, ppl: bool = False) -> list:
@@ -341,8 +362,14 @@ def _curves(snap, base) -> None:
                           x_title=t("train.f_step"), y_title=t("train.f_loss"), lines=_baseline_lines(base, snap))
         render.plot(fig, key="train_loss", filename="training-loss")
     with c2:
-        fig = ppl_lr_figure([e.step for e in snap.evals], [e.val_ppl for e in snap.evals], steps,
-                            [m.lr for m in snap.steps], titles=(t("train.f_ppl"), t("train.f_lr")),
+        # both panels up to the last evaluation: the chart then changes only at an evaluation, and
+        # Streamlit remounts a Plotly chart whose figure changed (a new element id), which made
+        # it the browser's work on every tick and left the old copy faded meanwhile
+        upto = snap.evals[-1].step if snap.evals else 0
+        lr_steps = [m for m in snap.steps if m.step <= upto]
+        fig = ppl_lr_figure([e.step for e in snap.evals], [e.val_ppl for e in snap.evals],
+                            [m.step for m in lr_steps], [m.lr for m in lr_steps],
+                            titles=(t("train.f_ppl"), t("train.f_lr")),
                             x_title=t("train.f_step"), lines=_baseline_lines(base, snap, ppl=True))
         render.plot(fig, key="train_ppl_lr", filename="training-ppl-lr")
     if base is not None and snap.evals:

@@ -94,3 +94,24 @@ def short(x: float, lang: str = "en") -> str:
         if "." in text:
             text = text.rstrip("0").rstrip(".")
     return text.replace("-", "−")
+
+
+def duration(seconds: float, lang: str = "en") -> str:
+    """A time span in a sentence: seconds under 90 s, minutes under 90 min, else hours; "—" when
+    unknown (infinite or not a number).
+
+    >>> duration(42.4), duration(150, "zh"), duration(1800), duration(7200, "zh"), duration(float("inf"))
+    ('42 s', '2.5 分钟', '30 min', '2 小时', '—')
+    """
+    s = float(seconds)
+    if not math.isfinite(s) or s < 0:
+        return "—"
+    zh = lang == "zh"
+    if s < 90:
+        return f"{s:.0f} 秒" if zh else f"{s:.0f} s"
+    for size, en_unit, zh_unit in ((60.0, "min", "分钟"), (3600.0, "h", "小时")):
+        v = s / size
+        if v < 90 or size == 3600.0:
+            text = f"{v:.1f}".rstrip("0").rstrip(".") if v < 10 else f"{v:.0f}"
+            return f"{text} {zh_unit}" if zh else f"{text} {en_unit}"
+    return "—"

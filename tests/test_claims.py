@@ -12,7 +12,7 @@ from ui.i18n import LANGS, catalogue, translate
 
 EXTRA = {  # names the pages add to a claim's own numbers
     "robot": {"model": "M"}, "pronoun": {"ref": "R", "ctrl": "C", "pron": "P", "lh": "L1 H1", "dist": 5},
-    "answer_shift": {"tok": "P"},
+    "answer_shift": {"tok": "P"}, "pace": {"eta": "75 s"},
 }
 
 
@@ -40,6 +40,8 @@ SAMPLES = {
     "answer_shift": [claims.answer_shift(*x) for x in ((0.1, 0.5), (0.5, 0.1), (0.3, 0.3))],
     "baseline": [claims.baseline([1], [1.0], [5.0], 6.0), claims.baseline([1], [1.0], [7.0], 6.0),
                  claims.baseline([], [], [], 6.0)],
+    "pace": [claims.pace(*x) for x in ((14.0, 14.1, 12.0, 20.0, 900), (22.0, 14.1, 18.0, 20.0, 900),
+                                       (5.0, 14.1, 4.0, 20.0, 900), (14.0, 14.1, 12.0, 2.0, 900))],
 }
 
 
@@ -125,3 +127,16 @@ def test_baseline_crossing_stated_from_the_run():
     flips(crossed, not_yet)
     assert "150" in sentence(crossed, "en") and "63" in sentence(crossed, "zh")
     assert claims.baseline([], [], [], 6.46).statement == "no_data"
+
+
+def test_pace_against_the_estimate_and_the_time_left():
+    """The run's measured pace beside the budget's estimate: the steps' own rate decides faster /
+    slower, the pace of running (evaluations included) gives the time left."""
+    fast, slow = claims.pace(22.0, 14.1, 18.0, 20.0, 900), claims.pace(5.0, 14.1, 4.0, 20.0, 900)
+    flips(fast, slow)
+    assert fast.values["eta_s"] == 50.0 and slow.values["eta_s"] == 225.0
+    assert round(slow.values["ratio"], 2) == 2.82 and round(slow.values["pct"]) == 35
+    assert "2.8× slower" in sentence(slow, "en") and "35%" in sentence(slow, "zh")
+    assert claims.pace(17.0, 14.1, 12.0, 20.0, 900).statement == "as_estimated"     # inside x1.25
+    early = claims.pace(14.0, 14.1, 12.0, 2.0, 900)
+    assert early.statement == "measuring" and early.weak

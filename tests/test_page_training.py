@@ -31,9 +31,23 @@ def test_start_poll_stop_tiny(lang):
     at = open_page(PAGE, lang, corpus="toy", preset="tiny")
     assert translate("train.title", lang) in [x.value for x in at.title]
     assert button(at, "train_stop").disabled and not button(at, "train_start").disabled
+    # the budget's estimate, stated before the start, computed from the plan
+    from lmviz import limits
+    from lmviz.numfmt import duration, short
+    from lmviz.train import plan_training
+
+    plan = plan_training("toy", "tiny", {"tokenizer": "char"})
+    est = plan.budget.estimate
+    assert translate("train.plan_time", lang, device="CPU", step_s=short(est.step_s, lang),
+                     steps=plan.cfg.max_steps, total=duration(est.step_s * plan.cfg.max_steps, lang),
+                     gflops=limits.TRAIN_FLOPS["cpu"] / 1e9) in all_text(at)
     button(at, "train_start").click().run()
     assert not at.exception
     assert poll(at, lambda a: loss_points(a) > 0)
+    # while it runs, the page states its measured pace beside that estimate (one of the claim's
+    # sentences: the words before the first number are the same in all four)
+    pace_words = translate("claim.pace.faster", lang).split("{")[0]
+    assert poll(at, lambda a: pace_words in all_text(a))
     n1 = loss_points(at)
     assert poll(at, lambda a: loss_points(a) > n1)              # the curve grows between polls
     text = all_text(at)

@@ -186,6 +186,20 @@ def test_job_runs_to_the_end_and_publishes_models():
     assert w.shape[0] == 1 and len(labels) == w.shape[-1]
 
 
+def test_the_job_measures_its_pace_with_its_evaluations_and_the_time_left_follows_that_pace():
+    """The page's pace and time left come from the job's running time, evaluations included
+    (lmviz.server.train_job.pace); before, the time left counted the steps alone."""
+    job = TrainingJob(lambda: Trainer(TEXT, small(max_steps=60, eval_every=5), device="cpu"),
+                      threading.BoundedSemaphore(1))
+    job.start()
+    assert job.join(60)
+    s = job.snapshot()
+    assert s.steps_per_s > 0 and s.pace_s > 0
+    busy = sum(m.dt_ms for m in s.steps) / 1e3          # the steps' own time, no evaluation in it
+    assert s.pace_s >= busy and s.steps_per_s <= s.step / busy     # a short run: one window
+    assert s.eta_s == 0.0                                # done: nothing left at any pace
+
+
 def test_job_pause_resume_stop():
     gate = threading.Event()
     job = TrainingJob(lambda: Trainer(TEXT, small(max_steps=100000, eval_every=1000), device="cpu"),

@@ -31,6 +31,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
     "power_law": ("quadratic", "below", "above", "noise"),
     "answer_shift": ("rises", "falls", "unmoved"),
     "baseline": ("crossed", "not_yet", "no_data"),
+    "pace": ("as_estimated", "faster", "slower", "measuring"),
 }
 
 
@@ -242,3 +243,32 @@ def baseline(steps: Sequence[int], seconds: Sequence[float], losses: Sequence[fl
     return Claim("baseline", "not_yet", {"step": int(steps[-1]), "secs": float(seconds[-1]),
                                          "loss": float(losses[-1]), "ref": float(reference),
                                          "gap": float(losses[-1] - reference)}, WEAK)
+
+
+# ------------------------------------------------------------------ training pace --------
+def pace(step_sps: float, estimated_sps: float, wall_sps: float, over_s: float, steps_left: int, *,
+         min_s: float = 5.0, band: float = 1.25) -> Claim:
+    """This run's measured pace beside the budget's estimate made before the start.
+
+    ``step_sps``: optimizer steps per second of the steps alone (what the estimate counts: their
+    FLOPs); ``wall_sps``: steps per second of running, evaluations and samples included, over the
+    last ``over_s`` seconds: it gives the time left. "faster" or "slower" when the steps run more
+    than ``band`` times faster or slower than estimated, "as_estimated" inside that band;
+    "measuring" (weak) before ``min_s`` seconds of running.
+
+    >>> pace(22.0, 14.1, 18.0, 20.0, 900).statement, pace(5.0, 14.1, 4.0, 20.0, 900).statement
+    ('faster', 'slower')
+    >>> c = pace(14.0, 14.1, 12.0, 20.0, 900); c.statement, c.values["eta_s"]
+    ('as_estimated', 75.0)
+    >>> pace(14.0, 14.1, 12.0, 2.0, 900).statement
+    'measuring'
+    """
+    a, e, w, over = float(step_sps), float(estimated_sps), float(wall_sps), float(over_s)
+    vals = {"sps": w, "step_sps": a, "est": e, "over": over, "left": int(steps_left),
+            "eta_s": steps_left / w if w > 0 else math.inf, "ratio": a / e if e > 0 else math.inf,
+            "pct": 100 * a / e if e > 0 else math.inf}
+    if over < min_s or a <= 0 or e <= 0 or w <= 0:
+        return Claim("pace", "measuring", {**vals, "min_s": min_s}, WEAK)
+    r = a / e
+    st = "faster" if r >= band else "slower" if r <= 1 / band else "as_estimated"
+    return Claim("pace", st, {**vals, "ratio": r if st != "slower" else 1 / r})

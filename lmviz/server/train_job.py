@@ -30,10 +30,34 @@ from __future__ import annotations
 import inspect
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from lmviz.server.tasks import FINAL, STATES, Cancelled, Task, check_cancel, is_active
+
+
+PACE_WINDOW_S = 20.0       # a run's pace is measured over its last 20 s of running
+PACE_POINTS = 2048         # (seconds, steps) points kept: a chunk is >= a few ms, so > 20 s of them
+
+
+def pace(points: list) -> tuple[float, float]:
+    """(steps per second, seconds measured over) from (seconds of running, steps done) points,
+    oldest first, over the last PACE_WINDOW_S of them; (0.0, 0.0) before two points.
+
+    >>> pace([(0.0, 0), (10.0, 100), (30.0, 500)])     # the last 20 s: 400 steps
+    (20.0, 20.0)
+    >>> pace([(0.0, 0), (2.0, 10)]), pace([(0.0, 0)])
+    ((5.0, 2.0), (0.0, 0.0))
+    """
+    if len(points) < 2:
+        return 0.0, 0.0
+    t1, s1 = points[-1]
+    t0, s0 = next(((t, s) for t, s in points if t >= t1 - PACE_WINDOW_S), points[0])
+    if (t0, s0) == (t1, s1):                    # the last chunk alone was longer than the window
+        t0, s0 = points[-2]
+    dt = t1 - t0
+    return ((s1 - s0) / dt, dt) if dt > 0 else (0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -43,7 +67,7 @@ class JobSnapshot:
     max_steps: int                   # steps of the whole run (0 until the trainer exists)
     queue_position: int              # 1 = next to start; 0 when not queued
     tokens_per_s: float              # mean over the last few steps (0 before the first)
-    eta_s: float | None              # seconds left at that rate (None when unknown)
+    eta_s: float | None              # seconds left at ``steps_per_s`` (None when unknown)
     elapsed_s: float                 # seconds spent running (pauses and queueing excluded)
     steps: list = field(default_factory=list)     # StepMetrics, oldest first
     evals: list = field(default_factory=list)     # EvalMetrics, oldest first
@@ -55,6 +79,9 @@ class JobSnapshot:
     info: dict = field(default_factory=dict)      # params, vocab size, tokens, device
     error: str | None = None         # a message for people when state == "error"
     replay: Any = None               # lmviz.replay.Replay so far (None: this run keeps no replay)
+    steps_per_s: float = 0.0         # this run's pace over its last PACE_WINDOW_S of running
+    #                                  (evaluations, samples and snapshots included; pauses not)
+    pace_s: float = 0.0              # the seconds of running that pace was measured over
 
     @property
     def active(self) -> bool:
@@ -96,6 +123,8 @@ class TrainingJob(Task):
         self._elapsed = 0.0
         self.trainer = None                   # the live Trainer while the run lasts (tests)
         self._recorder = None                 # lmviz.replay.Recorder of this run (None: no replay)
+        self._run_s = 0.0                     # seconds of running, checkpoints included, pauses not
+        self._pace: deque = deque(maxlen=PACE_POINTS)   # (run seconds, steps done) after each chunk
 
     def snapshot(self, last: int | None = None) -> JobSnapshot:
         """A consistent copy of everything the page draws (``last``: keep only the newest steps)."""
@@ -106,14 +135,16 @@ class TrainingJob(Task):
             recent = self._steps[-20:]
             tps = sum(m.tokens_per_s for m in recent) / len(recent) if recent else 0.0
             step = self._steps[-1].step if self._steps else 0
-            eta = None
-            if recent and self._max_steps:
-                ms = sum(m.dt_ms for m in recent) / len(recent)
-                eta = (self._max_steps - step) * ms / 1e3
+            sps, over = self._pace_now()
+            eta = (self._max_steps - step) / sps if sps > 0 and self._max_steps else None
             return JobSnapshot(state, step, self._max_steps, pos if state == "queued" else 0, tps, eta,
                                self._elapsed, steps, list(self._evals), list(self._samples), self._attention,
                                self._model, self._version, self._tokenizer, dict(self._info), self._error,
-                               self._replay_so_far())
+                               self._replay_so_far(), sps, over)
+
+    def _pace_now(self) -> tuple[float, float]:
+        """(steps per second, seconds measured over) of this run (called under the lock)."""
+        return pace(list(self._pace))
 
     def _replay_so_far(self):
         """The run's training replay so far (None: this run keeps none)."""
@@ -146,6 +177,8 @@ class TrainingJob(Task):
             self._max_steps, self._tokenizer, self._info = tr.cfg.max_steps, tr.tokenizer, info
         rec = self._start_replay(tr)
         self._checkpoint(ctx, tr, phase="running")       # the step-0 records and the phase together
+        with self._lock:
+            self._pace.append((0.0, tr.steps_done))
         while not tr.done:
             ctx.check()                        # pause waits here; Stop raises Cancelled
             t0 = time.perf_counter()
@@ -162,6 +195,9 @@ class TrainingJob(Task):
             ctx.progress(tr.steps_done, tr.cfg.max_steps)
             if tr.steps_done % tr.cfg.eval_every == 0 or tr.done:
                 self._checkpoint(ctx, tr)
+            with self._lock:
+                self._run_s += time.perf_counter() - t0
+                self._pace.append((self._run_s, tr.steps_done))
 
     def _start_replay(self, tr):
         """The run's replay Recorder, with its step-0 snapshot (None when the probe does not fit

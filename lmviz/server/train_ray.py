@@ -132,7 +132,8 @@ class TrainingWorker:
         snap = self.job.snapshot()
         out = {"state": snap.state, "error": snap.error, "max_steps": snap.max_steps,
                "elapsed_s": snap.elapsed_s, "info": snap.info, "steps": snap.steps[n_steps:],
-               "evals": snap.evals[n_evals:], "samples": snap.samples[n_samples:], "checkpoint": None}
+               "evals": snap.evals[n_evals:], "samples": snap.samples[n_samples:], "checkpoint": None,
+               "pace": (snap.steps_per_s, snap.pace_s)}
         if snap.model is not None and snap.model_version != self.sent_version:
             from lmviz.checkpoint import save_checkpoint
 
@@ -185,9 +186,13 @@ class RayTrainingJob(TrainingJob):
         self._remote_paused = False
         self._node = ""                       # the cluster node the training runs on
         self._remote_replay = None            # the worker's latest training replay (if it keeps one)
+        self._remote_pace = (0.0, 0.0)        # the worker's measured pace (steps/s, seconds over)
 
     def _replay_so_far(self):
         return self._remote_replay
+
+    def _pace_now(self) -> tuple[float, float]:
+        return self._remote_pace
 
     def queue_position(self) -> int:
         with _PENDING_LOCK:
@@ -284,6 +289,7 @@ class RayTrainingJob(TrainingJob):
             self._evals.extend(d["evals"])
             self._samples.extend(d["samples"])
             self._max_steps, self._elapsed = d["max_steps"], d["elapsed_s"]
+            self._remote_pace = tuple(d.get("pace", (0.0, 0.0)))
             if d["info"]:               # the page names the device: say it is on the cluster
                 self._info = {**d["info"], "ray_node": self._node,
                               "device": f"{d['info'].get('device', '?')} · Ray {self._node}"}
