@@ -182,11 +182,11 @@ def sec_multi_head():
     with c2:
         render.code("\n↓\n".join(t("att.mh_shape", name=t(f"att.mh_step_{s.name}"),
                                     shape=" × ".join(map(str, s.shape))) for s in mh.shapes), language=None)
-    fig = multi_head_figure(mh, enc.tokens,
-                            head_titles=[t("common.head_n", n=h + 1) for h in range(H)],
-                            heads_title=f"{t('att.mh_step_heads')} [{H}×{T}×{dh}]",
-                            concat_title=f"{t('att.mh_step_concat')} [{T}×{d}]",
-                            proj_title=f"{t('att.mh_step_projected')} [{T}×{d}]")
+    fig = render.figure(multi_head_figure, mh, enc.tokens,
+                        head_titles=[t("common.head_n", n=h + 1) for h in range(H)],
+                        heads_title=f"{t('att.mh_step_heads')} [{H}×{T}×{dh}]",
+                        concat_title=f"{t('att.mh_step_concat')} [{T}×{d}]",
+                        proj_title=f"{t('att.mh_step_projected')} [{T}×{d}]")
     render.plot(fig, key="att_mh", filename=f"multi-head-L{layer}")
     render.md(t("att.mh_caption", layer=layer, t=T, h=H, dh=dh, d=d, dh_last=dh - 1))
     render.md(t("att.mh_mix", h=H, dh=dh))
@@ -248,8 +248,8 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
         render.caption(t("att.last_row", tok=render.escape(tokens[-1]), top=render.escape(tokens[top]),
                      w=f"{float(last[top]):.2f}"))
     render.md("#### " + t("att.heads_title", layer=layer))
-    fig = heads_figure(L.weights, tokens, [t("att.head_n", h=i + 1) for i in range(n_head)],
-                       x_title=t("att.fig.key"), y_title=t("att.fig.query"), highlight=h)
+    fig = render.figure(heads_figure, L.weights, tokens, [t("att.head_n", h=i + 1) for i in range(n_head)],
+                        x_title=t("att.fig.key"), y_title=t("att.fig.query"), highlight=h)
     render.plot(fig, key="att_heads_fig", filename=f"attention-heads-L{layer}")
     render.caption(t("att.caveat"))
 

@@ -96,26 +96,28 @@ def _draw_step(rec: dict, step: int, key: str, layers: list[int] | None = None) 
     K, V = rec["K"][layers], rec["V"][layers]
     left, right = st.columns([3, 2])
     with left:
-        fig = cache_figure(K, V, end, range(start, end), labels[:T], k_title=t("kv.k_cache"),
-                           v_title=t("kv.v_cache"), layer_label=t("common.layer_n"), feature_label=t("kv.feature"),
-                           layer_numbers=[lay + 1 for lay in layers])     # layers counted from 1
+        fig = render.figure(cache_figure, K, V, end, range(start, end), labels[:T], k_title=t("kv.k_cache"),
+                            v_title=t("kv.v_cache"), layer_label=t("common.layer_n"),
+                            feature_label=t("kv.feature"),
+                            layer_numbers=[lay + 1 for lay in layers])     # layers counted from 1
         render.plot(fig, key=f"{key}_cache", filename=f"kv-cache-{key}")
         render.caption(t("kv.cache_caption"))
     with right:
         lay = layers[-1]
         w = rec["weights"][step][lay]                                        # [H,end]
-        render.plot(query_figure(w, labels[:end], title=t("kv.q_title", layer=lay + 1, token=render.escape(words[end - 1])),
-                                 head_label=t("common.head_n"), y_label=t("kv.weight")),
+        q_title = t("kv.q_title", layer=lay + 1, token=render.escape(words[end - 1]))
+        render.plot(render.figure(query_figure, w, labels[:end], title=q_title,
+                                  head_label=t("common.head_n"), y_label=t("kv.weight")),
                     key=f"{key}_q", filename=f"kv-query-{key}")
-        render.plot(next_token_figure(rec["vocab"], rec["probs"][step], rec["predicted"][step],
-                                      title=t("kv.next_title")) if len(rec["vocab"]) <= 16 else
+        render.plot(render.figure(next_token_figure, rec["vocab"], rec["probs"][step], rec["predicted"][step],
+                                  title=t("kv.next_title")) if len(rec["vocab"]) <= 16 else
                     _top_next(rec, step), key=f"{key}_next", filename=f"kv-next-{key}")
     n_new = end - start
     first = max(0, end - 12)          # long contexts: the last 12 rows tell the same story
     plans = [recompute_plan(end, n_new, cached=True)[first:], recompute_plan(end, n_new, cached=False)[first:]]
     words_plan = {"compute": t("kv.plan_compute"), "reuse": t("kv.plan_reuse"), "skip": t("kv.plan_skip")}
     titles = [t("kv.with_cache", n=3 * n_new), t("kv.without_cache", n=3 * end)]
-    render.plot(recompute_figure(plans, labels[first:end], titles, words_plan), key=f"{key}_plan",
+    render.plot(render.figure(recompute_figure, plans, labels[first:end], titles, words_plan), key=f"{key}_plan",
                 filename=f"kv-recompute-{key}")
     render.caption(t("kv.w26_check", diff=f"{rec['diff'][step]:.1e}"))
 
@@ -125,7 +127,7 @@ def _top_next(rec: dict, step: int, k: int = 10):
     top = np.argsort(-probs)[:k]
     words = [visible(rec["vocab"][i]) for i in top]
     chosen = int(np.where(top == rec["predicted"][step])[0][0]) if rec["predicted"][step] in top else -1
-    return next_token_figure(words, probs[top], chosen, title=t("kv.next_title"))
+    return render.figure(next_token_figure, words, probs[top], chosen, title=t("kv.next_title"))
 
 
 # ---------------------------------------------------------------- sections ----

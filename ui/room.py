@@ -244,9 +244,9 @@ def _map(b, fx, reported, title: str) -> None:
 
     cfg = b.model.cfg
     grid = head_map(fx, cfg.n_layer, cfg.n_head, reported)
-    render.plot(head_map_figure(grid, [t("common.layer_n", n=i + 1) for i in range(cfg.n_layer)],
-                                [t("common.head_n", n=h + 1) for h in range(cfg.n_head)], title=title,
-                                colorbar_title=t("att.hm_bar"), text_missing="·"),
+    render.plot(render.figure(head_map_figure, grid, [t("common.layer_n", n=i + 1) for i in range(cfg.n_layer)],
+                              [t("common.head_n", n=h + 1) for h in range(cfg.n_head)], title=title,
+                              colorbar_title=t("att.hm_bar"), text_missing="·"),
                 key="att_heads_map", filename="heads-map")
     shown = [e for e in fx if reported is None or reported.get(e.layer * cfg.n_head + e.head, 0) > 0]
     if not shown:
