@@ -1,6 +1,6 @@
 """A room opens a chapter together: N sessions open the same chapter within one second.
 
-    python bench/room_open.py --sessions 30 --chapter attention [--lang zh] [--training]
+    python bench/room_open.py --sessions 30 --chapter attention[,cost,...] [--lang zh|en,zh] [--training]
                               [--healthy-for 60] [--skip-questions] [--modes "warm views;no warm views"]
 
 Starts ``streamlit run serve.py`` (README's run command) on a free port on 127.0.0.1, waits until
@@ -16,7 +16,10 @@ chapter, as a student who skips them sees it), timed to that run's end too. ``--
 room against a server per mode, one after the other in one run: ``warm views`` (README's server,
 which visits every chapter once as it starts, ui/warmup.py) and ``no warm views``
 (LMVIZ_WARM_VIEWS=0: each chapter's default view is computed by its first visitors). A mode's last
-line reads ``open p50 X s, p95 Y s, max Z s, sessions N, chapter C, ..., mode M``.
+line reads ``open p50 X s, p95 Y s, max Z s, sessions N, chapter C, ..., mode M``. Several chapters
+(``--chapter a,b,c``, ``--lang en,zh``) are opened one room after another on the same server
+(the sessions of one room closed before the next arrives), and a last line gives the range of
+their p95.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from load import print_latencies, trainer  # noqa: E402
+from load import pct, print_latencies, trainer  # noqa: E402
 from ui.headless import Session  # noqa: E402
 
 
@@ -61,42 +64,61 @@ async def run(args, mode: str) -> None:
         os.environ["LMVIZ_WARM_VIEWS"] = "0"
     srv = Server()
     os.environ.pop("LMVIZ_WARM_VIEWS", None)
-    lat: list[float] = []
-    errors: list[str] = []
-    opened: list[Session | None] = []
     trainers: list[Session] = []
+    rooms = [(c, lang) for lang in args.lang.split(",") for c in args.chapter.split(",")]
+    worst: list[tuple[float, str]] = []
     try:
         await asyncio.sleep(args.healthy_for)
         if args.training:
             started: list[float] = []
-            trainers.append(await trainer(srv.port, 0 if args.lang == "en" else 1, started, errors))
+            trainers.append(await trainer(srv.port, 0 if rooms[0][1] == "en" else 1, started, []))
             await asyncio.sleep(2)                  # the run is past its set-up
-        query = f"lang={args.lang}"
-        opened = await asyncio.gather(*(
-            opener(srv.port, args.chapter, query, i / max(1, args.sessions), lat, errors, args.timeout,
-                   args.skip_questions)
-            for i in range(args.sessions)))
+        for chapter, lang in rooms:                 # one room after another, on the same server
+            lat: list[float] = []
+            errors: list[str] = []
+            opened: list[Session | None] = []
+            try:
+                opened = await asyncio.gather(*(
+                    opener(srv.port, chapter, f"lang={lang}", i / max(1, args.sessions), lat, errors,
+                           args.timeout, args.skip_questions)
+                    for i in range(args.sessions)))
+            finally:
+                await _close(opened)
+            print(f"sessions opened: {len(lat)} of {args.sessions}; errors: {len(errors)}")
+            for e in sorted(set(errors))[:20]:
+                print(f"  error: {e} (x{errors.count(e)})")
+            print_latencies("open", lat, f"sessions {args.sessions}, chapter {chapter}, lang {lang}, "
+                            f"training {'on' if args.training else 'off'}, healthy for {args.healthy_for:.0f} s, "
+                            f"questions {'skipped' if args.skip_questions else 'shown'}, mode {mode}")
+            if lat:
+                worst.append((pct(lat, 0.95), f"{chapter} ({lang})"))
+            await asyncio.sleep(args.pause)
     finally:
-        for s in list(opened) + trainers:
-            if s is not None:
-                try:
-                    await s.close()
-                except Exception:  # noqa: BLE001 - closing a broken session
-                    pass
+        await _close(trainers)
         srv.stop()
-    print(f"sessions opened: {len(lat)} of {args.sessions}; errors: {len(errors)}")
-    for e in sorted(set(errors))[:20]:
-        print(f"  error: {e} (x{errors.count(e)})")
-    print_latencies("open", lat, f"sessions {args.sessions}, chapter {args.chapter}, lang {args.lang}, "
-                    f"training {'on' if args.training else 'off'}, healthy for {args.healthy_for:.0f} s, "
-                    f"questions {'skipped' if args.skip_questions else 'shown'}, mode {mode}")
+    if len(rooms) > 1 and worst:
+        worst.sort()
+        print(f"rooms {len(rooms)}, mode {mode}: p95 from {worst[0][0]:.2f} s ({worst[0][1]}) to "
+              f"{worst[-1][0]:.2f} s ({worst[-1][1]}); {sum(1 for x, _ in worst if x <= 3.0)} of "
+              f"{len(worst)} rooms at p95 <= 3 s", flush=True)
+
+
+async def _close(sessions) -> None:
+    for s in sessions:
+        if s is not None:
+            try:
+                await s.close()
+            except Exception:  # noqa: BLE001 - closing a broken session
+                pass
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=30)
-    ap.add_argument("--chapter", default="attention", help="URL path of the chapter, e.g. kv-cache")
-    ap.add_argument("--lang", default="en", choices=("en", "zh"))
+    ap.add_argument("--chapter", default="attention",
+                    help="URL path of the chapter, e.g. kv-cache; a comma-separated list opens them one after another")
+    ap.add_argument("--lang", default="en", help="en, zh or en,zh (each chapter in each)")
+    ap.add_argument("--pause", type=float, default=3.0, help="seconds between two rooms")
     ap.add_argument("--training", action="store_true", help="one training runs while the room opens")
     ap.add_argument("--healthy-for", type=float, default=60.0,
                     help="seconds between the server's health and the room arriving")
@@ -104,6 +126,8 @@ def main() -> None:
     ap.add_argument("--skip-questions", action="store_true", help="each session also skips the questions")
     ap.add_argument("--modes", default="warm views", help="';'-separated, from: warm views; no warm views")
     args = ap.parse_args()
+    if set(args.lang.split(",")) - {"en", "zh"}:
+        ap.error("--lang: en, zh or en,zh")
     for mode in (m.strip() for m in args.modes.split(";") if m.strip()):
         asyncio.run(run(args, mode))
 

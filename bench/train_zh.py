@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/train_zh.py             # both presets to the end of their runs (~5 min)
     .venv/bin/python bench/train_zh.py --quick     # stop each run at 60 s
+    .venv/bin/python bench/train_zh.py --with-load 0,20   # served, with 20 sessions moving sliders
 
 For the "poetry" preset on the Tang-poetry corpus (lmviz.poetry: its tokenizer, held-out whole
 poems) and the English "tiny" preset on the English corpus, it reports:
@@ -13,6 +14,12 @@ poems) and the English "tiny" preset on the English corpus, it reports:
 3. the form metric (lmviz.poetry.form_share: share of generated lines that are 5 or 7
    characters) of the run's fixed sample (Trainer.sample: the preset's sample_len tokens, what
    the page shows) at the end and at 60 s, for the poetry preset.
+
+With ``--with-load 0,20`` it measures the served run instead: one fresh server per number, a
+session on /training?lang=zh starts the poetry preset while that many sessions move sliders
+(bench/load.py's room), and it reports the time from Start until the page states that the run
+went below the unigram baseline (the sentence of lmviz.chapters.claims.baseline), the step and
+seconds the page states, the last pace the page stated, and the room's slider p95.
 
 Held-out loss is lmviz.baselines.heldout_loss on the first EVAL_TOKENS tokens of the held-out
 part (deterministic), timed out of the training clock. The machine is shared: the load average is
@@ -79,11 +86,112 @@ def run(name: str, trainer: Trainer, check_s: float, quick: bool, prompt: str, f
     return rec
 
 
+# ------------------------------------------------------------------ --with-load ----------
+def _template_regex(key: str, lang: str):
+    """A catalogue sentence as a regex: its numbers captured by placeholder name."""
+    import re
+
+    from ui.i18n import catalogue
+
+    text = catalogue(lang)[key]
+    out, pos = "", 0
+    for m in re.finditer(r"\{(\w+)(?::[^}]*)?\}", text):
+        out += re.escape(text[pos:m.start()]) + rf"(?P<{m.group(1)}>[\d.,]+)"
+        pos = m.end()
+    return re.compile(out + re.escape(text[pos:]))
+
+
+async def served(load_n: int, limit_s: float, lang: str = "zh") -> dict:
+    """One fresh server: a session on /training (the poetry preset) presses Start, ``load_n``
+    sessions move their chapters' sliders until the run's page states that it crossed the
+    unigram baseline (lmviz.chapters.claims.baseline, "crossed") or ``limit_s`` passes."""
+    import asyncio
+    import random
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from load import mover  # noqa: E402 - the room of bench/load.py
+    from tests.browser_util import Server
+    from ui.headless import Session
+
+    crossed_re = _template_regex("claim.baseline.crossed", lang)
+    pace_re = _template_regex("claim.pace.faster", lang), _template_regex("claim.pace.slower", lang), \
+        _template_regex("claim.pace.as_estimated", lang)
+    srv = Server()
+    rec: dict = {"load": load_n, "load_before": load()}
+    rng, lat, errors = random.Random(0), [], []
+    movers = []
+    try:
+        s = Session(srv.port, "training", f"lang={lang}&corpus=poetry&preset=poetry")
+        await s.__aenter__()
+        await s.wait_idle()
+        await s.skip_questions()
+        deadline = time.perf_counter() + limit_s
+        movers = [asyncio.create_task(mover(srv.port, i, 10_000, lat, errors, rng, deadline))
+                  for i in range(load_n)]
+        await asyncio.sleep(5 if load_n else 0)           # the room is open before the run starts
+        t0 = time.perf_counter()
+        await s.click(s.button("train_start"))
+        seen = t0                                         # the log is capped: read it by time
+        while time.perf_counter() < deadline and "crossed" not in rec:
+            await asyncio.sleep(0.2)
+            new = [(at, text) for at, text in s.text_log if at > seen]
+            seen = new[-1][0] if new else seen
+            for at, text in new:
+                m = crossed_re.search(text)
+                if m and "crossed" not in rec:
+                    rec["crossed"] = {"wall": at - t0, "step": int(m["step"].replace(",", "")),
+                                      "secs": float(m["secs"])}
+                for r in pace_re:
+                    p = r.search(text)
+                    if p:
+                        rec["pace"] = {"sps": float(p["sps"]), "step_sps": float(p["step_sps"]),
+                                       "est": float(p["est"])}
+        rec["moves"], rec["errors"] = len(lat), len(errors)
+        rec["slider_p95"] = sorted(lat)[int(0.95 * (len(lat) - 1))] if lat else float("nan")
+    finally:
+        for t in movers:
+            t.cancel()
+        done = await asyncio.gather(*movers, return_exceptions=True)
+        for x in done:
+            if isinstance(x, Session):
+                try:
+                    await x.close()
+                except Exception:  # noqa: BLE001
+                    pass
+        srv.stop()
+    rec["load_after"] = load()
+    return rec
+
+
+def with_load(loads: list[int], limit_s: float) -> None:
+    import asyncio
+
+    recs = [asyncio.run(served(n, limit_s)) for n in loads]
+    for r in recs:
+        c, p = r.get("crossed"), r.get("pace")
+        cross = (f"crossed the unigram baseline {c['wall']:.1f} s after Start (the page: step {c['step']}, "
+                 f"{c['secs']:.0f} s of steps)" if c else f"not crossed within {limit_s:.0f} s")
+        pace_txt = (f"; last stated pace {p['sps']:.1f} steps/s ({p['step_sps']:.1f} steps alone, "
+                    f"estimate {p['est']:.1f})" if p else "")
+        print(f"with load {r['load']:3d}: {cross}{pace_txt}; slider moves {r['moves']}, p95 "
+              f"{r['slider_p95']:.2f} s, errors {r['errors']}; {r['load_before']} -> {r['load_after']}", flush=True)
+    if len(recs) > 1 and all("crossed" in r for r in recs):
+        base = recs[0]["crossed"]["wall"]
+        print("time to cross vs the first: " + ", ".join(f"load {r['load']}: {r['crossed']['wall'] / base:.2f}x"
+                                                       for r in recs[1:]), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="stop each run at the 60 s check")
     ap.add_argument("--check_s", type=float, default=CHECK_S)
+    ap.add_argument("--with-load", default="", help="e.g. 0,20: the served run with that many sessions "
+                    "moving sliders, one fresh server each, side by side")
+    ap.add_argument("--limit", type=float, default=300.0, help="--with-load: give up after this (s)")
     args = ap.parse_args()
+    if args.with_load:
+        with_load([int(x) for x in args.with_load.split(",")], args.limit)
+        return
     print(load(), f"torch threads {torch.get_num_threads()}", flush=True)
 
     text, vf = training_text()
