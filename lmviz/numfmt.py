@@ -106,12 +106,11 @@ def duration(seconds: float, lang: str = "en") -> str:
     s = float(seconds)
     if not math.isfinite(s) or s < 0:
         return "—"
-    zh = lang == "zh"
     if s < 90:
-        return f"{s:.0f} 秒" if zh else f"{s:.0f} s"
-    for size, en_unit, zh_unit in ((60.0, "min", "分钟"), (3600.0, "h", "小时")):
-        v = s / size
-        if v < 90 or size == 3600.0:
-            text = f"{v:.1f}".rstrip("0").rstrip(".") if v < 10 else f"{v:.0f}"
-            return f"{text} {zh_unit}" if zh else f"{text} {en_unit}"
-    return "—"
+        value, en, zh = s, "s", "秒"
+    elif s < 90 * 60:
+        value, en, zh = s / 60, "min", "分钟"
+    else:
+        value, en, zh = s / 3600, "h", "小时"
+    text = f"{value:.0f}" if s < 90 or value >= 10 else f"{value:.1f}".rstrip("0").rstrip(".")
+    return f"{text} {zh if lang == 'zh' else en}"

@@ -68,7 +68,7 @@ class JobSnapshot:
     queue_position: int              # 1 = next to start; 0 when not queued
     tokens_per_s: float              # mean over the last few steps (0 before the first)
     eta_s: float | None              # seconds left at ``steps_per_s`` (None when unknown)
-    elapsed_s: float                 # seconds spent running (pauses and queueing excluded)
+    elapsed_s: float                 # seconds spent running, evaluations included (pauses and queueing not)
     steps: list = field(default_factory=list)     # StepMetrics, oldest first
     evals: list = field(default_factory=list)     # EvalMetrics, oldest first
     samples: list = field(default_factory=list)   # Sample, oldest first
@@ -123,7 +123,6 @@ class TrainingJob(Task):
         self._elapsed = 0.0
         self.trainer = None                   # the live Trainer while the run lasts (tests)
         self._recorder = None                 # lmviz.replay.Recorder of this run (None: no replay)
-        self._run_s = 0.0                     # seconds of running, checkpoints included, pauses not
         self._pace: deque = deque(maxlen=PACE_POINTS)   # (run seconds, steps done) after each chunk
 
     def snapshot(self, last: int | None = None) -> JobSnapshot:
@@ -191,13 +190,12 @@ class TrainingJob(Task):
                 rec.after_step(tr.model, tr.tokenizer, ms[-1].step, ms[-1].loss)
             with self._lock:
                 self._steps.extend(ms)
-                self._elapsed += time.perf_counter() - t0
             ctx.progress(tr.steps_done, tr.cfg.max_steps)
             if tr.steps_done % tr.cfg.eval_every == 0 or tr.done:
                 self._checkpoint(ctx, tr)
-            with self._lock:
-                self._run_s += time.perf_counter() - t0
-                self._pace.append((self._run_s, tr.steps_done))
+            with self._lock:                   # the chunk's time, its checkpoint included
+                self._elapsed += time.perf_counter() - t0
+                self._pace.append((self._elapsed, tr.steps_done))
 
     def _start_replay(self, tr):
         """The run's replay Recorder, with its step-0 snapshot (None when the probe does not fit
