@@ -131,12 +131,12 @@ def sec_why():
     qtok = render.escape(enc.tokens[q])
     L, H = p.share.shape
     lh = t("common.layer_head", layer=p.best[0] + 1, head=p.best[1] + 1)
-    fig = pronoun_figure(p.share, p.row, enc.tokens, p.ref_span, p.best,
-                         layer_labels=[t("common.layer_n", n=i + 1) for i in range(L)],
-                         head_labels=[t("common.head_n", n=i + 1) for i in range(H)],
-                         grid_title=t("att.why_grid", ref=render.escape(ref)),
-                         row_title=t("att.why_row", lh=lh, qtok=qtok, pron=render.escape(pron)),
-                         y_title=t("att.weight"))
+    fig = render.figure(pronoun_figure, p.share, p.row, enc.tokens, p.ref_span, p.best,
+                        layer_labels=[t("common.layer_n", n=i + 1) for i in range(L)],
+                        head_labels=[t("common.head_n", n=i + 1) for i in range(H)],
+                        grid_title=t("att.why_grid", ref=render.escape(ref)),
+                        row_title=t("att.why_row", lh=lh, qtok=qtok, pron=render.escape(pron)),
+                        y_title=t("att.weight"))
     render.plot(fig, key="att_why", filename="attention-pronoun")
     f = lambda x: f"{x:.2f}"  # noqa: E731
     msg = t("att.why_result", pron=_md(pron), q=q + 1, qtok=_md(enc.tokens[q]), p=f(case.p_pronoun),
@@ -229,11 +229,11 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
     left, right = st.columns([3, 2])
     with left:
         is_out = stage == "out"
-        fig = heatmap(mat, x_labels=None if is_out else tokens, y_labels=tokens,
-                      title=t("att.fig.stage", stage=t(f"att.stage.{stage}"), layer=layer, head=head),
-                      x_title=t("att.fig.dim") if is_out else t("att.fig.key"), y_title=t("att.fig.query"),
-                      diverging=stage in ("scores", "scaled", "out"),
-                      zmin=0.0 if stage == "weights" else None, zmax=1.0 if stage == "weights" else None)
+        fig = render.figure(heatmap, mat, x_labels=None if is_out else tokens, y_labels=tokens,
+                            title=t("att.fig.stage", stage=t(f"att.stage.{stage}"), layer=layer, head=head),
+                            x_title=t("att.fig.dim") if is_out else t("att.fig.key"), y_title=t("att.fig.query"),
+                            diverging=stage in ("scores", "scaled", "out"),
+                            zmin=0.0 if stage == "weights" else None, zmax=1.0 if stage == "weights" else None)
         render.plot(fig, key="att_stage_fig", filename=f"attention-{stage}-L{layer}-h{head}")
     with right:
         rows = L.weights[h].sum(-1)
@@ -260,16 +260,16 @@ def _w17_fig(code: str):
     from lmviz.chapters.attention import weighted_sum_terms
 
     ws = weighted_sum_terms([0.2, 0.3, 0.5], [[1, 0], [0, 2], [2, 2]])
-    return weighted_sum_figure(ws, ["v1", "v2", "v3"], t("att.w17_out"), title=t("att.w17_fig"))
+    return render.figure(weighted_sum_figure, ws, ["v1", "v2", "v3"], t("att.w17_out"), title=t("att.w17_fig"))
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _scale_figs(code: str):
     rows = _variance((4, 16, 64, 256, 1024))
-    return (variance_figure(rows, x_title="d_k", y_title=t("att.var_y"),
-                            names=(t("att.raw"), t("att.scaled_name"), "y = d_k"), title=t("att.var_title")),
-            saturation_figure(rows, x_title="d_k", y_title=t("att.sat_y"),
-                              names=(t("att.raw"), t("att.scaled_name")), title=t("att.sat_title")))
+    return (render.figure(variance_figure, rows, x_title="d_k", y_title=t("att.var_y"),
+                          names=(t("att.raw"), t("att.scaled_name"), "y = d_k"), title=t("att.var_title")),
+            render.figure(saturation_figure, rows, x_title="d_k", y_title=t("att.sat_y"),
+                          names=(t("att.raw"), t("att.scaled_name")), title=t("att.sat_title")))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -277,8 +277,8 @@ def _one_query_fig(code: str, d_k: int):
     from lmviz.chapters.attention import softmax_example
 
     p = softmax_example(d_k)
-    return softmax_pair_figure(p.raw, p.scaled, x_title=t("att.key_n"), y_title=t("att.weight"),
-                               names=(t("att.raw"), t("att.scaled_name")), title=t("att.one_query", dk=d_k))
+    return render.figure(softmax_pair_figure, p.raw, p.scaled, x_title=t("att.key_n"), y_title=t("att.weight"),
+                         names=(t("att.raw"), t("att.scaled_name")), title=t("att.one_query", dk=d_k))
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -289,10 +289,10 @@ def _mask_figs(code: str):
     e = toy_embedding()
     d = causal_demo(e.E[:5])
     toks = e.tokens[:5]
-    return (heatmap(d.masked, x_labels=toks, y_labels=toks, title=t("att.mask_scores"),
-                    x_title=t("att.fig.key"), y_title=t("att.fig.query"), diverging=True),
-            heatmap(d.weights, x_labels=toks, y_labels=toks, title=t("att.mask_weights"),
-                    x_title=t("att.fig.key"), y_title=t("att.fig.query"), zmin=0.0, zmax=1.0))
+    return (render.figure(heatmap, d.masked, x_labels=toks, y_labels=toks, title=t("att.mask_scores"),
+                          x_title=t("att.fig.key"), y_title=t("att.fig.query"), diverging=True),
+            render.figure(heatmap, d.weights, x_labels=toks, y_labels=toks, title=t("att.mask_weights"),
+                          x_title=t("att.fig.key"), y_title=t("att.fig.query"), zmin=0.0, zmax=1.0))
 
 
 def sec_w17():

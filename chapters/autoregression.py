@@ -67,10 +67,10 @@ def sec_chain():
     r = toy_chain_rule()
     left, right = st.columns([3, 2])
     with left:
-        fig = chain_figure([f.token for f in r.factors], [f.prob for f in r.factors],
-                           contexts=[" ".join(f.prefix) for f in r.factors],
-                           x_title=t("ar.fig.position"), y_title=t("ar.fig.prob"),
-                           title=t("ar.fig.toy_title"))
+        fig = render.figure(chain_figure, [f.token for f in r.factors], [f.prob for f in r.factors],
+                            contexts=[" ".join(f.prefix) for f in r.factors],
+                            x_title=t("ar.fig.position"), y_title=t("ar.fig.prob"),
+                            title=t("ar.fig.toy_title"))
         render.plot(fig, key="ar_toy_chain", filename="chain-rule-toy")
     with right:
         rows = [{t("ar.col.factor"): f"P({f.token} | {' '.join(f.prefix)})", "P": round(f.prob, 4),
@@ -98,9 +98,9 @@ def sec_live():
         return
     render.unknown_chars(r.unknown, limit=20)
     render.context_cut(r.context)
-    fig = chain_figure(r.tokens[1:], r.probs, contexts=["".join(r.tokens[: i + 1]) for i in range(len(r.probs))],
-                       best=r.best, hover_best=t("ar.fig.best"), x_title=t("ar.fig.position"),
-                       y_title=t("ar.fig.prob"), title=t("ar.fig.live_title"))
+    fig = render.figure(chain_figure, r.tokens[1:], r.probs, contexts=["".join(r.tokens[: i + 1]) for i in range(len(r.probs))],
+                        best=r.best, hover_best=t("ar.fig.best"), x_title=t("ar.fig.position"),
+                        y_title=t("ar.fig.prob"), title=t("ar.fig.live_title"))
     render.plot(fig, key="ar_live_chain", filename="chain-rule-live")
     c1, c2, c3 = st.columns(3)
     c1.metric(t("ar.total_logp"), f"{r.total_log_prob:.2f}")
@@ -192,9 +192,9 @@ def sec_mask():
     render.md(t("ar.mask_md"))
     T = urlstate.slider(t("ar.mask_T"), 2, 6, 5, 1, param="T", key="ar_mask_T")
     d = causal_mask_demo(toy_scores(6)[:T, :T])
-    fig = mask_figure(d.scores.numpy(), d.masked.numpy(), d.weights.numpy(), TOY_EN[:T],
-                      titles=(t("ar.fig.scores"), t("ar.fig.masked"), t("ar.fig.weights")),
-                      x_title=t("ar.fig.key"), y_title=t("ar.fig.query"))
+    fig = render.figure(mask_figure, d.scores.numpy(), d.masked.numpy(), d.weights.numpy(), TOY_EN[:T],
+                        titles=(t("ar.fig.scores"), t("ar.fig.masked"), t("ar.fig.weights")),
+                        x_title=t("ar.fig.key"), y_title=t("ar.fig.query"))
     render.plot(fig, key="ar_mask", filename="causal-mask")
     above = float(np.triu(d.weights.numpy(), 1).sum())
     render.caption(t("ar.mask_caption", above=f"{above:g}") + " " + t("ar.scores_made_up"))
@@ -212,9 +212,9 @@ def sec_mask():
         head = c2.selectbox(t("ar.head"), range(weights[layer].shape[0]), key="ar_head",
                             format_func=lambda i: str(i + 1))
         w = weights[layer][head]
-        fig = attention_figure(w, [b.tokenizer.token(i) for i in ids], x_title=t("ar.fig.key"),
-                               y_title=t("ar.fig.query"),
-                               title=t("ar.fig.live_attn", layer=layer + 1, head=head + 1))
+        fig = render.figure(attention_figure, w, [b.tokenizer.token(i) for i in ids], x_title=t("ar.fig.key"),
+                            y_title=t("ar.fig.query"),
+                            title=t("ar.fig.live_attn", layer=layer + 1, head=head + 1))
         render.plot(fig, key="ar_live_attn", filename="causal-attention-live")
         render.caption(t("ar.live_attn_caption", above=f"{float(np.triu(w, 1).sum()):g}"))
         render.caption(t("ar.attn_cut", k=len(ids), total=total))

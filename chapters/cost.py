@@ -70,10 +70,10 @@ def _timing_view(series) -> None:
     lo, hi = series.spread()
     c1, c2 = st.columns([3, 2])
     with c1:
-        fig = vc.timing_figure([r.n for r in rows], [r.t_scores for r in rows], [r.t_full for r in rows],
-                               names={"scores": t("cost.fig.scores"), "full": t("cost.fig.full"),
-                                      "guide": t("cost.fig.n2_guide")},
-                               x_title=t("cost.fig.n"), y_title=t("cost.fig.ms"), full_spread=(lo, hi))
+        fig = render.figure(vc.timing_figure, [r.n for r in rows], [r.t_scores for r in rows], [r.t_full for r in rows],
+                            names={"scores": t("cost.fig.scores"), "full": t("cost.fig.full"),
+                                   "guide": t("cost.fig.n2_guide")},
+                            x_title=t("cost.fig.n"), y_title=t("cost.fig.ms"), full_spread=(lo, hi))
         render.plot(fig, key="cost_timing", filename="attention-time")
     with c2:
         table = {
@@ -229,7 +229,7 @@ def sec_flash() -> None:
     states = vc.tile_states(n, n, visits, step, causal)
     g1, g2 = st.columns([3, 2])
     with g1:
-        fig = vc.tile_grid_figure(
+        fig = render.figure(vc.tile_grid_figure,
             states, bq, bk, row=row,
             state_names=[t(f"cost.state.{s}") for s in ("pending", "done", "current", "skipped", "masked")],
             x_title=t("cost.fig.keys"), y_title=t("cost.fig.queries"), row_text=t("cost.fig.traced"),
@@ -237,16 +237,16 @@ def sec_flash() -> None:
         render.plot(fig, key="cost_tiles", filename="flash-tiles")
     with g2:
         if updates:
-            fig = vc.row_stats_figure(updates, names={"tile_max": t("cost.fig.tile_max"),
-                                                      "m": t("cost.fig.m"), "l": t("cost.fig.l")},
-                                      x_title=t("cost.fig.key_tile"))
+            fig = render.figure(vc.row_stats_figure, updates, names={"tile_max": t("cost.fig.tile_max"),
+                                                                     "m": t("cost.fig.m"), "l": t("cost.fig.l")},
+                                x_title=t("cost.fig.key_tile"))
             render.plot(fig, key="cost_rowstats", filename="online-softmax")
         else:
             st.info(t("cost.row_waiting", row=row))
     so_far = np.asarray(updates[-1].out) if updates else np.zeros_like(dense[row])
-    fig = vc.row_compare_figure(so_far, dense[row], names={"tiled": t("cost.fig.tiled_row"),
-                                                           "dense": t("cost.fig.dense_row")},
-                                x_title=t("cost.fig.dim"), height=260)
+    fig = render.figure(vc.row_compare_figure, so_far, dense[row], names={"tiled": t("cost.fig.tiled_row"),
+                                                                          "dense": t("cost.fig.dense_row")},
+                        x_title=t("cost.fig.dim"), height=260)
     render.plot(fig, key="cost_rowcmp", filename="row-vs-dense")
     row_done = done == sum(1 for vi in visits if not vi.skipped and vi.q_range[0] <= row < vi.q_range[1])
     gap = float(np.abs(so_far - dense[row]).max())
@@ -287,11 +287,11 @@ def sec_traffic() -> None:
     dense = [traffic_bytes_dense(n, d, bytes_per) for n in ns]
     tiled = [traffic_bytes_tiled(n, d, sram * 1024, bytes_per, causal=False) for n in ns]
     flops = [attention_flops(n, d) for n in ns]
-    fig = vc.traffic_figure(ns, dense, tiled, flops,
-                            names={"dense": t("cost.fig.dense_bytes"), "tiled": t("cost.fig.tiled_bytes"),
-                                   "flops": t("cost.fig.flops_both")},
-                            x_title=t("cost.fig.n"), bytes_title=t("cost.fig.mib"),
-                            flops_title=t("cost.fig.flops"))
+    fig = render.figure(vc.traffic_figure, ns, dense, tiled, flops,
+                        names={"dense": t("cost.fig.dense_bytes"), "tiled": t("cost.fig.tiled_bytes"),
+                               "flops": t("cost.fig.flops_both")},
+                        x_title=t("cost.fig.n"), bytes_title=t("cost.fig.mib"),
+                        flops_title=t("cost.fig.flops"))
     render.plot(fig, key="cost_traffic", filename="traffic")
     i = ns.index(4096)
     render.md(t("cost.traffic_read", block=block, kb=sram, n=ns[i], dense=_mib(dense[i]),
@@ -319,16 +319,16 @@ def sec_where() -> None:
     ns = [2 ** i for i in range(4, 14)]
     recs = [layer_flops(n, d, r, kv) for n in ns]
     names = {p: t(f"cost.part.{p}") for p in ("attention", "projections", "mlp")}
-    fig = vc.flops_share_figure(recs, names=names, x_title=t("cost.fig.n"), y_title=t("cost.fig.share"),
-                                crossover=cross, crossover_text=t("cost.fig.crossover", n=f"{cross:g}"))
+    fig = render.figure(vc.flops_share_figure, recs, names=names, x_title=t("cost.fig.n"), y_title=t("cost.fig.share"),
+                        crossover=cross, crossover_text=t("cost.fig.crossover", n=f"{cross:g}"))
     render.plot(fig, key="cost_share", filename="flops-share")
     n = urlstate.slider(t("cost.prefill_n"), 16, 4096, 512, 16, param="pn", key="cost_pn")
     pre, dec = layer_flops(n, d, r, kv), decode_step_flops(n, d, r, kv)
     c1, c2 = st.columns([3, 2])
     with c1:
-        fig = vc.prefill_decode_figure(pre, dec, names=names,
-                                       groups=[t("cost.fig.prefill", n=n), t("cost.fig.decode", n=n)],
-                                       y_title=t("cost.fig.flops_layer"))
+        fig = render.figure(vc.prefill_decode_figure, pre, dec, names=names,
+                            groups=[t("cost.fig.prefill", n=n), t("cost.fig.decode", n=n)],
+                            y_title=t("cost.fig.flops_layer"))
         render.plot(fig, key="cost_prefill", filename="prefill-vs-decode")
     with c2:
         render.md(t("cost.prefill_read", n=n, pre=_human(pre.total * cfg.n_layer),
@@ -376,11 +376,11 @@ def sec_budget() -> None:
     m3.metric(t("cost.n_fit"), _human(fit.n_params),
               help=t("cost.n_fit_help", r=f"{fit.tokens_per_param:.0f}"))
     cs = np.logspace(18, 26, 33)
-    fig = vc.chinchilla_figure(cs, [chinchilla_optimal(x).n_params for x in cs],
-                               [chinchilla_optimal_fit(x).n_params for x in cs], CHINCHILLA_TABLE3, cbud,
-                               names={"rule": t("cost.fig.rule"), "fit": t("cost.fig.fit"),
-                                      "table": t("cost.fig.table3"), "now": t("cost.fig.budget")},
-                               x_title=t("cost.fig.compute"), y_title=t("cost.fig.params"))
+    fig = render.figure(vc.chinchilla_figure, cs, [chinchilla_optimal(x).n_params for x in cs],
+                        [chinchilla_optimal_fit(x).n_params for x in cs], CHINCHILLA_TABLE3, cbud,
+                        names={"rule": t("cost.fig.rule"), "fit": t("cost.fig.fit"),
+                               "table": t("cost.fig.table3"), "now": t("cost.fig.budget")},
+                        x_title=t("cost.fig.compute"), y_title=t("cost.fig.params"))
     render.plot(fig, key="cost_chinchilla", filename="chinchilla")
     render.md(t("cost.chinchilla_read", c=_sci(cbud), n=_human(rule.n_params), d=_human(rule.n_tokens),
                 nf=_human(fit.n_params)))
@@ -392,8 +392,8 @@ def sec_budget() -> None:
     parts = {p: [getattr(MEMORY_RECIPES[r], p) for r in recipes] for p in ("weights", "master", "grads", "optimizer")}
     c1, c2 = st.columns([1, 1])
     with c1:
-        fig = vc.memory_figure(names, parts, names={p: t(f"cost.mem.{p}") for p in parts},
-                               x_title=t("cost.fig.bytes_param"))
+        fig = render.figure(vc.memory_figure, names, parts, names={p: t(f"cost.mem.{p}") for p in parts},
+                            x_title=t("cost.fig.bytes_param"))
         render.plot(fig, key="cost_memory", filename="training-memory")
     with c2:
         render.table({t("cost.col.recipe"): names,

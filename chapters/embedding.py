@@ -42,8 +42,8 @@ def sec_toy():
             render.caption(t("emb.eos_note"))
     with c1:
         labels = [f"{k} · {tok}" + (" *" if k in e.filled else "") for k, tok in enumerate(e.tokens)]
-        fig = table_figure(e.E, labels, _dims(3), highlight=[i], title=t("emb.toy_fig"),
-                           x_title=t("emb.dim"), y_title=t("emb.id_token"), height=330)
+        fig = render.figure(table_figure, e.E, labels, _dims(3), highlight=[i], title=t("emb.toy_fig"),
+                            x_title=t("emb.dim"), y_title=t("emb.id_token"), height=330)
         render.plot(fig, key="emb_toy", filename="toy-embedding")
 
 
@@ -58,9 +58,9 @@ def sec_position():
     render.md(t("emb.w2_text"))
     c1, c2 = st.columns([3, 2])
     with c1:
-        fig = vector_sum_figure([(t("emb.robot_row"), robot, COLORS["token"]),
-                                 (t("emb.p3"), TOY_P3, COLORS["key"]),
-                                 (t("emb.sum"), s, COLORS["chosen"])], _dims(3), title=t("emb.w2_fig"))
+        fig = render.figure(vector_sum_figure, [(t("emb.robot_row"), robot, COLORS["token"]),
+                                                (t("emb.p3"), TOY_P3, COLORS["key"]),
+                                                (t("emb.sum"), s, COLORS["chosen"])], _dims(3), title=t("emb.w2_fig"))
         render.plot(fig, key="emb_w2", filename="robot-plus-p3")
     with c2:
         fmt = lambda v: "[" + ", ".join(f"{x:.2f}" for x in v) + "]"  # noqa: E731
@@ -69,8 +69,8 @@ def sec_position():
     render.md(t("emb.w3_text"))
     P = torch.tensor([P2_FILLED, TOY_P3], dtype=torch.float64)   # positions 2 and 3
     c = order_check(e.E, [3, 2], [2, 3], P)
-    fig = two_orders_figure(c.rows_a, c.rows_b, ["robot", "love"], ["love", "robot"], _dims(3),
-                            ["robot love", "love robot"])
+    fig = render.figure(two_orders_figure, c.rows_a, c.rows_b, ["robot", "love"], ["love", "robot"], _dims(3),
+                        ["robot love", "love robot"])
     render.plot(fig, key="emb_w3", filename="two-orders")
     render.md(t("emb.w3_result", same=t("emb.yes") if c.same_multiset else t("emb.no"),
                   order=t("emb.yes") if c.same_sequence else t("emb.no"),
@@ -109,8 +109,8 @@ def sec_live():
     render.code("ids = " + str(enc.ids), language=None)
     rows = _rows(session.model_key(b), b.model.wte.weight, tuple(enc.ids))
     labels = [f"{tok} · {i}" for tok, i in zip(enc.tokens, enc.ids)]
-    fig = table_figure(rows, labels, _dims(d), title=t("emb.live_fig", n=len(enc.ids), d=d),
-                       x_title=t("emb.dim"), y_title=t("emb.token_id"))
+    fig = render.figure(table_figure, rows, labels, _dims(d), title=t("emb.live_fig", n=len(enc.ids), d=d),
+                        x_title=t("emb.dim"), y_title=t("emb.token_id"))
     render.plot(fig, key="emb_live", filename="live-embedding-rows")
     render.caption(t("emb.ids_caveat"))
 
@@ -143,12 +143,12 @@ def sec_positions():
     Pn = P / P.norm(dim=-1, keepdim=True).clamp_min(1e-9)
     c1, c2 = st.columns(2)
     with c1:
-        render.plot(heatmap(P, title=title, x_title=t("emb.dim"), y_title=t("emb.position"),
-                            diverging=True, text=False, height=420), key="emb_pos", filename=f"positions-{scheme}")
+        render.plot(render.figure(heatmap, P, title=title, x_title=t("emb.dim"), y_title=t("emb.position"),
+                                  diverging=True, text=False, height=420), key="emb_pos", filename=f"positions-{scheme}")
     with c2:
-        render.plot(heatmap(Pn @ Pn.T, title=t("emb.pos_sim"), x_title=t("emb.position"),
-                            y_title=t("emb.position"), diverging=True, text=False, height=420,
-                            zmin=-1.0, zmax=1.0), key="emb_pos_sim", filename=f"positions-{scheme}-similarity")
+        render.plot(render.figure(heatmap, Pn @ Pn.T, title=t("emb.pos_sim"), x_title=t("emb.position"),
+                                  y_title=t("emb.position"), diverging=True, text=False, height=420,
+                                  zmin=-1.0, zmax=1.0), key="emb_pos_sim", filename=f"positions-{scheme}-similarity")
 
     render.caption(render.claim(positions(cosine_by_distance(P.numpy()))))
 
@@ -163,13 +163,13 @@ def _rope():
     demo = rope_offset_demo(q, k, n_pos=12, base=10.0)   # a small base: turns visible at low positions
     c1, c2 = st.columns(2)
     with c1:
-        render.plot(rope_plane_figure(demo, names=("q", "k"), title=t("emb.rope_plane")),
+        render.plot(render.figure(rope_plane_figure, demo, names=("q", "k"), title=t("emb.rope_plane")),
                     key="emb_rope_plane", filename="rope-rotation")
     with c2:
-        render.plot(heatmap(demo.scores, x_labels=[str(p) for p in range(12)],
-                            y_labels=[str(p) for p in range(12)], title=t("emb.rope_scores"),
-                            x_title=t("emb.k_pos"), y_title=t("emb.q_pos"), diverging=True, text=False,
-                            height=420), key="emb_rope_scores", filename="rope-scores")
+        render.plot(render.figure(heatmap, demo.scores, x_labels=[str(p) for p in range(12)],
+                                  y_labels=[str(p) for p in range(12)], title=t("emb.rope_scores"),
+                                  x_title=t("emb.k_pos"), y_title=t("emb.q_pos"), diverging=True, text=False,
+                                  height=420), key="emb_rope_scores", filename="rope-scores")
     render.md(t("emb.rope_result", spread=f"{demo.max_spread:.1e}"))
 
 

@@ -60,9 +60,9 @@ def _temp_figures(tau: float, lang_code: str):
                      highlight=int(np.argmax(p)), y_title=t("gen.fig.prob"), title=title)
     taus, P = _curves()
     mark = t("gen.fig.tau_mark", tau=f"{tau:g}") if tau > 0 else t("gen.fig.tau_mark_zero")
-    curves = temperature_curves_figure(taus, P, LOGIT_LABELS, tau, x_title=t("gen.fig.tau_axis"),
-                                       y_title=t("gen.fig.prob"), marker_text=mark,
-                                       title=t("gen.fig.curves"))
+    curves = render.figure(temperature_curves_figure, taus, P, LOGIT_LABELS, tau, x_title=t("gen.fig.tau_axis"),
+                           y_title=t("gen.fig.prob"), marker_text=mark,
+                           title=t("gen.fig.curves"))
     return bars, curves
 
 
@@ -132,7 +132,7 @@ def sec_filters() -> None:
     # the toy distribution is given as probabilities: log p are logits that give it back at τ = 1
     d = distributions(np.log(PROBS), 1.0, top_k=k, top_p=p)
     kept = [PROB_LABELS[i] for i in d.kept]
-    fig = filter_figure(PROB_LABELS, PROBS, d.p_final.numpy(), d.kept, p if p < 1 else None,
+    fig = render.figure(filter_figure, PROB_LABELS, PROBS, d.p_final.numpy(), d.kept, p if p < 1 else None,
                         names=(t("gen.fig.original"), t("gen.fig.renorm"), t("gen.fig.cum"),
                                t("gen.fig.threshold", p=f"{p:g}")),
                         y_title=t("gen.fig.prob"), title=t("gen.fig.filter_title", k=k or t("gen.off"), p=f"{p:g}"))
@@ -387,8 +387,8 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
     labels = [lab if labels.count(lab) == 1 else f"{lab}#{int(i)}" for lab, i in zip(labels, show)]
     series = [(t("gen.fig.raw"), raw[show]), (t("gen.fig.after_tau", tau=f"{tau:g}"), d.p_temp.numpy()[show]),
               (t("gen.fig.after_filters"), d.p_final.numpy()[show])]
-    render.plot(candidates_figure(labels, series, chosen=show.index(nxt), y_title=t("gen.fig.prob"),
-                                  title=t("gen.fig.live_title", n=len(s["steps"]) + 1)),
+    render.plot(render.figure(candidates_figure, labels, series, chosen=show.index(nxt), y_title=t("gen.fig.prob"),
+                              title=t("gen.fig.live_title", n=len(s["steps"]) + 1)),
                 key="gen_live_fig", filename="live-step")
     render.md(t("gen.next_pick", u=f"{u:.3f}", tok=html.escape(visible(b.tokenizer.token(nxt))),
                   p=f"{float(d.p_final[nxt]):.3f}", kept=len(d.kept), v=len(raw)))
@@ -473,9 +473,9 @@ def sec_tree() -> None:
         root, word = "…" + visible(b.tokenizer.decode(ids[-8:])), b.tokenizer.token
         render.caption(t("gen.tree_live_note", branch=branch))
     labels = [root if not n.path else visible(word(n.path[-1])) for n in res.nodes]
-    fig = tree_figure(res.nodes, labels, res.greedy, res.best,
-                      names=(t("gen.fig.greedy_path"), t("gen.fig.best_path"), t("gen.fig.other_path")),
-                      title=t("gen.fig.tree_title"))
+    fig = render.figure(tree_figure, res.nodes, labels, res.greedy, res.best,
+                        names=(t("gen.fig.greedy_path"), t("gen.fig.best_path"), t("gen.fig.other_path")),
+                        title=t("gen.fig.tree_title"))
     render.plot(fig, key="gen_tree_fig", filename="greedy-vs-best")
     g = " ".join(visible(word(x)) for x in res.greedy)
     bst = " ".join(visible(word(x)) for x in res.best)

@@ -212,8 +212,8 @@ def sec_why():
     edited = list(words)
     edited[pos] = toy.tokenizer.token(new_id)
 
-    render.plot(edit_figure(kd, _labels(edited), pos, title=t("kv.edit_title"), layer_label=t("common.layer_n"),
-                            color_label="max |ΔK|"), key="kv_edit", filename="kv-edit")
+    render.plot(render.figure(edit_figure, kd, _labels(edited), pos, title=t("kv.edit_title"), layer_label=t("common.layer_n"),
+                              color_label="max |ΔK|"), key="kv_edit", filename="kv-edit")
     kept = listed(words[:pos])
     render.md(t("kv.edit_result", kept=render.escape(kept), n_kept=pos, n_redo=len(words) - pos,
                   rows=listed(changed)))
@@ -273,11 +273,11 @@ def sec_memory():
               for v in variants]
     c1, c2 = st.columns([3, 2])
     with c1:
-        render.plot(bytes_figure(grid, series, n, x_label=t("kv.tokens"), y_label="GiB"), key="kv_bytes",
+        render.plot(render.figure(bytes_figure, grid, series, n, x_label=t("kv.tokens"), y_label="GiB"), key="kv_bytes",
                     filename="kv-bytes")
     with c2:
-        render.plot(variants_figure([f"{v.name} · {v.n_kv_head}" for v in variants], [v.bytes / 2**30 for v in variants],
-                                    [v.saving for v in variants], y_label="GiB", title=t("kv.variants_title")),
+        render.plot(render.figure(variants_figure, [f"{v.name} · {v.n_kv_head}" for v in variants], [v.bytes / 2**30 for v in variants],
+                                  [v.saving for v in variants], y_label="GiB", title=t("kv.variants_title")),
                     key="kv_variants", filename="kv-variants")
     g = variants[1]
     render.md(t("kv.gqa_result", hq=hq, hkv=g.n_kv_head, saving=f"{g.saving:g}", mqa=f"{variants[2].saving:g}"))
@@ -357,11 +357,11 @@ def _draw_speed(r, cfg) -> None:
     gc, gu = growth(r.cache_len, r.cached_ms), growth(r.cache_len, r.uncached_ms)
     lens = gc.lens
     flops = ([step_flops(cfg, n, True) for n in lens], [step_flops(cfg, n, False) for n in lens])
-    render.plot(speed_figure(lens, gc.ms, gu.ms, cached_name=t("kv.with"), uncached_name=t("kv.without"),
-                             x_label=t("kv.ctx_len"), y_label="ms", title=t("kv.speed_title", device=r.device),
-                             fits=tuple([g.intercept_ms + g.slope_ms * n for n in lens] for g in (gc, gu)),
-                             fit_names=(t("kv.fit_with"), t("kv.fit_without")), flops=flops, flop_names=(t("kv.flops_with"), t("kv.flops_without")),
-                             flop_label=t("kv.flops_axis")),
+    render.plot(render.figure(speed_figure, lens, gc.ms, gu.ms, cached_name=t("kv.with"), uncached_name=t("kv.without"),
+                              x_label=t("kv.ctx_len"), y_label="ms", title=t("kv.speed_title", device=r.device),
+                              fits=tuple([g.intercept_ms + g.slope_ms * n for n in lens] for g in (gc, gu)),
+                              fit_names=(t("kv.fit_with"), t("kv.fit_without")), flops=flops, flop_names=(t("kv.flops_with"), t("kv.flops_without")),
+                              flop_label=t("kv.flops_axis")),
                 key="kv_speed", filename="kv-speed")
     render.md(t("kv.speed_result", n=len(r.cache_len) + 1, c=f"{r.total_cached_s:.3f}",
                   u=f"{r.total_uncached_s:.3f}", x=f"{r.speedup:.1f}", device=r.device))

@@ -168,12 +168,12 @@ def sec_softmax():
     ce = cross_entropy(z, target)
     left, right = st.columns([3, 2])
     with left:
-        fig = softmax_figure(list(NAMES), ce.logits, ce.probs, target,
-                             titles=(t("loss.fig.logits"), t("loss.fig.probs")), answer=t("loss.fig.answer"))
+        fig = render.figure(softmax_figure, list(NAMES), ce.logits, ce.probs, target,
+                            titles=(t("loss.fig.logits"), t("loss.fig.probs")), answer=t("loss.fig.answer"))
         render.plot(fig, key="loss_softmax", filename="softmax")
     with right:
-        fig = nll_curve_figure(ce.probs[target], x_title=t("loss.fig.p_answer"), y_title=t("loss.fig.nll"),
-                               point=f"L = {ce.loss:.2f}")
+        fig = render.figure(nll_curve_figure, ce.probs[target], x_title=t("loss.fig.p_answer"), y_title=t("loss.fig.nll"),
+                            point=f"L = {ce.loss:.2f}")
         render.plot(fig, key="loss_nll", filename="cross-entropy")
     rows = [{"": name, "z": round(zi, 3), "p = softmax(z)": round(p, 4), "∂L/∂z = p − y": round(g, 4)}
             for name, zi, p, g in zip(NAMES, ce.logits, ce.probs, ce.grad)]
@@ -288,8 +288,8 @@ def sec_onestep():
     with left:
         ws = [path[0].w] + [s.w_new for s in path]
         losses = [path[0].loss] + [s.loss_new for s in path]
-        fig = descent_figure(ws, losses, 2.0, 6.0, x_title="w", y_title="L(w) = (2w − 6)² / 2",
-                             step_name=t("loss.fig.steps"), curve_name=t("loss.fig.curve"))
+        fig = render.figure(descent_figure, ws, losses, 2.0, 6.0, x_title="w", y_title="L(w) = (2w − 6)² / 2",
+                            step_name=t("loss.fig.steps"), curve_name=t("loss.fig.curve"))
         render.plot(fig, key="loss_descent", filename="one-parameter-descent")
     with right:
         fields = [("ŷ = w·x", "y_hat"), ("L", "loss"), ("dL/dw", "grad"), ("w′ = w − η·dL/dw", "w_new"),
@@ -350,12 +350,12 @@ def sec_noise():
 def _draw_noise(r):
     left, right = st.columns(2)
     with left:
-        fig = noise_scatter_figure(r.rows, r.ref_norm, x_title=t("loss.fig.along"), y_title=t("loss.fig.across"),
-                                   ref_name=t("loss.fig.ref", n=r.ref_batch), batch_name=t("loss.fig.batch"))
+        fig = render.figure(noise_scatter_figure, r.rows, r.ref_norm, x_title=t("loss.fig.along"), y_title=t("loss.fig.across"),
+                            ref_name=t("loss.fig.ref", n=r.ref_batch), batch_name=t("loss.fig.batch"))
         render.plot(fig, key="loss_noise_scatter", filename="gradient-noise")
     with right:
-        fig = noise_error_figure(r.rows, x_title=t("loss.fig.batch_size"), y_title=t("loss.fig.rel_err"),
-                                 measured=t("loss.fig.measured"), guide=t("loss.fig.guide"))
+        fig = render.figure(noise_error_figure, r.rows, x_title=t("loss.fig.batch_size"), y_title=t("loss.fig.rel_err"),
+                            measured=t("loss.fig.measured"), guide=t("loss.fig.guide"))
         render.plot(fig, key="loss_noise_err", filename="gradient-noise-error")
     rows = [{t("loss.fig.batch_size"): row.batch_size,
              t("loss.col.cos"): round(float(np.mean(row.cosines)), 3),
@@ -408,9 +408,9 @@ def sec_line():
 
 
 def _draw_line(r):
-    fig = line_figure(r.alphas, r.losses, r.loss_a, r.loss_b, x_title=t("loss.line_x"), y_title=t("loss.line_y"),
-                      curve_name=t("loss.line_curve"), chord_name=t("loss.line_chord"),
-                      ends=(t("loss.line_end", name="A"), t("loss.line_end", name="B")))
+    fig = render.figure(line_figure, r.alphas, r.losses, r.loss_a, r.loss_b, x_title=t("loss.line_x"), y_title=t("loss.line_y"),
+                        curve_name=t("loss.line_curve"), chord_name=t("loss.line_chord"),
+                        ends=(t("loss.line_end", name="A"), t("loss.line_end", name="B")))
     render.plot(fig, key="loss_line_fig", filename="loss-along-a-line")
     key = "loss.line_same_init" if r.same_init else "loss.line_result"
     if r.chord_gap > 0:

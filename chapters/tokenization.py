@@ -193,7 +193,7 @@ def _show_step(k: int) -> None:
     left, right = st.columns([3, 2])
     with left:
         cands = h.candidates[:25]  # the winner is always first
-        fig = pair_counts_figure(
+        fig = render.figure(pair_counts_figure,
             [_pair(c.pair) for c in cands], [c.count for c in cands], _pair(h.pair),
             {_pair(p) for p in h.tied} - {_pair(h.pair)},
             x_title=t("tok.fig.pair"), y_title=t("tok.fig.count"),
@@ -292,9 +292,9 @@ def _tradeoff_section() -> None:
     if res is None:
         return
     pts, n_train, n_held = res
-    fig = tradeoff_figure([p.table_params for p in pts], [p.tokens_per_char for p in pts],
-                          [p.vocab_size for p in pts], x_title=t("tok.fig.params", d=d),
-                          y_title=t("tok.fig.tpc"), title=t("tok.fig.tradeoff_title"))
+    fig = render.figure(tradeoff_figure, [p.table_params for p in pts], [p.tokens_per_char for p in pts],
+                        [p.vocab_size for p in pts], x_title=t("tok.fig.params", d=d),
+                        y_title=t("tok.fig.tpc"), title=t("tok.fig.tradeoff_title"))
     render.plot(fig, key="tok_tradeoff", filename="bpe-vocab-tradeoff")
     render.caption(t("tok.tradeoff_note", train=n_train, held=n_held))
 

@@ -84,7 +84,7 @@ def _stream(tr, tokens):
         vals += [float(L.resid_mid[i].norm()), float(L.resid_out[i].norm())]
     labels.append(t("blk.st.final"))
     vals.append(float(tr.hidden[i].norm()))
-    fig = stream_figure(labels, vals, y_title=t("blk.norm_y"),
+    fig = render.figure(stream_figure, labels, vals, y_title=t("blk.norm_y"),
                         title=t("blk.stream_title", tok=tokens[i], pos=pos))
     render.plot(fig, key="blk_stream", filename="residual-stream")
     render.caption(t("blk.stream_caption"))
@@ -122,8 +122,8 @@ def sec_norms():
         render.md("**RMSNorm**")
         render.code(f"mean(h²)         = {s.mean_sq:.4f}\nsqrt(mean(h²)+ε) = {s.rms_den:.4f}\n"
                 f"RMSNorm          = {f(s.rmsnorm)}", language=None)
-    render.plot(norms_figure(s, names=("h", "LayerNorm", "RMSNorm"), dim_word=t("blk.dim"),
-                             title=t("blk.norm_fig")), key="blk_norms", filename="layernorm-vs-rmsnorm")
+    render.plot(render.figure(norms_figure, s, names=("h", "LayerNorm", "RMSNorm"), dim_word=t("blk.dim"),
+                              title=t("blk.norm_fig")), key="blk_norms", filename="layernorm-vs-rmsnorm")
     render.md(t("blk.norm_result", ln_mean=f"{float(s.layernorm.mean()):.4f}",
                   rms_mean=f"{float(s.rmsnorm.mean()):.4f}",
                   rms_ms=f"{float((s.rmsnorm ** 2).mean()):.4f}", eps=f"{s.eps:g}"))
@@ -161,7 +161,7 @@ def sec_context():
     names = {"token": t("blk.ctx.token"), "input": t("blk.ctx.input"), "final": t("blk.ctx.final")}
     labels = [names.get(s, s.replace("block", t("blk.ctx.block"))) for s in cc.stages]
     tok = _md(word)
-    render.plot(cosine_figure(labels, cc.cosine, y_title=t("blk.cos_y"),
+    render.plot(render.figure(cosine_figure, labels, cc.cosine, y_title=t("blk.cos_y"),
                               title=t("blk.ctx_fig", tok=render.escape(word))), key="blk_ctx", filename="contextual-cosine")
     render.md(context_sentence(b.tokenizer, ea.ids, eb.ids, len(ew.ids), cc, labels, tok))
     render.caption(t("blk.ctx_caveat"))
