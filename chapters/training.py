@@ -367,7 +367,8 @@ def _curves(snap, base) -> None:
         # it the browser's work on every tick and left the old copy faded meanwhile
         upto = snap.evals[-1].step if snap.evals else 0
         lr_steps = [m for m in snap.steps if m.step <= upto]
-        fig = ppl_lr_figure([e.step for e in snap.evals], [e.val_ppl for e in snap.evals],
+        # (shared: between two evaluations every tick asks for the same figure)
+        fig = render.figure(ppl_lr_figure, [e.step for e in snap.evals], [e.val_ppl for e in snap.evals],
                             [m.step for m in lr_steps], [m.lr for m in lr_steps],
                             titles=(t("train.f_ppl"), t("train.f_lr")),
                             x_title=t("train.f_step"), lines=_baseline_lines(base, snap, ppl=True))

@@ -14,8 +14,13 @@ PAGES = [c for c in registered()]
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("chapter", PAGES, ids=[c.slug or "home" for c in PAGES])
 def test_page_runs(chapter, lang):
+    from ui import render
+
+    render.UNSHARED.clear()
     at = open_page(None if chapter.slug == "" else chapter.file, lang)
     assert at.title, "each chapter starts with a title"
+    # a first visit's figures are shared by the room (ui.render.figure): none built per session
+    assert not render.UNSHARED, f"built in every session (inputs it cannot hash): {dict(render.UNSHARED)}"
     if lang == "zh":
         assert any("\u4e00" <= ch <= "\u9fff" for ch in all_text(at)), "Chinese page shows Chinese"
 

@@ -7,6 +7,7 @@ PageDown to step, folded secondary controls).
 """
 from __future__ import annotations
 
+import collections
 import html
 import re
 import threading
@@ -88,16 +89,41 @@ def figure(builder, *args, **kwargs):
     phones draw copies). A chapter's default view then costs its students no figure building:
     Plotly's property validation was most of a warm rerun of /beyond (AppTest, profiled: 1.42 s
     before, 0.22 s with its figures shared).
-    Inputs Streamlit cannot hash are built each time."""
+    Inputs Streamlit cannot hash are built each time, and counted in ``UNSHARED`` (by builder)."""
     from streamlit.runtime.caching.cache_errors import UnhashableParamError
 
+    name = f"{builder.__module__}.{builder.__qualname__}"
     try:
-        return _built(f"{builder.__module__}.{builder.__qualname__}", builder, args, kwargs)
+        return _built(name, builder, args, kwargs)
     except UnhashableParamError:
+        with _TWINS_LOCK:
+            UNSHARED[name] += 1
         return builder(*args, **kwargs)
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
+UNSHARED: collections.Counter = collections.Counter()   # builder -> figures built unshared
+
+
+def _array_digest(a) -> str:
+    """The whole array's content, shape and dtype as a digest: Streamlit's own hash samples an
+    array of 500,000 elements or more (two such inputs could share a figure), and refuses a
+    torch tensor (a chapter's records hold them: the figure was then built in every session)."""
+    import hashlib
+
+    import numpy as np
+
+    head = f"{tuple(a.shape)}{a.dtype}"
+    if not isinstance(a, np.ndarray):                 # a torch tensor: its bytes, any dtype
+        import torch
+
+        a = a.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy()
+    data = repr(a.tolist()).encode() if a.dtype == object else np.ascontiguousarray(a).reshape(-1).view(np.uint8).data
+    return head + hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@st.cache_resource(max_entries=256, show_spinner=False,
+                   hash_funcs={"numpy.ndarray": _array_digest, "torch.Tensor": _array_digest,
+                               "torch.nn.parameter.Parameter": _array_digest})
 def _built(name: str, _builder, args: tuple, kwargs: dict):
     return _builder(*args, **kwargs)
 
