@@ -56,8 +56,8 @@ def _temp_figures(tau: float, lang_code: str):
 
     p = softmax_t(LOGITS, tau).numpy()
     title = t("gen.fig.temp_bars", tau=f"{tau:g}") + (f" ({t('gen.greedy_word')})" if tau == 0 else "")
-    bars = prob_bars([f"{a} (z={z:g})" for a, z in zip(LOGIT_LABELS, LOGITS)], p,
-                     highlight=int(np.argmax(p)), y_title=t("gen.fig.prob"), title=title)
+    bars = render.figure(prob_bars, [f"{a} (z={z:g})" for a, z in zip(LOGIT_LABELS, LOGITS)], p,
+                         highlight=int(np.argmax(p)), y_title=t("gen.fig.prob"), title=title)
     taus, P = _curves()
     mark = t("gen.fig.tau_mark", tau=f"{tau:g}") if tau > 0 else t("gen.fig.tau_mark_zero")
     curves = render.figure(temperature_curves_figure, taus, P, LOGIT_LABELS, tau, x_title=t("gen.fig.tau_axis"),
@@ -223,8 +223,6 @@ def _live_state(b, ids: list[int], seed: int) -> dict:
     """The stepper's session record; a new prompt, seed or model starts it afresh."""
     import torch
 
-    from lmviz.sampling import next_logits
-
     key = (b.source, id(b.model), tuple(ids), int(seed))
     s = st.session_state.get("gen_live")
     if s is None or s["key"] != key:
@@ -233,7 +231,7 @@ def _live_state(b, ids: list[int], seed: int) -> dict:
              "logits": None, "logits_len": -1, "spread": None}
         st.session_state["gen_live"] = s
     if s["logits_len"] != len(s["ids"]):   # the model runs only when the text has grown
-        s["logits"], s["logits_len"] = next_logits(b.model, s["ids"]), len(s["ids"])
+        s["logits"], s["logits_len"] = session.next_logits(b, s["ids"]), len(s["ids"])
     return s
 
 
@@ -262,7 +260,7 @@ def _take_step(b, s: dict, tau: float, k: int, p: float) -> None:
     """Sample one token from the cached logits with the session's generator and append it."""
     import torch
 
-    from lmviz.sampling import next_logits, sample_next_token
+    from lmviz.sampling import sample_next_token
 
     g = torch.Generator()
     g.set_state(s["rng"])
@@ -280,7 +278,7 @@ def _take_step(b, s: dict, tau: float, k: int, p: float) -> None:
         "p": round(step.prob, 3),
     })
     s["ids"].append(step.token)
-    s["logits"], s["logits_len"] = next_logits(b.model, s["ids"]), len(s["ids"])
+    s["logits"], s["logits_len"] = session.next_logits(b, s["ids"]), len(s["ids"])
     s["spread"] = None
 
 
@@ -461,9 +459,7 @@ def sec_tree() -> None:
             return
         import torch
 
-        from lmviz.sampling import next_logits
-
-        if not bool(torch.isfinite(torch.as_tensor(next_logits(b.model, ids))).all()):
+        if not bool(torch.isfinite(torch.as_tensor(session.next_logits(b, ids))).all()):
             st.warning(t("gen.nonfinite"))
             return
         c1, c2 = st.columns(2)

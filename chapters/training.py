@@ -428,8 +428,8 @@ def _attention(snap) -> None:
     layer = layers.index(c1.selectbox(t("train.layer"), layers, index=L - 1,
                                       key=f"train_att_layer_{lang()}_{L}") or layers[-1])
     head = heads.index(c2.selectbox(t("train.head"), heads, key=f"train_att_head_{lang()}_{H}") or heads[0])
-    fig = attention_figure(w[layer, head], labels, x_title=t("train.att_key"), y_title=t("train.att_query"),
-                           hover=t("train.att_hover"))
+    fig = render.figure(attention_figure, w[layer, head], labels, x_title=t("train.att_key"),
+                        y_title=t("train.att_query"), hover=t("train.att_hover"))
     render.plot(fig, key="train_att", filename=f"training-attention-L{layer + 1}-H{head + 1}")
     h = float(entropy(w[layer, head]))
     render.caption(t("train.att_note", h=f"{h:.2f}", step=snap.evals[-1].step if snap.evals else 0))

@@ -49,14 +49,14 @@ def _label(ch: gr.Choices, opt: str) -> str:
 def activity(b, sentence: str, ids: list[int], pos: int, tau: float) -> None:
     """The section's body for this session's role: ``ids`` the sentence's tokens, the room sees
     the first ``pos`` of them and guesses the next."""
-    from lmviz.sampling import next_logits, softmax_t
+    from lmviz.sampling import softmax_t
 
     prompt_ids, actual = ids[:pos], ids[pos]
     prompt = b.tokenizer.decode(prompt_ids)
     import torch
 
     with torch.no_grad():
-        logits = next_logits(b.model, prompt_ids)
+        logits = session.next_logits(b, prompt_ids)
     if not bool(torch.isfinite(logits).all()):
         st.warning(t("gen.nonfinite"))          # a model with NaN or infinite weights
         return
@@ -178,8 +178,9 @@ def results(ch: gr.Choices, counts, actual_opt: str | None, p_actual: float | No
     """The room beside the model, with the measures computed from both."""
     r = gr.compare(ch, counts)
     labels = [_label(ch, o) for o in r.options]
-    render.plot(room_figure(labels, r.room, r.model, names=(t("gen.room_fig_room"), t("gen.room_fig_model")),
-                            y_title=t("gen.fig.prob"), title=t("gen.room_fig_title", n=r.n)),
+    render.plot(render.figure(room_figure, labels, r.room, r.model,
+                              names=(t("gen.room_fig_room"), t("gen.room_fig_model")),
+                              y_title=t("gen.fig.prob"), title=t("gen.room_fig_title", n=r.n)),
                 key=f"room_fig:{'|'.join(r.options)}", filename="room-vs-model")
     lab = {o: literal(x) for o, x in zip(r.options, labels)}
     if mine is not None and mine in lab:

@@ -119,6 +119,21 @@ def model_key(bundle: Bundle) -> str:
     return f"{bundle.source}:{id(bundle.model)}"
 
 
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _next_logits(key: str, ids: tuple, _model):
+    from lmviz.sampling import next_logits
+
+    return next_logits(_model, list(ids))
+
+
+def next_logits(bundle: Bundle, ids) -> "torch.Tensor":
+    """lmviz.sampling.next_logits of the bundle's model after ``ids``, computed once per process
+    for the same model and ids and shared by every session (read-only: a room opening /generation
+    asks for the same prompt's logits 30 times). 32 entries: a pretrained vocabulary's logits are
+    ~0.6 MB each."""
+    return _next_logits(model_key(bundle), tuple(int(i) for i in ids), bundle.model)
+
+
 def set_session_bundle(bundle: Bundle | None) -> None:
     """Make ``bundle`` the model every chapter shows in this session (None: back to default).
     A trained or uploaded one is also kept as the menu's "trained" entry."""
