@@ -34,6 +34,18 @@ def pytest_configure(config):
                             "runs with LMVIZ_CLUSTER_TESTS=1")
 
 
+@pytest.fixture(autouse=True)
+def _apptest_session_ends():
+    """Every AppTest runs as the one session "test session id", so a session-scoped resource (a
+    training slot and its job) outlived the test that made it and showed in the next test's page
+    (the replay chapter then showed another test's run). After each test that session ends, as a
+    closed tab's does: its session caches are released (a job is stopped or handed to its grace)."""
+    yield
+    from streamlit.runtime.caching.cache_resource_api import clear_session_cache
+
+    clear_session_cache("test session id")
+
+
 @pytest.fixture(scope="session")
 def server():
     """One ``streamlit run serve.py`` on a free port for all browser tests (skips without Chromium,
