@@ -65,3 +65,36 @@ def test_a_table_from_columns_or_a_dataframe_is_escaped_once():
     assert cols.count("<tr>") == 3 and "<td>&lt;x&gt;</td>" in cols and "<td></td>" in cols
     frame = _table_html(pd.DataFrame({"p": [0.5]}, index=["我"]), True)
     assert "<th>我</th>" in frame and "<td>0.5</td>" in frame
+
+
+def _drawn_out_of_order():
+    """A page whose items are recorded in another order than they stand (a container filled after
+    what follows it, as a fragment's rerun fills its section), and a placeholder redrawn."""
+    import streamlit as st
+
+    from ui import handout, render
+
+    handout.start("t")
+    render.md("first")
+    later = st.container()
+    render.md("third")
+    with later:
+        render.md("second")
+    slot = st.empty()
+    with slot:
+        render.caption("old caption")
+    with slot:
+        render.caption("new caption")
+    st.session_state["out"] = handout.current()
+
+
+def test_items_come_in_page_order_and_a_redrawn_place_keeps_its_newest():
+    """A section revealed by its question in a fragment is recorded after everything below it;
+    the hand-out still reads in the page's order, and an item redrawn in the same place (a
+    slider's caption) replaces the old one instead of piling up."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_drawn_out_of_order, default_timeout=30).run()
+    assert not at.exception, [e.value for e in at.exception]
+    title, items = at.session_state["out"]
+    assert [obj for _, obj in items] == ["first", "second", "third", "new caption"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
-_EXPORT = "lmviz_export"          # session key: {"title": str, "items": {id: (kind, obj)}}
+_EXPORT = "lmviz_export"          # session key: {"title", "items": {id: (position, kind, obj)}, "at": {position: id}}
 MAX_ITEMS = 400                   # a live fragment (a training's tick) adds new text every second: keep the newest
 KATEX_DIR = Path(__file__).resolve().parent.parent / "assets" / "katex"
 
@@ -21,19 +21,53 @@ def start(title: str) -> None:
     st.session_state[_EXPORT] = {"title": title, "items": {}}
 
 
+def _position() -> tuple[int, ...]:
+    """Where the element just drawn stands: its delta path (root container, blocks, index). A
+    fragment's rerun draws at the places it had in the whole run, so items sorted by it read in
+    page order however they were recorded."""
+    from streamlit.delta_generator_singletons import context_dg_stack
+
+    cursor = context_dg_stack.get()[-1]._cursor
+    if cursor is None:
+        return ()
+    path = list(cursor.delta_path)
+    if not cursor.is_locked:     # a running cursor already points past the element it drew
+        path[-1] -= 1
+    return tuple(path)
+
+
 def remember(kind: str, ident: str, obj) -> None:
     """Keep one drawn item: kind "h" (heading), "md" (Markdown prose), "html" (markup built by
-    lmviz), "caption" (small print, Markdown), "tex" (a formula), "code", "table" ((data, show_index)) or "fig" ((figure, twin))."""
-    items = st.session_state.setdefault(_EXPORT, {"title": "", "items": {}})["items"]
-    items[ident] = (kind, obj)
+    lmviz), "caption" (small print, Markdown), "tex" (a formula), "code", "table" ((data, show_index)) or "fig" ((figure, twin)).
+    Called right after the item is drawn. An item recorded at the same place before (a fragment
+    that redrew it with other text: a slider's caption, a section revealed by its question) is
+    replaced, and the hand-out lists items in the order of their places on the page."""
+    export = st.session_state.setdefault(_EXPORT, {"title": "", "items": {}})
+    items, at = export["items"], export.setdefault("at", {})
+    pos = _position()
+    before = at.get(pos)
+    if pos and before is not None and before != ident and items.get(before, ((),))[0] == pos:
+        del items[before]
+    at[pos] = ident
+    items[ident] = (pos, kind, obj)
     while len(items) > MAX_ITEMS:
         del items[next(iter(items))]
 
 
-def current() -> tuple[str, list]:
-    """(title, items) of the chapter this session is drawing."""
-    export = st.session_state.get(_EXPORT) or {"title": "lmviz", "items": {}}
-    return export["title"], list(export["items"].values())
+def record() -> dict:
+    """This session's record of the chapter it draws. The same object takes what later fragment
+    reruns draw (until the next whole run starts a new one), so a download made from it when the
+    button is pressed holds the sections revealed since the button was drawn."""
+    return st.session_state.get(_EXPORT) or {"title": "lmviz", "items": {}}
+
+
+def current(rec: dict | None = None) -> tuple[str, list]:
+    """(title, [(kind, obj), ...]) of ``rec`` (default: the chapter this session is drawing), in
+    page order."""
+    rec = record() if rec is None else rec
+    # a copy first (one C call): a download's callable may read while a fragment's rerun records
+    ordered = sorted(rec["items"].copy().values(), key=lambda item: item[0])   # stable: ties keep their order
+    return rec["title"], [(kind, obj) for _, kind, obj in ordered]
 
 
 def _markdown_html(text: str) -> str:

@@ -528,20 +528,38 @@ def _draw_sections(sections, shown) -> None:
         # them, and that section is not drawn at all (its numbers never reach the browser) until
         # the answer is revealed (ui.classroom.revealed)
         asked = classroom.questions_for(key, first=(j == 0 and key == sections[0][0]))
-        for q in asked:
-            classroom.question_block(q)
-        section(key)
-        if all(classroom.revealed(q) for q in asked):
-            body()
+        if asked and classroom.alone():
+            _answered_here(key, body, asked)
         else:
-            classroom.hidden_note()
+            _asked_section(key, body, asked)
+
+
+def _asked_section(key: str, body, asked) -> None:
+    """The section ``key`` after its questions ``asked``: ``body`` once every one is revealed."""
+    from ui import classroom
+
+    for q in asked:
+        classroom.question_block(q)
+    section(key)
+    if all(classroom.revealed(q) for q in asked):
+        body()
+    else:
+        classroom.hidden_note()
+
+
+@st.fragment
+def _answered_here(key: str, body, asked) -> None:
+    """A student alone answers a section's questions in a fragment: a pick, Check or Skip reruns
+    this section (and draws it once revealed), not the whole chapter. In a class the reveal comes
+    from the lecturer's side, so a class draws its sections in the page's own run."""
+    _asked_section(key, body, asked)
 
 
 # ------------------------------------------------------------------------ hand-out -------
 def _download_html() -> None:
-    (title, items), language = handout.current(), lang()
+    rec, language = handout.record(), lang()
     slug = _safe_name(st.session_state.get("lmviz_page_file", "chapter").split("/")[-1].removesuffix(".py"))
     st.divider()
-    st.download_button(t("common.download_html"), data=lambda: handout.export_html(title, items, language),
+    st.download_button(t("common.download_html"), data=lambda: handout.export_html(*handout.current(rec), language),
                        file_name=f"lmviz-{slug}-{language}.html", mime="text/html",
                        icon=":material/download:", key="lmviz_download_html")
