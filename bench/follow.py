@@ -2,12 +2,13 @@
 
     python bench/follow.py --followers 30 [--moves 6] [--gap 3] [--time-limit 240]
 
-Starts ``streamlit run app.py`` on a free port on 127.0.0.1. A lecturer session opens
+Starts the app (``serve.py``, README's run command) on a free port on 127.0.0.1. A lecturer session opens
 /generation in presenter mode and presses "Start a class"; the class code is read from the
 student link the page shows. N follower sessions open the student link (``/?follow=CODE``, half
-in English, half in Chinese) on the home page and poll the class once a second, as a browser
-tab does (their joins spread over one second, so their polls are out of step); each must be switched to /generation by the server. The lecturer then moves the
-temperature slider ``--moves`` times, ``--gap`` seconds apart. A follower's lag for one move is
+in English, half in Chinese) on the home page and check the class every 0.25 s (``ui.classroom.FOLLOW_TICK_S``), as a
+browser tab does (their joins spread over one second, so their polls are out of step); each must be switched to /generation by the server. The
+lecturer first shows the answer of the question the τ section waits behind (predict, then reveal:
+the section is drawn on every screen of the class), then moves the temperature slider ``--moves`` times, ``--gap`` seconds apart. A follower's lag for one move is
 the time from the lecturer's message leaving the client to the first slider element the
 follower receives that carries the new value (what its screen would draw). The clients are
 websocket clients speaking Streamlit's own protocol (``ui/headless.py``): no browser draws,
@@ -43,10 +44,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from load import cpu_s, pct, print_latencies, rss_mb  # noqa: E402
+from ui.classroom import QUESTION_SECTION  # noqa: E402
 from ui.headless import Session  # noqa: E402
 
 VALUES = (0.5, 1.5, 0.25, 2.0, 0.75, 3.0, 1.25, 2.5)   # τ values the lecturer moves through
 TAU_KEY = "gen_tau"
+# the question the τ section (/generation's "gen.sec_temp") waits behind
+TAU_QUESTION = next(q for q, sec in QUESTION_SECTION.items() if sec == "gen.sec_temp")
 
 # In every browser follower's page, before Streamlit loads: every 10 ms, the value of the τ
 # slider (the slider labelled with τ) and the page's path; each change is pushed with Date.now().
@@ -147,6 +151,16 @@ async def start_class(lecturer: Session) -> tuple[str, str]:
     return m.group(1), link
 
 
+async def reveal_tau(lecturer: Session) -> None:
+    """The τ section waits behind its predict-then-reveal question: the lecturer shows the answer
+    (on every screen of the class), so the lecturer's page and the followers' draw the τ slider."""
+    show = lecturer.button(f"class_show:{TAU_QUESTION}")
+    if show is not None:
+        await lecturer.click(show)
+    if not await wait_for(lambda: tau_slider(lecturer) is not None, 60):
+        raise SystemExit("the lecturer's page shows no τ slider after the reveal")
+
+
 async def join(port: int, code: str, i: int, n: int, errors: list) -> Session:
     """Follower ``i`` of ``n`` opens the student link (half in English, half in Chinese). The joins
     spread over one second, so the followers' timers tick at different moments, as real tabs
@@ -185,6 +199,7 @@ async def run(args) -> None:
         await lecturer.wait_idle(timeout=180)
         code, link = await start_class(lecturer)
         print(f"class {code}; lecturer link {link}")
+        await reveal_tau(lecturer)
         rss0, t_join = rss_mb(pid), time.perf_counter()
 
         followers = list(await asyncio.gather(*(join(srv.port, code, i, args.followers, errors)
