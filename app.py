@@ -16,7 +16,7 @@ import streamlit as st  # noqa: E402
 
 warmup.lower_if_warm_visit(st.context.headers)   # the server's own first visit runs at nice 19
 
-from ui import render, session
+from ui import classroom, render, session
 from ui.chapters import registered
 from ui.i18n import LANG_NAMES, LANGS, t
 from ui.runtime import in_fragment_rerun
@@ -95,3 +95,4 @@ with st.sidebar:
     st.page_link(pages[0], label=t("common.chapter_list"), icon=":material/list:")
 
 nav.run()
+classroom.page_done()   # a follower's page update has run: its place at the gate is free

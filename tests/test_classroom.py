@@ -590,6 +590,22 @@ def test_the_gate_lets_a_few_through_and_their_places_lapse():
     assert g.enter("d") and len(g) == 1
 
 
+def test_a_waiting_gate_lets_the_next_in_when_a_place_is_left():
+    """A follower whose update finds the gate full waits for a place instead of its next check:
+    it gets in as soon as the holder leaves (its page run ended), and gives up after its wait."""
+    import time
+
+    from lmviz.server.classroom import Gate
+
+    g = Gate(1, lease_s=10)
+    assert g.enter("a")
+    assert not g.enter("b", wait_s=0.05)               # nobody left: refused after the wait
+    threading.Timer(0.1, g.leave, args=("a",)).start()
+    t0 = time.monotonic()
+    assert g.enter("b", wait_s=5)                       # in when a left, long before 5 s
+    assert time.monotonic() - t0 < 2 and len(g) == 1
+
+
 # -- a room activity that hands out items (the heads of a model) -------------------------------
 def test_items_go_round_the_room_and_each_report_counts_once(store, cls):
     """16 heads, 40 students: one head each in arrival order, every head twice or more; a second

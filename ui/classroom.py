@@ -67,9 +67,13 @@ FOLLOW_TICK_S = 0.25         # a follower's check of the class (a version read; 
 FOLLOW_POLLS_PER_S = 40      # ... slower in a big class: its followers check at most this often
                              # together (30 followers: every 0.75 s; 200: every 5 s)
 FOLLOW_TICK_MAX_S = 5.0
-FOLLOW_RERUNS = 3            # followers of one process that rerun their page at once (Gate): a
+FOLLOW_GATE_WAIT_S = 0.5     # a follower whose update finds the gate full waits this long for a place
+FOLLOW_RERUNS = 1            # followers of one process that rerun their page at once (Gate): a
                              # process runs Python on one core at a time, so more at once only
-                             # slows everyone, the lecturer included
+                             # slows everyone, the lecturer included (bench/follow.py, 30
+                             # followers, each leaving as its page run ends: 3 at once, the
+                             # lecturer's own rerun 0.06-1.5 s and followers' p95 1.7-2.9 s;
+                             # 1 at once, 0.04-0.25 s (once 0.58 s) and p95 0.66-0.77 s)
 
 # The section (ui.render.run_sections key) each question is asked just before.
 QUESTION_SECTION = {
@@ -420,6 +424,13 @@ def follower_bar() -> None:
     st.fragment(run_every=follow_period(f["followers"]))(_follower_tick)()
 
 
+def page_done() -> None:
+    """The end of a whole page run (app.py): a follower let through the gate for it leaves now,
+    so the next follower's update goes through without waiting for this one's next check."""
+    if _follow_state() and _connected():
+        follow_gate().leave(sid())
+
+
 def follow_period(followers: int) -> float:
     """Seconds between a follower's checks of its class: FOLLOW_TICK_S, longer in a big class."""
     return min(FOLLOW_TICK_MAX_S, max(FOLLOW_TICK_S, followers / FOLLOW_POLLS_PER_S))
@@ -453,9 +464,10 @@ def _follower_tick() -> None:
     if view.status != "live" or f["paused"]:
         return
     if view.changed:
-        # a browser's tab ticks, and leaves the gate at its next tick; a session without a
-        # client connection (AppTest) never ticks, so it does not queue there
-        if _connected() and not follow_gate().enter(sid()):
+        # a browser's tab leaves the gate when the page run ends (page_done) or at its next
+        # tick; a session without a client connection (AppTest) never ticks, so it does not
+        # queue there
+        if _connected() and not follow_gate().enter(sid(), wait_s=FOLLOW_GATE_WAIT_S):
             return   # this replica's follower updates are all busy: catch up at a later tick
         f["version"] = view.version
         f["view"] = view

@@ -1179,8 +1179,9 @@ class Gate:
     Classroom mode passes each follower's whole-page update through one gate per process, so
     that however many followers a replica holds, only a few rerun their page at once and the
     lecturer's own reruns keep most of the process (followers then catch up a little later,
-    the lecturer never waits for them). A follower leaves at its next tick, after its page ran;
-    the lease frees the place of one whose tab closed meanwhile. Thread-safe.
+    the lecturer never waits for them). A follower leaves when its page run ends (and at its
+    next check, whatever happened); the lease frees the place of one whose tab closed meanwhile.
+    Thread-safe.
     """
 
     def __init__(self, slots: int, lease_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
@@ -1188,24 +1189,30 @@ class Gate:
         self.lease_s = float(lease_s)
         self._clock = clock
         self._held: dict[str, float] = {}   # holder -> when its lease ends
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
 
-    def enter(self, holder: str) -> bool:
-        """Take a place (True), or keep one already held; False while every place is taken."""
+    def _take(self, holder: str) -> bool:
         now = self._clock()
-        with self._lock:
-            for h in [h for h, until in self._held.items() if until <= now]:
-                del self._held[h]
-            if holder in self._held:
-                return True
-            if len(self._held) >= self.slots:
-                return False
-            self._held[holder] = now + self.lease_s
+        for h in [h for h, until in self._held.items() if until <= now]:
+            del self._held[h]
+        if holder in self._held:
             return True
+        if len(self._held) >= self.slots:
+            return False
+        self._held[holder] = now + self.lease_s
+        return True
+
+    def enter(self, holder: str, wait_s: float = 0.0) -> bool:
+        """Take a place (True), or keep one already held; False while every place is taken,
+        after waiting up to ``wait_s`` seconds for one to be left (the followers of one change
+        then go through one after another instead of each waiting for its next check)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: self._take(holder), max(0.0, float(wait_s)))
 
     def leave(self, holder: str) -> None:
         with self._lock:
-            self._held.pop(holder, None)
+            if self._held.pop(holder, None) is not None:
+                self._lock.notify()
 
     def __len__(self) -> int:
         now = self._clock()
