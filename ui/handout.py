@@ -11,6 +11,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from ui.runtime import drawn_at
+
 _EXPORT = "lmviz_export"          # session key: {"title", "items": {id: (position, kind, obj)}, "at": {position: id}}
 MAX_ITEMS = 400                   # a live fragment (a training's tick) adds new text every second: keep the newest
 KATEX_DIR = Path(__file__).resolve().parent.parent / "assets" / "katex"
@@ -21,21 +23,6 @@ def start(title: str) -> None:
     st.session_state[_EXPORT] = {"title": title, "items": {}}
 
 
-def _position() -> tuple[int, ...]:
-    """Where the element just drawn stands: its delta path (root container, blocks, index). A
-    fragment's rerun draws at the places it had in the whole run, so items sorted by it read in
-    page order however they were recorded."""
-    from streamlit.delta_generator_singletons import context_dg_stack
-
-    cursor = context_dg_stack.get()[-1]._cursor
-    if cursor is None:
-        return ()
-    path = list(cursor.delta_path)
-    if not cursor.is_locked:     # a running cursor already points past the element it drew
-        path[-1] -= 1
-    return tuple(path)
-
-
 def remember(kind: str, ident: str, obj) -> None:
     """Keep one drawn item: kind "h" (heading), "md" (Markdown prose), "html" (markup built by
     lmviz), "caption" (small print, Markdown), "tex" (a formula), "code", "table" ((data, show_index)) or "fig" ((figure, twin)).
@@ -44,7 +31,7 @@ def remember(kind: str, ident: str, obj) -> None:
     replaced, and the hand-out lists items in the order of their places on the page."""
     export = st.session_state.setdefault(_EXPORT, {"title": "", "items": {}})
     items, at = export["items"], export.setdefault("at", {})
-    pos = _position()
+    pos = drawn_at()
     before = at.get(pos)
     if pos and before is not None and before != ident and items.get(before, ((),))[0] == pos:
         del items[before]

@@ -10,3 +10,18 @@ def in_fragment_rerun() -> bool:
 
     ctx = get_script_run_ctx()
     return bool(ctx and ctx.fragment_ids_this_run)
+
+
+def drawn_at() -> tuple[int, ...]:
+    """Where the element just drawn stands: its delta path (root container, blocks, index); ()
+    outside a script run. A fragment's rerun draws at the places it had in the whole run, so
+    things sorted by it read in page order however they were drawn (ui.handout)."""
+    from streamlit.delta_generator_singletons import context_dg_stack
+
+    cursor = context_dg_stack.get()[-1]._cursor
+    if cursor is None:
+        return ()
+    path = list(cursor.delta_path)
+    if not cursor.is_locked:     # a running cursor already points past the element it drew
+        path[-1] -= 1
+    return tuple(path)
