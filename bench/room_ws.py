@@ -21,11 +21,12 @@ figure drawn), and whether the count the lecturer sees is exactly N (no answer l
 twice). Then the server's resident memory per student. The last line reads
 ``room last answer -> presenter p50 X s, p95 Y s, max Z s, students N``.
 
-Measured so far (2026-12-02, 2-core machine): 12 students, 3 rounds, every count exact; 30 and
-100 students not yet: at 30 about half the students never received the question within 60 s, at
-100 the lecturer's own "ask" run did not finish within 180 s. Whether this client or the server
-is the cause is not established (``bench/follow.py`` also no longer gets its followers to the
-τ slider, which now waits behind the chapter's predict-then-reveal question).
+Measured (2-core machine): 2026-12-02, 12 students, 3 rounds, every count exact; 30 and 100 not
+then (at 30 about half the students never received the question within 60 s, at 100 the
+lecturer's own "ask" run did not finish within 180 s). 2026-12-03, after the followers' gate
+lets one follower's page update through at a time and frees it as that run ends: 30 students,
+every answer confirmed, sent p95 0.48-0.85 s; 100 students, 99 of 100 see the question each
+round, sent p95 3.0-3.3 s. See the README's benchmark table.
 """
 from __future__ import annotations
 
