@@ -49,29 +49,3 @@ def test_answering_numbers_are_absent_until_the_reveal(server, browser, lang, ho
         shot(pg, f"reveal-after-{lang}")
     finally:
         ctx.close()
-
-
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_a_student_alone_reveals_a_section_without_rerunning_the_chapter(server, lang):
-    """A pick, Check or Skip of a student alone reruns the question's own section (a fragment),
-    not the whole chapter: a room of students skipping their way through a chapter cost the
-    server one whole run per question each. The answering section arrives in that run."""
-    from tests.conftest import run_async
-    from ui.headless import FINISHED_OK, Session
-
-    s = by_id("gen_tau_half").solve()
-    answer = s.explain_args["p2"]
-
-    async def scenario():
-        async with Session(server.port, "generation", f"lang={lang}", auto_rerun=False) as c:
-            await c.wait_idle(120)
-            skip = c.button("class_solo:gen_tau_half:skip")
-            assert skip is not None and skip.fragment_id            # drawn inside a fragment
-            assert not any(answer in x for x in c.texts)
-            await c.click(skip, timeout=120)
-            return c.finished_status, c.texts, c.errors
-
-    status, texts, errors = run_async(scenario())
-    assert errors == []
-    assert status == FINISHED_OK[1]                                  # a fragment run, not the page's
-    assert any(answer in x for x in texts)                           # the explanation and the τ table

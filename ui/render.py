@@ -528,33 +528,13 @@ def _draw_sections(sections, shown) -> None:
         # them, and that section is not drawn at all (its numbers never reach the browser) until
         # the answer is revealed (ui.classroom.revealed)
         asked = classroom.questions_for(key, first=(j == 0 and key == sections[0][0]))
-        if asked and classroom.alone() and not presenting():
-            _answered_here(key, body, asked)
+        for q in asked:
+            classroom.question_block(q)
+        section(key)
+        if all(classroom.revealed(q) for q in asked):
+            body()
         else:
-            _asked_section(key, body, asked)
-
-
-def _asked_section(key: str, body, asked) -> None:
-    """The section ``key`` after its questions ``asked``: ``body`` once every one is revealed."""
-    from ui import classroom
-
-    for q in asked:
-        classroom.question_block(q)
-    section(key)
-    if all(classroom.revealed(q) for q in asked):
-        body()
-    else:
-        classroom.hidden_note()
-
-
-@st.fragment
-def _answered_here(key: str, body, asked) -> None:
-    """A student alone answers a section's questions in a fragment: a pick, Check or Skip reruns
-    this section (and draws it once revealed), not the whole chapter. In a class the reveal comes
-    from the lecturer's side, so a class draws its sections in the page's own run; so does
-    presenter mode, whose slides (assets/js/slides.js) mark the page's own elements as steps: a
-    lecturer who starts a class there found the reused nodes of the fragment left inert."""
-    _asked_section(key, body, asked)
+            classroom.hidden_note()
 
 
 # ------------------------------------------------------------------------ hand-out -------
