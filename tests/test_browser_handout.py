@@ -40,19 +40,10 @@ def test_a_handout_opened_offline_reads_like_the_page(server, browser, lang, tmp
         n_tables = main.locator("[data-testid=stDataFrame]").count()
         assert paragraphs and n_tex >= 3 and n_tables >= 2
         path = tmp_path / f"handout-{lang}.html"
-        # the file is made when the button is pressed (a deferred download); once in a clean-clone
-        # CI run the first press gave no download within 90 s (cause not found: a rerun between
-        # drawing the button and the press replaces its deferred file), so a second press is allowed,
-        # as a student would press again, within the same 90 s in all
-        for attempt in (1, 2):
-            wait_idle(pg)
-            try:
-                with pg.expect_download(timeout=45_000) as dl:
-                    pg.get_by_role("button", name=translate("common.download_html", lang)).click()
-                break
-            except Exception:  # noqa: BLE001 - playwright's TimeoutError; the second one fails the test
-                if attempt == 2:
-                    raise
+        # the file is made when the button is pressed (a deferred download): one press, one file
+        wait_idle(pg)
+        with pg.expect_download(timeout=90_000) as dl:
+            pg.get_by_role("button", name=translate("common.download_html", lang)).click()
         dl.value.save_as(path)
         off = browser.new_context(offline=True)
         fetched = []
@@ -74,3 +65,58 @@ def test_a_handout_opened_offline_reads_like_the_page(server, browser, lang, tmp
         off.close()
     finally:
         ctx.close()
+
+
+def test_every_press_downloads_while_another_session_keeps_running(server, browser):
+    """A press makes the file and reruns nothing: with Streamlit's default rerun on a press, the
+    press's own run marked the new file as nobody's and the next run to end anywhere on the
+    server (here, another student's slider) deleted it before the browser fetched it; half the
+    presses gave no download (5 of 10 in a measured run, 0 of 10 after)."""
+    import asyncio
+    import threading
+
+    from ui.headless import Session
+
+    stop, moved = threading.Event(), []
+
+    def another_student():
+        async def go():
+            async with Session(server.port, "generation", "lang=en") as c:
+                await c.wait_idle(120)
+                await c.skip_questions()
+                i = 0
+                while not stop.is_set():
+                    w = next((w for w in c.sliders() if w.id.endswith("gen_tau")), None)
+                    if w is None:
+                        await asyncio.sleep(0.2)
+                        continue
+                    i += 1
+                    await c.move_slider(w, (0.5, 0.8, 1.3)[i % 3])
+                    moved.append(i)
+        asyncio.run(go())
+
+    th = threading.Thread(target=another_student, daemon=True)
+    th.start()
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    pg = ctx.new_page()
+    pg.set_default_timeout(90_000)
+    got = []
+    try:
+        pg.goto(server.url("generation", lang="en"), wait_until="domcontentloaded")
+        wait_idle(pg)
+        for _ in range(4):
+            button = pg.locator("[data-testid=stDownloadButton] button").last
+            button.scroll_into_view_if_needed()
+            try:
+                with pg.expect_download(timeout=30_000) as dl:
+                    button.click()
+                got.append(dl.value.path().stat().st_size > 0)
+            except Exception:  # noqa: BLE001 - playwright's TimeoutError: no download for this press
+                got.append(False)
+            pg.wait_for_timeout(500)
+    finally:
+        stop.set()
+        th.join(30)
+        ctx.close()
+    assert len(moved) >= 4                     # the other session did keep running
+    assert got == [True] * 4

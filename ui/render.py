@@ -539,9 +539,13 @@ def _draw_sections(sections, shown) -> None:
 
 # ------------------------------------------------------------------------ hand-out -------
 def _download_html() -> None:
+    # on_click="ignore": a press makes the file and nothing else. With Streamlit's default (a
+    # rerun on every press) the press's own run, ending while the file was fetched, marked the
+    # made file as no session's, and the next run to end anywhere deleted it: the browser's
+    # fetch then found nothing, and the press did nothing (a failed download in CI, twice)
     rec, language = handout.record(), lang()
     slug = _safe_name(st.session_state.get("lmviz_page_file", "chapter").split("/")[-1].removesuffix(".py"))
     st.divider()
     st.download_button(t("common.download_html"), data=lambda: handout.export_html(*handout.current(rec), language),
-                       file_name=f"lmviz-{slug}-{language}.html", mime="text/html",
+                       file_name=f"lmviz-{slug}-{language}.html", mime="text/html", on_click="ignore",
                        icon=":material/download:", key="lmviz_download_html")
