@@ -195,6 +195,12 @@ def follow_code() -> str:
     return f["code"] if f else ""
 
 
+def alone() -> bool:
+    """True while this session neither lectures nor follows a class (or has stepped away from
+    the one it follows): its questions are its own to answer."""
+    return not lecturing() and not following()
+
+
 def following() -> bool:
     """True while this session follows a live class and has not stepped away."""
     f = _follow_state()

@@ -25,7 +25,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.Slider_pb2 import Slider as SliderProto
 
-FINISHED_OK = (0, 3)            # ScriptFinishedStatus: whole run, fragment run
+FINISHED_OK = (0, 3)            # ScriptFinishedStatus: whole run, fragment run (in that order)
 FINISHED_RERUN = 2              # stopped early because another rerun was requested
 
 
@@ -65,6 +65,7 @@ class Session:
         self._labelled: set[str] = set()               # select sliders: state sent as option labels
         self._finished = asyncio.Event()
         self.runs = 0
+        self.finished_status: int | None = None        # ScriptFinishedStatus of the last run that ended
 
     async def __aenter__(self) -> "Session":
         url = f"ws://127.0.0.1:{self.port}/_stcore/stream"
@@ -152,6 +153,7 @@ class Session:
                             timer.cancel()
                         self._registered.discard(fid)
                 elif kind == "script_finished":
+                    self.finished_status = fm.script_finished
                     if fm.script_finished == 0:
                         # a whole-script run ended: fragments it did not register are gone
                         for fid in set(self._timers) - self._registered:

@@ -528,13 +528,36 @@ def _draw_sections(sections, shown) -> None:
         # them, and that section is not drawn at all (its numbers never reach the browser) until
         # the answer is revealed (ui.classroom.revealed)
         asked = classroom.questions_for(key, first=(j == 0 and key == sections[0][0]))
-        for q in asked:
-            classroom.question_block(q)
-        section(key)
-        if all(classroom.revealed(q) for q in asked):
-            body()
+        if asked and classroom.alone() and not presenting() and not all(map(classroom.revealed, asked)):
+            _answered_here(key, body, asked)
         else:
-            classroom.hidden_note()
+            _asked_section(key, body, asked)
+
+
+def _asked_section(key: str, body, asked) -> None:
+    """The section ``key`` after its questions ``asked``: ``body`` once every one is revealed."""
+    from ui import classroom
+
+    for q in asked:
+        classroom.question_block(q)
+    section(key)
+    if all(classroom.revealed(q) for q in asked):
+        body()
+    else:
+        classroom.hidden_note()
+
+
+@st.fragment
+def _answered_here(key: str, body, asked) -> None:
+    """A student alone answers a section's questions in a fragment: a pick, Check or Skip reruns
+    this section (and draws it once revealed), not the whole chapter. Only while a question is
+    open: once every one is revealed, the page's next run draws the section in that run, so
+    whatever its body starts (a training and its buttons) follows the page; a body that polls a
+    task asks for that run at once (``ui.session.poll``). In a class the reveal comes from the
+    lecturer's side, so a class draws its sections in the page's own run; so does presenter mode,
+    whose slides (assets/js/slides.js) mark the page's own elements as steps: a lecturer who
+    starts a class there found the reused nodes of the fragment left inert."""
+    _asked_section(key, body, asked)
 
 
 # ------------------------------------------------------------------------ hand-out -------

@@ -298,8 +298,17 @@ def poll(snapshot, draw, *, every: float = 1.0) -> None:
     takes longer than the interval is interrupted by the next tick, which leaves the same hidden
     copies; so the interval follows the runs: when the last run took longer than the interval, the
     page reruns once and the fragment comes back with twice the run's time (at most
-    ``MAX_POLL_S``); each full rerun picks the interval again from the last run's time."""
+    ``MAX_POLL_S``); each full rerun picks the interval again from the last run's time.
+
+    A poll is drawn in the page's own run: reached while another fragment reruns on its own (a
+    section a student alone has just revealed, ``ui.render._answered_here``), it asks for that
+    run, so that its start and end rerun the page and not that fragment alone."""
     import time
+
+    from ui.runtime import in_fragment_rerun
+
+    if in_fragment_rerun():
+        st.rerun()
 
     first = snapshot()
     active = first is not None and first.active
