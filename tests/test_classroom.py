@@ -606,6 +606,38 @@ def test_a_waiting_gate_lets_the_next_in_when_a_place_is_left():
     assert time.monotonic() - t0 < 2 and len(g) == 1
 
 
+def test_the_gate_serves_followers_in_the_order_they_first_asked():
+    """A follower refused a place keeps its place in line: when the place is left, it goes in
+    before one that came to the gate later, even one that has waited there longer (before, the
+    place went to whoever won the race, and 1 of 100 followers lost it for a minute)."""
+    import time
+
+    from lmviz.server.classroom import Gate
+
+    g = Gate(1, lease_s=10)
+    assert g.enter("a")
+    assert not g.enter("b", wait_s=0.01)                # b asks first, and is refused
+    got = []
+
+    def wait(holder):
+        if g.enter(holder, wait_s=5):
+            got.append(holder)
+
+    late = threading.Thread(target=wait, args=("c",))
+    late.start()                                         # c asks after b, waits from now on
+    time.sleep(0.05)
+    first = threading.Thread(target=wait, args=("b",))
+    first.start()                                        # b's next check waits at the gate too
+    time.sleep(0.05)
+    g.leave("a")
+    first.join(2)
+    assert got == ["b"] and late.is_alive()
+    g.leave("b")
+    late.join(2)
+    assert got == ["b", "c"]
+    assert g.enter("d") is False and g._since.keys() == {"d"}   # only who still waits keeps a place
+
+
 # -- a room activity that hands out items (the heads of a model) -------------------------------
 def test_items_go_round_the_room_and_each_report_counts_once(store, cls):
     """16 heads, 40 students: one head each in arrival order, every head twice or more; a second

@@ -1181,7 +1181,11 @@ class Gate:
     lecturer's own reruns keep most of the process (followers then catch up a little later,
     the lecturer never waits for them). A follower leaves when its page run ends (and at its
     next check, whatever happened); the lease frees the place of one whose tab closed meanwhile.
-    Thread-safe.
+
+    First come, first served: a holder keeps its place in line from its first ``enter`` until it
+    gets in, and of the holders waiting at the gate the one in line longest goes first.
+    (Without it, 1 of 100 followers in ``bench/room_ws.py`` lost every race for the place for a
+    minute, its page stuck on the last question, while the others went through.) Thread-safe.
     """
 
     def __init__(self, slots: int, lease_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
@@ -1189,6 +1193,8 @@ class Gate:
         self.lease_s = float(lease_s)
         self._clock = clock
         self._held: dict[str, float] = {}   # holder -> when its lease ends
+        self._since: dict[str, float] = {}  # holder asking for a place -> when it first asked (its place in line)
+        self._waiting: dict[str, int] = {}  # holder -> its calls now waiting at the gate
         self._lock = threading.Condition()
 
     def _take(self, holder: str) -> bool:
@@ -1196,23 +1202,42 @@ class Gate:
         for h in [h for h, until in self._held.items() if until <= now]:
             del self._held[h]
         if holder in self._held:
+            self._since.pop(holder, None)
             return True
-        if len(self._held) >= self.slots:
+        free = self.slots - len(self._held)
+        mine = (self._since[holder], holder)
+        ahead = sum(1 for h in self._waiting if h != holder and (self._since.get(h, now), h) < mine)
+        if free <= ahead:
             return False
         self._held[holder] = now + self.lease_s
+        self._since.pop(holder, None)
         return True
 
     def enter(self, holder: str, wait_s: float = 0.0) -> bool:
-        """Take a place (True), or keep one already held; False while every place is taken,
-        after waiting up to ``wait_s`` seconds for one to be left (the followers of one change
-        then go through one after another instead of each waiting for its next check)."""
+        """Take a place (True), or keep one already held; False while every place is taken or
+        promised to holders in line before this one, after waiting up to ``wait_s`` seconds for
+        one to be left (the followers of one change then go through one after another, in the
+        order they came, instead of each waiting for its next check)."""
         with self._lock:
-            return self._lock.wait_for(lambda: self._take(holder), max(0.0, float(wait_s)))
+            now = self._clock()
+            for h in [h for h, t in self._since.items() if t < now - 10 * self.lease_s and h not in self._waiting]:
+                del self._since[h]                     # gone for long: a closed tab's place in line
+            self._since.setdefault(holder, now)        # its place in line, kept until it gets in
+            self._waiting[holder] = self._waiting.get(holder, 0) + 1
+            try:
+                ok = self._lock.wait_for(lambda: self._take(holder), max(0.0, float(wait_s)))
+            finally:
+                self._waiting[holder] -= 1
+                if not self._waiting[holder]:
+                    del self._waiting[holder]
+            if not ok:
+                self._lock.notify_all()                # one fewer waiting ahead of the others
+            return ok
 
     def leave(self, holder: str) -> None:
         with self._lock:
             if self._held.pop(holder, None) is not None:
-                self._lock.notify()
+                self._lock.notify_all()                # the first in line among the waiting goes in
 
     def __len__(self) -> int:
         now = self._clock()
