@@ -19,7 +19,7 @@ warmup.lower_if_warm_visit(st.context.headers)   # the server's own first visit 
 from ui import classroom, render, session
 from ui.chapters import registered
 from ui.i18n import LANG_NAMES, LANGS, t
-from ui.runtime import in_fragment_rerun
+from ui.runtime import in_fragment_rerun, page_run
 
 # Language and presenter mode: from the URL on a session's first run, then from the sidebar;
 # always written back to the URL so a shared link opens the same way. They are plain session
@@ -94,5 +94,5 @@ with st.sidebar:
     session.model_menu()
     st.page_link(pages[0], label=t("common.chapter_list"), icon=":material/list:")
 
-nav.run()
-classroom.page_done()   # a follower's page update has run: its place at the gate is free
+with page_run(classroom.page_done):   # a follower's page update has run: its place at the gate is free
+    nav.run()

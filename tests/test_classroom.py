@@ -638,6 +638,34 @@ def test_the_gate_serves_followers_in_the_order_they_first_asked():
     assert g.enter("d") is False and g._since.keys() == {"d"}   # only who still waits keeps a place
 
 
+def test_a_follower_applies_the_class_again_when_its_page_run_was_cut_short():
+    """A follower's check applies a new class version and asks for a page run; the version counts
+    as shown only once that run has ended (page_done). In bench/room_ws.py, 1 to 3 of 100
+    followers a round took the version, had that run cut short before their page drew the
+    lecturer's question, and never saw it; now their next check applies it again."""
+    from ui.classroom import known_version
+
+    f = {"version": 7, "drawing": 7}                 # applied at a check, its page run not ended
+    assert known_version(f, ticking=False) == 7        # the page run itself: nothing to apply
+    assert known_version(f, ticking=True) == -1        # the next check: that run never ended
+    f.pop("drawing")                                   # page_done: the page drew version 7
+    assert known_version(f, ticking=True) == 7
+
+
+def test_a_page_run_is_done_when_it_ends_stops_or_fails_but_not_when_replaced():
+    from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
+
+    from ui.runtime import page_run
+
+    done = []
+    with page_run(lambda: done.append("end")):
+        pass
+    for exc, name in ((StopException(), "stop"), (ValueError("x"), "error"), (RerunException(None), "rerun")):
+        with pytest.raises(type(exc)), page_run(lambda n=name: done.append(n)):
+            raise exc
+    assert done == ["end", "stop", "error"]          # a replaced run leaves it to the next one
+
+
 # -- a room activity that hands out items (the heads of a model) -------------------------------
 def test_items_go_round_the_room_and_each_report_counts_once(store, cls):
     """16 heads, 40 students: one head each in arrival order, every head twice or more; a second

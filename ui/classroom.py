@@ -427,13 +427,24 @@ def follower_bar() -> None:
 def page_done() -> None:
     """The end of a whole page run (app.py): a follower let through the gate for it leaves now,
     so the next follower's update goes through without waiting for this one's next check."""
-    if _follow_state() and _connected():
+    f = _follow_state()
+    if f:
+        f.pop("drawing", None)          # the page has drawn the version it was let in for
+    if f and _connected():
         follow_gate().leave(sid())
 
 
 def follow_period(followers: int) -> float:
     """Seconds between a follower's checks of its class: FOLLOW_TICK_S, longer in a big class."""
     return min(FOLLOW_TICK_MAX_S, max(FOLLOW_TICK_S, followers / FOLLOW_POLLS_PER_S))
+
+
+def known_version(f: dict, ticking: bool) -> int:
+    """The class version this follower's page shows: the one it applied, once the page run it
+    asked for has ended (page_done); at a check that finds that run never ended (cut short
+    before the page drew the lecturer's state), none, so the state is applied again
+    (tests/test_classroom.py)."""
+    return -1 if ticking and f.get("drawing") is not None else f["version"]
 
 
 def _follower_tick() -> None:
@@ -443,7 +454,7 @@ def _follower_tick() -> None:
     ticking = in_fragment_rerun()
     if ticking:
         follow_gate().leave(sid())   # the page run this follower was let in for has finished
-    view = store().follow(f["code"], sid(), -2 if f["paused"] else f["version"])
+    view = store().follow(f["code"], sid(), -2 if f["paused"] else known_version(f, ticking))
     if view.status in ("ended", "not_found", "bad_code", "rate_limited", "bad_session"):
         reason = view.reason or view.status
         _stop_following(_vanished(f.get("epoch")) if reason == "not_found" and f.get("epoch") else reason)
@@ -471,6 +482,7 @@ def _follower_tick() -> None:
             return   # this replica's follower updates are all busy: catch up at a later tick
         f["version"] = view.version
         f["view"] = view
+        f["drawing"] = view.version
         _apply(view, f)
     elif f["view"] is not None and view.question != f["view"].question:
         f["view"] = view     # counts after a reveal (no version move): keep the latest

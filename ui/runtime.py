@@ -1,6 +1,8 @@
 """What lmviz asks of Streamlit's private runtime, in one place (Streamlit 1.67)."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 
 def in_fragment_rerun() -> bool:
     """True while a fragment reruns on its own (its timer or a widget inside it), False in a full
@@ -25,3 +27,20 @@ def drawn_at() -> tuple[int, ...]:
     if not cursor.is_locked:     # a running cursor already points past the element it drew
         path[-1] -= 1
     return tuple(path)
+
+
+@contextmanager
+def page_run(done):
+    """Run the page inside; call ``done()`` when it has drawn all it will: at its end, where it
+    stopped itself (``st.stop``: a chapter waiting for its text or its task) or failed. Not when
+    the run was cut short for another one (``st.rerun``, ``st.switch_page``): that one calls it."""
+    from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
+
+    try:
+        yield
+    except RerunException:
+        raise
+    except BaseException:
+        done()
+        raise
+    done()
