@@ -69,9 +69,9 @@ def test_a_handout_opened_offline_reads_like_the_page(server, browser, lang, tmp
 
 def test_every_press_downloads_while_another_session_keeps_running(server, browser):
     """A press makes the file and reruns nothing: with Streamlit's default rerun on a press, the
-    press's own run marked the new file as nobody's and the next run to end anywhere on the
-    server (here, another student's slider) deleted it before the browser fetched it; half the
-    presses gave no download (5 of 10 in a measured run, 0 of 10 after)."""
+    press's own run raced the making of the file (it re-registers the button and, as it ends,
+    sweeps what no session references) while another student's slider kept the server busy; half
+    the presses gave no download (5 of 10 in a measured run, 0 of 10 after)."""
     import asyncio
     import threading
 

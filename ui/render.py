@@ -563,9 +563,10 @@ def _answered_here(key: str, body, asked) -> None:
 # ------------------------------------------------------------------------ hand-out -------
 def _download_html() -> None:
     # on_click="ignore": a press makes the file and nothing else. With Streamlit's default (a
-    # rerun on every press) the press's own run, ending while the file was fetched, marked the
-    # made file as no session's, and the next run to end anywhere deleted it: the browser's
-    # fetch then found nothing, and the press did nothing (a failed download in CI, twice)
+    # rerun on every press) the press's own run raced the making of the file: that run gives the
+    # button a new deferred id and, as it ends, sweeps what no session references (the pressed
+    # id, or the file made for it), so the browser's request or fetch found nothing and the press
+    # did nothing (half the presses with another session busy; a failed download in CI, twice)
     rec, language = handout.record(), lang()
     slug = _safe_name(st.session_state.get("lmviz_page_file", "chapter").split("/")[-1].removesuffix(".py"))
     st.divider()
