@@ -313,9 +313,8 @@ def _status(snap) -> None:
         if info.get("unknown"):
             render.caption(t("train.ft_unknown", n=info["n_unknown"], chars=literal(" ".join(info["unknown"]))))
     m = st.columns(4)
-    last = snap.steps[-1].loss if snap.steps else float("nan")
     ev = snap.evals[-1] if snap.evals else None
-    m[0].metric(t("train.m_train"), f"{last:.3f}")
+    m[0].metric(t("train.m_train"), f"{snap.steps[-1].loss:.3f}" if snap.steps else "—")
     m[1].metric(t("train.m_val"), f"{ev.val_loss:.3f}" if ev else "—",
                 delta=f"{ev.val_loss - snap.evals[0].val_loss:+.3f}" if ev and len(snap.evals) > 1 else None,
                 delta_color="inverse")

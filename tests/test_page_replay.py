@@ -201,3 +201,20 @@ def test_start_a_training_through_the_websocket_client_raises_nothing():
     assert errors == [], errors
     assert len(seen) >= 3, seen                                 # the slider followed new snapshots
     assert w.value[0] in w.options
+
+
+def test_a_run_without_a_replay_says_why_from_its_state():
+    """The replay's message follows the run's state: a run stopped before its first step is not
+    said to lack known tokens (what a run that kept no snapshots is told)."""
+    from ui.replay_section import Source, missing_key
+
+    def live(state, steps):
+        return Source("live", None, None, steps, state in ("running", "paused"), state)
+
+    assert missing_key(Source("upload", None, None, [], False)) == "train.replay_missing"
+    assert missing_key(live("preparing", [])) == "train.replay_none"
+    assert missing_key(live("stopped", [])) == "train.replay_before_steps"
+    assert missing_key(live("stopped", ["a step"])) == "train.replay_off"
+    assert missing_key(live("done", ["a step"])) == "train.replay_off"
+    for lang in ("en", "zh"):
+        assert translate("train.replay_before_steps", lang) != translate("train.replay_off", lang)

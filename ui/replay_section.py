@@ -93,13 +93,25 @@ def _choose_step(snaps) -> int:
     return st.session_state[STEP_KEY]
 
 
+def missing_key(src: Source) -> str:
+    """Why a source has no replay, as a catalogue key: an uploaded file without one, a run that
+    has not started its steps yet, a run stopped before its first step, or a run that kept none
+    (its probe sentence or prompt had no token its tokenizer knows)."""
+    if src.kind == "upload":
+        return "train.replay_missing"
+    if src.state in ("queued", "preparing", "new"):
+        return "train.replay_none"
+    if not src.steps:
+        return "train.replay_before_steps"
+    return "train.replay_off"
+
+
 def _draw(src: Source | None) -> None:
     if src is None:
         st.info(t("train.replay_default"))
         return
     if src.replay is None:
-        st.info(t("train.replay_missing") if src.kind == "upload" else
-                t("train.replay_none") if src.state in ("queued", "preparing", "new") else t("train.replay_off"))
+        st.info(t(missing_key(src)))
         return
     snaps = list(src.replay.snapshots)
     if not snaps or src.tokenizer is None:
