@@ -113,7 +113,10 @@ async def served(load_n: int, limit_s: float, lang: str = "zh") -> dict:
     from tests.browser_util import Server
     from ui.headless import Session
 
+    from ui.i18n import catalogue
+
     crossed_re = _template_regex("claim.baseline.crossed", lang)
+    failed = catalogue(lang)["train.error"].split("{msg}")[0]   # the page's "stopped with an error: "
     pace_re = _template_regex("claim.pace.faster", lang), _template_regex("claim.pace.slower", lang), \
         _template_regex("claim.pace.as_estimated", lang)
     srv = Server()
@@ -132,8 +135,11 @@ async def served(load_n: int, limit_s: float, lang: str = "zh") -> dict:
         t0 = time.perf_counter()
         await s.click(s.button("train_start"))
         seen = t0                                         # the log is capped: read it by time
-        while time.perf_counter() < deadline and "crossed" not in rec:
+        while time.perf_counter() < deadline and "crossed" not in rec and "error" not in rec:
             await asyncio.sleep(0.2)
+            rec["error"] = next((a for a in s.alerts if a.startswith(failed)), None)
+            if rec["error"] is None:
+                del rec["error"]
             new = [(at, text) for at, text in s.text_log if at > seen]
             seen = new[-1][0] if new else seen
             for at, text in new:
@@ -170,7 +176,8 @@ def with_load(loads: list[int], limit_s: float) -> None:
     for r in recs:
         c, p = r.get("crossed"), r.get("pace")
         cross = (f"crossed the unigram baseline {c['wall']:.1f} s after Start (the page: step {c['step']}, "
-                 f"{c['secs']:.0f} s of steps)" if c else f"not crossed within {limit_s:.0f} s")
+                 f"{c['secs']:.0f} s of steps)" if c else
+                 f"the training failed: {r['error']}" if r.get("error") else f"not crossed within {limit_s:.0f} s")
         pace_txt = (f"; last stated pace {p['sps']:.1f} steps/s ({p['step_sps']:.1f} steps alone, "
                     f"estimate {p['est']:.1f})" if p else "")
         print(f"with load {r['load']:3d}: {cross}{pace_txt}; slider moves {r['moves']}, p95 "
