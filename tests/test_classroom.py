@@ -609,7 +609,7 @@ def test_a_waiting_gate_lets_the_next_in_when_a_place_is_left():
 def test_the_gate_serves_followers_in_the_order_they_first_asked():
     """A follower refused a place keeps its place in line: when the place is left, it goes in
     before one that came to the gate later, even one that has waited there longer (before, the
-    place went to whoever won the race, and 1 of 100 followers lost it for a minute)."""
+    place went to whoever took the lock first, and a woken waiter could lose it again and again)."""
     import time
 
     from lmviz.server.classroom import Gate

@@ -1183,9 +1183,9 @@ class Gate:
     next check, whatever happened); the lease frees the place of one whose tab closed meanwhile.
 
     First come, first served: a holder keeps its place in line from its first ``enter`` until it
-    gets in, and of the holders waiting at the gate the one in line longest goes first.
-    (Without it, 1 of 100 followers in ``bench/room_ws.py`` lost every race for the place for a
-    minute, its page stuck on the last question, while the others went through.) Thread-safe.
+    gets in, and of the holders waiting at the gate the one in line longest goes first. (Without
+    it a woken waiter could lose the place to a newcomer and wait again behind it, so one
+    follower could lose round after round while the others went through.) Thread-safe.
     """
 
     def __init__(self, slots: int, lease_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
