@@ -16,10 +16,21 @@ def button(at, key):
     return next(b for b in at.button if b.key == key)
 
 
-def loss_points(at) -> int:
+def _loss_x(at):
     figs = [f for f in figures(at) if f["data"] and f["data"][0].get("mode") == "lines"
             and len(f["data"]) >= 2 and f["data"][1].get("mode") == "lines+markers"]
-    return len(decode(figs[0]["data"][0]["x"])) if figs else 0
+    return decode(figs[0]["data"][0]["x"]) if figs else []
+
+
+def loss_points(at) -> int:
+    return len(_loss_x(at))
+
+
+def last_step(at) -> float:
+    """The newest step the loss curve reaches (its point count stops growing at
+    viz.training.MAX_POINTS: the curve is bucketed beyond that)."""
+    x = _loss_x(at)
+    return float(max(x)) if len(x) else -1.0
 
 
 def poll(at, until, timeout=40.0):
@@ -48,8 +59,8 @@ def test_start_poll_stop_tiny(lang):
     # sentences: the words before the first number are the same in all four)
     pace_words = translate("claim.pace.faster", lang).split("{")[0]
     assert poll(at, lambda a: pace_words in all_text(a))
-    n1 = loss_points(at)
-    assert poll(at, lambda a: loss_points(a) > n1)              # the curve grows between polls
+    s1 = last_step(at)
+    assert poll(at, lambda a: last_step(a) > s1)                # the curve grows between polls
     text = all_text(at)
     assert translate("train.published", lang, step=0).split("0")[0][:6] in text
     # the trained model is what every chapter now shows
@@ -59,10 +70,10 @@ def test_start_poll_stop_tiny(lang):
     progress = at.get("progress")[0].proto.text
     assert progress.startswith(translate("train.state_stopped", lang)) or \
         progress.startswith(translate("train.state_done", lang))
-    n_final = loss_points(at)
+    n_final, s_final = loss_points(at), last_step(at)
     time.sleep(1.0)
     at.run()
-    assert loss_points(at) == n_final                           # stopped: no more steps
+    assert (loss_points(at), last_step(at)) == (n_final, s_final)   # stopped: no more steps
     button(at, "train_reset").click().run()
     assert "lmviz_session_bundle" not in at.session_state or at.session_state["lmviz_session_bundle"] is None
 
