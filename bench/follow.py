@@ -24,8 +24,14 @@ which open the student link as a student does. For them the lag is measured as a
 it: from the lecturer's message leaving the client to the moment the follower's page shows the
 new τ in its slider (a watcher in the page samples the slider every 10 ms and timestamps each
 change with the wall clock, which this script shares). Their "open" time is from ``goto`` of
-the follow link to the page showing the lecturer's chapter with the lecturer's τ. Printed as
-separate lines: ``browser open p50/p95/max`` and ``browser follow lag p50/p95/max``.
+the follow link to the page showing the lecturer's chapter with the lecturer's τ, and again from
+the page's own navigation start (``performance.timeOrigin``: what ``bench/startup.py`` times a
+chapter from; it leaves out Chromium starting the tab's renderer on the same two cores). Printed
+as separate lines: ``browser open p50/p95/max``, ``browser open from navigation start`` and
+``browser follow lag p50/p95/max``.
+
+The lecturer opens ``--healthy-for`` seconds (default 60) after the server reports healthy: a
+lecture's server was started before the class, its warm-up (which visits every chapter) done.
 
     python bench/follow.py --followers 0 --browsers 3
 """
@@ -79,6 +85,7 @@ class BrowserFollower:
         self.browser, self.i = browser, i
         self.ctx = self.page = None
         self.opened_s: float | None = None
+        self.opened_nav_s: float | None = None   # the same, from the page's navigation start
 
     async def open(self, url: str, tau: float, timeout: float) -> None:
         self.ctx = await self.browser.new_context(viewport={"width": 1280, "height": 800})
@@ -91,6 +98,10 @@ class BrowserFollower:
             when = self.shown_at(tau, t0, await self.seen())
             if when is not None:
                 self.opened_s = when - t0
+                try:
+                    self.opened_nav_s = when - await self.page.evaluate("performance.timeOrigin / 1000")
+                except Exception:  # noqa: BLE001 - reported from goto only
+                    pass
                 return
             await asyncio.sleep(0.1)
 
@@ -193,6 +204,7 @@ async def run(args) -> None:
     cpu_used = own_used = 0.0
     wall = 1.0
     hard_deadline = time.perf_counter() + args.time_limit
+    await asyncio.sleep(args.healthy_for)   # the lecture case: a server started before the class
     try:
         lecturer = Session(srv.port, "generation", "lang=en&present=1")
         await lecturer.__aenter__()
@@ -223,6 +235,9 @@ async def run(args) -> None:
             opened = [b.opened_s for b in browsers if b.opened_s is not None]
             print(f"{len(opened)}/{len(browsers)} browser followers showed the lecturer's τ={tau0:g}")
             print_latencies("browser open", opened, f"browsers {len(browsers)}")
+            print_latencies("browser open from navigation start",
+                            [b.opened_nav_s for b in browsers if b.opened_nav_s is not None],
+                            f"browsers {len(browsers)}")
         await asyncio.sleep(2)
         rss_open = rss_mb(pid)
         cpu0, t0, own0 = cpu_s(pid), time.perf_counter(), time.process_time()
@@ -305,6 +320,8 @@ def main() -> None:
     ap.add_argument("--browsers", type=int, default=0, help="headless Chromium followers")
     ap.add_argument("--moves", type=int, default=6)
     ap.add_argument("--gap", type=float, default=3.0, help="seconds between the lecturer's moves")
+    ap.add_argument("--healthy-for", type=float, default=60.0,
+                    help="seconds the server has been up before the lecturer opens (its warm-up done)")
     ap.add_argument("--time-limit", type=float, default=240, help="stop moving after this (s)")
     args = ap.parse_args()
     if not (0 <= args.followers <= 300 and 0 <= args.browsers <= 10 and args.followers + args.browsers > 0

@@ -93,3 +93,45 @@ def test_a_huge_request_is_refused_and_costs_the_server_nothing(srv, kb):
     assert healthy(srv)                                             # the next student is served
     status, _, body = raw(srv, f"GET /{chapter.slug}?lang=en HTTP/1.1")
     assert status == 200 and translate(chapter.heading_key, "en").encode() in body
+
+
+def test_a_student_link_is_sent_to_the_class_chapter_and_nothing_else(srv):
+    """``/?follow=CODE`` of a live class answers with a redirect to the lecturer's chapter (its
+    first paint, no home page run before it); a malformed or unknown code, or anything else in
+    the link, changes nothing of where it goes."""
+    import asyncio
+    import re
+
+    from ui.headless import Session
+
+    def location(head: bytes) -> str | None:
+        m = re.search(rb"\r\nlocation: ([^\r]*)", head, re.I)
+        return m.group(1).decode() if m else None
+
+    async def lecture():
+        s = Session(srv.port, "generation", "lang=en&present=1")
+        await s.__aenter__()
+        await s.wait_idle(timeout=180)
+        await s.click(s.button("class_start"))
+        for _ in range(300):
+            m = next((re.search(r"follow=([A-Z0-9]+)", x) for x in s.texts if "follow=" in x), None)
+            if m:
+                return m.group(1), s
+            await asyncio.sleep(0.1)
+        raise AssertionError("no student link on the lecturer's page")
+
+    async def run():
+        code, s = await lecture()
+        try:
+            status, head, _ = raw(srv, f"GET /?follow={code.lower()}&lang=zh HTTP/1.1")
+            assert (status, location(head)) == (307, f"/generation?follow={code}&lang=zh"), head
+            status, head, _ = raw(srv, f"GET /?follow={code}&lang=en%0d%0aSet-Cookie:%20pwned=1&next=//evil.example HTTP/1.1")
+            assert (status, location(head)) == (307, f"/generation?follow={code}"), head
+            assert b"pwned" not in head.lower() and b"evil" not in head, head
+            for q in ("follow=ZZZZZZZ", "follow=%3Cscript%3E", "follow=", f"f={code}"):
+                status, head, _ = raw(srv, f"GET /?{q} HTTP/1.1")
+                assert (status, location(head)) == (200, None), (q, head)
+        finally:
+            await s.__aexit__(None, None, None)
+
+    asyncio.run(run())

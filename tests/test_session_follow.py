@@ -78,4 +78,19 @@ def test_the_perplexity_panel_has_a_given_log_range_and_its_line_labels_sit_on_t
     assert lo < math.log10(470) and hi > math.log10(3951)
     labels = {a.text: a.y for a in fig.layout.annotations if a.text in ("uniform", "unigram")}
     assert labels == {"uniform": math.log10(3951.0), "unigram": math.log10(637.0)}
-    assert list(fig.layout.yaxis.tickvals) == [500.0, 1000.0, 2000.0]
+    assert list(fig.layout.yaxis.tickvals) == [500.0, 1000.0, 2000.0, 5000.0]
+
+
+def test_the_top_line_label_of_the_perplexity_panel_stays_below_the_panel_title():
+    """The label sits above its line; with the top line (the uniform guess) at the top of the
+    range it rose into the subplot's title at 1280 px. Even with the whole figure's height as the
+    plot area (an overestimate), the room above the line must hold one line of label text."""
+    import math
+
+    from viz.training import ppl_lr_figure
+
+    fig = ppl_lr_figure([0, 50, 100], [83.0, 30.0, 12.0], [1, 2, 3], [1e-3] * 3,
+                        lines=[(83.0, "uniform guess: 83"), (40.0, "unigram guess: 40")])
+    lo, hi = fig.layout.yaxis.range
+    room_px = (hi - math.log10(83.0)) / (hi - lo) * (fig.layout.height - fig.layout.margin.t - fig.layout.margin.b)
+    assert room_px >= 1.3 * fig.layout.font.size, room_px

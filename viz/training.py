@@ -114,6 +114,8 @@ def ppl_lr_figure(eval_steps, ppl, steps, lrs, *, titles=("validation perplexity
     # The range is given: autorange on this log axis with the labelled lines kept the browser
     # laying the chart out ~100 times a second (Plotly 3, Chromium). Ticks at 1, 2, 5 x 10^k.
     rng = log_range(list(ppl) + [y for y, _ in lines])
+    if rng and lines:       # room above the top line for its label, below the panel's title
+        rng[1] = round(rng[1] + 0.12 * (rng[1] - rng[0]), 6)
     ticks = log_ticks(*rng) if rng else None
     ticks = ticks if ticks and len(ticks) >= 2 else None     # less than two: Plotly's own ticks
     fig.update_yaxes(type="log", range=rng, tickvals=ticks, ticktext=[f"{v:,g}" for v in ticks or []],
