@@ -341,21 +341,6 @@ def test_failed_code_lookups_are_rate_limited_per_session(store, cls, clock):
     assert store.follow(cls.code, "attacker").status == "live"
 
 
-def test_the_student_link_finds_the_class_chapter_and_cannot_probe_codes(store, cls, clock):
-    store.publish(cls.code, cls.secret, "attention", "2", {"L": "1"})
-    assert store.chapter_shown(cls.code.lower(), "203.0.113.7") == "attention"
-    assert store.lecturer_view(cls.code, cls.secret).followers == 0      # a look, not a follower
-    n = store.limits.lookup_failures_per_min
-    for _ in range(n):
-        assert store.chapter_shown("ZZZZZZZ", "198.51.100.9") is None
-    assert store.chapter_shown(cls.code, "198.51.100.9") is None          # that client, for now
-    assert store.chapter_shown(cls.code, "203.0.113.7") == "attention"    # not the others
-    clock.advance(61)
-    assert store.chapter_shown(cls.code, "198.51.100.9") == "attention"
-    store.end_class(cls.code, cls.secret)
-    assert store.chapter_shown(cls.code, "203.0.113.7") is None
-
-
 @pytest.mark.parametrize("code", [None, 42, "", "<script>", "A" * 10_000, ["ABCDEFG"], "\x00" * 7])
 @pytest.mark.parametrize("session", ["s1", None, "", "x" * 1000, "a b", "<i>"])
 def test_hostile_lookups_never_raise(store, code, session):

@@ -91,22 +91,3 @@ def test_the_page_says_its_language_in_html_lang(lang):
     html = first_paint.page("/attention", f"lang={lang}")
     assert html.count("<html") == 1 and f'<html lang="{lang}">' in html
     assert '<html lang="en">' in first_paint.page("/attention", "lang=%22%3E")   # never echoed
-
-
-def test_a_student_link_lands_on_the_chapter_its_class_shows(monkeypatch):
-    from lmviz.server.classroom import ClassStore
-    from ui import classroom
-
-    store = ClassStore()
-    monkeypatch.setattr(classroom, "store", lambda: store)
-    c = store.create_class()
-    store.publish(c.code, c.secret, "attention", "3", {"L": "1"})
-    assert first_paint.follow_target(f"follow={c.code.lower()}&lang=zh", "127.0.0.1", []) == \
-        f"/attention?follow={c.code}&lang=zh"
-    # only the normalised code and a known language travel: nothing else of the link's text
-    assert first_paint.follow_target(f"follow={c.code}&lang=%0d%0aX:1&next=//evil.example", "10.0.0.1", []) == \
-        f"/attention?follow={c.code}"
-    for bad in ("follow=<b>", "follow=ZZZZZZZ", "lang=en", f"follow={c.code}x"):
-        assert first_paint.follow_target(bad, "10.0.0.1", []) is None, bad
-    store.publish(c.code, c.secret, "", "", {})          # the lecturer is on the home page
-    assert first_paint.follow_target(f"follow={c.code}", "10.0.0.1", []) is None

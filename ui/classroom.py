@@ -152,6 +152,9 @@ def client_address() -> str:
     X-Forwarded-For entry is the client, as nginx saw it (the template appends
     ``$remote_addr``; entries before it are the client's own claims and are ignored). Any other
     peer's X-Forwarded-For is ignored: a client on the same network could claim any address."""
+    import ipaddress
+    import os
+
     try:
         headers = st.context.headers
         if not headers:
@@ -160,15 +163,6 @@ def client_address() -> str:
         forwarded = headers.get_all("X-Forwarded-For")
     except Exception:  # noqa: BLE001 - no client context
         return ""
-    return address_of(peer, forwarded)
-
-
-def address_of(peer: str, forwarded: list[str]) -> str:
-    """:func:`client_address` from the connection's peer address and its X-Forwarded-For
-    headers (also used by serve.py's routes, ui.first_paint)."""
-    import ipaddress
-    import os
-
     try:
         ip = ipaddress.ip_address(peer)
         proxied = ip.is_loopback or (ip.is_private and os.environ.get("LMVIZ_BEHIND_PROXY") == "1")

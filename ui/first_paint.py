@@ -11,13 +11,7 @@ shows an error instead, or after ``GIVE_UP_MS`` whatever happens, so it can neve
 
 Everything in the block comes from the catalogue (``ui.i18n``) and the chapter list
 (``ui.chapters``), escaped; a link's own text never reaches it (``lang`` is one of ``LANGS`` or
-ignored).
-
-A student link (``/?follow=CODE``, classroom mode) is answered with a redirect to the chapter
-the class shows now (:func:`follow_target`): the student's first page is the lecturer's chapter,
-painted first like any chapter link, instead of the home page's run and then a switch.
-
-Nothing here needs a session (``serve.py`` builds the routes when the server starts);
+ignored). Nothing here needs a session (``serve.py`` builds the routes when the server starts);
 streamlit is imported only to find its ``index.html``.
 """
 from __future__ import annotations
@@ -25,7 +19,7 @@ from __future__ import annotations
 import functools
 import html
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs
 
 from ui.chapters import Chapter, registered
 from ui.i18n import LANGS, translate
@@ -122,32 +116,9 @@ def page(path: str, query_string: str) -> str:
     return index.replace(MARK, MARK + block(chapter, query_string), 1)
 
 
-def follow_target(query_string: str, peer: str, forwarded: list[str]) -> str | None:
-    """Where a student link (``/?follow=CODE``) should land: the chapter its class shows now
-    (``/attention?follow=CODE&lang=zh``), so the student's first page run is the lecturer's
-    chapter rather than the home page and then a switch; None (serve the page asked for) for a
-    malformed, unknown or ended code, a class on the home page, or a client that failed too many
-    lookups (``ClassStore.chapter_shown``). The new address is built from the normalised code,
-    a registered slug and a known language only: nothing of the link's own text."""
-    from lmviz.server.classroom import normalise_code
-
-    query = parse_qs(query_string)
-    code = normalise_code(query.get("follow", [None])[-1])
-    if code is None:
-        return None
-    from ui import classroom
-
-    slug = classroom.store().chapter_shown(code, classroom.address_of(peer, forwarded))
-    if not slug or chapter_at("/" + slug) is None:
-        return None
-    lang = query.get("lang", [""])[-1]
-    return f"/{slug}?" + urlencode({"follow": code, **({"lang": lang} if lang in LANGS else {})})
-
-
 def routes() -> list:
     """Starlette routes for ``st.App(routes=...)``: GET and HEAD of every chapter's URL path."""
-    from starlette.concurrency import run_in_threadpool
-    from starlette.responses import HTMLResponse, RedirectResponse
+    from starlette.responses import HTMLResponse
     from starlette.routing import Route
 
     from lmviz.server.classroom import BrowserIds
@@ -155,13 +126,6 @@ def routes() -> list:
     ids = BrowserIds()
 
     async def endpoint(request):
-        if request.url.path == "/" and "follow" in request.query_params:
-            # the class store may be Redis: read it off the event loop
-            peer = request.client.host if request.client else ""
-            target = await run_in_threadpool(follow_target, request.url.query, peer,
-                                             request.headers.getlist("x-forwarded-for"))
-            if target is not None:
-                return RedirectResponse(target, status_code=307, headers={"Cache-Control": "no-store"})
         body = page(request.url.path, request.url.query)
         headers = {"Cache-Control": "no-cache"}
         # classroom mode's signed browser id (one answer per browser, a few classes per browser):

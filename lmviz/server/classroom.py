@@ -926,22 +926,6 @@ class ClassStore:
                           rec["updated"], int(n or 0))
 
     @_guarded(lambda: None)
-    def chapter_shown(self, code: Any, who: str) -> str | None:
-        """The chapter slug a live class shows now, for the student link's first request (the
-        server sends the student straight to it); None for a malformed, unknown or ended code,
-        or when ``who`` (the client's ``address_key``) failed too many lookups in the last
-        minute: the link cannot probe codes faster than :meth:`follow` can. Counts no follower."""
-        key = f"addr:{who}"
-        if self._rate_limited(key):
-            return None
-        c = normalise_code(code)
-        rec = self._load(c) if c is not None else None
-        if rec is None:
-            self._failed_lookup(key)
-            return None
-        return rec["chapter"] if rec["status"] == "live" else None
-
-    @_guarded(lambda: None)
     def leave(self, code: Any, session_id: Any) -> None:
         """A follower stepped away or closed the tab: stop counting it."""
         c = normalise_code(code)
