@@ -62,8 +62,6 @@ def _step_through(pg, lang: str, big: bool, limit: int = 80) -> int:
     raise AssertionError(f"still in the chapter after {limit} steps: {pg.url}")
 
 
-@pytest.mark.xfail(strict=False, reason="after the merge of the text twins and new prose, one 1080p step of /generation "
-                   "shows a caption above the viewport (slides.js packing); open in issue 24")
 @pytest.mark.parametrize("size", [(1920, 1080), (1280, 720)], ids=["1080p", "720p"])
 @pytest.mark.parametrize("lang,slug", [("en", "generation"), ("zh", "attention")])
 def test_every_step_is_one_screen(server, browser, size, lang, slug):

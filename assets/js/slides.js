@@ -23,6 +23,12 @@
     if (el.querySelector("[data-testid=stMarkdownContainer]")) return "text";
     return "other";
   }
+  function twin(el) {
+    // a chart's text twin (ui.render): visually hidden (1 px, out of the flow), its place on the
+    // page says nothing, so it must not start a step of its own (it did, with a top far below
+    // the chart, and the step scrolled its first lines above the window)
+    return el.getBoundingClientRect().height <= 2 && !!el.querySelector(".lmviz-twin");
+  }
   function plainBlock(el) {
     // a borderless vertical block (a fragment, a plain container): its children are the items
     if (el.getAttribute("data-testid") !== "stVerticalBlock") {
@@ -56,6 +62,7 @@
     const steps = [];
     let cur = null;
     for (const el of its) {
+      if (cur && twin(el)) { cur.els.push(el); continue; }   // with the chart it describes
       const r = el.getBoundingClientRect(), top = r.top - base, bottom = r.bottom - base, k = kind(el);
       if (!cur) {
         // the first step of a chapter starts at the page's top: its title and intro, once
