@@ -10,7 +10,7 @@ from lmviz.chapters.questions import KV_PRESET
 from lmviz.tokenizer import fit_context
 from ui import session, render, urlstate
 from ui.chapters import by_slug, registered
-from ui.i18n import listed, t
+from ui.i18n import listed, said, t
 from viz.kv_cache import (
     cache_figure, next_token_figure, query_figure, recompute_figure, edit_figure, bytes_figure,
     variants_figure, speed_figure,
@@ -337,7 +337,7 @@ def sec_speed():
 
     def show(snap):
         if snap is not None and snap.state == "error":
-            st.error(t("kv.speed_error", err=render.escape(snap.error or "?")))
+            st.error(t("kv.speed_error", err=render.escape(said(snap.error or "?"))))
             return
         if snap is not None and snap.active:
             st.info(t("kv.measuring", device=device))

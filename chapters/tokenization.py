@@ -11,7 +11,7 @@ import streamlit as st
 from lmviz import limits
 from lmviz.limits import DRAW_TOKENS
 from ui import render, session, urlstate
-from ui.i18n import lang, listed, t
+from ui.i18n import lang, listed, said, t
 from viz.tokenization import (pair_counts_figure, segmentation, token_chips_html,
                               tradeoff_figure, visible)
 
@@ -68,7 +68,7 @@ def _run_status(snap) -> None:
     elif snap.active:
         st.info(t("tok.bg_running"))
     elif snap.state == "error":
-        st.error(t("tok.bg_error", error=render.escape(snap.error or "?")))
+        st.error(t("tok.bg_error", error=render.escape(said(snap.error or "?"))))
 
 
 def _result(snapshot):

@@ -15,7 +15,7 @@ from lmviz.numfmt import duration, short
 from lmviz.tokenizer import CharTokenizer
 from ui import session, render, urlstate
 from ui import replay_section
-from ui.i18n import lang, literal, t
+from ui.i18n import lang, literal, said, t
 from viz.training import loss_figure, ppl_lr_figure, attention_figure, entropy
 
 MAX_OWN_CHARS = 200_000          # text area: longer pasted text is cut here, with a message
@@ -298,7 +298,7 @@ def _status(snap) -> None:
         st.info(t("train.preparing"))
         return
     if snap.state == "error":
-        st.error(t("train.error", msg=snap.error or "?"))
+        st.error(t("train.error", msg=render.escape(said(snap.error or "?"))))
         return
     frac = snap.step / snap.max_steps if snap.max_steps else 0.0
     eta = "—" if snap.eta_s is None or snap.state != "running" else f"{snap.eta_s:.0f}"

@@ -267,3 +267,27 @@ def test_work_over_the_inline_budget_moves_to_a_task():
     assert wait_for(lambda: slots.snapshot("bpe", "long", work).state == "done", 20)
     here = threading.current_thread().name
     assert threads == [here, here, "lmviz-bpe"]                # tried here, then on the task's thread
+
+
+def test_a_task_error_can_be_said_in_the_page_language():
+    """Running out of memory, an empty message, a refused checkpoint, a Ray cluster that cannot be
+    used: the task keeps an English sentence (the log, Ray's pickling) that a page says in its
+    own language; any other message stays as it is."""
+    import pickle
+
+    from lmviz.checkpoint import CheckpointError
+    from lmviz.server.tasks import Said
+    from lmviz.server.train_ray import ClusterError
+    from ui.i18n import translate
+
+    t = Task(lambda ctx: [0] * (1 << 62)).start()
+    assert t.join(10) and t.snapshot().error == "the computer ran out of memory"
+    msg = t.snapshot().error
+    assert isinstance(msg, Said) and translate(msg.key, "zh") == "服务器内存不足"
+    for e in (ClusterError("train.err_ray_unreachable", address="10.0.0.5:6379", why="Connection refused"),
+              CheckpointError("ckpt.err_params", params=9, limit=5), RuntimeError()):
+        m = pickle.loads(pickle.dumps(human_message(e)))      # as a Ray worker's error comes back
+        assert isinstance(m, Said) and m == str(e) or not str(e), (m, str(e))
+        zh = translate(m.key, "zh", **m.params)
+        assert zh != m and not any(w in zh for w in ("could", "the ", "error")), zh
+    assert not isinstance(human_message(ValueError("a plain message")), Said)

@@ -43,6 +43,15 @@ def t(key: str, **fmt) -> str:
     return translate(key, lang(), **fmt)
 
 
+def said(message) -> str:
+    """A background task's message in the current language: a ``lmviz.server.tasks.Said`` (it
+    names its catalogue key) is said in it; any other message, as it is."""
+    key, params = getattr(message, "key", None), getattr(message, "params", None)
+    if isinstance(key, str) and isinstance(params, dict) and key in catalogue("en"):
+        return t(key, **params)
+    return str(message)
+
+
 def _questions_follow_the_page() -> None:
     """Questions whose example differs by language solve in the page's language (lmviz.chapters.questions
     cannot import Streamlit, so it asks this module's :func:`lang`)."""

@@ -66,11 +66,11 @@ def try_live_bundle(message_key: str | None = None) -> Bundle | None:
         if message_key:
             import html
 
-            from ui.i18n import t
+            from ui.i18n import said, t
 
             from lmviz.server.tasks import human_message
 
-            st.warning(t(message_key, err=html.escape(human_message(e)[:200])))
+            st.warning(t(message_key, err=html.escape(said(human_message(e))[:200])))
         return None
 
 
@@ -334,13 +334,13 @@ def poll(snapshot, draw, *, every: float = 1.0) -> None:
 def task_status(snap, *, queued_key: str, running_key: str, error_key: str, **fmt) -> bool:
     """The one status line of a task: queued (its place in line), a progress bar while it runs,
     the error message; True once the task is done (its result can be drawn)."""
-    from ui.i18n import t
+    from ui.i18n import said, t
     from ui.render import escape
 
     if snap is None:
         return False
     if snap.state == "error":
-        st.error(t(error_key, error=escape(snap.error or "?"), **fmt))
+        st.error(t(error_key, error=escape(said(snap.error or "?")), **fmt))
     elif snap.state == "queued":
         st.info(t(queued_key, n=snap.queue_position, cap=max_trainings(), **fmt))
     elif snap.active:

@@ -66,16 +66,49 @@ _QUEUE_LOCK = threading.Lock()
 _QUEUES: dict[int, list] = {}      # id(semaphore) -> tasks waiting on it, first come first
 
 
+class Said(str):
+    """A message for people: its English sentence (it is a ``str``, shown as it is where no
+    catalogue is at hand: the server log, a test) that also carries its catalogue ``key`` and
+    ``params``, so that a page says it in its own language (``ui.i18n.said``). It survives
+    pickling (a training's error comes back from a Ray worker).
+
+    >>> m = Said("task.err_memory"); m, m.key
+    ('the computer ran out of memory', 'task.err_memory')
+    """
+
+    key: str
+    params: dict
+
+    def __new__(cls, key: str, **params) -> "Said":
+        from lmviz.limits import english
+
+        self = super().__new__(cls, english(key, params))
+        self.key, self.params = key, params
+        return self
+
+    def __reduce__(self):
+        return (_said, (self.key, self.params))
+
+
+def _said(key: str, params: dict) -> Said:
+    return Said(key, **params)
+
+
 def human_message(e: BaseException) -> str:
-    """The message of ``e`` for people: its text, without the Python class name in front.
+    """The message of ``e`` for people: its text, without the Python class name in front; a
+    :class:`Said` (sayable in any language) for running out of memory, an empty message, or an
+    error that names its catalogue ``key`` and ``params`` (``CheckpointError``, ``ClusterError``).
 
     >>> human_message(ValueError("the text is empty")), human_message(MemoryError())
     ('the text is empty', 'the computer ran out of memory')
     """
     if isinstance(e, MemoryError):
-        return "the computer ran out of memory"
+        return Said("task.err_memory")
+    key, params = getattr(e, "key", None), getattr(e, "params", None)
+    if isinstance(key, str) and isinstance(params, dict):
+        return Said(key, **params)
     msg = str(e).strip()
-    return msg[:500] if msg else "an unexpected error in the background work"
+    return msg[:500] if msg else Said("task.err_unexpected")
 
 
 def lower_priority() -> None:

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from lmviz.server.tasks import Cancelled
+from lmviz.server.tasks import Cancelled, Said
 from lmviz.server.train_job import TrainingJob
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,13 +74,23 @@ def runtime_env() -> dict:
     return env
 
 
+class ClusterError(RuntimeError):
+    """The Ray cluster cannot be used; ``key`` and ``params`` name the sentence in the catalogue
+    (the page says it in its own language), ``str()`` is the English one."""
+
+    def __init__(self, key: str, **params) -> None:
+        from lmviz.limits import english
+
+        self.key, self.params = key, params
+        super().__init__(english(key, params))
+
+
 def connect(address: str | None = None) -> None:
     """Connect this process to the cluster once (``ray.init``); a second call does nothing."""
     try:
         import ray
     except ImportError as e:
-        raise RuntimeError("LMVIZ_RAY_ADDRESS is set but this server lacks the ray package "
-                           "(pip install -r requirements-cluster.txt)") from e
+        raise ClusterError("train.err_ray_missing") from e
 
     with _INIT_LOCK:
         if ray.is_initialized():
@@ -93,12 +103,12 @@ def connect(address: str | None = None) -> None:
             try:
                 socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=5).close()
             except OSError as e:
-                raise RuntimeError(f"could not reach the Ray cluster at {address} ({e.strerror or e})") from e
+                raise ClusterError("train.err_ray_unreachable", address=address, why=str(e.strerror or e)) from e
         try:
             ray.init(address=address, namespace="lmviz", runtime_env=runtime_env(),
                      log_to_driver=False, include_dashboard=False)
         except Exception as e:  # noqa: BLE001 - one sentence for the page
-            raise RuntimeError(f"could not reach the Ray cluster at {address} ({str(e).strip()[:160]})") from e
+            raise ClusterError("train.err_ray_unreachable", address=address, why=str(e).strip()[:160]) from e
 
 
 class TrainingWorker:
@@ -161,16 +171,14 @@ def _remote_worker():
     return _REMOTE
 
 
-def _lost(e: BaseException) -> RuntimeError:
+def _lost(e: BaseException) -> ClusterError:
     from ray import exceptions as rx
 
     if isinstance(e, rx.GetTimeoutError):
-        return RuntimeError(f"the training's worker on the Ray cluster did not answer within "
-                            f"{timeout_s():.0f} s, so the training was ended; start it again")
+        return ClusterError("train.err_ray_timeout", s=f"{timeout_s():.0f}")
     if isinstance(e, (rx.RayActorError, rx.WorkerCrashedError, rx.NodeDiedError)):
-        return RuntimeError("the training's worker on the Ray cluster was lost (its process ended); "
-                            "start the training again")
-    return RuntimeError(f"the Ray cluster reported a problem: {str(e).strip()[:200]}")
+        return ClusterError("train.err_ray_lost")
+    return ClusterError("train.err_ray_problem", why=str(e).strip()[:200])
 
 
 class RayTrainingJob(TrainingJob):
@@ -230,8 +238,7 @@ class RayTrainingJob(TrainingJob):
             try:
                 self._actor = _remote_worker().options(**opts).remote(self._make, self._chunk)
             except Exception as e:  # noqa: BLE001 - e.g. a training that cannot be sent (pickled)
-                raise RuntimeError(f"the training could not be sent to the Ray cluster "
-                                   f"({str(e).strip()[:160]})") from e
+                raise ClusterError("train.err_ray_send", why=str(e).strip()[:160]) from e
             ready = self._actor.ready.remote()
             while not ray.wait([ready], timeout=self._poll_s)[0]:
                 if self.cancelled:
@@ -269,9 +276,12 @@ class RayTrainingJob(TrainingJob):
             if state == "done":
                 return None
             if state == "error":
-                raise RuntimeError(d["error"] or "the training failed on the Ray cluster")
+                err = d["error"]          # the worker's own message (a Said keeps its key)
+                if isinstance(err, Said):
+                    raise ClusterError(err.key, **err.params)
+                raise RuntimeError(err) if err else ClusterError("train.err_ray_failed")
             if state == "stopped":
-                raise RuntimeError("the training was stopped on the Ray cluster")
+                raise ClusterError("train.err_ray_stopped")
             ctx.progress(n_steps and self._steps[-1].step, d["max_steps"])
             self._stop.wait(self._poll_s)
 
