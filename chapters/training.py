@@ -353,8 +353,9 @@ def _baseline_lines(base, snap, ppl: bool = False) -> list:
 
     unigram_key = "train.f_unigram" if isinstance(snap.tokenizer, CharTokenizer) else "train.f_unigram_tok"
     if ppl:
+        # the narrow perplexity panel: a short label (the loss chart beside it says which unigram)
         return [(base.uniform_ppl, t("train.f_uniform_ppl", v=base.vocab_size)),
-                (base.unigram_ppl, t(unigram_key, x=base.unigram_ppl))]
+                (base.unigram_ppl, t("train.f_unigram_ppl", x=base.unigram_ppl))]
     return [(base.uniform, t("train.f_uniform", v=base.vocab_size)), (base.unigram, t(unigram_key, x=base.unigram))]
 
 
