@@ -36,12 +36,17 @@ _STEP = """() => {
 }"""
 
 
+_MOVED = """([url, step]) => location.href !== url ||
+  (document.querySelector('.st-key-lmviz-slides') || {dataset: {}}).dataset.step !== step"""
+
+
 def _step_through(pg, lang: str, big: bool, limit: int = 80) -> int:
     """PageDown through the chapter; checks each step; returns how many steps had a chart."""
     start = pg.url.split("?")[0]
     with_chart = 0
+    settle = 400
     for n in range(limit):
-        pg.wait_for_timeout(400)
+        pg.wait_for_timeout(settle)    # a new section's items are packed 150 ms after they arrive
         s = pg.evaluate(_STEP)
         assert s["bad"] == [], (n, pg.url, s)
         if big:
@@ -54,9 +59,13 @@ def _step_through(pg, lang: str, big: bool, limit: int = 80) -> int:
             pg.wait_for_timeout(500)
             wait_idle(pg)
             continue
+        url = pg.url
         pg.keyboard.press("PageDown")
-        pg.wait_for_timeout(500)
+        # a step within the section moves at once (slides.js, in the page); past its last step the
+        # server draws the next section (a new URL): wait for either instead of a fixed time
+        pg.wait_for_function(_MOVED, arg=[url, s["step"]], timeout=30_000, polling=20)
         wait_idle(pg)
+        settle = 100 if pg.url == url else 400
         if pg.url.split("?")[0] != start:
             return with_chart
     raise AssertionError(f"still in the chapter after {limit} steps: {pg.url}")
