@@ -281,7 +281,7 @@ def _snapshot():
 
 # Seconds between the live section's redraws while a run is active. Each redraw sends the
 # growing loss curve and the replay's longer slider, and the browser draws them again:
-# bench/live_page.py measured Chromium's main thread 45-56 % busy at 1 s on the 2-core machine.
+# bench/live_page.py measured Chromium's main thread 44-56 % busy at 1 s (33 % at 2 s) on the 2-core machine.
 LIVE_EVERY_S = 2.0
 
 

@@ -57,13 +57,9 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9_.]{1,80}")
 _INT_FIELDS = ("vocab_size", "block_size", "n_layer", "n_head", "n_kv_head", "d_model", "mlp_ratio")
 
 
-class CheckpointError(ValueError):
+class CheckpointError(limits.SaidError, ValueError):
     """A refused checkpoint. ``key`` is a catalogue key, ``params`` its placeholders (numbers and
     plain names only); ``str(err)`` is the English sentence, safe to show as text or Markdown."""
-
-    def __init__(self, key: str, **params):
-        self.key, self.params = key, params
-        super().__init__(limits.english(key, params))
 
 
 def _fail(code: str, **params):

@@ -335,3 +335,13 @@ def english(key: str, params: dict) -> str:
         return text.format(**params)
     except (KeyError, IndexError, ValueError):
         return f"{text} {params}"
+
+
+class SaidError(Exception):
+    """An error a page says in its own language: ``key`` is a catalogue key, ``params`` its
+    placeholders (numbers and plain names); ``str(err)`` is the English sentence
+    (``lmviz.checkpoint.CheckpointError``, ``lmviz.server.train_ray.ClusterError``)."""
+
+    def __init__(self, key: str, **params):
+        self.key, self.params = key, params
+        super().__init__(english(key, params))

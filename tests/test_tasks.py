@@ -287,7 +287,7 @@ def test_a_task_error_can_be_said_in_the_page_language():
     for e in (ClusterError("train.err_ray_unreachable", address="10.0.0.5:6379", why="Connection refused"),
               CheckpointError("ckpt.err_params", params=9, limit=5), RuntimeError()):
         m = pickle.loads(pickle.dumps(human_message(e)))      # as a Ray worker's error comes back
-        assert isinstance(m, Said) and m == str(e) or not str(e), (m, str(e))
+        assert isinstance(m, Said) and (m == str(e) or not str(e)), (m, str(e))
         zh = translate(m.key, "zh", **m.params)
         assert zh != m and not any(w in zh for w in ("could", "the ", "error")), zh
     assert not isinstance(human_message(ValueError("a plain message")), Said)

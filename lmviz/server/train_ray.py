@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from lmviz.limits import SaidError
 from lmviz.server.tasks import Cancelled, Said
 from lmviz.server.train_job import TrainingJob
 
@@ -74,15 +75,9 @@ def runtime_env() -> dict:
     return env
 
 
-class ClusterError(RuntimeError):
+class ClusterError(SaidError, RuntimeError):
     """The Ray cluster cannot be used; ``key`` and ``params`` name the sentence in the catalogue
     (the page says it in its own language), ``str()`` is the English one."""
-
-    def __init__(self, key: str, **params) -> None:
-        from lmviz.limits import english
-
-        self.key, self.params = key, params
-        super().__init__(english(key, params))
 
 
 def connect(address: str | None = None) -> None:
