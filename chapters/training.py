@@ -263,10 +263,17 @@ def _live_body(snap) -> None:
     _curves(snap, base)
     c1, c2 = st.columns([1, 1])
     with c1:
-        _samples(snap, _corpus())
+        _samples(_held("train_hold_samples", snap, len(snap.samples), snap.samples), _corpus())
     with c2:
-        _attention(snap)
+        step = snap.evals[-1].step if snap.evals else 0
+        _attention(*_held("train_hold_att", snap, step, (snap.attention, step)))
     _download(snap)
+
+
+def _held(name: str, snap, version, value):
+    """``value``, or while the run runs what this part last showed, moved at most every
+    ``session.HOLD_S`` (a part that changes at an evaluation redraws a chart in every browser)."""
+    return session.hold(name, id(session.training_job()), version, value, running=snap.state == "running")
 
 
 def _corpus() -> str | None:
@@ -371,10 +378,12 @@ def _curves(snap, base) -> None:
         # both panels up to the last evaluation: the chart then changes only at an evaluation, and
         # Streamlit remounts a Plotly chart whose figure changed (a new element id), which made
         # it the browser's work on every tick and left the old copy faded meanwhile
-        upto = snap.evals[-1].step if snap.evals else 0
+        # (held while the run runs: see _held)
+        evals = _held("train_hold_evals", snap, len(snap.evals), snap.evals)
+        upto = evals[-1].step if evals else 0
         lr_steps = [m for m in snap.steps if m.step <= upto]
         # (shared: between two evaluations every tick asks for the same figure)
-        fig = render.figure(ppl_lr_figure, [e.step for e in snap.evals], [e.val_ppl for e in snap.evals],
+        fig = render.figure(ppl_lr_figure, [e.step for e in evals], [e.val_ppl for e in evals],
                             [m.step for m in lr_steps], [m.lr for m in lr_steps],
                             titles=(t("train.f_ppl"), t("train.f_lr")),
                             x_title=t("train.f_step"), lines=_baseline_lines(base, snap, ppl=True))
@@ -397,12 +406,12 @@ def _crossing(snap, base):
                     [e.val_loss for e in evals], base.unigram)
 
 
-def _samples(snap, corpus: str | None) -> None:
+def _samples(samples, corpus: str | None) -> None:
     render.md(f"**{t('train.samples')}**")
     render.caption(t("train.samples_note"))
-    if corpus == "poetry" and snap.samples:
-        _form(snap.samples)
-    for s in reversed(snap.samples[-6:]):
+    if corpus == "poetry" and samples:
+        _form(samples)
+    for s in reversed(samples[-6:]):
         render.caption(t("train.sample_at", step=s.step))
         render.code(s.prompt + s.text, language=None, wrap_lines=True)
 
@@ -422,11 +431,12 @@ def _form(samples) -> None:
     render.caption(t("train.form_note"))
 
 
-def _attention(snap) -> None:
+def _attention(attention, step: int) -> None:
+    """The newest model's attention on the prompt (labels, w [L,H,T,T]), from the evaluation at ``step``."""
     render.md(f"**{t('train.att')}**")
-    if snap.attention is None:
+    if attention is None:
         return
-    labels, w = snap.attention                       # w [L,H,T,T]
+    labels, w = attention                            # w [L,H,T,T]
     L, H = w.shape[0], w.shape[1]
     c1, c2 = st.columns(2)
     layers = [t("common.layer_n", n=i + 1) for i in range(L)]          # counted from 1, as said aloud
@@ -438,7 +448,7 @@ def _attention(snap) -> None:
                         y_title=t("train.att_query"), hover=t("train.att_hover"))
     render.plot(fig, key="train_att", filename=f"training-attention-L{layer + 1}-H{head + 1}")
     h = float(entropy(w[layer, head]))
-    render.caption(t("train.att_note", h=f"{h:.2f}", step=snap.evals[-1].step if snap.evals else 0))
+    render.caption(t("train.att_note", h=f"{h:.2f}", step=step))
 
 
 def _download(snap) -> None:

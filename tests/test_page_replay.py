@@ -111,12 +111,83 @@ def test_live_training_replay_grows():
         except (KeyError, IndexError):
             return 0
 
-    assert poll_until(at, lambda a: n_steps(a) >= 3, 60, interval=0.7)
+    follow = translate("train.replay_follow", "en", s=6)[:40]     # "While the run goes on, ..."
+    said = []
+
+    def grown(a):
+        said.extend(c for c in _captions(a) if follow in c)
+        return n_steps(a) >= 3
+
+    assert poll_until(at, grown, 60, interval=0.7)
+    assert said, "while the run ran, the replay said how often it takes a new snapshot in"
     n1 = n_steps(at)
     assert poll_until(at, lambda a: n_steps(a) > n1, 60, interval=0.7)
     next(b for b in at.button if b.key == "train_stop").click().run()
     assert not at.exception
     assert poll_until(at, lambda a: not next(b for b in a.button if b.key == "train_start").disabled, 30)
+
+
+def test_a_held_view_moves_at_most_every_few_seconds_while_a_run_runs():
+    """The slow parts of the live page (the replay's snapshots, the perplexity panel, the attention
+    and the samples) redraw charts in every watching browser; the early snapshots and the Tang-poem
+    preset's evaluations came a second or two apart. While a run runs they move at most every
+    HOLD_S; paused or ended, or for another run, at once."""
+    from ui.session import HOLD_S, due
+
+    shown, moves = None, []
+    for k in range(40):                    # one tick every 0.5 s, a new version at every tick
+        now = 100.0 + 0.5 * k
+        if due(shown, k, now):
+            shown = (k, now)
+            moves.append(now)
+    assert len(moves) > 2 and all(b - a >= HOLD_S for a, b in zip(moves, moves[1:]))
+    assert shown[0] < 39                                         # some held back
+    assert due((5, 100.0), 9, 100.0 + HOLD_S)                    # a new one after a quiet stretch: at once
+    assert not due((5, 100.0), 5, 500.0)                         # nothing new: nothing moves
+
+
+def test_hold_shows_everything_when_not_running_or_for_another_run(monkeypatch):
+    import streamlit as st
+
+    from ui import session
+
+    state: dict = {}
+    monkeypatch.setattr(st, "session_state", state)
+    clock = iter([100.0, 101.0, 102.0, 103.0, 110.0])
+    monkeypatch.setattr("time.monotonic", lambda: next(clock))
+    assert session.hold("h", "run1", 1, "a", running=True) == "a"       # the first time
+    assert session.hold("h", "run1", 2, "b", running=True) == "a"       # 1 s later: held
+    assert session.hold("h", "run2", 1, "c", running=True) == "c"       # another run: at once
+    assert session.hold("h", "run2", 2, "d", running=False) == "d"      # paused: at once
+    assert session.hold("h", "run2", 3, "e", running=True) == "e"       # 8 s after "d" came: due
+
+
+def test_a_move_back_to_the_step_followed_before_is_a_choice_not_an_echo(monkeypatch):
+    """While a run goes on the slider follows the newest snapshot, and a late echo of the step it
+    followed before is not a choice. But once the student has moved the slider, a move back to
+    that step is one: after a pause several held snapshots join at once, and the second step back
+    landed there and was sent back to the newest (bench/live_page.py's scrub never landed)."""
+    from types import SimpleNamespace
+
+    import streamlit as st
+
+    from ui import replay_section as rs
+
+    state: dict = {}
+    monkeypatch.setattr(st, "session_state", state)
+
+    def tick(steps, sent=None):
+        if sent is not None:
+            state[rs.STEP_KEY] = sent
+        return rs._choose_step([SimpleNamespace(step=s) for s in steps])
+
+    held = [0, 1, 2, 4, 8, 16, 32, 64, 128, 181, 256]
+    every = held + [362, 512]
+    assert tick(held) == 256 and tick(held, 256) == 256          # follows the newest
+    assert tick(every, 256) == 512                               # paused: every snapshot, follows
+    assert tick(every, 256) == 512                               # a late echo of 256: still follows
+    assert tick(every, 362) == 362                               # the student's step back
+    assert tick(every, 256) == 256                               # and another: a choice
 
 
 def _client():

@@ -7,7 +7,8 @@ training (live: drawn by the run section's poll while it runs); else nothing
 
 Two controls choose the snapshot, and the one used last wins: the step slider, and a stretch
 brushed on the loss curve (an Altair interval selection; ``lmviz.replay.pick`` chooses the last
-snapshot inside it). While the slider sits on the newest snapshot it follows new ones.
+snapshot inside it). While the slider sits on the newest snapshot it follows new ones; while a
+run is running, new snapshots join the replay at most every ``ui.session.HOLD_S`` (``ui.session.hold``).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ CHART_KEY = "train_replay_loss"        # the loss chart's selection
 _SEL = "train_replay_sel"              # the last selection acted on
 _LAST = "train_replay_last"            # the newest step the slider saw (to follow new snapshots)
 _PREV = "train_replay_prev"            # the newest step before that one (a stale echo of it is no choice)
+_SHOWN = "train_replay_shown"          # ui.session.hold's record of the snapshots shown
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Source:
     steps: list               # StepMetrics of the live run ([] for an upload)
     active: bool              # True while the training runs (poll)
     state: str = ""           # the job's state ("" for an upload)
+    run: int = 0              # which run (id of its job; 0 for an upload): the shown count is per run
 
 
 def _source() -> Source | None:
@@ -48,7 +51,7 @@ def _source() -> Source | None:
     if job is None:
         return None
     snap = job.snapshot()
-    return Source("live", snap.replay, snap.tokenizer, snap.steps, snap.active, snap.state)
+    return Source("live", snap.replay, snap.tokenizer, snap.steps, snap.active, snap.state, id(job))
 
 
 def _md_safe(text: str) -> str:
@@ -83,8 +86,8 @@ def _choose_step(snaps) -> int:
     # a tick that left the browser before it drew the last followed step sends the step before it
     # back: that is not a choice, the slider keeps following
     echo = cur is not None and cur == st.session_state.get(_PREV)
-    if cur == last:     # the browser has drawn the followed step: no late echo of the one before
-        st.session_state[_PREV] = None      # can come now, and a move back to it is a choice
+    if not echo:        # the browser has drawn the followed step, or the student chose one: no late
+        st.session_state[_PREV] = None      # echo can come now, and a move back to it is a choice
     if cur not in steps or ((cur == last or echo) and cur != steps[-1]):
         if last is not None and last != steps[-1]:
             st.session_state[_PREV] = last
@@ -117,8 +120,13 @@ def _draw(src: Source | None) -> None:
     if not snaps or src.tokenizer is None:
         st.info(t("train.replay_none"))
         return
+    running = src.state == "running"
+    # while a run runs, its new snapshots join at most every HOLD_S (each redraws four charts)
+    snaps = session.hold(_SHOWN, src.run, len(snaps), snaps, running=running)
     with st.container(key="train_replay_box"):
         _show(src, snaps)
+        if running:
+            st.caption(t("train.replay_follow", s=session.HOLD_S))
 
 
 def _show(src: Source, snaps) -> None:

@@ -331,6 +331,40 @@ def poll(snapshot, draw, *, every: float = 1.0) -> None:
     st.fragment(run_every=interval if active else None)(body)()
 
 
+# Seconds a slow part of a live view (a chart that changes at an evaluation or a snapshot) holds
+# what it showed while a run is running. Every change redraws that chart in each watching browser
+# (Plotly draws a changed chart twice, Streamlit resizes it), and the Tang-poem preset evaluates
+# every ~2.5 s and snapshots densely at first: drawn as they came, those charts were most of the
+# live page's browser work (bench/live_page.py). Paused or ended, everything shows at once.
+HOLD_S = 6.0
+
+
+def due(before: tuple | None, version, now: float, every: float = HOLD_S) -> bool:
+    """Whether a held view moves to ``version``: ``before`` is (version shown, when it was first
+    shown) or None. It moves at once the first time, and otherwise only to a new version at least
+    ``every`` seconds after the one shown came in (so one arriving after a quiet stretch is at once).
+
+    >>> due(None, 1, 100.0), due((1, 100.0), 2, 103.0), due((1, 100.0), 2, 106.0), due((2, 90.0), 2, 200.0)
+    (True, False, True, False)
+    """
+    return before is None or (before[0] != version and now - before[1] >= every)
+
+
+def hold(name: str, run, version, value, *, running: bool, every: float = HOLD_S):
+    """``value``, or while ``running`` the value last shown under ``name`` for this ``run`` until
+    ``due`` moves it (``version``: what identifies ``value``, e.g. the evaluations so far). Not
+    running, or another run, ``value`` at once. Kept in this session's state."""
+    import time
+
+    kept = st.session_state.get(name)           # (run, version, since, value)
+    now = time.monotonic()
+    if not running or kept is None or kept[0] != run or due(kept[1:3], version, now, every):
+        since = kept[2] if kept is not None and kept[:2] == (run, version) else now
+        kept = (run, version, since, value)
+        st.session_state[name] = kept
+    return kept[3]
+
+
 def task_status(snap, *, queued_key: str, running_key: str, error_key: str, **fmt) -> bool:
     """The one status line of a task: queued (its place in line), a progress bar while it runs,
     the error message; True once the task is done (its result can be drawn)."""
