@@ -220,6 +220,8 @@ def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str) -> 
                 scrub.append(time.perf_counter() - t0)
             except Exception:  # noqa: BLE001 - a timeout is a measurement
                 scrub.append(float("nan"))
+                print(f"  a scrub step did not land in 30 s: the slider showed {before} before the key and "
+                      f"{_replay_step(page)} after it", flush=True)
             time.sleep(0.5)
         resume, resume_pw = _press(page, ".st-key-train_resume button", ".st-key-train_pause button:not([disabled])")
         time.sleep(3)

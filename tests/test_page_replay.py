@@ -111,15 +111,7 @@ def test_live_training_replay_grows():
         except (KeyError, IndexError):
             return 0
 
-    follow = translate("train.replay_follow", "en", s=6)[:40]     # "While the run goes on, ..."
-    said = []
-
-    def grown(a):
-        said.extend(c for c in _captions(a) if follow in c)
-        return n_steps(a) >= 3
-
-    assert poll_until(at, grown, 60, interval=0.7)
-    assert said, "while the run ran, the replay said how often it takes a new snapshot in"
+    assert poll_until(at, lambda a: n_steps(a) >= 3, 60, interval=0.7)
     n1 = n_steps(at)
     assert poll_until(at, lambda a: n_steps(a) > n1, 60, interval=0.7)
     next(b for b in at.button if b.key == "train_stop").click().run()
@@ -128,10 +120,9 @@ def test_live_training_replay_grows():
 
 
 def test_a_held_view_moves_at_most_every_few_seconds_while_a_run_runs():
-    """The slow parts of the live page (the replay's snapshots, the perplexity panel, the attention
-    and the samples) redraw charts in every watching browser; the early snapshots and the Tang-poem
-    preset's evaluations came a second or two apart. While a run runs they move at most every
-    HOLD_S; paused or ended, or for another run, at once."""
+    """The slow parts of the live page (the perplexity panel, the attention and the samples)
+    redraw charts in every watching browser; the Tang-poem preset evaluates every ~2.5 s. While a
+    run runs they move at most every HOLD_S; paused or ended, or for another run, at once."""
     from ui.session import HOLD_S, due
 
     shown, moves = None, []

@@ -7,8 +7,7 @@ training (live: drawn by the run section's poll while it runs); else nothing
 
 Two controls choose the snapshot, and the one used last wins: the step slider, and a stretch
 brushed on the loss curve (an Altair interval selection; ``lmviz.replay.pick`` chooses the last
-snapshot inside it). While the slider sits on the newest snapshot it follows new ones; while a
-run is running, new snapshots join the replay at most every ``ui.session.HOLD_S`` (``ui.session.hold``).
+snapshot inside it). While the slider sits on the newest snapshot it follows new ones.
 """
 from __future__ import annotations
 
@@ -28,7 +27,6 @@ CHART_KEY = "train_replay_loss"        # the loss chart's selection
 _SEL = "train_replay_sel"              # the last selection acted on
 _LAST = "train_replay_last"            # the newest step the slider saw (to follow new snapshots)
 _PREV = "train_replay_prev"            # the newest step before that one (a stale echo of it is no choice)
-_SHOWN = "train_replay_shown"          # ui.session.hold's record of the snapshots shown
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,6 @@ class Source:
     steps: list               # StepMetrics of the live run ([] for an upload)
     active: bool              # True while the training runs (poll)
     state: str = ""           # the job's state ("" for an upload)
-    run: int = 0              # which run (id of its job; 0 for an upload): the shown count is per run
 
 
 def _source() -> Source | None:
@@ -51,7 +48,7 @@ def _source() -> Source | None:
     if job is None:
         return None
     snap = job.snapshot()
-    return Source("live", snap.replay, snap.tokenizer, snap.steps, snap.active, snap.state, id(job))
+    return Source("live", snap.replay, snap.tokenizer, snap.steps, snap.active, snap.state)
 
 
 def _md_safe(text: str) -> str:
@@ -120,13 +117,8 @@ def _draw(src: Source | None) -> None:
     if not snaps or src.tokenizer is None:
         st.info(t("train.replay_none"))
         return
-    running = src.state == "running"
-    # while a run runs, its new snapshots join at most every HOLD_S (each redraws four charts)
-    snaps = session.hold(_SHOWN, src.run, len(snaps), snaps, running=running)
     with st.container(key="train_replay_box"):
         _show(src, snaps)
-        if running:
-            st.caption(t("train.replay_follow", s=session.HOLD_S))
 
 
 def _show(src: Source, snaps) -> None:

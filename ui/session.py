@@ -331,11 +331,11 @@ def poll(snapshot, draw, *, every: float = 1.0) -> None:
     st.fragment(run_every=interval if active else None)(body)()
 
 
-# Seconds a slow part of a live view (a chart that changes at an evaluation or a snapshot) holds
-# what it showed while a run is running. Every change redraws that chart in each watching browser
-# (Plotly draws a changed chart twice, Streamlit resizes it), and the Tang-poem preset evaluates
-# every ~2.5 s and snapshots densely at first: drawn as they came, those charts were most of the
-# live page's browser work (bench/live_page.py). Paused or ended, everything shows at once.
+# Seconds a slow part of a live view (a chart or text that changes at an evaluation) holds what it
+# showed while a run is running. Every change redraws that chart in each watching browser (Plotly
+# draws a changed chart twice here), and the Tang-poem preset evaluates every ~2.5 s: the
+# perplexity panel, the attention map and the samples moved at every other tick of the live
+# section (bench/live_page.py). Paused or ended, everything shows at once.
 HOLD_S = 6.0
 
 
