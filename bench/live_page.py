@@ -16,7 +16,8 @@ Two parts, each side by side in one run:
    ``--seconds`` while the model trains: layouts per second, main-thread share (Chrome's
    ``TaskDuration``; a 20 ms in-page sampler of faded elements runs meanwhile and is counted in
    it), the longest task, the faded elements (share of samples, and each element's longest
-   continuous faded stretch), copies of each live chart in the page (one is right); then Pause
+   continuous faded stretch), copies of each live chart in the page (one is right), Plotly's
+   draws of each chart (its ``plotly_afterplot`` events); then Pause
    (click to Resume enabled), three replay scrub steps while paused (the arrow key on the step
    slider, until the section's caption names the new step and the run has finished), Resume, and
    Stop (click to Start enabled). The three presses are timed in the page, from the click event
@@ -95,6 +96,15 @@ def panel(browser, seconds: float) -> None:
             srv.stop()
 
 
+# Plotly draws per chart, counted in the page: each chart's plotly_afterplot events (Plotly fires
+# it after every draw; Streamlit draws a changed chart twice here), by the chart's st-key-*
+PLOTLY_DRAWS = """() => { window.__draws = {}; const key = e => { const b = e.closest('[class*=st-key-]');
+    return b ? [...b.classList].find(c => c.startsWith('st-key-')).slice(7) : '?'; };
+  const hook = gd => { if (gd.__counted || !gd.on) return; gd.__counted = true;
+    gd.on('plotly_afterplot', () => { const k = key(gd); window.__draws[k] = (window.__draws[k] || 0) + 1; }); };
+  document.querySelectorAll('.js-plotly-plot').forEach(hook);
+  window.__drawsObs = new MutationObserver(() => document.querySelectorAll('.js-plotly-plot').forEach(hook));
+  window.__drawsObs.observe(document.body, {childList: true, subtree: true}); }"""
 LONG_TASKS = """() => { window.__long = []; new PerformanceObserver(l => { for (const e of l.getEntries())
   window.__long.push(e.duration); }).observe({type: 'longtask', buffered: false}); }"""
 # Faded elements, sampled in the page every 20 ms: Streamlit fades an element it marks stale
@@ -185,9 +195,11 @@ def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str) -> 
         cdp.send("Performance.enable")
         a = metrics(cdp)
         page.evaluate(FADE_SAMPLER)
+        page.evaluate(PLOTLY_DRAWS)
         time.sleep(seconds)
         z = metrics(cdp)
         fades = page.evaluate(FADE_RESULT)
+        draws = page.evaluate("() => { window.__drawsObs.disconnect(); return window.__draws; }")
         busy = (z["TaskDuration"] - a["TaskDuration"]) / seconds
         lay = (z["LayoutCount"] - a["LayoutCount"]) / seconds
         longest = max(page.evaluate("() => window.__long"), default=0.0) / 1e3
@@ -196,6 +208,8 @@ def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str) -> 
         copies = {k: page.locator(f".st-key-{k} .js-plotly-plot").count()
                   for k in ("train_loss", "train_ppl_lr", "train_att")}
         print(f"/training, copies of each live chart in the page: {copies}", flush=True)
+        print(f"/training, Plotly draws per chart in {seconds:.0f} s (plotly_afterplot): "
+              + ", ".join(f"{k} {v}" for k, v in sorted(draws.items(), key=lambda kv: -kv[1])), flush=True)
         # Pause, then Resume: from the click until the page shows the other button enabled
         pause, pause_pw = _press(page, ".st-key-train_pause button", ".st-key-train_resume button:not([disabled])")
         # a replay scrub step while paused: the slider one snapshot back, until its caption says so
