@@ -18,7 +18,7 @@ on CUDA, each checked against the same computation on the CPU.
    ``--logit-atol``).
 4. **The attention chapter's trace** (``GPT.forward_trace``) on CUDA vs CPU: attention weights
    within ``--att-atol``.
-5. **At scale** (CUDA only; the app's training budget refuses models this size): the same training
+5. **At scale** (on CUDA; on the CPU with ``--self-check`` at toy size; the app's training budget refuses models this size): the same training
    loop (``lmviz.train.train_steps``, bf16 autocast, fused AdamW) on a GPT-2-small-sized model
    (12 layers, 768 wide, context 1024, a 50,304-token vocabulary, batch 16, random tokens: speed
    does not depend on what they are), tokens/s and MFU; and the KV-cache decode of that model after
