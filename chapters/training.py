@@ -260,20 +260,18 @@ def _live_body(snap) -> None:
     if not snap.steps and not snap.evals:
         return
     base = snap.info.get("baselines")         # lmviz.baselines.Baselines of this run's split
-    _curves(snap, base)
+    # the parts that change at an evaluation (the perplexity panel, the attention map, the
+    # samples), held together while the run runs: each change redraws charts in every browser
+    evals, attention, samples = session.hold(
+        "train_hold", id(session.training_job()), (len(snap.evals), len(snap.samples)),
+        (snap.evals, snap.attention, snap.samples), running=snap.state == "running")
+    _curves(snap, base, evals)
     c1, c2 = st.columns([1, 1])
     with c1:
-        _samples(_held("train_hold_samples", snap, len(snap.samples), snap.samples), _corpus())
+        _samples(samples, _corpus())
     with c2:
-        step = snap.evals[-1].step if snap.evals else 0
-        _attention(*_held("train_hold_att", snap, step, (snap.attention, step)))
+        _attention(attention, evals[-1].step if evals else 0)
     _download(snap)
-
-
-def _held(name: str, snap, version, value):
-    """``value``, or while the run runs what this part last showed, moved at most every
-    ``session.HOLD_S`` (a part that changes at an evaluation redraws a chart in every browser)."""
-    return session.hold(name, id(session.training_job()), version, value, running=snap.state == "running")
 
 
 def _corpus() -> str | None:
@@ -366,7 +364,9 @@ def _baseline_lines(base, snap, ppl: bool = False) -> list:
     return [(base.uniform, t("train.f_uniform", v=base.vocab_size)), (base.unigram, t(unigram_key, x=base.unigram))]
 
 
-def _curves(snap, base) -> None:
+def _curves(snap, base, evals) -> None:
+    """The loss curve (every tick) beside the perplexity and learning-rate panel up to the
+    evaluations ``evals`` (the held ones while the run runs)."""
     steps = [m.step for m in snap.steps]
     c1, c2 = st.columns([3, 2])
     with c1:
@@ -375,11 +375,8 @@ def _curves(snap, base) -> None:
                           x_title=t("train.f_step"), y_title=t("train.f_loss"), lines=_baseline_lines(base, snap))
         render.plot(fig, key="train_loss", filename="training-loss")
     with c2:
-        # both panels up to the last evaluation: the chart then changes only at an evaluation, and
-        # Streamlit remounts a Plotly chart whose figure changed (a new element id), which made
-        # it the browser's work on every tick and left the old copy faded meanwhile
-        # (held while the run runs: see _held)
-        evals = _held("train_hold_evals", snap, len(snap.evals), snap.evals)
+        # both panels up to the last evaluation shown: the chart then changes only at an
+        # evaluation, and a changed chart is drawn again (twice) in every browser
         upto = evals[-1].step if evals else 0
         lr_steps = [m for m in snap.steps if m.step <= upto]
         # (shared: between two evaluations every tick asks for the same figure)
