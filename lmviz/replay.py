@@ -47,7 +47,7 @@ import torch
 
 __all__ = ["Probe", "default_probe", "Replay", "uniform_previous_token", "SnapshotSchedule", "Snapshot", "take_snapshot", "SnapshotStore",
            "Recorder", "pick", "strongest_previous_token_head",
-           "aligned_embeddings", "procrustes", "token_classes", "class_separation", "snapshots_to_tensors",
+           "aligned_embedding", "aligned_embeddings", "procrustes", "token_classes", "class_separation", "snapshots_to_tensors",
            "snapshots_from_tensors", "PREFIX", "DEFAULT_MAX_COUNT", "DEFAULT_MAX_BYTES"]
 
 PREFIX = "replay."                 # key prefix of the replay tensors inside a checkpoint
@@ -375,19 +375,19 @@ def procrustes(Y: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
     return (U @ Vh).to(Y.dtype)
 
 
+def aligned_embedding(snap: Snapshot, ref: Snapshot) -> torch.Tensor:
+    """``snap``'s [P, 2] embeddings turned onto the axes of ``ref``'s with :func:`procrustes`
+    (``ref`` itself is returned unchanged). One snapshot's alignment: a replay's step shows one."""
+    if snap.emb_xy.shape != ref.emb_xy.shape:
+        raise ValueError("snapshots project different numbers of tokens")
+    return snap.emb_xy if snap is ref else snap.emb_xy @ procrustes(snap.emb_xy, ref.emb_xy)
+
+
 def aligned_embeddings(snaps, ref: int = -1) -> list[torch.Tensor]:
     """Every snapshot's [P, 2] embeddings turned onto the axes of snapshot ``ref`` (the final
-    one by default) with :func:`procrustes`; the reference itself is unchanged."""
+    one by default): :func:`aligned_embedding` of each."""
     snaps = list(snaps)
-    if not snaps:
-        return []
-    R = snaps[ref].emb_xy
-    out = []
-    for s in snaps:
-        if s.emb_xy.shape != R.shape:
-            raise ValueError("snapshots project different numbers of tokens")
-        out.append(s.emb_xy if s is snaps[ref] else s.emb_xy @ procrustes(s.emb_xy, R))
-    return out
+    return [aligned_embedding(s, snaps[ref]) for s in snaps] if snaps else []
 
 
 def token_classes(tokenizer, n: int) -> list[str]:

@@ -4,6 +4,7 @@ languages (the captions follow the computed numbers), a brushed stretch of the l
 live tiny training whose replay grows while it runs."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -85,6 +86,10 @@ def test_scrub_uploaded_replay_first_to_last(trained, lang):
         captions[i] = text
         figs = [f for f in figures(at) if f.get("layout", {}).get("yaxis", {}).get("range") == [0, 1.08]]
         assert figs                                               # the next-token bars
+        # the loss curve's rule stands at the step shown (its one row of data)
+        spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+        rules = [layer for layer in spec["layer"] if layer.get("mark", {}).get("type") == "rule"]
+        assert [r["data"]["values"] for r in rules] == [[{"step": float(steps[i])}]]
     assert captions[0] != captions[len(steps) - 1]
     first, last = replay.snapshots[0], replay.snapshots[-1]
     assert last.entropy < first.entropy < math.log(tok.vocab_size) + 1e-6  # what the captions report

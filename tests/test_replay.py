@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from lmviz.model import GPT, GPTConfig
-from lmviz.replay import (PREFIX, Probe, Recorder, Snapshot, SnapshotSchedule, SnapshotStore, aligned_embeddings,
-                          default_probe, pick, procrustes, snapshots_from_tensors, snapshots_to_tensors,
+from lmviz.replay import (PREFIX, Probe, Recorder, Snapshot, SnapshotSchedule, SnapshotStore, aligned_embedding,
+                          aligned_embeddings, default_probe, pick, procrustes, snapshots_from_tensors, snapshots_to_tensors,
                           strongest_previous_token_head, take_snapshot, token_classes, class_separation)
 from lmviz.tokenizer import CharTokenizer
 from lmviz.train import Trainer, corpus_text, make_config
@@ -105,6 +105,9 @@ def test_aligned_axes(run):
     # the second-to-last snapshot is closer to the last once aligned than before
     raw = (snaps[-2].emb_xy - snaps[-1].emb_xy).norm()
     assert (al[-2] - al[-1]).norm() <= raw + 1e-6
+    # one snapshot's alignment (what a replay step draws) is that snapshot's entry of the list
+    for i in (0, len(snaps) // 2, -1):
+        assert torch.equal(aligned_embedding(snaps[i], snaps[-1]), al[i])
 
 
 def test_character_classes_pull_apart(run):
@@ -327,7 +330,7 @@ def test_uniform_previous_token_baseline():
 def test_replay_figures(run):
     """The figures draw what they are given: one trace per token class on equal, fixed axes; bars
     on a fixed 0..1 axis; the loss chart's brush is an x interval named as the page reads it."""
-    from viz.replay import SELECTION, distribution_figure, embedding_figure, loss_selection_chart
+    from viz.replay import SELECTION, at_step, distribution_figure, embedding_figure, loss_selection_chart
 
     tr, rec = run
     snaps = rec.store.snapshots
@@ -340,9 +343,17 @@ def test_replay_figures(run):
     assert tuple(fig.layout.yaxis.range) == tuple(r) and -r[0] == r[1] >= abs(xy).max()
     bars = distribution_figure(["a", "b"], snaps[-1].top_probs[:2].numpy())
     assert tuple(bars.layout.yaxis.range) == (0, 1.08) and list(bars.data[0].y) == snaps[-1].top_probs[:2].tolist()
-    spec = loss_selection_chart([1, 2, 3], [4.0, 3.5, 3.0], [s.step for s in snaps], [s.loss for s in snaps], 8,
-                                x_title="step", y_title="loss", curve_name="c", snap_name="s").to_dict()
+    spec = loss_selection_chart([1, 2, 3], [4.0, 3.5, 3.0], [s.step for s in snaps], [s.loss for s in snaps],
+                                x_title="step", y_title="loss", curve_name="c", snap_name="s")
     params = [p for layer in spec["layer"] for p in layer.get("params", [])] + spec.get("params", [])
     assert any(p["name"] == SELECTION and p["select"]["type"] == "interval" and p["select"]["encodings"] == ["x"]
                for p in params)
     assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "symlog"
+    # the step shown is a rule on the same step axis, added to a copy: the shared spec is not changed
+    shown = at_step(spec, 8)
+    assert shown["layer"][:-1] == spec["layer"] and len(spec["layer"]) == 2
+    assert shown["layer"][-1]["mark"]["type"] == "rule"
+    assert shown["layer"][-1]["data"] == {"values": [{"step": 8.0}]}
+    assert shown["layer"][-1]["encoding"]["x"] == {"field": "step", "type": "quantitative"}
+    import altair as alt
+    alt.LayerChart.from_dict(shown)       # Vega-Lite's schema accepts the spec with the rule

@@ -16,7 +16,7 @@ from viz import theme
 from viz.theme import COLORS
 from viz.training import attention_figure, downsample
 
-__all__ = ["attention_figure", "embedding_figure", "distribution_figure", "loss_selection_chart",
+__all__ = ["attention_figure", "embedding_figure", "distribution_figure", "loss_selection_chart", "at_step",
            "SELECTION", "CLASS_COLORS"]
 
 SELECTION = "stretch"          # the Altair interval parameter's name (the page reads it back)
@@ -65,11 +65,12 @@ def distribution_figure(labels, probs, *, x_title: str = "", y_title: str = "",
     return theme.apply(fig, height=height)
 
 
-def loss_selection_chart(steps, losses, snap_steps, snap_losses, selected: int, *, x_title: str,
-                         y_title: str, curve_name: str, snap_name: str, height: int = 260):
-    """The training loss (line, downsampled), the snapshots (points) and the one shown (a rule),
-    with an interval selection ``SELECTION`` on the step axis (symlog: the snapshots are
-    log-spaced and step 0 is one of them). Returns an Altair chart."""
+def loss_selection_chart(steps, losses, snap_steps, snap_losses, *, x_title: str, y_title: str,
+                         curve_name: str, snap_name: str, height: int = 260) -> dict:
+    """The training loss (line, downsampled) and the snapshots (points), with an interval
+    selection ``SELECTION`` on the step axis (symlog: the snapshots are log-spaced and step 0 is
+    one of them), as a Vega-Lite spec (a dict: Altair builds and validates it once). The rule
+    at the step shown is added by :func:`at_step`, so a scrub neither builds nor validates it again."""
     import altair as alt
     import pandas as pd
 
@@ -85,7 +86,21 @@ def loss_selection_chart(steps, losses, snap_steps, snap_losses, selected: int, 
         x=x, y=y, tooltip=[alt.Tooltip("step:Q", format=",.0f"), alt.Tooltip("loss:Q", format=".3f")])
     points = alt.Chart(snaps).mark_point(color=COLORS["key"], filled=True, size=50).encode(
         x=x, y=y, tooltip=[alt.Tooltip("step:Q", format=",.0f"), alt.Tooltip("loss:Q", format=".3f")])
-    rule = alt.Chart(pd.DataFrame({"step": [float(selected)]})).mark_rule(
-        color=COLORS["chosen"], strokeWidth=2).encode(x="step:Q")
     layers = [base, points] if len(curve) else [points]
-    return alt.layer(layers[0].add_params(brush), *layers[1:], rule).properties(height=height)
+    return alt.layer(layers[0].add_params(brush), *layers[1:]).properties(height=height).to_dict()
+
+
+def at_step(spec: dict, selected: float) -> dict:
+    """``spec`` (from :func:`loss_selection_chart`; left unchanged) with a rule at step
+    ``selected``, on the chart's own step axis.
+
+    >>> spec = {"layer": [{"mark": "line"}], "height": 260}
+    >>> at_step(spec, 8)["layer"][-1]["data"]
+    {'values': [{'step': 8.0}]}
+    >>> len(spec["layer"])
+    1
+    """
+    rule = {"data": {"values": [{"step": float(selected)}]},      # one row: a layer needs data to draw
+            "mark": {"type": "rule", "color": COLORS["chosen"], "strokeWidth": 2},
+            "encoding": {"x": {"field": "step", "type": "quantitative"}}}
+    return {**spec, "layer": [*spec["layer"], rule]}
