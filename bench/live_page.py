@@ -18,7 +18,7 @@ Two parts, each side by side in one run:
    it), the longest task, the faded elements (share of samples, and each element's longest
    continuous faded stretch), copies of each live chart in the page (one is right), Plotly's
    draws of each chart (its ``plotly_afterplot`` events); then Pause
-   (click to Resume enabled), three replay scrub steps while paused (the arrow key on the step
+   (click to Resume enabled), ``--scrubs`` (3) replay scrub steps while paused (the arrow key on the step
    slider, until the section's caption names the new step and the run has finished), Resume, and
    Stop (click to Start enabled). The three presses are timed in the page, from the click event
    to the first 5 ms sample showing the other button enabled (what the lecturer sees), and, as
@@ -175,7 +175,7 @@ def _replay_step(page) -> str:
     return page.locator(".st-key-train_replay_step [data-testid=stSliderThumbValue]").first.inner_text()
 
 
-def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str) -> None:
+def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str, scrubs: int = 3) -> None:
     srv = Server()
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -215,7 +215,7 @@ def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str) -> 
         # a replay scrub step while paused: the slider one snapshot back, until its caption says so
         scrub = []
         thumb = page.locator(".st-key-train_replay_step input[type=range]").first
-        for _ in range(3):
+        for _ in range(scrubs):
             before = _replay_step(page)
             thumb.focus()
             t0 = time.perf_counter()
@@ -255,6 +255,7 @@ def main() -> None:
     ap.add_argument("--corpus", default="poetry")
     ap.add_argument("--preset", default="poetry")
     ap.add_argument("--skip-panel", action="store_true", help="only the whole page")
+    ap.add_argument("--scrubs", type=int, default=3, help="replay scrub steps while paused (one snapshot back each)")
     args = ap.parse_args()
     if not 1 <= args.seconds <= 120:
         ap.error("seconds: 1-120")
@@ -265,7 +266,7 @@ def main() -> None:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
         if not args.skip_panel:
             panel(browser, min(args.seconds, 8))
-        whole_page(browser, args.seconds, args.lang, args.corpus, args.preset)
+        whole_page(browser, args.seconds, args.lang, args.corpus, args.preset, args.scrubs)
         browser.close()
 
 

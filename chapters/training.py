@@ -288,12 +288,21 @@ def _snapshot():
 # growing loss curve and the replay's longer slider, and the browser draws them again:
 # bench/live_page.py measured Chromium's main thread 44-56 % busy at 1 s (33 % at 2 s) on the 2-core machine.
 LIVE_EVERY_S = 2.0
+# ... and while it is paused: nothing moves then but a press in another tab of the run, and a
+# tick that comes with a replay step makes the step wait for the tick's run (0.1-0.3 s here)
+PAUSED_EVERY_S = 6.0
+
+
+def _live_every() -> float:
+    job = session.training_job()
+    return PAUSED_EVERY_S if job is not None and job.paused else LIVE_EVERY_S
 
 
 def live() -> None:
-    """Poll the job every ``LIVE_EVERY_S`` while it is active; draw once when it is not. The
-    replay is drawn in the same fragment: the page has one poll (see ``ui.session.poll``)."""
-    session.poll(_snapshot, _live_and_replay, every=LIVE_EVERY_S)
+    """Poll the job every ``LIVE_EVERY_S`` while it runs (``PAUSED_EVERY_S`` while paused); draw
+    once when it is not active. The replay is drawn in the same fragment: the page has one poll
+    (see ``ui.session.poll``)."""
+    session.poll(_snapshot, _live_and_replay, every=_live_every)
 
 
 def _live_and_replay(snap) -> None:

@@ -371,3 +371,31 @@ def test_the_current_model_can_be_fine_tuned_on_ones_own_text():
     assert tuned.meta["val_loss"] > 0     # scored on the held-out tail of my text (the learning: test_train)
     button(at, "train_stop").click().run()
     assert poll(at, lambda a: button(a, "train_start").disabled is False)
+
+
+def test_a_paused_run_polls_slower(monkeypatch):
+    """While the run is paused the live section polls slower (chapters/training.py PAUSED_EVERY_S:
+    nothing moves but a press in another tab, and a tick that comes with a replay step makes the
+    step wait), and at its running pace again once resumed. (The page is a script: its constants
+    are not imported here.)"""
+    import streamlit as st
+
+    paces: list[float] = []
+    real = st.fragment
+
+    def recording(func=None, *, run_every=None, **kw):
+        if run_every is not None:
+            paces.append(run_every)
+        return real(func, run_every=run_every, **kw)
+
+    monkeypatch.setattr(st, "fragment", recording)
+    at = open_page(PAGE, "en", corpus="toy", preset="tiny")
+    button(at, "train_start").click().run()
+    assert poll(at, lambda a: loss_points(a) > 0)
+    running = paces[-1]
+    button(at, "train_pause").click().run()
+    assert paces[-1] > running
+    button(at, "train_resume").click().run()
+    assert paces[-1] == running
+    button(at, "train_stop").click().run()
+    assert poll(at, lambda a: not button(a, "train_start").disabled)

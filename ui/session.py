@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import streamlit as st
 
@@ -287,10 +287,12 @@ def session_task(purpose: str, key, work, *, name: str, total: int = 0, inline_s
 MAX_POLL_S = 8.0     # the slowest a poll may become when its runs keep taking longer than its interval
 
 
-def poll(snapshot, draw, *, every: float = 1.0) -> None:
+def poll(snapshot, draw, *, every: float | Callable[[], float] = 1.0) -> None:
     """Draw ``draw(snap)`` (``snap = snapshot()``, None when there is no task) in a fragment that
     reruns every ``every`` seconds while the task is active; when the task starts or ends, the
-    whole page reruns once, so polling stops and the rest of the page sees the result.
+    whole page reruns once, so polling stops and the rest of the page sees the result. ``every``
+    may be a function (read at each run): when its answer changes, the page reruns once and the
+    poll comes back at the new pace (a paused training polls slower than a running one).
 
     One page has at most one active poll at a time (two ``run_every`` fragments on one page
     left a hidden copy of every chart of one of them in the browser on each tick, in
@@ -314,11 +316,12 @@ def poll(snapshot, draw, *, every: float = 1.0) -> None:
     active = first is not None and first.active
     name = f"lmviz_poll:{getattr(draw, '__module__', '')}.{getattr(draw, '__qualname__', '')}"
     took = st.session_state.get(name, 0.0)              # seconds the last run of this poll took
-    interval = min(MAX_POLL_S, max(every, 2 * took))
+    pace = every() if callable(every) else every
+    interval = min(MAX_POLL_S, max(pace, 2 * took))
 
     def body() -> None:
         snap = snapshot()
-        if (snap is not None and snap.active) != active:
+        if (snap is not None and snap.active) != active or (callable(every) and every() != pace):
             st.rerun()
         if active and st.session_state.get(name, 0.0) > interval and interval < MAX_POLL_S:
             st.rerun()                                  # slower than its interval: come back slower
