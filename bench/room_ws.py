@@ -120,6 +120,8 @@ async def run(args) -> None:
             ok = await wait_for(lambda: all(ready(s) for s in students), 60, 0.2)
             if not ok:
                 errors.append(f"round {r + 1}: {sum(not ready(s) for s in students)} students never saw the question")
+                for s in [s for s in students if not ready(s)][:5]:
+                    print(f"  round {r + 1}, a student without the question: {s.diagnosis()}", flush=True)
 
             waits: list[float] = []
             retries: list[int] = []

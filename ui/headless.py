@@ -66,6 +66,8 @@ class Session:
         self._finished = asyncio.Event()
         self.runs = 0
         self.finished_status: int | None = None        # ScriptFinishedStatus of the last run that ended
+        self.last_msgs: list[tuple[float, str]] = []   # (perf_counter, message kind) of the latest messages (capped)
+        self.sent: list[tuple[float, str]] = []        # (perf_counter, "whole" / fragment id) of the latest reruns asked
 
     async def __aenter__(self) -> "Session":
         url = f"ws://127.0.0.1:{self.port}/_stcore/stream"
@@ -123,6 +125,8 @@ class Session:
         if not fragment_id:
             self._registered = set()           # a whole run: the fragments it calls register anew
         self._finished.clear()
+        self.sent.append((time.perf_counter(), fragment_id or "whole"))
+        del self.sent[:-20]
         await self._send(msg)
 
     async def _read(self) -> None:
@@ -131,6 +135,9 @@ class Session:
                 fm = ForwardMsg()
                 fm.ParseFromString(data)
                 kind = fm.WhichOneof("type")
+                self.last_msgs.append((time.perf_counter(), f"{kind}:{fm.script_finished}" if kind == "script_finished"
+                                       else kind))
+                del self.last_msgs[:-30]
                 if kind == "navigation":
                     # st.navigation names the page this run shows (new_session may name app.py)
                     self.page_hash = fm.navigation.page_script_hash or self.page_hash
@@ -216,6 +223,15 @@ class Session:
                 await self._rerun(fragment_id=fragment_id, auto=True)
         except (asyncio.CancelledError, websockets.ConnectionClosed):
             pass
+
+    def diagnosis(self) -> str:
+        """One line for a session that did not get what a benchmark waited for: its timers, runs,
+        the last run's end, and the latest messages and rerun requests (seconds ago)."""
+        now = time.perf_counter()
+        msgs = " ".join(f"{k}@{now - t:.1f}" for t, k in self.last_msgs[-8:])
+        sent = " ".join(f"{k[:8]}@{now - t:.1f}" for t, k in self.sent[-5:])
+        return (f"timers {sorted(f[:8] for f in self._timers)}, runs {self.runs}, last finish "
+                f"{self.finished_status}; messages (s ago) {msgs}; asked {sent}")
 
     # ------------------------------------------------------------------ API -------------
     async def wait_idle(self, timeout: float = 120) -> None:
