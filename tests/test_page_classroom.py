@@ -309,3 +309,55 @@ def test_lecturer_screen_shows_the_code_large_and_a_qr_code_of_the_link(lecture)
     assert any("lmviz-class-code" in b and f">{code}<" in b for b in bodies)
     qr = [b for b in bodies if "lmviz-qr" in b]
     assert len(qr) == 1 and "<svg" in qr[0] and "<path" in qr[0] and link in qr[0]
+
+
+
+def _a_run_on_another_page(ours: bool):
+    """ui.classroom.follower_bar in a whole run on the home page while the class is on
+    /generation: the rerun the follower's check asked for (``ours``) or the student's own."""
+    import streamlit as st
+
+    from ui import classroom
+
+    asked = []
+
+    class Asked(Exception):
+        pass
+
+    def switch_page(page, **kw):
+        asked.append(("switch_page", str(page)))
+        raise Asked
+
+    def rerun(**kw):
+        asked.append(("rerun", kw.get("scope")))
+        raise Asked
+
+    f = {"code": "ABCDEFG", "paused": False, "expect": "generation", "followers": 1, "version": 3,
+         "view": None, **({"rerun_to": "generation"} if ours else {})}
+    st.session_state[classroom.FOLLOW] = f
+    saved = (classroom.current_slug, classroom._follower_tick, st.switch_page, st.rerun)
+    classroom.current_slug, classroom._follower_tick = (lambda: ""), (lambda: None)   # no check run here
+    st.switch_page, st.rerun = switch_page, rerun
+    try:
+        classroom.follower_bar()
+    except Asked:
+        pass
+    finally:
+        classroom.current_slug, classroom._follower_tick, st.switch_page, st.rerun = saved
+    st.write(f"{asked!r} {f['paused']}")
+
+
+@pytest.mark.parametrize("ours, want", [
+    (True, "[('switch_page', 'chapters/generation.py')] False"),   # back to the class's page
+    (False, "[] True"),                                            # the student went exploring
+])
+def test_the_classs_own_rerun_landing_on_the_page_left_is_not_exploring(ours, want):
+    """The follower's check reruns the page with st.rerun, which reruns the page its request
+    named; a request sent before the browser learned of an earlier switch names the page the
+    student left. That run took the student for one exploring another chapter, who then never
+    saw the lecturer's question (bench/room_ws.py: 8-12 of 100 students a round)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_a_run_on_another_page, args=(ours,), default_timeout=TIMEOUT).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.markdown[0].value == want

@@ -384,6 +384,7 @@ def _apply(view: FollowView, f: dict) -> None:
     if view.chapter in files and view.chapter != current_slug():
         st.switch_page(by_slug(view.chapter).file)
     if in_fragment_rerun():
+        f["rerun_to"] = f["expect"]    # this rerun is the class's, not the student's (follower_bar)
         st.rerun(scope="app")
 
 
@@ -414,7 +415,15 @@ def follower_bar() -> None:
     f = _follow_state()
     if not f:
         return
+    ours = f.pop("rerun_to", None)     # this run is the page update the follower's check asked for
     if not f["paused"] and f["expect"] is not None and current_slug() != f["expect"]:
+        if ours == f["expect"]:
+            # st.rerun reruns the page the check's request named, and a request sent before the
+            # browser learned of an earlier switch names the page it left: not the student's
+            # choice (before, bench/room_ws.py found 8-12 of 100 students "exploring" a round)
+            from ui.chapters import by_slug
+
+            st.switch_page(by_slug(f["expect"]).file)
         f["paused"] = True          # the student opened another chapter: exploring
         store().leave(f["code"], sid())
     st.query_params["follow"] = f["code"]

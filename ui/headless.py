@@ -230,8 +230,9 @@ class Session:
         now = time.perf_counter()
         msgs = " ".join(f"{k}@{now - t:.1f}" for t, k in self.last_msgs[-8:])
         sent = " ".join(f"{k[:8]}@{now - t:.1f}" for t, k in self.sent[-5:])
+        texts = " | ".join(f"{x[:50]!r}@{now - t:.1f}" for t, x in self.text_log[-3:])
         return (f"timers {sorted(f[:8] for f in self._timers)}, runs {self.runs}, last finish "
-                f"{self.finished_status}; messages (s ago) {msgs}; asked {sent}")
+                f"{self.finished_status}; messages (s ago) {msgs}; asked {sent}; latest texts {texts}")
 
     # ------------------------------------------------------------------ API -------------
     async def wait_idle(self, timeout: float = 120) -> None:
