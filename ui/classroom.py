@@ -423,9 +423,10 @@ def follower_bar() -> None:
             # choice (before, bench/room_ws.py found 8-12 of 100 students "exploring" a round)
             from ui.chapters import by_slug
 
-            st.switch_page(by_slug(f["expect"]).file)
-        f["paused"] = True          # the student opened another chapter: exploring
-        store().leave(f["code"], sid())
+            st.switch_page(by_slug(f["expect"]).file)      # ends this run
+        else:
+            f["paused"] = True      # the student opened another chapter: exploring
+            store().leave(f["code"], sid())
     st.query_params["follow"] = f["code"]
     if "followers" not in f:    # a new follower: the class's size sets how often it checks
         f["followers"] = store().follow(f["code"], sid(), -2).followers

@@ -205,6 +205,6 @@ def draw() -> None:
 def _section() -> None:
     """A fragment inside the poll's: the poll's tick draws it with the rest of the live section,
     and a move of the step slider, the head or a brushed stretch reruns this section alone, not
-    the live curves, samples and attention map above it (bench/live_page.py: the live part was
-    0.03-0.07 s of each scrub step's run on the 2-core machine)."""
+    the live curves, samples and attention map above it (timed on the server while scrubbing,
+    2-core machine: the live part was 0.03-0.07 s of each step's run)."""
     _draw(_source())
