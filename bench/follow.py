@@ -5,8 +5,10 @@
 Starts the app (``serve.py``, README's run command) on a free port on 127.0.0.1. A lecturer session opens
 /generation in presenter mode and presses "Start a class"; the class code is read from the
 student link the page shows. N follower sessions open the student link (``/?follow=CODE``, half
-in English, half in Chinese) on the home page and check the class every 0.25 s (``ui.classroom.FOLLOW_TICK_S``), as a
-browser tab does (their joins spread over one second, so their polls are out of step); each must be switched to /generation by the server. The
+in English, half in Chinese) on the home page; the server reruns their check of the class when it
+moves (``ui.classroom.pushes``), and their own timers ask for it every ``ui.classroom.follow_period`` seconds
+as a backstop, as a browser tab does (their joins spread over one second, so their timers are out of
+step); each must be switched to /generation by the server. The
 lecturer first shows the answer of the question the τ section waits behind (predict, then reveal:
 the section is drawn on every screen of the class), then moves the temperature slider ``--moves`` times, ``--gap`` seconds apart. A follower's lag for one move is
 the time from the lecturer's message leaving the client to the first slider element the

@@ -136,3 +136,40 @@ def test_a_class_follows_answers_and_ends(server, browser, lect_lang, fol_lang):
     finally:
         lctx.close()
         fctx.close()
+
+
+def test_a_follower_takes_the_lecturers_move_without_asking(server):
+    """Push, not poll: a follower whose client never asks for its check (no fragment timers, as if
+    its timer were hours long) still takes the lecturer's new slider value: when the class moves,
+    the server reruns the check of every follower of that class (``ui.classroom.pushes``).
+    Before, such a follower kept the old value for ever."""
+    import sys
+
+    from tests.conftest import ROOT, run_async
+    from ui.headless import Session
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import follow
+
+    async def scenario():
+        async with Session(server.port, "generation", "lang=en&present=1") as lect:
+            await lect.wait_idle(180)
+            code, _ = await follow.start_class(lect)
+            await follow.reveal_tau(lect)
+            async with Session(server.port, "", f"follow={code}&lang=zh", auto_rerun=False) as fol:
+                on_page = await follow.wait_for(lambda: follow.tau_slider(fol) is not None, 60)
+                before = follow.tau_slider(fol).value if on_page else None
+                w = follow.tau_slider(lect)
+                value = 0.25 if w.value and abs(w.value[0] - 0.25) > 1e-9 else 2.0
+                import time
+
+                sent = time.perf_counter()
+                await lect.move_slider(w, value, timeout=60)
+                got = await follow.wait_for(lambda: follow.shown_at(fol, value, sent) is not None, 30)
+                return on_page, before, value, got, fol._timers, lect.errors + fol.errors
+
+    on_page, before, value, got, timers, errors = run_async(scenario())
+    assert on_page and before is not None and before[0] != value
+    assert timers == {}              # the follower never ran a timer of its own
+    assert got, "the follower never showed the lecturer's new value"
+    assert errors == []

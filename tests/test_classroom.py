@@ -738,3 +738,85 @@ def test_a_class_gathers_a_bounded_number_of_sentences(clock, make):
     got = [store.submit(c.code, f"b:{i}", "corpus.x", f"sentence {i}").reason for i in range(5)]
     assert got == ["", "", "", "too_many_answers", "too_many_answers"]
     assert len(store.queue(c.code, c.secret, "corpus.x").items) == 3
+
+
+# -- moves told to listeners (ClassStore.watch) and the followers woken (Pushes) -------------------
+def _heard_until(heard: list, n: int, timeout: float = 10.0) -> list:
+    """``heard`` once it holds ``n`` moves (Redis tells them from its subscriber thread)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while len(heard) < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return heard
+
+
+def test_every_move_of_a_class_is_told_once_and_nothing_else(clock, new_backend):
+    """A follower learns of a change as an event: each write that moves the class's version (a
+    chapter or setting published, a question opened, revealed or closed, the class ended) is told
+    to the listeners once; a heartbeat or a publish of the same state tells nothing. With Redis a
+    second store on the same database (another process) hears them as well."""
+    db = new_backend(clock)
+    store = ClassStore(db, clock=clock)
+    heard: list = []
+    store.watch(lambda code, version: heard.append((code, version)))
+    other: list = []
+    if not isinstance(db, MemoryBackend):
+        ClassStore(redis_util.backend(clock, prefix=db.prefix),
+                   clock=clock).watch(lambda code, version: other.append((code, version)))
+        import time
+
+        deadline = time.monotonic() + 10         # both subscribers listen before anything is told
+        while db.client.pubsub_numsub(db.prefix + "moved")[0][1] < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    c = store.create_class()
+    assert store.heartbeat(c.code, c.secret).ok
+    v1 = store.publish(c.code, c.secret, "generation", "", {"gen_tau": "0.5"}).version
+    assert store.publish(c.code, c.secret, "generation", "", {"gen_tau": "0.5"}).version == v1
+    assert store.heartbeat(c.code, c.secret).ok
+    v2 = store.open_question(c.code, c.secret, "gen_tau_half", OPTS).version
+    v3 = store.reveal(c.code, c.secret).version
+    assert store.end_class(c.code, c.secret).ok
+    v4 = store.follow(c.code, "s1").version
+    want = [(c.code, v) for v in (0, v1, v2, v3, v4)]
+    assert len({v1, v2, v3, v4}) == 4
+    assert _heard_until(heard, len(want)) == want
+    if not isinstance(db, MemoryBackend):
+        assert _heard_until(other, len(want)) == want
+
+
+def test_pushes_wake_the_followers_of_the_class_that_moved():
+    from lmviz.server.classroom import Pushes
+
+    woken: list = []
+    gone = {"t-closed"}
+    p = Pushes(lambda target: woken.append(target) or target not in gone, max_holders=3)
+    p.follow("AAAAAAA", "s1", "t1")
+    p.follow("AAAAAAA", "s2", "t-closed")
+    p.follow("BBBBBBB", "s3", "t3")
+    p.follow("AAAAAAA", "s1", "t1b")            # a new run of s1's check: its newest target
+    p.moved("AAAAAAA", 4)
+    assert sorted(woken) == ["t-closed", "t1b"] and len(p) == 2    # the closed session is forgotten
+    woken.clear()
+    p.wake(["s3", "s2", "nobody"])
+    assert woken == ["t3"]
+    p.drop("s3")
+    p.moved("BBBBBBB", 1)
+    assert woken == ["t3"]
+    for i in range(5):                           # bounded: the oldest registration goes first
+        p.follow("CCCCCCC", f"n{i}", f"tn{i}")
+    assert len(p) == 3 and "s1" not in p._of
+
+
+def test_the_gate_names_who_stopped_waiting_when_a_place_is_left():
+    """A follower whose update was refused at the gate stops waiting: when a place is left, the
+    gate names the first in line so that it is woken (a push), not left to its next check."""
+    from lmviz.server.classroom import Gate
+
+    g = Gate(1, lease_s=10, clock=Clock())
+    assert g.enter("a")
+    assert not g.enter("b") and not g.enter("c")    # refused; b first in line
+    assert g.leave("nobody") == []
+    assert g.leave("a") == ["b"]
+    assert g.enter("b") and g.leave("b") == ["c"]
+    assert g.leave("b") == []

@@ -12,9 +12,14 @@ The shared state lives in :class:`lmviz.server.classroom.ClassStore` (one per pr
   (chapter slug, ``?sec=`` and the chapter's URL settings) is published whenever
   ``ui.urlstate`` writes a setting and on every tick of a 1 s fragment, which is also the
   heartbeat.
-- **Follower** (``?follow=CODE``): a fragment checks ``store.follow`` every 0.25 s (one version
-  read, redrawing only the small follow banner; slower in a big class, ``follow_period``); only
-  on a new version does it switch to the lecturer's chapter (``st.switch_page``) or rerun the
+- **Follower** (``?follow=CODE``): a fragment checks ``store.follow`` (one version read,
+  redrawing only the small follow banner). The check runs when the class moves: the store tells
+  every process of a new version (``ClassStore.watch``: at once in one process, Redis pub/sub
+  across several) and :func:`pushes` reruns the check of each follower of that class in this
+  process (``ui.runtime.rerun_fragment``: the server pushes, the browser does not ask). It also
+  runs every ``FOLLOW_TICK_S`` seconds as a backstop (slower in a big class, ``follow_period``):
+  the followers count, the answers' counts after a reveal, a push lost. Only on a new version
+  does it switch to the lecturer's chapter (``st.switch_page``) or rerun the
   page, after putting the followed settings in ``lmviz_follow_pending``, which ``ui.urlstate``
   writes into the widgets' session-state keys as they are drawn. At most ``FOLLOW_RERUNS``
   followers of one process rerun their page at once (``follow_gate``): the others catch up a
@@ -44,11 +49,11 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from lmviz.chapters import questions as qs
-from lmviz.server.classroom import BrowserIds, ClassStore, FollowView, Gate, address_key, normalise_code
+from lmviz.server.classroom import BrowserIds, ClassStore, FollowView, Gate, Pushes, address_key, normalise_code
 from lmviz.server.classroom_backend import store_from_env
 from ui import handout
 from ui.i18n import literal, t
-from ui.runtime import in_fragment_rerun
+from ui.runtime import fragment_target, in_fragment_rerun, rerun_fragment
 
 LECT = "class_lect"          # session key: {"code": str, "secret": str} while this session lectures
 FOLLOW = "class_follow"      # session key: follower state (see _follow_state)
@@ -62,10 +67,10 @@ REVEALED = "_rv"            # published setting: the question ids the lecturer h
 NOT_FOLLOWED = frozenset({"lang", "present", "follow", "sec", REVEALED}) | SECRET_PARAMS
 SKIPPED = "skip"             # a student alone who skipped a question (no answer given)
 TICK_S = 1.0                 # lecturer publish/heartbeat period
-FOLLOW_TICK_S = 0.25         # a follower's check of the class (a version read; the page reruns
-                             # only when the lecturer's state changed) ...
+FOLLOW_TICK_S = 2.0          # a follower's check of the class when nothing was pushed (a version
+                             # read; the page reruns only when the lecturer's state changed) ...
 FOLLOW_POLLS_PER_S = 40      # ... slower in a big class: its followers check at most this often
-                             # together (30 followers: every 0.75 s; 200: every 5 s)
+                             # together (80 followers: every 2 s; 200: every 5 s)
 FOLLOW_TICK_MAX_S = 5.0
 FOLLOW_GATE_WAIT_S = 0.5     # a follower whose update finds the gate full waits this long for a place
 FOLLOW_RERUNS = 1            # followers of one process that rerun their page at once (Gate): a
@@ -111,6 +116,19 @@ def follow_gate() -> Gate:
 
     raw = os.environ.get("LMVIZ_FOLLOW_RERUNS", "")
     return Gate(int(raw) if raw.isdigit() and int(raw) > 0 else FOLLOW_RERUNS)
+
+
+@st.cache_resource(show_spinner=False)
+def pushes() -> Pushes:
+    """The process's followers by class: a class that moves reruns their checks at once."""
+    p = Pushes(rerun_fragment)
+    store().watch(p.moved)
+    return p
+
+
+def _leave_gate() -> None:
+    """This follower's page update is done: leave the gate and wake whoever it lets in next."""
+    pushes().wake(follow_gate().leave(sid()))
 
 
 def sid() -> str:
@@ -393,6 +411,7 @@ def _step_away() -> None:
     if f:
         f["paused"] = True
         store().leave(f["code"], sid())
+        pushes().drop(sid())
 
 
 def _rejoin() -> None:
@@ -403,6 +422,7 @@ def _rejoin() -> None:
 
 
 def _stop_following(reason: str) -> None:
+    pushes().drop(sid())
     st.session_state.pop(FOLLOW, None)
     st.session_state.pop(PENDING, None)
     _note(reason)
@@ -427,6 +447,7 @@ def follower_bar() -> None:
         else:
             f["paused"] = True      # the student opened another chapter: exploring
             store().leave(f["code"], sid())
+            pushes().drop(sid())
     st.query_params["follow"] = f["code"]
     if "followers" not in f:    # a new follower: the class's size sets how often it checks
         f["followers"] = store().follow(f["code"], sid(), -2).followers
@@ -441,7 +462,7 @@ def page_done() -> None:
     if f:
         f.pop("drawing", None)          # the page has drawn the version it was let in for
     if f and _connected():
-        follow_gate().leave(sid())
+        _leave_gate()
 
 
 def follow_period(followers: int) -> float:
@@ -463,7 +484,7 @@ def _follower_tick() -> None:
         return
     ticking = in_fragment_rerun()
     if ticking:
-        follow_gate().leave(sid())   # the page run this follower was let in for has finished
+        _leave_gate()   # the page run this follower was let in for has finished
     view = store().follow(f["code"], sid(), -2 if f["paused"] else known_version(f, ticking))
     if view.status in ("ended", "not_found", "bad_code", "rate_limited", "bad_session"):
         reason = view.reason or view.status
@@ -484,6 +505,9 @@ def _follower_tick() -> None:
                          icon=":material/explore:")
     if view.status != "live" or f["paused"]:
         return
+    target = fragment_target()
+    if target is not None:
+        pushes().follow(f["code"], sid(), target)     # the next move of the class reruns this check
     if view.changed:
         # a browser's tab leaves the gate when the page run ends (page_done) or at its next
         # tick; a session without a client connection (AppTest) never ticks, so it does not

@@ -44,3 +44,58 @@ def page_run(done):
         done()
         raise
     done()
+
+
+def fragment_target() -> tuple[str, str, str] | None:
+    """The fragment now running, as :func:`rerun_fragment` takes it: (session id, fragment id,
+    query string); None outside a fragment or a server (AppTest has no runtime to rerun in)."""
+    from streamlit.runtime import Runtime
+    from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None or not Runtime.exists():
+        return None
+    try:
+        fragment_id = ThreadState.get().fragment_id
+    except RuntimeError:
+        return None
+    return (ctx.session_id, fragment_id, ctx.query_string) if fragment_id else None
+
+
+def rerun_fragment(target: tuple[str, str, str]) -> bool:
+    """Rerun a fragment of a session, from any thread, as the browser's timer of a ``run_every``
+    fragment asks for it (the server pushes, the browser need not ask). Returns False when the
+    session is gone. The request is made on the server's event loop, where the browsers' own
+    requests are handled, and dropped there when that session already has a rerun pending (the
+    pending run draws the fragment too; a request of ours would rewrite the pending one's page
+    with the page we saw, the way a stale request did in the follower's case of ``ui.classroom``)
+    or when the fragment is no longer on its page. Streamlit's own server-side rerun (run on
+    save) goes through the same ``AppSession.request_rerun``."""
+    from streamlit.runtime import Runtime
+
+    session_id, fragment_id, query_string = target
+    if not Runtime.exists():
+        return False
+    runtime = Runtime.instance()
+    info = runtime._session_mgr.get_active_session_info(session_id)
+    if info is None:
+        return False
+    runtime._get_async_objs().eventloop.call_soon_threadsafe(
+        _request_fragment_rerun, info.session, fragment_id, query_string)
+    return True
+
+
+def _request_fragment_rerun(session, fragment_id: str, query_string: str) -> None:
+    """On the event loop: the browser's auto-rerun request, built on the server."""
+    from streamlit.proto.ClientState_pb2 import ClientState
+    from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
+
+    runner = session._scriptrunner
+    if runner is not None and runner._requests._state == ScriptRequestType.RERUN:
+        return
+    current = session._client_state
+    state = ClientState(query_string=query_string, page_script_hash=current.page_script_hash,
+                        fragment_id=fragment_id, is_auto_rerun=True)
+    if current.HasField("context_info"):
+        state.context_info.CopyFrom(current.context_info)
+    session.request_rerun(state)

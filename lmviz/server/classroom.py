@@ -54,6 +54,13 @@ turns it into its usual record with reason ``"store_unavailable"`` (status
 :func:`lmviz.server.classroom_backend.store_from_env` picks the backend: Redis when ``LMVIZ_REDIS_URL`` is
 set, else memory.
 
+Telling followers: every write that moves a class's version (``told`` in the record is the
+version last told) calls ``announce(code, version)``; the memory backend calls this process's
+listeners at once, Redis publishes it on the channel ``moved`` (``PUBLISH``) and each process's
+one subscriber thread calls its listeners (:meth:`ClassStore.watch`). :class:`Pushes` is such a
+listener: it wakes the followers of the class that moved, so a follower learns of a change as
+an event, not at its next check.
+
 Keys (``{c}`` a class code, ``{q}`` a question id, ``{s}`` a session id):
 ``class:{c}`` the class record; ``ans:{c}:{q}:{s}`` one student's answer (an option id);
 ``hist:{c}:{q}`` counts per option id; ``n:{c}:{q}`` answers to one question; ``n:{c}`` answers
@@ -98,6 +105,7 @@ import functools
 import hashlib
 import hmac
 import json
+import logging
 import os
 import re
 import secrets
@@ -110,8 +118,10 @@ __all__ = [
     "ALPHABET", "CODE_LEN", "ClassLimits", "Backend", "BackendUnavailable", "MemoryBackend",
     "ClassStore", "Created", "OpResult", "FollowView", "QuestionView", "LecturerView", "Histogram",
     "Assignment", "Tally", "Submission", "Queue",
-    "normalise_code", "REASONS", "address_key", "class_key", "BrowserIds", "Gate",
+    "normalise_code", "REASONS", "address_key", "class_key", "BrowserIds", "Gate", "Pushes",
 ]
+
+_LOG = logging.getLogger(__name__)
 
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: easy to read aloud and type
 CODE_LEN = 7                                    # 31^7 ≈ 2.75e10 codes
@@ -281,6 +291,9 @@ class Backend(Protocol):
                          counters: Sequence[tuple[str, int]], guard: tuple[str, str, Any] | None,
                          now: float) -> int: ...
     def zadd_bounded(self, key: str, member: str, score: float, max_live: int, now: float) -> int: ...
+    # a class's version moved (ClassStore.watch): say it to every process that listens
+    def announce(self, code: str, version: int) -> None: ...
+    def listen(self, listener: Callable[[str, int], None]) -> None: ...
 
 
 class BackendUnavailable(Exception):
@@ -344,6 +357,19 @@ class MemoryBackend(_Compound):
         self._data: dict[str, tuple[Any, float | None]] = {}  # key -> (value, expires_at)
         self._z: dict[str, dict[str, float]] = {}              # sorted sets: key -> {member: score}
         self._writes = 0
+        self._listeners: list[Callable[[str, int], None]] = []  # ClassStore.watch
+
+    def announce(self, code: str, version: int) -> None:
+        """Tell this process's listeners at once, in the writer's thread (under the store's lock:
+        a listener must be quick and must not call the store)."""
+        for listener in list(self._listeners):
+            try:
+                listener(code, version)
+            except Exception:  # noqa: BLE001 - a listener's fault is not the writer's
+                _LOG.exception("class listener failed")
+
+    def listen(self, listener: Callable[[str, int], None]) -> None:
+        self._listeners.append(listener)
 
     # -- helpers
     def _expiry(self, ttl_s: float | None) -> float | None:
@@ -626,8 +652,12 @@ class ClassStore:
         """Store a class record read earlier in this operation, unless someone wrote it since."""
         seen = rec.get("rev", 0)
         rec["rev"] = seen + 1
+        moved = rec["version"] != rec.get("told")      # the version followers were last told of
+        rec["told"] = rec["version"]
         if not self._db.put_if(f"class:{code}", rec, ttl_s, "rev", seen):
             raise _Conflict(code)
+        if moved:
+            self._db.announce(code, rec["version"])
 
     def _end(self, code: str, rec: dict, reason: str) -> dict:
         rec.update(status="ended", reason=reason, ended_at=self._clock(), version=rec["version"] + 1)
@@ -774,6 +804,14 @@ class ClassStore:
         """True when the store's data was lost since ``epoch`` (an ``epoch()`` or
         ``Created.epoch`` seen earlier): the class store restarted empty."""
         return isinstance(epoch, str) and bool(epoch) and self._epoch(create=False) != epoch
+
+    def watch(self, listener: Callable[[str, int], None]) -> None:
+        """Call ``listener(code, version)`` whenever a class's version moves (the lecturer's
+        chapter, section or settings changed, a question opened, was revealed or closed, the class
+        ended), in this process, whichever process wrote it: at once in the writer's thread for
+        the memory backend, from the subscriber thread for Redis. A listener returns quickly and
+        never calls the store."""
+        self._db.listen(listener)
 
     @_guarded(_OP_DOWN)
     def publish(self, code: str, secret: str, chapter: str, section: str = "",
@@ -1234,12 +1272,74 @@ class Gate:
                 self._lock.notify_all()                # one fewer waiting ahead of the others
             return ok
 
-    def leave(self, holder: str) -> None:
+    def leave(self, holder: str) -> list[str]:
+        """Give up a place. Returns the holders in line that stopped waiting (their ``enter`` gave
+        up) and may go in now, first in line first, one per place the waiting ones leave free:
+        the caller wakes them (:class:`Pushes`), or they would wait for their next check."""
         with self._lock:
-            if self._held.pop(holder, None) is not None:
-                self._lock.notify_all()                # the first in line among the waiting goes in
+            if self._held.pop(holder, None) is None:
+                return []
+            self._lock.notify_all()                    # the first in line among the waiting goes in
+            now = self._clock()
+            free = self.slots - sum(1 for until in self._held.values() if until > now) - len(self._waiting)
+            if free <= 0:
+                return []
+            line = sorted((t, h) for h, t in self._since.items() if h not in self._waiting and h not in self._held)
+            return [h for _, h in line[:free]]
 
     def __len__(self) -> int:
         now = self._clock()
         with self._lock:
             return sum(1 for until in self._held.values() if until > now)
+
+
+class Pushes:
+    """Which followers of this process follow which class, and whom to wake when one moves.
+
+    A follower registers its check under its class (``follow``: a holder id and a ``target``,
+    whatever ``wake`` needs to rerun that check: for Streamlit, the session and fragment).
+    :meth:`moved` is a :meth:`ClassStore.watch` listener: it wakes every follower of the class
+    that moved. :meth:`wake` wakes chosen holders (the ones a :class:`Gate` lets in after they
+    stopped waiting). ``wake(target)`` returns False for a target that is gone (its session
+    closed): it is forgotten. ``wake`` is called outside this object's lock and must be quick
+    (Streamlit's: a call scheduled on the server's event loop). Thread-safe; at most
+    ``max_holders`` followers are kept (the oldest registration goes first).
+    """
+
+    def __init__(self, wake: Callable[[Any], bool], max_holders: int = 5000):
+        self._wake = wake
+        self.max_holders = int(max_holders)
+        self._of: dict[str, tuple[str, Any]] = {}     # holder -> (class code, target), oldest first
+        self._lock = threading.Lock()
+
+    def follow(self, code: str, holder: str, target: Any) -> None:
+        with self._lock:
+            self._of.pop(holder, None)
+            self._of[holder] = (code, target)
+            while len(self._of) > self.max_holders:
+                del self._of[next(iter(self._of))]
+
+    def drop(self, holder: str) -> None:
+        with self._lock:
+            self._of.pop(holder, None)
+
+    def moved(self, code: str, version: int) -> None:  # noqa: ARG002 - the follower reads it itself
+        with self._lock:
+            woken = [(h, t) for h, (c, t) in self._of.items() if c == code]
+        self._send(woken)
+
+    def wake(self, holders: Sequence[str]) -> None:
+        with self._lock:
+            woken = [(h, self._of[h][1]) for h in holders if h in self._of]
+        self._send(woken)
+
+    def _send(self, woken: list[tuple[str, Any]]) -> None:
+        gone = [h for h, target in woken if not self._wake(target)]
+        if gone:
+            with self._lock:
+                for h in gone:
+                    self._of.pop(h, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._of)

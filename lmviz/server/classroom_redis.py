@@ -22,18 +22,27 @@ restart, or a read-only replica raise :class:`lmviz.server.classroom.BackendUnav
 that into reason ``"store_unavailable"``. The client reconnects by itself on the next call, so the
 store works again as soon as Redis is back (what Redis kept over the restart depends on its
 persistence settings; see deploy/README.md).
+
+Moves. ``announce`` publishes ``"<code> <version>"`` on the channel ``<prefix>moved``; the first
+``listen`` starts this process's one subscriber thread, which calls the listeners for every such
+message (its own process's included) and, while Redis is down, tries again every second (a
+follower then still finds changes at its own next check).
 """
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import math
+import threading
 import time
 from typing import Any, Callable, Sequence
 
-from lmviz.server.classroom import BackendUnavailable, _Compound
+from lmviz.server.classroom import BackendUnavailable, _Compound, normalise_code
 
 __all__ = ["RedisBackend"]
+
+_LOG = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -200,6 +209,9 @@ class RedisBackend(_Compound):
         self._zadd, self._put_if = reg(_ZADD), reg(_PUT_IF)
         self._create_bounded, self._put_once_counted = reg(_CREATE_BOUNDED), reg(_PUT_ONCE_COUNTED)
         self._zadd_bounded = reg(_ZADD_BOUNDED)
+        self._listeners: list[Callable[[str, int], None]] = []
+        self._subscriber: threading.Thread | None = None
+        self._listen_lock = threading.Lock()
 
     @classmethod
     def from_url(cls, url: str, prefix: str = "lmviz:", clock: Callable[[], float] = time.time,
@@ -330,6 +342,51 @@ class RedisBackend(_Compound):
     def zadd_bounded(self, key: str, member: str, score: float, max_live: int, now: float) -> int:
         return int(self._zadd_bounded([self._k(key)], [_num(now), str(member), _num(score),
                                                        int(max_live), self._grace_ms]))
+
+    # -- moves: pub/sub (ClassStore.watch)
+    def announce(self, code: str, version: int) -> None:
+        try:
+            self.client.publish(self._k("moved"), f"{code} {int(version)}")
+        except _down():
+            pass     # the write itself is done: followers find it at their next check
+
+    def listen(self, listener: Callable[[str, int], None]) -> None:
+        with self._listen_lock:
+            self._listeners.append(listener)
+            if self._subscriber is None:
+                self._subscriber = threading.Thread(target=self._hear, name="lmviz-class-moves",
+                                                    daemon=True)
+                self._subscriber.start()
+
+    def _hear(self) -> None:
+        """The subscriber thread: one pub/sub connection for the process, for its whole life."""
+        pubsub = None
+        while True:
+            try:
+                if pubsub is None:
+                    pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+                    pubsub.subscribe(self._k("moved"))
+                msg = pubsub.get_message(timeout=1.0)
+            except _down():
+                if pubsub is not None:
+                    try:
+                        pubsub.close()
+                    except Exception:  # noqa: BLE001 - a dead connection may fail to close
+                        pass
+                pubsub = None
+                time.sleep(1.0)
+                continue
+            if not msg or msg.get("type") != "message":
+                continue
+            parts = bytes(msg.get("data") or b"").decode("ascii", "replace").split()
+            code = normalise_code(parts[0]) if len(parts) == 2 else None
+            if code is None or not parts[1].isdigit():
+                continue
+            for listener in list(self._listeners):
+                try:
+                    listener(code, int(parts[1]))
+                except Exception:  # noqa: BLE001 - a listener's fault ends nothing here
+                    _LOG.exception("class listener failed")
 
     # -- for tests and operators
     @_reachable
