@@ -142,7 +142,10 @@ def test_a_follower_takes_the_lecturers_move_without_asking(server):
     """Push, not poll: a follower whose client never asks for its check (no fragment timers, as if
     its timer were hours long) still takes the lecturer's new slider value: when the class moves,
     the server reruns the check of every follower of that class (``ui.classroom.pushes``).
-    Before, such a follower kept the old value for ever."""
+    Before, such a follower kept the old value for ever. And the check takes a slider's move by
+    rerunning the slider's own section (a fragment), as the lecturer's page did, not the whole
+    page (``ui.classroom._fragments_for``)."""
+    import asyncio
     import sys
 
     from tests.conftest import ROOT, run_async
@@ -163,13 +166,58 @@ def test_a_follower_takes_the_lecturers_move_without_asking(server):
                 value = 0.25 if w.value and abs(w.value[0] - 0.25) > 1e-9 else 2.0
                 import time
 
+                await asyncio.sleep(1)
+                whole = fol.whole_runs
                 sent = time.perf_counter()
                 await lect.move_slider(w, value, timeout=60)
                 got = await follow.wait_for(lambda: follow.shown_at(fol, value, sent) is not None, 30)
-                return on_page, before, value, got, fol._timers, lect.errors + fol.errors
+                await asyncio.sleep(1)
+                return (on_page, before, value, got, fol._timers, fol.whole_runs - whole,
+                        lect.errors + fol.errors)
 
-    on_page, before, value, got, timers, errors = run_async(scenario())
+    on_page, before, value, got, timers, whole_runs, errors = run_async(scenario())
     assert on_page and before is not None and before[0] != value
     assert timers == {}              # the follower never ran a timer of its own
     assert got, "the follower never showed the lecturer's new value"
+    assert whole_runs == 0           # a slider's move reran the slider's section, not the page
+    assert errors == []
+
+
+def test_a_students_pick_and_send_rerun_the_answer_box_not_the_chapter(server):
+    """Be the language model with a room: a student's pick and Send rerun the answer box alone (a
+    fragment), not the whole chapter (a room of 100 answering within a second cost the server 200
+    runs of /generation); the page still says the answer was sent."""
+    import asyncio
+    import sys
+
+    from tests.conftest import ROOT, run_async
+    from ui.headless import Session
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import follow
+    import room_ws
+
+    async def scenario():
+        async with Session(server.port, "generation", f"lang=en&present=1&sec={room_ws.ROOM_SECTION}") as lect:
+            await lect.wait_idle(180)
+            await lect.skip_questions()
+            code, _ = await follow.start_class(lect)
+            async with Session(server.port, "", f"follow={code}&lang=zh", auto_rerun=False) as fol:
+                await follow.wait_for(lambda: room_ws.fresh_button(lect, "room_ask:", set()) is not None, 30)
+                ask = room_ws.fresh_button(lect, "room_ask:", set())
+                qid = ask.id.split("room_ask:", 1)[1]
+                await lect.click(ask, timeout=120)
+                ready = await follow.wait_for(lambda: fol.radio(f"room_ans:{qid}") is not None
+                                              and fol.button(f"room_ans:{qid}:send") is not None, 60)
+                await asyncio.sleep(1)
+                whole = fol.whole_runs
+                await fol.choose_and_click(fol.radio(f"room_ans:{qid}"), 0, fol.button(f"room_ans:{qid}:send"),
+                                           timeout=120)
+                sent = await follow.wait_for(lambda: any(room_ws.SENT.search(a) for a in fol.alerts), 30)
+                return ready, sent, fol.whole_runs - whole, lect.errors + fol.errors
+
+    ready, sent, whole_runs, errors = run_async(scenario())
+    assert ready, "the student never saw the room's question"
+    assert sent, "the student's page never said the answer was sent"
+    assert whole_runs == 0
     assert errors == []

@@ -53,12 +53,14 @@ from lmviz.server.classroom import BrowserIds, ClassStore, FollowView, Gate, Pus
 from lmviz.server.classroom_backend import store_from_env
 from ui import handout
 from ui.i18n import literal, t
-from ui.runtime import fragment_target, in_fragment_rerun, rerun_fragment
+from ui.runtime import current_fragment_id, fragment_target, in_fragment_rerun, rerun_fragment, rerun_fragments_here
 
 LECT = "class_lect"          # session key: {"code": str, "secret": str} while this session lectures
 FOLLOW = "class_follow"      # session key: follower state (see _follow_state)
 NOTE = "class_note"          # session key: a note to show once following or lecturing ended
 PENDING = "lmviz_follow_pending"   # session key: {param: raw value} the widgets take when drawn
+DRAWN_IN = "lmviz_param_fragment"  # session key: {param: (chapter slug, fragment id or None)} where
+                                   # the setting's widget was last drawn (a follower's fragment path)
 SID = "class_sid"            # session key: this session's anonymous id in the store
 # URL params that are not the chapter's settings. ``run`` is a training's secret (ui.session):
 # it must never reach the class record (nor Redis), or every follower could take over the run.
@@ -513,13 +515,53 @@ def _follower_tick() -> None:
         # tick; a session without a client connection (AppTest) never ticks, so it does not
         # queue there
         if _connected() and not follow_gate().enter(sid(), wait_s=FOLLOW_GATE_WAIT_S):
-            return   # this replica's follower updates are all busy: catch up at a later tick
+            return   # this replica's follower updates are all busy: woken when its turn comes
+        before = f.get("view")
+        fragments = _fragments_for(before, view) if ticking else None
+        if fragments:
+            st.session_state[PENDING] = {k: v for k, v in view.settings.items() if before.settings.get(k) != v}
+            f["version"] = view.version
+            f["view"] = view
+            # those fragments, then this check again, which leaves the gate: one follower's
+            # update at a time, as for a page run (a room's fragments at once slowed the
+            # lecturer's own run 3-6 fold, bench/follow.py)
+            if rerun_fragments_here([*fragments, current_fragment_id()]):
+                return
         f["version"] = view.version
         f["view"] = view
         f["drawing"] = view.version
         _apply(view, f)
     elif f["view"] is not None and view.question != f["view"].question:
         f["view"] = view     # counts after a reveal (no version move): keep the latest
+
+
+def drawn_in(param: str) -> None:
+    """Note where the widget of ``?param=`` is being drawn (ui.urlstate): the fragment it is in, or
+    none (drawn by the page's own run). A follower whose class changed only such settings reruns
+    just those fragments (:func:`_fragments_for`)."""
+    if following():
+        st.session_state.setdefault(DRAWN_IN, {})[param] = (current_slug(), current_fragment_id())
+
+
+def _fragments_for(before: FollowView | None, view: FollowView) -> list[str] | None:
+    """The fragments to rerun to take the lecturer's new settings, as the lecturer's own page did
+    when the lecturer moved them (a slider in a section: that section's fragment), instead of the
+    whole page: when the chapter, section and question (which one, and whether revealed) are
+    unchanged and every changed setting's widget was drawn in a fragment of this chapter. None for
+    any other change: the page reruns (:func:`_apply`)."""
+    if before is None or before.status != "live" or view.chapter != before.chapter \
+            or view.chapter != current_slug() or view.section != before.section:
+        return None
+    q0, q1 = before.question, view.question
+    if (q0 and (q0.id, q0.revealed)) != (q1 and (q1.id, q1.revealed)):
+        return None
+    changed = {k for k in {*before.settings, *view.settings} if before.settings.get(k) != view.settings.get(k)}
+    where = st.session_state.get(DRAWN_IN, {})
+    spots = [where.get(k) for k in changed]
+    if not changed or any(k not in view.settings for k in changed) \
+            or any(spot is None or spot[0] != view.chapter or spot[1] is None for spot in spots):
+        return None
+    return [spot[1] for spot in spots]
 
 
 def take_pending(param: str):
@@ -731,8 +773,20 @@ def send_answer(code: str, qid: str, key: str) -> None:
         st.session_state[f"{key}:why"] = r.reason
 
 
-def _follower_question(q: qs.Question, v: FollowView) -> None:
+def _follower_question(q: qs.Question, v: FollowView) -> None:  # noqa: ARG001 - read again inside
+    _answering(q.id)
+
+
+@st.fragment
+def _answering(qid: str) -> None:
+    """The room's open question for a student: a pick and Send rerun this box alone, not the
+    chapter (a room answering at once cost the server a run of the whole chapter per tap). A new
+    question or the reveal reaches it through the class's move, which reruns the page."""
+    v = followed_view()
+    q = qs.by_id(qid)
     f = _follow_state()
+    if q is None or f is None or v is None or v.question is None or v.question.id != qid:
+        return       # the class moved on: the page's next run draws what it shows now
     code = f["code"]
     s = q.solve()
     by = {o.id: o for o in s.options}

@@ -65,6 +65,7 @@ class Session:
         self._labelled: set[str] = set()               # select sliders: state sent as option labels
         self._finished = asyncio.Event()
         self.runs = 0
+        self.whole_runs = 0                            # of them, runs of the whole page
         self.finished_status: int | None = None        # ScriptFinishedStatus of the last run that ended
         self.last_msgs: list[tuple[float, str]] = []   # (perf_counter, message kind) of the latest messages (capped)
         self.sent: list[tuple[float, str]] = []        # (perf_counter, "whole" / fragment id) of the latest reruns asked
@@ -167,6 +168,7 @@ class Session:
                             self._timers.pop(fid).cancel()
                     if fm.script_finished in FINISHED_OK:
                         self.runs += 1
+                        self.whole_runs += fm.script_finished == FINISHED_OK[0]
                         self._finished.set()
         except (websockets.ConnectionClosed, asyncio.CancelledError):
             pass

@@ -137,6 +137,18 @@ def _lecturer_live(qid: str, sentence: str, pos: int, actual_opt: str, p_actual:
 
 
 def _follower(q) -> None:
+    _answering(q.id)
+
+
+@st.fragment
+def _answering(qid: str) -> None:
+    """A student's pick and Send rerun this box alone, not the chapter: a room of 100 sending at
+    once cost the server 200 runs of the whole chapter (bench/room_ws.py). A new question or the
+    reveal reaches the box through the class's move, which reruns the page."""
+    v = classroom.followed_view()
+    q = v.question if v is not None else None
+    if q is None or q.id != qid:
+        return       # the class moved on: the page's next run draws what it shows now
     parsed = gr.parse_question(q.id)
     ch = gr.from_options(q.options, parsed[1]) if parsed else None
     if ch is None:

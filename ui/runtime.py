@@ -46,6 +46,39 @@ def page_run(done):
     done()
 
 
+def current_fragment_id() -> str | None:
+    """The id of the innermost fragment now running (in a whole run too), None outside one."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
+
+    try:
+        return ThreadState.get().fragment_id
+    except RuntimeError:     # no script run on this thread
+        return None
+
+
+def rerun_fragments_here(fragment_ids) -> bool:
+    """Rerun these fragments of this session's page, ending this run at once: what
+    ``st.rerun(scope="fragment")`` does for the running fragment, built the same way, for others
+    (Streamlit names other fragments only from a widget callback). Fragments no longer on the page
+    are left out; with none left nothing happens and this returns False."""
+    import streamlit as st
+    from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None or ctx.script_requests is None:
+        return False
+    queue = [fid for fid in dict.fromkeys(fragment_ids) if fid and ctx.fragment_storage.contains(fid)]
+    if not queue:
+        return False
+    ctx.script_requests.request_rerun(RerunData(
+        query_string=ctx.query_string, page_script_hash=ctx.page_script_hash,
+        fragment_id_queue=queue, is_fragment_scoped_rerun=True,
+        cached_message_hashes=ctx.cached_message_hashes, context_info=ctx.context_info))
+    st.empty()          # a yield point: the runner takes the request here (st.rerun's own way)
+    return True
+
+
 def fragment_target() -> tuple[str, str, str] | None:
     """The fragment now running, as :func:`rerun_fragment` takes it: (session id, fragment id,
     query string); None outside a fragment or a server (AppTest has no runtime to rerun in)."""
@@ -85,17 +118,35 @@ def rerun_fragment(target: tuple[str, str, str]) -> bool:
     return True
 
 
-def _request_fragment_rerun(session, fragment_id: str, query_string: str) -> None:
-    """On the event loop: the browser's auto-rerun request, built on the server."""
+def _request_fragment_rerun(session, fragment_id: str, query_string: str, tries: int = 0) -> None:
+    """On the event loop: the browser's auto-rerun request, built on the server.
+
+    Never while the session's last runner has stopped but its events still wait on this loop:
+    ``AppSession.request_rerun`` would start a new runner then, and the old one's remaining
+    events (the end of the page run just finished: its deltas, its finish) are dropped as a
+    non-current runner's, so the page never shows what that run drew (bench/room_ws.py: 8-14 of
+    100 students never saw a question the server had drawn for them). Such a request waits for
+    those events, as a few more turns of the loop."""
     from streamlit.proto.ClientState_pb2 import ClientState
     from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
 
     runner = session._scriptrunner
-    if runner is not None and runner._requests._state == ScriptRequestType.RERUN:
-        return
+    if runner is not None:
+        if runner._requests._state == ScriptRequestType.RERUN:
+            return
+        if runner._requests._state == ScriptRequestType.STOP:
+            if tries < _STOPPED_TRIES:
+                asyncio_loop = __import__("asyncio").get_running_loop()
+                asyncio_loop.call_later(_STOPPED_WAIT_S, _request_fragment_rerun, session, fragment_id,
+                                        query_string, tries + 1)
+            return
     current = session._client_state
     state = ClientState(query_string=query_string, page_script_hash=current.page_script_hash,
                         fragment_id=fragment_id, is_auto_rerun=True)
     if current.HasField("context_info"):
         state.context_info.CopyFrom(current.context_info)
     session.request_rerun(state)
+
+
+_STOPPED_TRIES = 50        # a stopped runner's events are handled within a few turns of the loop;
+_STOPPED_WAIT_S = 0.01     # after half a second the follower's own timer takes over

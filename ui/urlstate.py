@@ -33,6 +33,9 @@ def seed_from_url(param: str, key: str, default: Any, parse: Callable[[str], Any
     # The note stays above the widget on later runs (a rerun of the whole app, e.g. when the
     # model finishes loading, must not make it vanish) until the widget's value is changed.
     notes = st.session_state.setdefault("lmviz_url_notes", {})
+    from ui import classroom
+
+    classroom.drawn_in(param)
     if _take_followed(param, key, parse, valid):
         return
     if key in st.session_state:
