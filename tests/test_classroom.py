@@ -790,13 +790,16 @@ def test_pushes_wake_the_followers_of_the_class_that_moved():
 
     woken: list = []
     gone = {"t-closed"}
-    p = Pushes(lambda target: woken.append(target) or target not in gone, max_holders=3)
+    delays: list = []
+    p = Pushes(lambda target, delay: delays.append(delay) or woken.append(target) or target not in gone,
+               max_holders=3, per_s=10)
     p.follow("AAAAAAA", "s1", "t1")
     p.follow("AAAAAAA", "s2", "t-closed")
     p.follow("BBBBBBB", "s3", "t3")
     p.follow("AAAAAAA", "s1", "t1b")            # a new run of s1's check: its newest target
     p.moved("AAAAAAA", 4)
     assert sorted(woken) == ["t-closed", "t1b"] and len(p) == 2    # the closed session is forgotten
+    assert delays == [0.0, 0.1]                  # woken 10 a second, not all at once
     woken.clear()
     p.wake(["s3", "s2", "nobody"])
     assert woken == ["t3"]

@@ -95,11 +95,11 @@ def fragment_target() -> tuple[str, str, str] | None:
     return (ctx.session_id, fragment_id, ctx.query_string) if fragment_id else None
 
 
-def rerun_fragment(target: tuple[str, str, str]) -> bool:
-    """Rerun a fragment of a session, from any thread, as the browser's timer of a ``run_every``
-    fragment asks for it (the server pushes, the browser need not ask). Returns False when the
-    session is gone. The request is made on the server's event loop, where the browsers' own
-    requests are handled, and dropped there when that session already has a rerun pending (the
+def rerun_fragment(target: tuple[str, str, str], delay_s: float = 0.0) -> bool:
+    """Rerun a fragment of a session ``delay_s`` seconds from now, from any thread, as the browser's
+    timer of a ``run_every`` fragment asks for it (the server pushes, the browser need not ask).
+    Returns False when the session is gone. The request is made on the server's event loop,
+    where the browsers' own requests are handled, and dropped there when that session already has a rerun pending (the
     pending run draws the fragment too; a request of ours would rewrite the pending one's page
     with the page we saw, the way a stale request did in the follower's case of ``ui.classroom``)
     or when the fragment is no longer on its page. Streamlit's own server-side rerun (run on
@@ -113,8 +113,9 @@ def rerun_fragment(target: tuple[str, str, str]) -> bool:
     info = runtime._session_mgr.get_active_session_info(session_id)
     if info is None:
         return False
-    runtime._get_async_objs().eventloop.call_soon_threadsafe(
-        _request_fragment_rerun, info.session, fragment_id, query_string)
+    loop = runtime._get_async_objs().eventloop
+    loop.call_soon_threadsafe(loop.call_later, max(0.0, float(delay_s)), _request_fragment_rerun,
+                              info.session, fragment_id, query_string)
     return True
 
 

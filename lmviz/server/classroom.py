@@ -1300,14 +1300,18 @@ class Pushes:
     whatever ``wake`` needs to rerun that check: for Streamlit, the session and fragment).
     :meth:`moved` is a :meth:`ClassStore.watch` listener: it wakes every follower of the class
     that moved. :meth:`wake` wakes chosen holders (the ones a :class:`Gate` lets in after they
-    stopped waiting). ``wake(target)`` returns False for a target that is gone (its session
-    closed): it is forgotten. ``wake`` is called outside this object's lock and must be quick
-    (Streamlit's: a call scheduled on the server's event loop). Thread-safe; at most
+    stopped waiting). ``wake(target, delay_s)`` returns False for a target that is gone (its
+    session closed): it is forgotten. ``wake`` is called outside this object's lock and must be
+    quick (Streamlit's: a call scheduled on the server's event loop). The followers of one move
+    are woken ``per_s`` a second (the i-th after ``i / per_s`` seconds), not all at once: every
+    check is a little Python, and a room's checks at the same moment took the lecturer's own runs
+    (bench/room_ws.py, 300 students: the lecturer's "ask" 8-25 s). Thread-safe; at most
     ``max_holders`` followers are kept (the oldest registration goes first).
     """
 
-    def __init__(self, wake: Callable[[Any], bool], max_holders: int = 5000):
+    def __init__(self, wake: Callable[[Any, float], bool], max_holders: int = 5000, per_s: float = 50.0):
         self._wake = wake
+        self.per_s = float(per_s)
         self.max_holders = int(max_holders)
         self._of: dict[str, tuple[str, Any]] = {}     # holder -> (class code, target), oldest first
         self._lock = threading.Lock()
@@ -1334,7 +1338,7 @@ class Pushes:
         self._send(woken)
 
     def _send(self, woken: list[tuple[str, Any]]) -> None:
-        gone = [h for h, target in woken if not self._wake(target)]
+        gone = [h for i, (h, target) in enumerate(woken) if not self._wake(target, i / self.per_s)]
         if gone:
             with self._lock:
                 for h in gone:
