@@ -22,8 +22,10 @@ The shared state lives in :class:`lmviz.server.classroom.ClassStore` (one per pr
   does it switch to the lecturer's chapter (``st.switch_page``) or rerun the
   page, after putting the followed settings in ``lmviz_follow_pending``, which ``ui.urlstate``
   writes into the widgets' session-state keys as they are drawn. At most ``FOLLOW_RERUNS``
-  followers of one process rerun their page at once (``follow_gate``): the others catch up a
-  tick later, and the lecturer, who never waits at that gate, keeps the process. Language is
+  followers of one process update at once (``follow_gate``): the others are woken as places are
+  left, and the lecturer, who never waits at that gate, keeps the process. A move of settings
+  drawn in fragments reruns just those fragments (``_fragments_for``), as on the lecturer's page;
+  a student's pick and Send rerun just the answer box (``_answering``). Language is
   the follower's own. Stepping away (a button, or opening another chapter) keeps polling but
   applies nothing; "Rejoin" catches up at once.
 - **Who is who**: an answer counts once per browser, through the signed cookie ``lmviz_id``
@@ -122,7 +124,8 @@ def follow_gate() -> Gate:
 
 @st.cache_resource(show_spinner=False)
 def pushes() -> Pushes:
-    """The process's followers by class: a class that moves reruns their checks at once."""
+    """The process's followers by class: a class that moves reruns their checks (woken
+    ``Pushes.per_s`` a second)."""
     p = Pushes(rerun_fragment)
     store().watch(p.moved)
     return p
@@ -599,9 +602,8 @@ def top() -> None:
     follower_bar()
     v = followed_view()
     if v is not None and v.question is not None:
-        q = qs.by_id(v.question.id)
-        if q is not None:
-            _follower_question(q, v)
+        if qs.by_id(v.question.id) is not None:
+            _answering(v.question.id)
 
 
 # ------------------------------------------------------------------------ questions -----------
@@ -771,10 +773,6 @@ def send_answer(code: str, qid: str, key: str) -> None:
     r = store().answer(code, voter(), qid, pick, address=client_address())
     if not r.ok and r.reason != "already_answered":
         st.session_state[f"{key}:why"] = r.reason
-
-
-def _follower_question(q: qs.Question, v: FollowView) -> None:  # noqa: ARG001 - read again inside
-    _answering(q.id)
 
 
 @st.fragment

@@ -72,7 +72,7 @@ def activity(b, sentence: str, ids: list[int], pos: int, tau: float) -> None:
         if q is None or gr.parse_question(q.id) is None:
             st.caption(t("gen.room_wait"))
             return
-        _follower(q)
+        _answering(q.id)
         return
     lect = classroom.lecturing()
     if lect:
@@ -134,10 +134,6 @@ def _lecturer_live(qid: str, sentence: str, pos: int, actual_opt: str, p_actual:
     _sentence(sentence)
     st.button(t("class.close_q"), key=f"room_close:{qid}",
               on_click=lambda: store.close_question(lect["code"], lect["secret"]))
-
-
-def _follower(q) -> None:
-    _answering(q.id)
 
 
 @st.fragment
