@@ -520,18 +520,16 @@ def _follower_tick() -> None:
         if _connected() and not follow_gate().enter(sid(), wait_s=FOLLOW_GATE_WAIT_S):
             return   # this replica's follower updates are all busy: woken when its turn comes
         before = f.get("view")
+        f["version"] = view.version
+        f["view"] = view
         fragments = _fragments_for(before, view) if ticking else None
         if fragments:
             st.session_state[PENDING] = {k: v for k, v in view.settings.items() if before.settings.get(k) != v}
-            f["version"] = view.version
-            f["view"] = view
             # those fragments, then this check again, which leaves the gate: one follower's
             # update at a time, as for a page run (a room's fragments at once slowed the
             # lecturer's own run 3-6 fold, bench/follow.py)
             if rerun_fragments_here([*fragments, current_fragment_id()]):
                 return
-        f["version"] = view.version
-        f["view"] = view
         f["drawing"] = view.version
         _apply(view, f)
     elif f["view"] is not None and view.question != f["view"].question:

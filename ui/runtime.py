@@ -1,6 +1,7 @@
 """What lmviz asks of Streamlit's private runtime, in one place (Streamlit 1.67)."""
 from __future__ import annotations
 
+import asyncio
 from contextlib import contextmanager
 
 
@@ -83,15 +84,12 @@ def fragment_target() -> tuple[str, str, str] | None:
     """The fragment now running, as :func:`rerun_fragment` takes it: (session id, fragment id,
     query string); None outside a fragment or a server (AppTest has no runtime to rerun in)."""
     from streamlit.runtime import Runtime
-    from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState, get_script_run_ctx
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
     ctx = get_script_run_ctx()
     if ctx is None or not Runtime.exists():
         return None
-    try:
-        fragment_id = ThreadState.get().fragment_id
-    except RuntimeError:
-        return None
+    fragment_id = current_fragment_id()
     return (ctx.session_id, fragment_id, ctx.query_string) if fragment_id else None
 
 
@@ -99,10 +97,10 @@ def rerun_fragment(target: tuple[str, str, str], delay_s: float = 0.0) -> bool:
     """Rerun a fragment of a session ``delay_s`` seconds from now, from any thread, as the browser's
     timer of a ``run_every`` fragment asks for it (the server pushes, the browser need not ask).
     Returns False when the session is gone. The request is made on the server's event loop,
-    where the browsers' own requests are handled, and dropped there when that session already has a rerun pending (the
-    pending run draws the fragment too; a request of ours would rewrite the pending one's page
-    with the page we saw, the way a stale request did in the follower's case of ``ui.classroom``)
-    or when the fragment is no longer on its page. Streamlit's own server-side rerun (run on
+    where the browsers' own requests are handled, and dropped there when that session already
+    has a rerun pending (the pending run draws the fragment too; a request of ours would rewrite
+    the pending one's page with the page we saw, the way a stale request did in the follower's
+    case of ``ui.classroom``) or when the fragment is no longer on its page. Streamlit's own server-side rerun (run on
     save) goes through the same ``AppSession.request_rerun``."""
     from streamlit.runtime import Runtime
 
@@ -137,9 +135,8 @@ def _request_fragment_rerun(session, fragment_id: str, query_string: str, tries:
             return
         if runner._requests._state == ScriptRequestType.STOP:
             if tries < _STOPPED_TRIES:
-                asyncio_loop = __import__("asyncio").get_running_loop()
-                asyncio_loop.call_later(_STOPPED_WAIT_S, _request_fragment_rerun, session, fragment_id,
-                                        query_string, tries + 1)
+                asyncio.get_running_loop().call_later(_STOPPED_WAIT_S, _request_fragment_rerun, session,
+                                                      fragment_id, query_string, tries + 1)
             return
     current = session._client_state
     state = ClientState(query_string=query_string, page_script_hash=current.page_script_hash,

@@ -118,7 +118,7 @@ __all__ = [
     "ALPHABET", "CODE_LEN", "ClassLimits", "Backend", "BackendUnavailable", "MemoryBackend",
     "ClassStore", "Created", "OpResult", "FollowView", "QuestionView", "LecturerView", "Histogram",
     "Assignment", "Tally", "Submission", "Queue",
-    "normalise_code", "REASONS", "address_key", "class_key", "BrowserIds", "Gate", "Pushes",
+    "normalise_code", "REASONS", "address_key", "class_key", "BrowserIds", "Gate", "Pushes", "tell",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -296,6 +296,16 @@ class Backend(Protocol):
     def listen(self, listener: Callable[[str, int], None]) -> None: ...
 
 
+def tell(listeners: Sequence[Callable[[str, int], None]], code: str, version: int) -> None:
+    """Call each listener of a class's move (a backend's ``announce`` or its subscriber); a
+    listener's fault is logged, and neither the writer nor the other listeners see it."""
+    for listener in list(listeners):
+        try:
+            listener(code, version)
+        except Exception:  # noqa: BLE001 - a listener's fault is not the writer's
+            _LOG.exception("class listener failed")
+
+
 class BackendUnavailable(Exception):
     """The backend cannot be reached (connection refused or lost, timeout, server loading)."""
 
@@ -362,11 +372,7 @@ class MemoryBackend(_Compound):
     def announce(self, code: str, version: int) -> None:
         """Tell this process's listeners at once, in the writer's thread (under the store's lock:
         a listener must be quick and must not call the store)."""
-        for listener in list(self._listeners):
-            try:
-                listener(code, version)
-            except Exception:  # noqa: BLE001 - a listener's fault is not the writer's
-                _LOG.exception("class listener failed")
+        tell(self._listeners, code, version)
 
     def listen(self, listener: Callable[[str, int], None]) -> None:
         self._listeners.append(listener)
@@ -1280,8 +1286,7 @@ class Gate:
             if self._held.pop(holder, None) is None:
                 return []
             self._lock.notify_all()                    # the first in line among the waiting goes in
-            now = self._clock()
-            free = self.slots - sum(1 for until in self._held.values() if until > now) - len(self._waiting)
+            free = self.slots - len(self) - len(self._waiting)    # the Condition's lock is re-entrant
             if free <= 0:
                 return []
             line = sorted((t, h) for h, t in self._since.items() if h not in self._waiting and h not in self._held)

@@ -32,17 +32,14 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 import math
 import threading
 import time
 from typing import Any, Callable, Sequence
 
-from lmviz.server.classroom import BackendUnavailable, _Compound, normalise_code
+from lmviz.server.classroom import BackendUnavailable, _Compound, normalise_code, tell
 
 __all__ = ["RedisBackend"]
-
-_LOG = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -382,11 +379,7 @@ class RedisBackend(_Compound):
             code = normalise_code(parts[0]) if len(parts) == 2 else None
             if code is None or not parts[1].isdigit():
                 continue
-            for listener in list(self._listeners):
-                try:
-                    listener(code, int(parts[1]))
-                except Exception:  # noqa: BLE001 - a listener's fault ends nothing here
-                    _LOG.exception("class listener failed")
+            tell(self._listeners, code, int(parts[1]))
 
     # -- for tests and operators
     @_reachable
