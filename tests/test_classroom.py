@@ -666,6 +666,40 @@ def test_a_page_run_is_done_when_it_ends_stops_or_fails_but_not_when_replaced():
     assert done == ["end", "stop", "error"]          # a replaced run leaves it to the next one
 
 
+def test_a_fragments_rerun_waits_for_the_end_of_the_run_before_it():
+    """A fragment's rerun asked for while the session's last runner has stopped but its events
+    still wait on the event loop goes on only once that runner is gone (else Streamlit starts a
+    new runner and drops the old run's last deltas: a student never saw the question); a whole
+    run goes on at once; a runner that never goes lets it go after the looks run out."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from streamlit.proto.ClientState_pb2 import ClientState
+    from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
+
+    from ui.runtime import _STOPPED_TRIES, _STOPPED_WAIT_S, patient
+
+    async def scenario(fragment_id, runner_goes_at):
+        calls = []
+        wrapped = patient(lambda session, cs: calls.append(loop.time() - t0))
+        loop = asyncio.get_running_loop()
+        stopped = SimpleNamespace(_requests=SimpleNamespace(_state=ScriptRequestType.STOP))
+        session = SimpleNamespace(_scriptrunner=stopped, _event_loop=loop)
+        t0 = loop.time()
+        wrapped(session, ClientState(fragment_id=fragment_id))
+        if runner_goes_at is not None:
+            await asyncio.sleep(runner_goes_at)
+            assert calls == [] or not fragment_id
+            session._scriptrunner = None              # its SHUTDOWN was handled
+        await asyncio.sleep(_STOPPED_TRIES * _STOPPED_WAIT_S + 0.5)
+        return calls
+
+    assert len(asyncio.run(scenario("frag", 0.1))) == 1
+    assert asyncio.run(scenario("frag", 0.1))[0] >= 0.1
+    assert asyncio.run(scenario("", 0.1))[0] < 0.05                  # a whole run: at once
+    assert len(asyncio.run(scenario("frag", None))) == 1             # the runner never went
+
+
 # -- a room activity that hands out items (the heads of a model) -------------------------------
 def test_items_go_round_the_room_and_each_report_counts_once(store, cls):
     """16 heads, 40 students: one head each in arrival order, every head twice or more; a second

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import contextmanager
+from functools import partial
 
 
 def in_fragment_rerun() -> bool:
@@ -117,34 +118,78 @@ def rerun_fragment(target: tuple[str, str, str], delay_s: float = 0.0) -> bool:
     return True
 
 
-def _request_fragment_rerun(session, fragment_id: str, query_string: str, tries: int = 0) -> None:
-    """On the event loop: the browser's auto-rerun request, built on the server.
-
-    Never while the session's last runner has stopped but its events still wait on this loop:
-    ``AppSession.request_rerun`` would start a new runner then, and the old one's remaining
-    events (the end of the page run just finished: its deltas, its finish) are dropped as a
-    non-current runner's, so the page never shows what that run drew (bench/room_ws.py: 8-14 of
-    100 students never saw a question the server had drawn for them). Such a request waits for
-    those events, as a few more turns of the loop."""
+def _request_fragment_rerun(session, fragment_id: str, query_string: str) -> None:
+    """On the event loop: the browser's auto-rerun request, built on the server once the
+    session's last runner has settled (:func:`_settled`), from the page it is on then."""
     from streamlit.proto.ClientState_pb2 import ClientState
     from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
 
+    def push() -> None:
+        runner = session._scriptrunner
+        if runner is not None and runner._requests._state == ScriptRequestType.RERUN:
+            return
+        current = session._client_state
+        state = ClientState(query_string=query_string, page_script_hash=current.page_script_hash,
+                            fragment_id=fragment_id, is_auto_rerun=True)
+        if current.HasField("context_info"):
+            state.context_info.CopyFrom(current.context_info)
+        session.request_rerun(state)
+
+    _settled(session, push)
+
+
+def _settled(session, fn, tries: int = 0) -> None:
+    """On the event loop: ``fn()`` once ``session`` (an ``AppSession``) has no runner that has
+    stopped with its events still waiting on this loop, or after ``_STOPPED_TRIES`` looks.
+
+    A fragment's rerun asked for in that window makes ``AppSession.request_rerun`` start a new
+    runner, and the old one's remaining events (the end of the page run just finished: its
+    deltas, its finish) are dropped as a non-current runner's, so the page never shows what that
+    run drew, and a fragment's run does not draw it again (bench/room_ws.py: 8-14 of 100
+    students never saw a question the server had drawn for them; the browser's own timer of a
+    follower's check hits it as a pushed request does). The request waits for those events, a
+    few more turns of the loop."""
+    from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
+
     runner = session._scriptrunner
-    if runner is not None:
-        if runner._requests._state == ScriptRequestType.RERUN:
+    if runner is not None and runner._requests._state == ScriptRequestType.STOP and tries < _STOPPED_TRIES:
+        session._event_loop.call_later(_STOPPED_WAIT_S, _settled, session, fn, tries + 1)
+        return
+    fn()
+
+
+def patient(request_rerun):
+    """``AppSession.request_rerun`` that lets a fragment's rerun wait until the session's runner has
+    settled (:func:`_settled`); a whole run goes on at once (it draws the whole page again)."""
+    def wrapped(self, client_state=None):
+        if client_state is not None and client_state.fragment_id:
+            go = partial(request_rerun, self, client_state)
+            if _on_loop(self._event_loop):
+                _settled(self, go)
+            else:                                  # Streamlit's file watcher calls from its thread
+                self._event_loop.call_soon_threadsafe(_settled, self, go)
             return
-        if runner._requests._state == ScriptRequestType.STOP:
-            if tries < _STOPPED_TRIES:
-                asyncio.get_running_loop().call_later(_STOPPED_WAIT_S, _request_fragment_rerun, session,
-                                                      fragment_id, query_string, tries + 1)
-            return
-    current = session._client_state
-    state = ClientState(query_string=query_string, page_script_hash=current.page_script_hash,
-                        fragment_id=fragment_id, is_auto_rerun=True)
-    if current.HasField("context_info"):
-        state.context_info.CopyFrom(current.context_info)
-    session.request_rerun(state)
+        request_rerun(self, client_state)
+
+    wrapped.lmviz_patient = True
+    return wrapped
+
+
+def _on_loop(loop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def patient_reruns() -> None:
+    """Make every session's fragment reruns :func:`patient`, the browser's own included (once per
+    process; app.py calls it on every run)."""
+    from streamlit.runtime.app_session import AppSession
+
+    if not getattr(AppSession.request_rerun, "lmviz_patient", False):
+        AppSession.request_rerun = patient(AppSession.request_rerun)
 
 
 _STOPPED_TRIES = 50        # a stopped runner's events are handled within a few turns of the loop;
-_STOPPED_WAIT_S = 0.01     # after half a second the follower's own timer takes over
+_STOPPED_WAIT_S = 0.01     # after half a second the request goes on as Streamlit would take it
