@@ -3,6 +3,7 @@
     .venv/bin/python bench/train_zh.py             # both presets to the end of their runs (~5 min)
     .venv/bin/python bench/train_zh.py --quick     # stop each run at 60 s
     .venv/bin/python bench/train_zh.py --with-load 0,20   # served, with 20 sessions moving sliders
+    .venv/bin/python bench/train_zh.py --with-load 0,20 --backends thread,process
 
 For the "poetry" preset on the Tang-poetry corpus (lmviz.poetry: its tokenizer, held-out whole
 poems) and the English "tiny" preset on the English corpus, it reports:
@@ -101,10 +102,12 @@ def _template_regex(key: str, lang: str):
     return re.compile(out + re.escape(text[pos:]))
 
 
-async def served(load_n: int, limit_s: float, lang: str = "zh") -> dict:
+async def served(load_n: int, limit_s: float, lang: str = "zh", backend: str = "thread") -> dict:
     """One fresh server: a session on /training (the poetry preset) presses Start, ``load_n``
     sessions move their chapters' sliders until the run's page states that it crossed the
-    unigram baseline (lmviz.chapters.claims.baseline, "crossed") or ``limit_s`` passes."""
+    unigram baseline (lmviz.chapters.claims.baseline, "crossed") or ``limit_s`` passes. The
+    training runs on a thread of the server (``backend="thread"``, the default) or in a process of
+    its own (``"process"``: LMVIZ_TRAIN_PROCESS=1, lmviz.server.train_process)."""
     import asyncio
     import random
 
@@ -119,8 +122,9 @@ async def served(load_n: int, limit_s: float, lang: str = "zh") -> dict:
     failed = catalogue(lang)["train.error"].split("{msg}")[0]   # the page's "stopped with an error: "
     pace_re = _template_regex("claim.pace.faster", lang), _template_regex("claim.pace.slower", lang), \
         _template_regex("claim.pace.as_estimated", lang)
+    os.environ["LMVIZ_TRAIN_PROCESS"] = "1" if backend == "process" else "0"
     srv = Server()
-    rec: dict = {"load": load_n, "load_before": load()}
+    rec: dict = {"load": load_n, "backend": backend, "load_before": load()}
     rng, lat, errors = random.Random(0), [], []
     movers = []
     try:
@@ -169,10 +173,10 @@ async def served(load_n: int, limit_s: float, lang: str = "zh") -> dict:
     return rec
 
 
-def with_load(loads: list[int], limit_s: float) -> None:
+def with_load(loads: list[int], limit_s: float, backends: list[str]) -> None:
     import asyncio
 
-    recs = [asyncio.run(served(n, limit_s)) for n in loads]
+    recs = [asyncio.run(served(n, limit_s, backend=b)) for n in loads for b in backends]
     for r in recs:
         c, p = r.get("crossed"), r.get("pace")
         cross = (f"crossed the unigram baseline {c['wall']:.1f} s after Start (the page: step {c['step']}, "
@@ -180,12 +184,14 @@ def with_load(loads: list[int], limit_s: float) -> None:
                  f"the training failed: {r['error']}" if r.get("error") else f"not crossed within {limit_s:.0f} s")
         pace_txt = (f"; last stated pace {p['sps']:.1f} steps/s ({p['step_sps']:.1f} steps alone, "
                     f"estimate {p['est']:.1f})" if p else "")
-        print(f"with load {r['load']:3d}: {cross}{pace_txt}; slider moves {r['moves']}, p95 "
+        print(f"with load {r['load']:3d}, training on a {r['backend']}: {cross}{pace_txt}; slider moves {r['moves']}, p95 "
               f"{r['slider_p95']:.2f} s, errors {r['errors']}; {r['load_before']} -> {r['load_after']}", flush=True)
-    if len(recs) > 1 and all("crossed" in r for r in recs):
-        base = recs[0]["crossed"]["wall"]
-        print("time to cross vs the first: " + ", ".join(f"load {r['load']}: {r['crossed']['wall'] / base:.2f}x"
-                                                       for r in recs[1:]), flush=True)
+    for b in backends:
+        mine = [r for r in recs if r["backend"] == b]
+        if len(mine) > 1 and all("crossed" in r for r in mine):
+            base = mine[0]["crossed"]["wall"]
+            print(f"training on a {b}, time to cross vs load {mine[0]['load']}: " + ", ".join(
+                f"load {r['load']}: {r['crossed']['wall'] / base:.2f}x" for r in mine[1:]), flush=True)
 
 
 def main():
@@ -195,9 +201,11 @@ def main():
     ap.add_argument("--with-load", default="", help="e.g. 0,20: the served run with that many sessions "
                     "moving sliders, one fresh server each, side by side")
     ap.add_argument("--limit", type=float, default=300.0, help="--with-load: give up after this (s)")
+    ap.add_argument("--backends", default="thread", help="--with-load: where the training runs, e.g. "
+                    "thread,process (a thread of the server; a process of its own), each load on each")
     args = ap.parse_args()
     if args.with_load:
-        with_load([int(x) for x in args.with_load.split(",")], args.limit)
+        with_load([int(x) for x in args.with_load.split(",")], args.limit, args.backends.split(","))
         return
     print(load(), f"torch threads {torch.get_num_threads()}", flush=True)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import streamlit as st
@@ -201,15 +202,11 @@ def sec_setup() -> None:
 
 # ------------------------------------------------------------------ controls ---------------
 def _make_trainer(corpus: str, cfg, text: str | None, start=None):
-    """Called on the worker thread: load/encode the corpus and build the Trainer there (a
-    fine-tune of ``start``, a Bundle, when given)."""
-    def make(cancel):
-        from lmviz.train import corpus_trainer, finetune_trainer
+    """What builds the Trainer where the training runs (the corpus loaded and encoded there; a
+    fine-tune of ``start``, a Bundle, when given): it pickles, for a training in its own process."""
+    from lmviz.train import make_trainer
 
-        if start is not None:
-            return finetune_trainer(start.model, start.tokenizer, cfg, text, cancel=cancel)
-        return corpus_trainer(corpus, cfg, text, cancel=cancel)
-    return make
+    return partial(make_trainer, corpus, cfg, text, start=start)
 
 
 def _start() -> None:
@@ -328,8 +325,9 @@ def _status(snap) -> None:
     _pace(snap)
     info = snap.info
     if info:
+        device = info["device"] + (t("train.own_process") if info.get("backend") == "process" else "")
         render.caption(t("train.info", params=f"{info['params']:,}", vocab=info["vocab_size"],
-                     tokens=f"{info['train_tokens']:,}", device=info["device"]))
+                     tokens=f"{info['train_tokens']:,}", device=device))
         if info.get("unknown"):
             render.caption(t("train.ft_unknown", n=info["n_unknown"], chars=literal(" ".join(info["unknown"]))))
     m = st.columns(4)

@@ -659,3 +659,14 @@ def finetune_trainer(model: GPT, tokenizer, cfg: TrainConfig, text: str, *, devi
     """The Trainer of a fine-tune (``plan_finetune``'s cfg): a copy of ``model`` trained further on
     ``text`` with its own tokenizer, sampled from the text's first word."""
     return Trainer(text, cfg, device, tokenizer=tokenizer, prompt=default_prompt(text), cancel=cancel, start=model)
+
+
+def make_trainer(corpus: str, cfg: TrainConfig, text: str | None = None, cancel=None, *, start=None) -> Trainer:
+    """The training chapter's Trainer, built where the training runs: a fine-tune of ``start`` (a
+    bundle: ``.model``, ``.tokenizer``) on ``text`` when given, else ``corpus_trainer``. As
+    ``functools.partial(make_trainer, corpus, cfg, text, start=start)`` it is the
+    ``make_trainer(cancel)`` of ``lmviz.server.train_job``, and it pickles (a training in its own
+    process)."""
+    if start is not None:
+        return finetune_trainer(start.model, start.tokenizer, cfg, text, cancel=cancel)
+    return corpus_trainer(corpus, cfg, text, cancel=cancel)

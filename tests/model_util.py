@@ -35,12 +35,12 @@ def small_char_gpt():
 
 def tiny_trainer(max_steps: int, text: str = TRAIN_TEXT, eval_every: int = 10):
     """``make(cancel)`` building a tiny-preset Trainer on ``text``: what a training job runs, for
-    the training-job tests (local, Ray and the fake Ray)."""
-    from lmviz.train import Trainer, make_config
+    the training-job tests (a thread, a process of its own, Ray and the fake Ray). It pickles (a
+    partial of ``lmviz.train.make_trainer``), as a training sent to another process must."""
+    from functools import partial
+
+    from lmviz.train import OWN, make_config, make_trainer
 
     cfg = make_config("tiny", max_steps=max_steps, block_size=16, batch_size=4, eval_every=eval_every,
                       eval_iters=1, sample_len=8)
-
-    def make(cancel):
-        return Trainer(text, cfg, device="cpu", cancel=cancel)
-    return make
+    return partial(make_trainer, OWN, cfg, text)

@@ -116,7 +116,7 @@ def test_a_training_runs_on_ray_and_its_curve_grows(on_ray):
     assert snap.step == 60 and [m.step for m in snap.steps] == list(range(1, 61))
     assert snap.step > first.step
     assert len(snap.evals) >= 6 and snap.samples and snap.info["params"] > 0
-    assert snap.info["ray_node"] and snap.error is None
+    assert snap.info["worker"] and snap.error is None
     # the published weights came back in the checkpoint format and run here
     assert snap.model is not None and snap.model_version >= 2 and snap.tokenizer is not None
     import torch

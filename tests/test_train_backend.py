@@ -76,7 +76,7 @@ def test_a_fast_worker_never_shows_its_steps_while_the_job_reads_preparing(fake_
     assert seen and seen[0].step == 60                   # the whole run came in the first look
     for first in (s for s in seen if s.step > 0):        # tests/test_ray.py's assertion, on each
         assert first.state in ("running", "done") and first.active or first.state == "done"
-    assert snap.model is not None and snap.info["ray_node"] and snap.error is None
+    assert snap.model is not None and snap.info["worker"] and snap.error is None
 
 
 def test_a_job_the_cluster_cannot_place_is_queued_and_a_stop_removes_it(fake_ray):

@@ -1,11 +1,14 @@
-"""Where a training runs: the one choice between this server and a Ray cluster.
+"""Where a training runs: the one choice between a thread of this server, a process of its own
+beside it, and a Ray cluster.
 
     job = training_job(make_trainer, semaphore, meta={...}).start()
 
-``LMVIZ_RAY_ADDRESS`` unset (the default): a local :class:`lmviz.server.train_job.TrainingJob`, and
-neither ``lmviz.server.train_ray`` nor ``ray`` is imported. Set: a
-:class:`lmviz.server.train_ray.RayTrainingJob` (same arguments, API and lifecycle; the training runs on
-that cluster). A plain function, so that neither job module imports the other's subclass.
+The default: a :class:`lmviz.server.train_job.TrainingJob` on a thread of this server, and none of
+the other modules (nor ``ray``) is imported. ``LMVIZ_TRAIN_PROCESS=1``: a
+:class:`lmviz.server.train_process.ProcessTrainingJob` (the training in a process of its own, with
+its share of the cores whatever the pages do). ``LMVIZ_RAY_ADDRESS`` set: a
+:class:`lmviz.server.train_ray.RayTrainingJob` (on that cluster). Same arguments, API and lifecycle
+for all three. A plain function, so that no job module imports another's subclass.
 """
 from __future__ import annotations
 
@@ -19,6 +22,11 @@ def ray_address() -> str:
     return os.environ.get("LMVIZ_RAY_ADDRESS", "").strip()
 
 
+def own_process() -> bool:
+    """True when trainings run in a process of their own beside this server (LMVIZ_TRAIN_PROCESS=1)."""
+    return os.environ.get("LMVIZ_TRAIN_PROCESS", "").strip() == "1"
+
+
 def training_job(make_trainer: Callable[..., Any], semaphore: threading.BoundedSemaphore | None = None,
                  **kwargs):
     """A training job (not started) on the backend ``ray_address()`` names."""
@@ -26,9 +34,13 @@ def training_job(make_trainer: Callable[..., Any], semaphore: threading.BoundedS
         from lmviz.server.train_ray import RayTrainingJob
 
         return RayTrainingJob(make_trainer, semaphore, **kwargs)
+    if own_process():
+        from lmviz.server.train_process import ProcessTrainingJob
+
+        return ProcessTrainingJob(make_trainer, semaphore, **kwargs)
     from lmviz.server.train_job import TrainingJob
 
     return TrainingJob(make_trainer, semaphore, **kwargs)
 
 
-__all__ = ["ray_address", "training_job"]
+__all__ = ["own_process", "ray_address", "training_job"]

@@ -40,8 +40,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lmviz.limits import SaidError
-from lmviz.server.tasks import Cancelled, Said
-from lmviz.server.train_job import TrainingJob
+from lmviz.server.train_worker import TrainingWorker, WorkerTrainingJob
 
 ROOT = Path(__file__).resolve().parents[2]
 _INIT_LOCK = threading.Lock()
@@ -106,53 +105,6 @@ def connect(address: str | None = None) -> None:
             raise ClusterError("train.err_ray_unreachable", address=address, why=str(e).strip()[:160]) from e
 
 
-class TrainingWorker:
-    """One training on a cluster worker: a local TrainingJob (the one training loop) and what is
-    new since the server's last look."""
-
-    def __init__(self, make_trainer: Callable[..., Any], chunk: int) -> None:
-        self.job = TrainingJob(make_trainer, None, chunk=chunk)
-        self.sent_version = 0
-        self.sent_replay = None
-
-    def ready(self) -> dict:
-        import socket
-
-        return {"node": socket.gethostname(), "pid": os.getpid()}
-
-    def start(self) -> None:
-        self.job.start()
-
-    def pause(self) -> None:
-        self.job.pause()
-
-    def resume(self) -> None:
-        self.job.resume()
-
-    def cancel(self) -> None:
-        self.job.cancel()
-        self.job.join(5)
-
-    def poll(self, n_steps: int, n_evals: int, n_samples: int) -> dict:
-        snap = self.job.snapshot()
-        out = {"state": snap.state, "error": snap.error, "max_steps": snap.max_steps,
-               "elapsed_s": snap.elapsed_s, "info": snap.info, "steps": snap.steps[n_steps:],
-               "evals": snap.evals[n_evals:], "samples": snap.samples[n_samples:], "checkpoint": None,
-               "pace": (snap.steps_per_s, snap.pace_s)}
-        if snap.model is not None and snap.model_version != self.sent_version:
-            from lmviz.checkpoint import save_checkpoint
-
-            out["checkpoint"] = save_checkpoint(snap.model, snap.tokenizer, {"steps": snap.step})
-            out["attention"] = snap.attention
-            self.sent_version = snap.model_version
-        rp = snap.replay
-        key = None if rp is None else (len(rp), rp.snapshots[-1].step if len(rp) else -1)
-        if key != self.sent_replay:
-            out["replay"] = rp
-            self.sent_replay = key
-        return out
-
-
 _REMOTE = None
 
 
@@ -176,30 +128,25 @@ def _lost(e: BaseException) -> ClusterError:
     return ClusterError("train.err_ray_problem", why=str(e).strip()[:200])
 
 
-class RayTrainingJob(TrainingJob):
-    """A TrainingJob whose training runs in a :class:`TrainingWorker` actor (module docstring).
-    ``semaphore`` is ignored: the cluster's resources are the cap. ``trainer`` stays None (the
-    Trainer lives on the worker)."""
+class RayTrainingJob(WorkerTrainingJob):
+    """A training in a :class:`~lmviz.server.train_worker.TrainingWorker` actor (module docstring).
+    ``semaphore`` is ignored: the cluster's resources are the cap."""
+
+    BACKEND = "ray"
+    SAID, FAILED, STOPPED = ClusterError, "train.err_ray_failed", "train.err_ray_stopped"
 
     def __init__(self, make_trainer: Callable[..., Any], semaphore=None, chunk: int = 5,
                  poll_s: float | None = None, on_eval=None, meta: dict | None = None):
         super().__init__(make_trainer, None, chunk=chunk, poll_s=poll_s or _env_float("LMVIZ_RAY_POLL_S", 0.5),
                          meta=meta)
         self._actor = None
-        self._remote_paused = False
-        self._node = ""                       # the cluster node the training runs on
-        self._remote_replay = None            # the worker's latest training replay (if it keeps one)
-        self._remote_pace = (0.0, 0.0)        # the worker's measured pace (steps/s, seconds over)
-
-    def _replay_so_far(self):
-        return self._remote_replay
-
-    def _pace_now(self) -> tuple[float, float]:
-        return self._remote_pace
 
     def queue_position(self) -> int:
         with _PENDING_LOCK:
             return _PENDING.index(self) + 1 if self in _PENDING else 0
+
+    def _call(self, method: str, *args):
+        return self._get(getattr(self._actor, method).remote(*args))
 
     def _get(self, ref):
         import ray
@@ -238,7 +185,7 @@ class RayTrainingJob(TrainingJob):
             while not ray.wait([ready], timeout=self._poll_s)[0]:
                 if self.cancelled:
                     return False
-            self._node = self._get(ready)["node"]
+            self._where = f"Ray {self._get(ready)['node']}"
             placed = not self.cancelled
             return placed
         finally:
@@ -250,72 +197,6 @@ class RayTrainingJob(TrainingJob):
 
     def _release(self) -> None:
         self._drop()
-
-    # -- the poller (the task's worker thread) -------------------------------------------------
-    def _work(self, ctx) -> None:
-        self._get(self._actor.start.remote())
-        n_steps = n_evals = n_samples = 0
-        while True:
-            if ctx.cancelled():
-                self._cancel_remote()
-                raise Cancelled("stopped")
-            if self.paused != self._remote_paused:
-                self._get((self._actor.pause if self.paused else self._actor.resume).remote())
-                self._remote_paused = self.paused
-            d = self._get(self._actor.poll.remote(n_steps, n_evals, n_samples))
-            self._merge(d)
-            n_steps += len(d["steps"])
-            n_evals += len(d["evals"])
-            n_samples += len(d["samples"])
-            state = d["state"]
-            if state == "done":
-                return None
-            if state == "error":
-                err = d["error"]          # the worker's own message (a Said keeps its key)
-                if isinstance(err, Said):
-                    raise ClusterError(err.key, **err.params)
-                raise RuntimeError(err) if err else ClusterError("train.err_ray_failed")
-            if state == "stopped":
-                raise ClusterError("train.err_ray_stopped")
-            ctx.progress(n_steps and self._steps[-1].step, d["max_steps"])
-            self._stop.wait(self._poll_s)
-
-    def _merge(self, d: dict) -> None:
-        """Add what the worker sent, and take on its state, in one locked step: a snapshot that
-        shows the worker's steps never reads "preparing"."""
-        model = tok = None
-        if d.get("checkpoint"):
-            from lmviz.checkpoint import load_checkpoint
-
-            model, tok, _ = load_checkpoint(d["checkpoint"])
-        remote = d["state"]
-        with self._lock:
-            self._steps.extend(d["steps"])
-            self._evals.extend(d["evals"])
-            self._samples.extend(d["samples"])
-            self._max_steps, self._elapsed = d["max_steps"], d["elapsed_s"]
-            self._remote_pace = tuple(d.get("pace", (0.0, 0.0)))
-            if d["info"]:               # the page names the device: say it is on the cluster
-                self._info = {**d["info"], "ray_node": self._node,
-                              "device": f"{d['info'].get('device', '?')} · Ray {self._node}"}
-            if d.get("replay") is not None:
-                self._remote_replay = d["replay"]
-            if model is not None:
-                self._model, self._tokenizer, self._attention = model, tok, d.get("attention")
-                self._version += 1
-            if remote in ("running", "paused", "done"):
-                self._phase = "running"
-            if remote in ("running", "paused") and self._state in ("running", "paused"):
-                self._move(remote)
-
-    def _cancel_remote(self) -> None:
-        import ray
-
-        if self._actor is not None:
-            try:
-                ray.get(self._actor.cancel.remote(), timeout=min(10.0, timeout_s()))
-            except Exception:  # noqa: BLE001 - it is being removed anyway
-                pass
 
     def _drop(self) -> None:
         actor, self._actor = self._actor, None
