@@ -4,7 +4,9 @@
 - it warms torch and the default model as soon as the server starts (ui/warmup.py), before the
   first visitor's request instead of during it: Streamlit finds the ``st.App`` below and runs it
   with uvicorn; its lifespan starts the warm-up (a background task that returns at once), so the
-  server reports healthy right away;
+  server reports healthy right away; with ``LMVIZ_TRAIN_PROCESS=1`` it also starts the fork
+  server the trainings' processes come from (lmviz/server/train_process.py), from this thread,
+  so that they run at the server's own priority, not the warm-up task's nice 19;
 - each chapter's URL answers with Streamlit's page plus the chapter's title and a "loading" line
   in the link's language (ui/first_paint.py), painted before Streamlit's frontend has loaded.
 """
@@ -17,8 +19,13 @@ from ui import first_paint
 
 @asynccontextmanager
 async def lifespan(_app):
+    from lmviz.server.train_backend import own_process
     from ui import warmup
 
+    if own_process():
+        from lmviz.server.train_process import warm
+
+        warm()
     warmup.start()
     yield
 

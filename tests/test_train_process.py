@@ -23,6 +23,9 @@ def own_process(monkeypatch):
     monkeypatch.setenv("LMVIZ_TRAIN_PROCESS", "1")
     monkeypatch.setenv("LMVIZ_TRAIN_POLL_S", "0.05")
     monkeypatch.setenv("LMVIZ_TRAIN_TIMEOUT", "30")
+    from lmviz.server.train_process import warm
+
+    warm()              # from this thread, as serve.py does: the processes get its priority
 
 
 def _pid(job) -> int:
@@ -37,6 +40,8 @@ def test_a_training_runs_in_its_own_process_and_its_records_come_back(own_proces
     assert isinstance(job, ProcessTrainingJob)
     job.start()
     assert wait_for(lambda: job.snapshot().step > 0, 120)
+    # at the server's priority, not the poller thread's nice 19 (a task's thread)
+    assert os.getpriority(os.PRIO_PROCESS, _pid(job)) == os.getpriority(os.PRIO_PROCESS, 0)
     first = job.snapshot()
     assert first.state in ("running", "done")
     assert job.join(120)

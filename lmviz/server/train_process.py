@@ -13,8 +13,10 @@ of its own the operating system gives it its share of the cores, whatever the pa
   held and ended when the job ends, however it ends.
 - **Starting** costs a fork, not an import: the processes are forked from multiprocessing's fork
   server, which imports torch and lmviz once (``forkserver`` with ``lmviz.train`` preloaded),
-  started with the server's warm-up (:func:`warm`; else by the first training, whose
-  "preparing" phase then takes the seconds of that import).
+  started as the server starts (:func:`warm`, from serve.py; else by the first training, whose
+  "preparing" phase then takes the seconds of that import). The processes run at the priority
+  of the thread that started the fork server: serve.py's, the server's own (a task's thread,
+  the first training's, is at nice 19, and without privileges a process cannot come back).
 - **The training** is the one training loop (a local TrainingJob in a
   :class:`~lmviz.server.train_worker.TrainingWorker`), watched by a
   :class:`~lmviz.server.train_worker.WorkerTrainingJob` poller every ``LMVIZ_TRAIN_POLL_S``
@@ -69,8 +71,8 @@ def _context():
 
 
 def warm() -> None:
-    """Start the fork server now (it imports torch and lmviz), so that even the first training's
-    process is a fork (ui/warmup.py calls it at server start)."""
+    """Start the fork server now (it imports torch and lmviz on its own), so that even the first
+    training's process is a fork; returns at once (serve.py calls it as the server starts)."""
     from multiprocessing import forkserver
 
     _context()

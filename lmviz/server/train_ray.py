@@ -16,7 +16,8 @@ not know where the training runs:
   ``lmviz.server.tasks.Task``'s lifecycle (``_acquire`` waits until it is placed, ``_release`` removes
   it): queued while it waits, "preparing" until the worker's training takes its first steps, then
   running.
-- On this server, a poller (an ``lmviz.server.tasks.Task`` thread) asks the actor every
+- On this server, a poller (``lmviz.server.train_worker.WorkerTrainingJob``, shared with the
+  process backend: an ``lmviz.server.tasks.Task`` thread) asks the actor every
   LMVIZ_RAY_POLL_S (0.5 s) for what is new since its last look: step, evaluation and sample
   records, the attention of the fixed prompt, and, after each evaluation, the published weights as
   checkpoint bytes (``lmviz.checkpoint.save_checkpoint``: the format of a downloaded checkpoint,
