@@ -28,28 +28,19 @@ of its own the operating system gives it its share of the cores, whatever the pa
 """
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any, Callable
 
 from lmviz.limits import SaidError
-from lmviz.server.train_worker import TrainingWorker, WorkerTrainingJob
+from lmviz.server.train_worker import TrainingWorker, WorkerTrainingJob, env_float
 
 _CONTEXT = None
 _CONTEXT_LOCK = threading.Lock()
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        v = float(os.environ.get(name, ""))
-        return v if v > 0 else default
-    except ValueError:
-        return default
-
-
 def timeout_s() -> float:
     """Seconds any call to the training's process may take (LMVIZ_TRAIN_TIMEOUT, default 30)."""
-    return _env_float("LMVIZ_TRAIN_TIMEOUT", 30.0)
+    return env_float("LMVIZ_TRAIN_TIMEOUT", 30.0)
 
 
 class ProcessError(SaidError, RuntimeError):
@@ -110,7 +101,7 @@ class ProcessTrainingJob(WorkerTrainingJob):
     def __init__(self, make_trainer: Callable[..., Any], semaphore=None, chunk: int = 5,
                  poll_s: float | None = None, on_eval=None, meta: dict | None = None):
         super().__init__(make_trainer, semaphore, chunk=chunk,
-                         poll_s=poll_s or _env_float("LMVIZ_TRAIN_POLL_S", 0.2), meta=meta)
+                         poll_s=poll_s or env_float("LMVIZ_TRAIN_POLL_S", 0.2), meta=meta)
         self._proc = None
         self._conn = None
         self._pipe = threading.Lock()         # one call on the pipe at a time

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lmviz.limits import SaidError
-from lmviz.server.train_worker import TrainingWorker, WorkerTrainingJob
+from lmviz.server.train_worker import TrainingWorker, WorkerTrainingJob, env_float
 
 ROOT = Path(__file__).resolve().parents[2]
 _INIT_LOCK = threading.Lock()
@@ -49,22 +49,14 @@ _PENDING_LOCK = threading.Lock()
 _PENDING: list = []                  # this server's Ray jobs waiting for cluster resources, oldest first
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        v = float(os.environ.get(name, ""))
-        return v if v > 0 else default
-    except ValueError:
-        return default
-
-
 def timeout_s() -> float:
     """Seconds any call to the cluster may take (LMVIZ_RAY_TIMEOUT, default 30)."""
-    return _env_float("LMVIZ_RAY_TIMEOUT", 30.0)
+    return env_float("LMVIZ_RAY_TIMEOUT", 30.0)
 
 
 def runtime_env() -> dict:
     """How the workers get lmviz (see the module docstring) and their torch thread count."""
-    cpus = _env_float("LMVIZ_RAY_CPUS", 1.0)
+    cpus = env_float("LMVIZ_RAY_CPUS", 1.0)
     env = {"env_vars": {"LMVIZ_THREADS": str(max(1, int(cpus)))}}
     if os.environ.get("LMVIZ_RAY_UPLOAD") == "1":
         env["working_dir"] = str(ROOT)
@@ -138,7 +130,7 @@ class RayTrainingJob(WorkerTrainingJob):
 
     def __init__(self, make_trainer: Callable[..., Any], semaphore=None, chunk: int = 5,
                  poll_s: float | None = None, on_eval=None, meta: dict | None = None):
-        super().__init__(make_trainer, None, chunk=chunk, poll_s=poll_s or _env_float("LMVIZ_RAY_POLL_S", 0.5),
+        super().__init__(make_trainer, None, chunk=chunk, poll_s=poll_s or env_float("LMVIZ_RAY_POLL_S", 0.5),
                          meta=meta)
         self._actor = None
 
@@ -172,8 +164,8 @@ class RayTrainingJob(WorkerTrainingJob):
         placed = False
         try:
             connect()
-            gpus = _env_float("LMVIZ_RAY_GPUS", 0.0) if os.environ.get("LMVIZ_RAY_GPUS") else 0
-            opts = {"num_cpus": _env_float("LMVIZ_RAY_CPUS", 1.0)}
+            gpus = env_float("LMVIZ_RAY_GPUS", 0.0) if os.environ.get("LMVIZ_RAY_GPUS") else 0
+            opts = {"num_cpus": env_float("LMVIZ_RAY_CPUS", 1.0)}
             if gpus:
                 opts["num_gpus"] = gpus
             import ray

@@ -24,6 +24,15 @@ from lmviz.server.tasks import Cancelled, Said
 from lmviz.server.train_job import TrainingJob
 
 
+def env_float(name: str, default: float) -> float:
+    """A positive number from the environment (a backend's poll period, timeout, CPUs), else ``default``."""
+    try:
+        v = float(os.environ.get(name, ""))
+        return v if v > 0 else default
+    except ValueError:
+        return default
+
+
 class TrainingWorker:
     """One training where the worker runs: a local TrainingJob (the one training loop) and what
     is new since the server's last look."""
@@ -162,4 +171,4 @@ class WorkerTrainingJob(TrainingJob):
                 self._move(remote)
 
 
-__all__ = ["TrainingWorker", "WorkerTrainingJob"]
+__all__ = ["TrainingWorker", "WorkerTrainingJob", "env_float"]
