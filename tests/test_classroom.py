@@ -672,6 +672,7 @@ def test_a_fragments_rerun_waits_for_the_end_of_the_run_before_it():
     new runner and drops the old run's last deltas: a student never saw the question); a whole
     run goes on at once; a runner that never goes lets it go after the looks run out."""
     import asyncio
+    import threading
     from types import SimpleNamespace
 
     from streamlit.proto.ClientState_pb2 import ClientState
@@ -694,10 +695,17 @@ def test_a_fragments_rerun_waits_for_the_end_of_the_run_before_it():
         await asyncio.sleep(_STOPPED_TRIES * _STOPPED_WAIT_S + 0.5)
         return calls
 
-    assert len(asyncio.run(scenario("frag", 0.1))) == 1
-    assert asyncio.run(scenario("frag", 0.1))[0] >= 0.1
-    assert asyncio.run(scenario("", 0.1))[0] < 0.05                  # a whole run: at once
-    assert len(asyncio.run(scenario("frag", None))) == 1             # the runner never went
+    def run(*args):                     # on a thread of its own: no event loop left running there
+        out = []
+        t = threading.Thread(target=lambda: out.append(asyncio.run(scenario(*args))))
+        t.start()
+        t.join(30)
+        return out[0]
+
+    assert len(run("frag", 0.1)) == 1
+    assert run("frag", 0.1)[0] >= 0.1
+    assert run("", 0.1)[0] < 0.05                                    # a whole run: at once
+    assert len(run("frag", None)) == 1                               # the runner never went
 
 
 # -- a room activity that hands out items (the heads of a model) -------------------------------

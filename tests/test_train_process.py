@@ -62,6 +62,26 @@ def test_a_training_runs_in_its_own_process_and_its_records_come_back(own_proces
     assert job._proc is None                           # the process was ended with the job
 
 
+def test_a_training_process_never_runs_the_servers_main_script(own_process, monkeypatch, tmp_path):
+    """While a page runs, Streamlit's ``__main__`` is the app script (AppTest's, in a test run): a
+    training started then must not run it in its process (the whole app again, or a script
+    that cannot run there: every training of the suite's run failed after an AppTest)."""
+    import sys
+    import types
+
+    from lmviz.server.train_backend import training_job
+
+    script = tmp_path / "app_script.py"
+    script.write_text("raise SystemExit('the server script ran in the training process')\n")
+    main = types.ModuleType("__main__")
+    main.__file__, main.__spec__ = str(script), None
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    job = training_job(_make(20)).start()
+    assert job.join(120)
+    snap = job.snapshot()
+    assert (snap.state, snap.error, snap.step) == ("done", None, 20)
+
+
 def test_pause_resume_and_stop_reach_the_process(own_process):
     from lmviz.server.train_backend import training_job
 

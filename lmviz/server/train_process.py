@@ -14,7 +14,8 @@ of its own the operating system gives it its share of the cores, whatever the pa
 - **Starting** costs a fork, not an import: the processes are forked from multiprocessing's fork
   server, which imports torch and lmviz once (``forkserver`` with ``lmviz.train`` preloaded),
   started as the server starts (:func:`warm`, from serve.py; else by the first training, whose
-  "preparing" phase then takes the seconds of that import). The processes run at the priority
+  "preparing" phase then takes the seconds of that import). A training process never imports
+  the server's main module (:func:`_without_main`). The processes run at the priority
   of the thread that started the fork server: serve.py's, the server's own (a task's thread,
   the first training's, is at nice 19, and without privileges a process cannot come back).
 - **The training** is the one training loop (a local TrainingJob in a
@@ -48,13 +49,36 @@ class ProcessError(SaidError, RuntimeError):
     catalogue (the page says it in its own language), ``str()`` is the English one."""
 
 
+NAME = "lmviz-training"       # the training processes' name (and how _without_main knows them)
+
+
+def _without_main(get_preparation_data):
+    """``multiprocessing.spawn.get_preparation_data`` that leaves the parent's main module out of
+    what a training process is told to import. In a Streamlit server ``sys.modules["__main__"]``
+    is the app script while a page runs, and a child told to import it runs the whole app (under
+    a test runner's AppTest, a script that cannot run at all). A training process needs only
+    ``serve`` and what it imports; other processes are left as they are."""
+    def prepared(name):
+        data = get_preparation_data(name)
+        if name == NAME:
+            data.pop("init_main_from_path", None)
+            data.pop("init_main_from_name", None)
+        return data
+
+    prepared.lmviz_without_main = True
+    return prepared
+
+
 def _context():
     """multiprocessing's fork server context, with torch and lmviz imported there once."""
     global _CONTEXT
     with _CONTEXT_LOCK:
         if _CONTEXT is None:
             import multiprocessing
+            from multiprocessing import spawn
 
+            if not getattr(spawn.get_preparation_data, "lmviz_without_main", False):
+                spawn.get_preparation_data = _without_main(spawn.get_preparation_data)
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["lmviz.train", "lmviz.server.train_process"])
             _CONTEXT = ctx
@@ -114,8 +138,7 @@ class ProcessTrainingJob(WorkerTrainingJob):
     def _spawn(self) -> None:
         mp = _context()
         here, there = mp.Pipe()
-        proc = mp.Process(target=serve, args=(there, self._make, self._chunk), name="lmviz-training",
-                          daemon=True)
+        proc = mp.Process(target=serve, args=(there, self._make, self._chunk), name=NAME, daemon=True)
         try:
             proc.start()
         except Exception as e:  # noqa: BLE001 - e.g. a training that cannot be sent (pickled)
