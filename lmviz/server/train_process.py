@@ -147,15 +147,16 @@ class ProcessTrainingJob(WorkerTrainingJob):
             there.close()
         self._proc, self._conn = proc, here
 
-    def _call(self, method: str, *args):
+    def _call(self, method: str, *args, within: float | None = None):
+        limit = min(within, timeout_s()) if within else timeout_s()
         with self._pipe:
             conn = self._conn
             if conn is None:
                 raise ProcessError("train.err_process_lost")
             try:
                 conn.send((method, args))
-                if not conn.poll(timeout_s()):
-                    raise ProcessError("train.err_process_timeout", s=f"{timeout_s():.0f}")
+                if not conn.poll(limit):
+                    raise ProcessError("train.err_process_timeout", s=f"{limit:.0f}")
                 kind, value = conn.recv()
             except (EOFError, OSError) as e:     # the process died: its end of the pipe closed
                 raise ProcessError("train.err_process_lost") from e

@@ -138,14 +138,17 @@ class RayTrainingJob(WorkerTrainingJob):
         with _PENDING_LOCK:
             return _PENDING.index(self) + 1 if self in _PENDING else 0
 
-    def _call(self, method: str, *args):
-        return self._get(getattr(self._actor, method).remote(*args))
+    def _call(self, method: str, *args, within: float | None = None):
+        return self._get(getattr(self._actor, method).remote(*args), within)
 
-    def _get(self, ref):
+    def _device(self, device: str) -> str:
+        return f"{device} · {self._where}"          # the page names the cluster's node
+
+    def _get(self, ref, within: float | None = None):
         import ray
 
         try:
-            return ray.get(ref, timeout=timeout_s())
+            return ray.get(ref, timeout=min(within, timeout_s()) if within else timeout_s())
         except Exception as e:  # noqa: BLE001 - becomes one sentence
             raise _lost(e) from e
 

@@ -10,8 +10,9 @@
 
 Where the worker lives is a subclass's: a Ray actor on a cluster (``lmviz.server.train_ray``) or
 a child process of this server (``lmviz.server.train_process``). A subclass sends a call to the
-worker (``_call``) and names its failures (``_said``); the lifecycle, the records and the
-messages of a training that fails on the worker are this module's.
+worker (``_call``), names its failures (``SAID``, ``FAILED``, ``STOPPED``) and may add where it
+runs to the device line (``_device``); the lifecycle, the records and the messages of a training
+that fails on the worker are this module's.
 """
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ def env_float(name: str, default: float) -> float:
         return v if v > 0 else default
     except ValueError:
         return default
+
+
+CANCEL_TIMEOUT_S = 10.0   # Stop waits at most this long for the worker's answer (the worker is removed anyway)
 
 
 class TrainingWorker:
@@ -96,13 +100,18 @@ class WorkerTrainingJob(TrainingJob):
     FAILED = ""               # catalogue key: the training failed there with no message of its own
     STOPPED = ""              # catalogue key: it was stopped there, not from this server
 
-    def _call(self, method: str, *args):
-        """``TrainingWorker.method(*args)`` on the worker; raises ``SAID`` when it cannot."""
+    def _call(self, method: str, *args, within: float | None = None):
+        """``TrainingWorker.method(*args)`` on the worker, within ``within`` seconds at most (None:
+        the backend's own timeout); raises ``SAID`` when it cannot."""
         raise NotImplementedError
+
+    def _device(self, device: str) -> str:
+        """The device line the page shows for the worker's ``device``."""
+        return device
 
     def _cancel_remote(self) -> None:
         try:
-            self._call("cancel")
+            self._call("cancel", within=CANCEL_TIMEOUT_S)
         except Exception:  # noqa: BLE001 - it is being removed anyway
             pass
 
@@ -156,10 +165,9 @@ class WorkerTrainingJob(TrainingJob):
             self._samples.extend(d["samples"])
             self._max_steps, self._elapsed = d["max_steps"], d["elapsed_s"]
             self._remote_pace = tuple(d.get("pace", (0.0, 0.0)))
-            if d["info"]:               # where it runs: "backend", "worker" (and the device line on Ray)
-                self._info = {**d["info"], "backend": self.BACKEND, "worker": self._where}
-                if self.BACKEND == "ray":
-                    self._info["device"] = f"{d['info'].get('device', '?')} · {self._where}"
+            if d["info"]:               # where it runs: "backend", "worker" and the device line
+                self._info = {**d["info"], "backend": self.BACKEND, "worker": self._where,
+                              "device": self._device(d["info"].get("device", "?"))}
             if d.get("replay") is not None:
                 self._remote_replay = d["replay"]
             if model is not None:
