@@ -1,20 +1,26 @@
 """lmviz as an ASGI app: ``streamlit run serve.py`` serves ``app.py`` exactly as
-``streamlit run app.py`` does, and adds two things for a room's first visits:
+``streamlit run app.py`` does, and adds three things for a room's lecture:
 
 - it warms torch and the default model as soon as the server starts (ui/warmup.py), before the
   first visitor's request instead of during it: Streamlit finds the ``st.App`` below and runs it
   with uvicorn; its lifespan starts the warm-up (a background task that returns at once), so the
-  server reports healthy right away; with ``LMVIZ_TRAIN_PROCESS=1`` it also starts the fork
-  server the trainings' processes come from (lmviz/server/train_process.py), from this thread,
-  so that they run at the server's own priority, not the warm-up task's nice 19;
+  server reports healthy right away;
+- each training runs in a process of its own beside the server (``LMVIZ_TRAIN_PROCESS`` defaults
+  to 1 here; ``LMVIZ_TRAIN_PROCESS=0`` keeps it on a thread of the server, as ``streamlit run
+  app.py`` does), so that a room moving sliders cannot starve it of the interpreter: the lifespan
+  starts the fork server the trainings' processes come from (lmviz/server/train_process.py), from
+  this thread, so that they run at the server's own priority, not the warm-up task's nice 19;
 - each chapter's URL answers with Streamlit's page plus the chapter's title and a "loading" line
   in the link's language (ui/first_paint.py), painted before Streamlit's frontend has loaded.
 """
+import os
 from contextlib import asynccontextmanager
 
 import streamlit as st
 
 from ui import first_paint
+
+os.environ.setdefault("LMVIZ_TRAIN_PROCESS", "1")     # before any session: trainings in their own process
 
 
 @asynccontextmanager

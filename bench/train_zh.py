@@ -3,7 +3,7 @@
     .venv/bin/python bench/train_zh.py             # both presets to the end of their runs (~5 min)
     .venv/bin/python bench/train_zh.py --quick     # stop each run at 60 s
     .venv/bin/python bench/train_zh.py --with-load 0,20   # served, with 20 sessions moving sliders
-    .venv/bin/python bench/train_zh.py --with-load 0,20 --backends thread,process
+    .venv/bin/python bench/train_zh.py --with-load 0,20 --backends process,thread
 
 For the "poetry" preset on the Tang-poetry corpus (lmviz.poetry: its tokenizer, held-out whole
 poems) and the English "tiny" preset on the English corpus, it reports:
@@ -20,7 +20,9 @@ With ``--with-load 0,20`` it measures the served run instead: one fresh server p
 session on /training?lang=zh starts the poetry preset while that many sessions move sliders
 (bench/load.py's room), and it reports the time from Start until the page states that the run
 went below the unigram baseline (the sentence of lmviz.chapters.claims.baseline), the step and
-seconds the page states, the last pace the page stated, and the room's slider p95.
+seconds the page states, the last pace the page stated, the room's slider p95, and the share of
+one core the training had over that time (CPU time from /proc: its process's, or on a thread the
+server's busiest thread's, over the wall time).
 
 Held-out loss is lmviz.baselines.heldout_loss on the first EVAL_TOKENS tokens of the held-out
 part (deterministic), timed out of the training clock. The machine is shared: the load average is
@@ -102,12 +104,52 @@ def _template_regex(key: str, lang: str):
     return re.compile(out + re.escape(text[pos:]))
 
 
-async def served(load_n: int, limit_s: float, lang: str = "zh", backend: str = "thread") -> dict:
+def cpu_ticks(root: int) -> dict:
+    """Cumulative CPU ticks (user + system) of the server ``root`` and its descendants, read from
+    /proc: ``{("thread", tid): ticks}`` for each thread of the server itself, ``{("process", pid):
+    ticks}`` for each descendant (the fork server and the trainings' processes). {} off Linux."""
+    def ticks(stat: str) -> int:
+        f = stat[stat.rindex(")") + 2:].split()          # fields after "pid (comm) "
+        return int(f[11]) + int(f[12])                   # utime, stime
+
+    out, kids = {}, {}
+    try:
+        for tid in os.listdir(f"/proc/{root}/task"):
+            out[("thread", int(tid))] = ticks(Path(f"/proc/{root}/task/{tid}/stat").read_text())
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    st = Path(f"/proc/{d}/stat").read_text()
+                except OSError:
+                    continue
+                kids.setdefault(int(st[st.rindex(")") + 2:].split()[1]), []).append((int(d), st))
+    except OSError:
+        return out
+    todo = [root]
+    while todo:
+        for pid, st in kids.get(todo.pop(), []):
+            out[("process", pid)] = ticks(st)
+            todo.append(pid)
+    return out
+
+
+def training_share(before: dict, after: dict, wall_s: float, backend: str) -> float | None:
+    """The training's share of one core between two ``cpu_ticks`` readings: in its own process,
+    the busiest descendant of the server (the fork server itself idles); on a thread, the
+    server's busiest thread (the training's: the pages' runs are spread over many threads)."""
+    kind = "process" if backend == "process" else "thread"
+    spent = [after[k] - before.get(k, 0) for k in after if k[0] == kind]
+    if not spent or wall_s <= 0:
+        return None
+    return max(spent) / os.sysconf("SC_CLK_TCK") / wall_s
+
+
+async def served(load_n: int, limit_s: float, lang: str = "zh", backend: str = "process") -> dict:
     """One fresh server: a session on /training (the poetry preset) presses Start, ``load_n``
     sessions move their chapters' sliders until the run's page states that it crossed the
     unigram baseline (lmviz.chapters.claims.baseline, "crossed") or ``limit_s`` passes. The
-    training runs on a thread of the server (``backend="thread"``, the default) or in a process of
-    its own (``"process"``: LMVIZ_TRAIN_PROCESS=1, lmviz.server.train_process)."""
+    training runs in a process of its own (``backend="process"``: LMVIZ_TRAIN_PROCESS=1,
+    serve.py's default, lmviz.server.train_process) or on a thread of the server (``"thread"``)."""
     import asyncio
     import random
 
@@ -136,7 +178,7 @@ async def served(load_n: int, limit_s: float, lang: str = "zh", backend: str = "
         movers = [asyncio.create_task(mover(srv.port, i, 10_000, lat, errors, rng, deadline))
                   for i in range(load_n)]
         await asyncio.sleep(5 if load_n else 0)           # the room is open before the run starts
-        t0 = time.perf_counter()
+        t0, ticks0 = time.perf_counter(), cpu_ticks(srv.proc.pid)
         await s.click(s.button("train_start"))
         seen = t0                                         # the log is capped: read it by time
         while time.perf_counter() < deadline and "crossed" not in rec and "error" not in rec:
@@ -151,6 +193,8 @@ async def served(load_n: int, limit_s: float, lang: str = "zh", backend: str = "
                 if m and "crossed" not in rec:
                     rec["crossed"] = {"wall": at - t0, "step": int(m["step"].replace(",", "")),
                                       "secs": float(m["secs"])}
+                    rec["share"] = training_share(ticks0, cpu_ticks(srv.proc.pid),
+                                                  time.perf_counter() - t0, backend)
                 for r in pace_re:
                     p = r.search(text)
                     if p:
@@ -182,6 +226,8 @@ def with_load(loads: list[int], limit_s: float, backends: list[str]) -> None:
         cross = (f"crossed the unigram baseline {c['wall']:.1f} s after Start (the page: step {c['step']}, "
                  f"{c['secs']:.0f} s of steps)" if c else
                  f"the training failed: {r['error']}" if r.get("error") else f"not crossed within {limit_s:.0f} s")
+        share = r.get("share")
+        cross += f" (the training had {share:.2f} of a core)" if share is not None else ""
         pace_txt = (f"; last stated pace {p['sps']:.1f} steps/s ({p['step_sps']:.1f} steps alone, "
                     f"estimate {p['est']:.1f})" if p else "")
         print(f"with load {r['load']:3d}, training on a {r['backend']}: {cross}{pace_txt}; slider moves {r['moves']}, p95 "
@@ -201,8 +247,8 @@ def main():
     ap.add_argument("--with-load", default="", help="e.g. 0,20: the served run with that many sessions "
                     "moving sliders, one fresh server each, side by side")
     ap.add_argument("--limit", type=float, default=300.0, help="--with-load: give up after this (s)")
-    ap.add_argument("--backends", default="thread", help="--with-load: where the training runs, e.g. "
-                    "thread,process (a thread of the server; a process of its own), each load on each")
+    ap.add_argument("--backends", default="process,thread", help="--with-load: where the training runs: "
+                    "process (its own, serve.py's default), thread (a thread of the server); each load on each")
     args = ap.parse_args()
     if args.with_load:
         with_load([int(x) for x in args.with_load.split(",")], args.limit, args.backends.split(","))

@@ -6,6 +6,7 @@ import pytest
 
 from tests.browser_util import skip_questions, SLIDER, exceptions, move_first_slider, shot, wait_idle
 from ui.chapters import registered
+from ui.i18n import translate
 
 pytestmark = pytest.mark.browser
 
@@ -50,6 +51,8 @@ def test_train_watch_stop_while_another_page_answers(server, browser, lang):
     n1 = wait_points(page, 0)
     n2 = wait_points(page, n1)                                   # the curve grows while we watch
     assert n2 > n1
+    # README's server (serve.py) trains in a process of its own, and the page says so
+    page.get_by_text(translate("train.own_process", lang).strip(" ()（）"), exact=False).first.wait_for(timeout=30_000)
 
     # a second tab on a chapter with a slider: it must answer while the training runs
     slider_pages = [c for c in registered() if c.slug == "tokenization"]  # needs no trained model

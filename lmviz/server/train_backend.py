@@ -3,8 +3,9 @@ beside it, and a Ray cluster.
 
     job = training_job(make_trainer, semaphore, meta={...}).start()
 
-The default: a :class:`lmviz.server.train_job.TrainingJob` on a thread of this server, and none of
-the other modules (nor ``ray``) is imported. ``LMVIZ_TRAIN_PROCESS=1``: a
+Unset: a :class:`lmviz.server.train_job.TrainingJob` on a thread of this server, and none of the
+other modules (nor ``ray``) is imported (``streamlit run app.py``, the tests' AppTest sessions).
+``LMVIZ_TRAIN_PROCESS=1``, which README's server (serve.py) sets unless told otherwise: a
 :class:`lmviz.server.train_process.ProcessTrainingJob` (the training in a process of its own, with
 its share of the cores whatever the pages do). ``LMVIZ_RAY_ADDRESS`` set: a
 :class:`lmviz.server.train_ray.RayTrainingJob` (on that cluster). Same arguments, API and lifecycle
