@@ -55,7 +55,8 @@ from lmviz.server.classroom import BrowserIds, ClassStore, FollowView, Gate, Pus
 from lmviz.server.classroom_backend import store_from_env
 from ui import handout
 from ui.i18n import literal, t
-from ui.runtime import current_fragment_id, fragment_target, in_fragment_rerun, rerun_fragment, rerun_fragments_here
+from ui.runtime import (current_fragment_id, fragment_target, in_fragment_rerun, rerun_fragment,
+                        rerun_fragments_here, serve_first)
 
 LECT = "class_lect"          # session key: {"code": str, "secret": str} while this session lectures
 FOLLOW = "class_follow"      # session key: follower state (see _follow_state)
@@ -326,6 +327,7 @@ def lecturer_bar() -> None:
             st.button(t("class.start"), key="class_start", icon=":material/groups:",
                       help=t("class.start_help"), on_click=_start_class)
         return
+    serve_first()   # this page's messages go out ahead of the room's (ui.runtime)
     publish_now()   # the full run's state (a new chapter or section) goes out at once
     if not lecturing():
         st.rerun(scope="app")   # the class is gone: show the note (drawn above) at once

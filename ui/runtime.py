@@ -193,3 +193,86 @@ def patient_reruns() -> None:
 
 _STOPPED_TRIES = 50        # a stopped runner's events are handled within a few turns of the loop;
 _STOPPED_WAIT_S = 0.01     # after half a second the request goes on as Streamlit would take it
+
+
+# -- the lecturer's page first --------------------------------------------------------------
+#
+# Streamlit's runtime sends every session's queued messages in one pass over the sessions and
+# yields to the event loop after each message (``Runtime._loop_coroutine``: ``await
+# asyncio.sleep(0)``). With 300 followers a pass is hundreds of turns of a loop that is itself
+# busy, and a message queued just after the pass went by waits for the whole pass: the
+# lecturer's "ask" had run on the server in 0.04 s and its page heard of it 9.4 s later
+# (bench/room_ws.py, a server trace). A session marked :func:`serve_first` (the lecturer's) is
+# sent by a loop of its own every FIRST_EVERY_S, and the runtime's pass skips it, so its
+# messages keep their order and never wait behind the room's.
+
+FIRST_EVERY_S = 0.05
+_FIRST: set[str] = set()        # the sessions served first (ids); only the event loop changes it
+_FIRST_TASK: list = []          # the loop's task sending them (one per process)
+
+
+def serve_first() -> None:
+    """From a script run: send this session's messages ahead of every other session's (a
+    lecturer's, ``ui.classroom.lecturer_bar``). Idempotent; no-op outside a served run."""
+    from streamlit.runtime import Runtime
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None or not Runtime.exists() or ctx.session_id in _FIRST:
+        return
+    runtime = Runtime.instance()
+    runtime._get_async_objs().eventloop.call_soon_threadsafe(_mark_first, runtime, ctx.session_id)
+
+
+def _mark_first(runtime, session_id: str) -> None:
+    """On the event loop: ``session_id`` is served first from now on."""
+    from streamlit.runtime.app_session import AppSession
+
+    if not getattr(AppSession.flush_browser_queue, "lmviz_first", False):
+        AppSession.flush_browser_queue = _skipping_first(AppSession.flush_browser_queue)
+    _FIRST.add(session_id)
+    if not _FIRST_TASK or _FIRST_TASK[0].done():
+        _FIRST_TASK[:] = [asyncio.get_running_loop().create_task(_send_first(runtime))]
+
+
+_SENDING_FIRST = [False]        # True while _send_first flushes (the loop's one thread)
+
+
+def _skipping_first(flush):
+    """``AppSession.flush_browser_queue`` that gives the runtime's pass nothing for a session
+    served first: only :func:`_send_first` takes its messages."""
+    def wrapped(self):
+        if self.id in _FIRST and not _SENDING_FIRST[0]:
+            return []
+        return flush(self)
+
+    wrapped.lmviz_first = True
+    return wrapped
+
+
+async def _send_first(runtime) -> None:
+    """On the event loop: every FIRST_EVERY_S, send what the first-served sessions queued, in
+    order, without yielding between messages; forget a session once it is gone."""
+    from streamlit.runtime.session_manager import SessionClientDisconnectedError
+
+    while _FIRST:
+        await asyncio.sleep(FIRST_EVERY_S)
+        for session_id in list(_FIRST):
+            info = runtime._session_mgr.get_active_session_info(session_id)
+            if info is None:
+                if runtime._session_mgr.get_session_info(session_id) is None:
+                    _FIRST.discard(session_id)       # closed; a disconnected one may come back
+                continue
+            _SENDING_FIRST[0] = True
+            try:
+                msgs = info.session.flush_browser_queue()
+            finally:
+                _SENDING_FIRST[0] = False
+            for msg in msgs:
+                try:
+                    runtime._send_message(info, msg)
+                except SessionClientDisconnectedError:
+                    runtime.disconnect_session(session_id, client=info.client)
+                    break
+            if msgs:
+                info.session.on_flushed_messages_sent()
