@@ -11,7 +11,9 @@
   starts the fork server the trainings' processes come from (lmviz/server/train_process.py), from
   this thread, so that they run at the server's own priority, not the warm-up task's nice 19;
 - each chapter's URL answers with Streamlit's page plus the chapter's title and a "loading" line
-  in the link's language (ui/first_paint.py), painted before Streamlit's frontend has loaded.
+  in the link's language (ui/first_paint.py), painted before Streamlit's frontend has loaded;
+- Streamlit's frontend files go to a browser gzip-compressed, about a third of their 9 MB
+  (lmviz/server/frontend_gzip.py; Streamlit sends them uncompressed).
 """
 import os
 from contextlib import asynccontextmanager
@@ -36,4 +38,13 @@ async def lifespan(_app):
     yield
 
 
-app = st.App("app.py", lifespan=lifespan, routes=first_paint.routes())
+def _middleware() -> list:
+    from starlette.middleware import Middleware
+    from streamlit import file_util
+
+    from lmviz.server.frontend_gzip import FrontendGzip
+
+    return [Middleware(FrontendGzip, directory=file_util.get_static_dir())]
+
+
+app = st.App("app.py", lifespan=lifespan, routes=first_paint.routes(), middleware=_middleware())

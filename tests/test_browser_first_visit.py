@@ -58,6 +58,9 @@ def first_visit(chromium, path: str, query: dict, script: str) -> None:
         page.set_default_timeout(90_000)
         requests = []
         page.on("request", lambda r: requests.append(r.url))
+        encodings = {}      # Streamlit's frontend files: compressed by serve.py, not by Streamlit
+        page.on("response", lambda r: encodings.__setitem__(urlparse(r.url).path, r.headers.get("content-encoding"))
+                if urlparse(r.url).path.endswith(".js") else None)
         lang = query["lang"]
         title = translate(by_slug(path).heading_key, lang)
         response = page.goto(server.url(path, **query), wait_until="domcontentloaded")
@@ -84,6 +87,9 @@ def first_visit(chromium, path: str, query: dict, script: str) -> None:
         outside = [u for u in requests if urlparse(u).scheme in ("http", "https", "ws", "wss")
                    and urlparse(u).hostname not in ("127.0.0.1", "localhost")]
         assert outside == [], outside
+        js = [p for p in encodings if p.startswith("/static/js/")]
+        assert len(js) > 20
+        assert all(encodings[p] == ("gzip" if script == "serve.py" else None) for p in js), encodings
         if path in ("generation", "autoregression"):
             assert page.locator("a[href*='x.example']").count() == 0
             assert page.locator("img[src*='h.example']").count() == 0

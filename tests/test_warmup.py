@@ -75,6 +75,9 @@ def test_the_visit_can_be_turned_off(monkeypatch):
         def phase(self, name):
             pass
 
+        def cancelled(self):
+            return False
+
     assert warmup._warm(Ctx()) == "warm"
     assert calls == []
     monkeypatch.delenv("LMVIZ_WARM_VIEWS")

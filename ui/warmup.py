@@ -10,8 +10,10 @@ caller's thread (see ``_shared_imports``), then a background task (the one mecha
    "loading PyTorch…" until it is done),
 2. loads the shipped default model (``lmviz.checkpoint.load_default`` is cached per process, so
    the pages' ``session.default_bundle()`` finds it ready), and
-3. builds one optimizer (torch's first imports ``torch._dynamo``, 0.85 s), and
-4. visits every chapter once in each language, as a student who skips the questions does
+3. builds one optimizer (torch's first imports ``torch._dynamo``, 0.85 s),
+4. compresses Streamlit's frontend files for serve.py (``lmviz.server.frontend_gzip.warm``; at
+   nice 19 from here on), and
+5. visits every chapter once in each language, as a student who skips the questions does
    (:func:`_visit_views`): the chapters' default views of the shipped model -- the traces,
    tables and figures a first visit draws -- land in the per-process caches every session shares
    (``st.cache_data`` / ``st.cache_resource``, keyed by model and inputs), so the first student
@@ -69,6 +71,11 @@ def _warm(ctx) -> str:
     # torch's first optimizer imports torch._dynamo: 0.85 s (and ~70 MB) that the loss chapter's
     # SGD step and every training's AdamW would otherwise wait for on their first use
     torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    ctx.phase("frontend")
+    from lmviz.server import frontend_gzip
+
+    _lower_this_thread()
+    frontend_gzip.warm(ctx.cancelled)      # serve.py's compressed frontend files (1-2 s of CPU)
     if os.environ.get("LMVIZ_WARM_VIEWS") != "0":      # 0: torch and the model only
         ctx.phase("views")
         _visit_views(ctx)
