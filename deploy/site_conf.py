@@ -1,6 +1,15 @@
 """Fill deploy/nginx-lmviz.conf.template's {{...}} placeholders (deploy/local-cluster.sh uses it).
 
-    python deploy/site_conf.py TEMPLATE OUT LISTEN UPSTREAM_SERVERS ACCESS_LOG ERROR_LOG [SERVER_NAME]
+    python deploy/site_conf.py TEMPLATE OUT LISTEN UPSTREAM_SERVERS ACCESS_LOG ERROR_LOG FRONTEND_ROOT [SERVER_NAME]
+    python deploy/site_conf.py frontend FRONTEND_ROOT
+
+The second form writes FRONTEND_ROOT: a copy of Streamlit's frontend files (``static/``: its
+JavaScript, CSS and fonts, each name carrying a hash of its content) with a gzip copy beside each
+text file, which nginx serves from disk (``gzip_static``) instead of asking a replica. A student's
+first visit fetches about 9 MB of them (3.3 MB compressed); from a replica they go through its
+Python event loop, the loop that also carries every websocket of that replica; from nginx they are
+no replica's work. Write it again after every Streamlit upgrade (a file missing from the copy
+still comes from a replica).
 
 The upload limit is not a choice made here: ``{{MAX_BODY_SIZE}}`` comes from
 ``lmviz.limits.MAX_REQUEST_MB`` (the app's one upload limit, ``MAX_UPLOAD_MB``, plus the request's
@@ -9,6 +18,8 @@ multipart framing), so nginx never refuses a file the app accepts (a 10m here on
 """
 from __future__ import annotations
 
+import gzip
+import shutil
 import sys
 from pathlib import Path
 
@@ -23,10 +34,34 @@ def max_body_size() -> str:
     return f"{MAX_REQUEST_MB}m"
 
 
+COMPRESSED = (".js", ".css", ".svg", ".json", ".map", ".txt")   # text: a gzip copy beside each
+
+
+def frontend(root: Path) -> Path:
+    """Copy the installed Streamlit's frontend files into ``root``/static (what nginx serves at
+    /static/), each text file with its ``.gz`` twin (level 9, no timestamp: the same bytes every
+    time). Returns ``root``. Files a previous copy left behind are removed with it."""
+    from streamlit import file_util
+
+    src = Path(file_util.get_static_dir()) / "static"
+    dst = Path(root) / "static"
+    Path(root).mkdir(parents=True, exist_ok=True)
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+    for f in dst.rglob("*"):
+        if f.is_file() and f.suffix in COMPRESSED:
+            with open(f, "rb") as raw, gzip.GzipFile(f"{f}.gz", "wb", compresslevel=9, mtime=0) as gz:
+                shutil.copyfileobj(raw, gz)
+    Path(root).chmod(0o755)      # nginx's workers run as another user: they must read it
+    return Path(root)
+
+
 def render(template: str, listen: str, upstream_servers: str, access_log: str, error_log: str,
-           server_name: str = "_") -> str:
+           frontend_root: str, server_name: str = "_") -> str:
     values = {"LISTEN": listen, "SERVER_NAME": server_name, "UPSTREAM_SERVERS": upstream_servers.rstrip(),
-              "ACCESS_LOG": access_log, "ERROR_LOG": error_log, "MAX_BODY_SIZE": max_body_size()}
+              "ACCESS_LOG": access_log, "ERROR_LOG": error_log, "MAX_BODY_SIZE": max_body_size(),
+              "FRONTEND_ROOT": str(frontend_root)}
     out = []
     for line in template.splitlines(keepends=True):
         if not line.lstrip().startswith("#"):          # the header comments keep their placeholders
@@ -37,5 +72,8 @@ def render(template: str, listen: str, upstream_servers: str, access_log: str, e
 
 
 if __name__ == "__main__":
-    src, dst, listen, servers, access, error, *rest = sys.argv[1:]
-    Path(dst).write_text(render(Path(src).read_text(), listen, servers, access, error, *rest[:1]))
+    if sys.argv[1:2] == ["frontend"]:
+        frontend(Path(sys.argv[2]))
+    else:
+        src, dst, listen, servers, access, error, front, *rest = sys.argv[1:]
+        Path(dst).write_text(render(Path(src).read_text(), listen, servers, access, error, front, *rest[:1]))

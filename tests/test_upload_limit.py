@@ -3,7 +3,6 @@ client_max_body_size 10m while the app allowed 64 MB, so the "bigger" preset's o
 got a 413 behind deploy/ and the page showed "AxiosError ... 413")."""
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -13,21 +12,15 @@ from pathlib import Path
 import pytest
 
 from lmviz import limits
+from tests.nginx_util import site_conf
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "deploy" / "nginx-lmviz.conf.template"
 
 
-def _site_conf():
-    spec = importlib.util.spec_from_file_location("site_conf", ROOT / "deploy" / "site_conf.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _rendered() -> str:
-    return _site_conf().render(TEMPLATE.read_text(), "127.0.0.1:8080", "server 127.0.0.1:8501;",
-                               "/tmp/lmviz-access.log", "/tmp/lmviz-error.log")
+    return site_conf().render(TEMPLATE.read_text(), "127.0.0.1:8080", "server 127.0.0.1:8501;",
+                               "/tmp/lmviz-access.log", "/tmp/lmviz-error.log", "/tmp/lmviz-frontend")
 
 
 def _mib(size: str) -> float:
