@@ -50,6 +50,7 @@ def test_a_frontend_file_goes_out_compressed_with_its_type_and_cache_headers(tmp
     assert b"immutable" in head[b"cache-control"] and int(head[b"content-length"]) == len(body)
     assert gzip.decompress(body) == js and len(body) < len(js) / 10
     assert _get(mw, "/static/css/a.css")[1][b"content-type"] == b"text/css"
+    assert _get(mw, "/static/css/a.css", b"br;q=1.0, gzip;q=0.5")[1][b"content-encoding"] == b"gzip"
     status, head, body = _get(mw, "/static/js/app.abc123.js", method="HEAD")
     assert status == 200 and body == b"" and int(head[b"content-length"]) > 0
 
@@ -60,6 +61,8 @@ def test_everything_else_is_streamlits(tmp_path):
     for path, accept in [("/static/js/app.abc123.js", None),          # no gzip: the file as it is
                          ("/static/js/app.abc123.js", b"br, identity"),
                          ("/static/js/app.abc123.js", b"gzipx"),
+                         ("/static/js/app.abc123.js", b"gzip;q=0, br"),
+                         ("/static/js/app.abc123.js", b"deflate, gzip; q=0.0"),
                          ("/static/media/font.woff2", b"gzip"),         # already compressed
                          ("/index.html", b"gzip"), ("/secret.js", b"gzip"), ("/", b"gzip"),
                          ("/static/js/../../secret.js", b"gzip"),       # no path is ever opened

@@ -26,9 +26,14 @@ CACHE_CONTROL = b"public, immutable, max-age=31536000"   # as Streamlit's own fo
 
 
 def _accepts_gzip(headers) -> bool:
+    """True when the request's Accept-Encoding names gzip without refusing it (``gzip;q=0``)."""
     for name, value in headers:
         if name == b"accept-encoding":
-            return any(part.split(b";")[0].strip() == b"gzip" for part in value.split(b","))
+            for part in value.split(b","):
+                coding, _, params = part.partition(b";")
+                if coding.strip() == b"gzip":
+                    q = params.strip()
+                    return not (q.startswith(b"q=") and q[2:].strip(b" 0.") == b"")
     return False
 
 
