@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 from lmviz.server.frontend_gzip import FrontendGzip
 
@@ -23,7 +24,9 @@ def _get(mw, path: str, accept: bytes | None = b"gzip, deflate, br", method: str
 
     headers = [(b"accept-encoding", accept)] if accept is not None else []
     scope = {"type": "http", "method": method, "path": path, "headers": headers}
-    asyncio.run(mw(scope, None, send))
+    # on a thread of its own: the suite may leave an event loop running on the main thread
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, mw(scope, None, send)).result()
     head = dict(sent[0]["headers"])
     return sent[0]["status"], head, b"".join(m.get("body", b"") for m in sent[1:])
 
