@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from load import cpu_s, pct  # noqa: E402
+from load import cpu_s, cpu_ticks, pct  # noqa: E402
 from ui.headless import Session  # noqa: E402
 
 CONNECTIONS = 6     # a browser's connections to one host over HTTP/1.1
@@ -88,17 +88,9 @@ async def student(port: int, paths: list[str], start_in: float) -> tuple[float, 
 
 
 def nginx_cpu(run: Path) -> float:
-    """CPU seconds of nginx's master and workers (the master's children)."""
+    """CPU seconds of nginx's master and its workers."""
     master = int((run / "nginx.pid").read_text())
-    pids = [master]
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                if int((p / "stat").read_text().rsplit(")", 1)[1].split()[1]) == master:
-                    pids.append(int(p.name))
-            except (OSError, ValueError, IndexError):
-                pass
-    return sum(cpu_s(p) for p in pids)
+    return sum(cpu_ticks(master).values()) / os.sysconf("SC_CLK_TCK")
 
 
 async def frontend_paths(port: int, chapter: str) -> list[str]:

@@ -104,35 +104,6 @@ def _template_regex(key: str, lang: str):
     return re.compile(out + re.escape(text[pos:]))
 
 
-def cpu_ticks(root: int) -> dict:
-    """Cumulative CPU ticks (user + system) of the server ``root`` and its descendants, read from
-    /proc: ``{("thread", tid): ticks}`` for each thread of the server itself, ``{("process", pid):
-    ticks}`` for each descendant (the fork server and the trainings' processes). {} off Linux."""
-    def ticks(stat: str) -> int:
-        f = stat[stat.rindex(")") + 2:].split()          # fields after "pid (comm) "
-        return int(f[11]) + int(f[12])                   # utime, stime
-
-    out, kids = {}, {}
-    try:
-        for tid in os.listdir(f"/proc/{root}/task"):
-            out[("thread", int(tid))] = ticks(Path(f"/proc/{root}/task/{tid}/stat").read_text())
-        for d in os.listdir("/proc"):
-            if d.isdigit():
-                try:
-                    st = Path(f"/proc/{d}/stat").read_text()
-                except OSError:
-                    continue
-                kids.setdefault(int(st[st.rindex(")") + 2:].split()[1]), []).append((int(d), st))
-    except OSError:
-        return out
-    todo = [root]
-    while todo:
-        for pid, st in kids.get(todo.pop(), []):
-            out[("process", pid)] = ticks(st)
-            todo.append(pid)
-    return out
-
-
 def training_share(before: dict, after: dict, wall_s: float, backend: str) -> float | None:
     """The training's share of one core between two ``cpu_ticks`` readings: in its own process,
     the busiest descendant of the server (the fork server itself idles); on a thread, the
@@ -154,7 +125,7 @@ async def served(load_n: int, limit_s: float, lang: str = "zh", backend: str = "
     import random
 
     sys.path.insert(0, str(ROOT / "bench"))
-    from load import mover  # noqa: E402 - the room of bench/load.py
+    from load import cpu_ticks, mover  # noqa: E402 - the room of bench/load.py
     from tests.browser_util import Server
     from ui.headless import Session
 

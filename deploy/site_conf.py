@@ -34,14 +34,15 @@ def max_body_size() -> str:
     return f"{MAX_REQUEST_MB}m"
 
 
-COMPRESSED = (".js", ".css", ".svg", ".json", ".map", ".txt")   # text: a gzip copy beside each
-
-
 def frontend(root: Path) -> Path:
     """Copy the installed Streamlit's frontend files into ``root``/static (what nginx serves at
     /static/), each text file with its ``.gz`` twin (level 9, no timestamp: the same bytes every
-    time). Returns ``root``. Files a previous copy left behind are removed with it."""
+    time). Returns ``root``. Files a previous copy left behind are removed with it. The text
+    files are those serve.py compresses for itself (``lmviz.server.frontend_gzip.TYPES``)."""
     from streamlit import file_util
+
+    sys.path.insert(0, str(ROOT))
+    from lmviz.server.frontend_gzip import TYPES
 
     src = Path(file_util.get_static_dir()) / "static"
     dst = Path(root) / "static"
@@ -50,7 +51,7 @@ def frontend(root: Path) -> Path:
         shutil.rmtree(dst)
     shutil.copytree(src, dst)
     for f in dst.rglob("*"):
-        if f.is_file() and f.suffix in COMPRESSED:
+        if f.is_file() and f.suffix in TYPES:
             with open(f, "rb") as raw, gzip.GzipFile(f"{f}.gz", "wb", compresslevel=9, mtime=0) as gz:
                 shutil.copyfileobj(raw, gz)
     Path(root).chmod(0o755)      # nginx's workers run as another user: they must read it

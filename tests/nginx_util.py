@@ -33,13 +33,10 @@ def need_nginx() -> None:
         pytest.skip("nginx not found (apt-get install nginx)")
 
 
-@contextmanager
-def nginx_site(run: Path, upstream_port: int, frontend_root: Path):
-    """nginx serving the site file from ``run`` in front of ``upstream_port`` (one replica, or a
-    port nobody listens on); yields nginx's port. The main config is the one local-cluster.sh
-    writes (its own error log at "warn"); nginx stops when the block ends."""
-    need_nginx()
-    port = free_port()
+def configure(run: Path, upstream_port: int, frontend_root: Path, port: int) -> list[str]:
+    """Write the site file and the main config (the one local-cluster.sh writes, its own error log
+    at "warn") into ``run``, nginx on ``port`` in front of ``upstream_port``; the nginx command
+    line that uses them (add ``-t`` to test them, ``-s quit`` to stop it)."""
     (run / "tmp").mkdir(parents=True, exist_ok=True)
     run.chmod(0o755)        # as local-cluster.sh's run folder: nginx's workers run as another user
     (run / "site.conf").write_text(site_conf().render(
@@ -52,7 +49,16 @@ def nginx_site(run: Path, upstream_port: int, frontend_root: Path):
         f"http {{ client_body_temp_path {run}/tmp/b; proxy_temp_path {run}/tmp/p;"
         f" fastcgi_temp_path {run}/tmp/f; uwsgi_temp_path {run}/tmp/u; scgi_temp_path {run}/tmp/s;"
         f" include {run}/site.conf; }}\n")
-    args = [NGINX, "-p", str(run), "-e", str(run / "main-error.log"), "-c", str(run / "nginx.conf")]
+    return [NGINX, "-p", str(run), "-e", str(run / "main-error.log"), "-c", str(run / "nginx.conf")]
+
+
+@contextmanager
+def nginx_site(run: Path, upstream_port: int, frontend_root: Path):
+    """nginx serving the site file from ``run`` in front of ``upstream_port`` (one replica, or a
+    port nobody listens on); yields nginx's port. nginx stops when the block ends."""
+    need_nginx()
+    port = free_port()
+    args = configure(run, upstream_port, frontend_root, port)
     subprocess.run(args + ["-t", "-q"], check=True, capture_output=True)
     subprocess.run(args, check=True, capture_output=True)
     try:

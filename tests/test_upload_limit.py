@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lmviz import limits
-from tests.nginx_util import site_conf
+from tests.nginx_util import configure, site_conf
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "deploy" / "nginx-lmviz.conf.template"
@@ -65,18 +65,6 @@ def test_the_header_comments_keep_their_placeholders_and_no_placeholder_is_left(
 @pytest.mark.skipif(shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists(),
                     reason="nginx is not installed")
 def test_nginx_accepts_the_rendered_site(tmp_path):
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    (tmp_path / "site.conf").write_text(_rendered().replace("/tmp/lmviz-access.log", str(tmp_path / "a.log")))
-    (tmp_path / "tmp").mkdir()
-    (tmp_path / "nginx.conf").write_text(f"""pid {tmp_path}/nginx.pid;
-error_log {tmp_path}/error.log warn;
-events {{ worker_connections 16; }}
-http {{
-    client_body_temp_path {tmp_path}/tmp/body; proxy_temp_path {tmp_path}/tmp/proxy;
-    fastcgi_temp_path {tmp_path}/tmp/f; uwsgi_temp_path {tmp_path}/tmp/u; scgi_temp_path {tmp_path}/tmp/s;
-    include {tmp_path}/site.conf;
-}}
-""")
-    r = subprocess.run([nginx, "-t", "-q", "-p", str(tmp_path), "-e", str(tmp_path / "error.log"),
-                        "-c", str(tmp_path / "nginx.conf")], capture_output=True, text=True, timeout=60)
+    args = configure(tmp_path, 8501, tmp_path / "frontend", 8080)
+    r = subprocess.run(args + ["-t", "-q"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr

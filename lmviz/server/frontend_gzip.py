@@ -6,8 +6,9 @@ leaves ``/static/`` out), from the same event loop that carries every websocket 
 on a lecture hall's shared network 300 students pull 2.8 GB. This middleware answers a request
 for one of them, from a browser that accepts gzip, with a gzip copy kept in memory (about 6.5 MB
 for every file Streamlit ships; made by the server's warm-up, :func:`warm`, or else on the first
-request, on a worker thread): about a third of the bytes, in one write. Anything else goes on to Streamlit unchanged, as does every file
-behind deploy/'s nginx, which serves its own compressed copy (deploy/site_conf.py).
+request, on a worker thread): about a third of the bytes, in one write. Anything else goes on to
+Streamlit unchanged; behind deploy/'s nginx these requests never come, nginx serves its own
+compressed copy (deploy/site_conf.py, which compresses the same TYPES).
 
 Only files found under the directory when the server starts are answered (a fixed set of names,
 each carrying a hash of its content): no path from a request is ever opened.
