@@ -13,15 +13,19 @@
 - each chapter's URL answers with Streamlit's page plus the chapter's title and a "loading" line
   in the link's language (ui/first_paint.py), painted before Streamlit's frontend has loaded;
 - Streamlit's frontend files go to a browser gzip-compressed, about a third of their 9 MB
-  (lmviz/server/frontend_gzip.py; Streamlit sends them uncompressed).
+  (lmviz/server/frontend_gzip.py; Streamlit sends them uncompressed);
+- every response leaves at once (TCP_NODELAY, lmviz/server/nodelay.py): Streamlit's listening
+  socket left Nagle's algorithm on, and each response on a kept-alive connection waited ~40 ms.
 """
 import os
 from contextlib import asynccontextmanager
 
 import streamlit as st
 
+from lmviz.server import nodelay
 from ui import first_paint
 
+nodelay.install()                 # uvicorn imports this module before it accepts a connection
 os.environ.setdefault("LMVIZ_TRAIN_PROCESS", "1")     # before any session: trainings in their own process
 
 
