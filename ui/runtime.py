@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from contextlib import contextmanager
 from functools import partial
 
@@ -276,3 +277,53 @@ async def _send_first(runtime) -> None:
                     break
             if msgs:
                 info.session.on_flushed_messages_sent()
+
+
+# -- a bounded number of script runs at once ---------------------------------------------------
+#
+# Each session's script runs on a thread of its own, and all of them share one interpreter. When a
+# room of 300 joins, a hundred and more of those threads want it at once: each waits for the
+# interpreter lock behind every other, the server's event loop too, and the lock changing hands
+# among them is itself most of the time (a py-spy sample of bench/room_ws.py at 300: 110 threads,
+# the lock held in a third of the samples, the event loop in 9 of 144). The lecturer's "ask" then
+# reached its session 6.7 s after it was sent. So a run takes one of ``RUN_PLACES`` places before
+# it starts and leaves it when it ends; the others wait for a place without wanting the
+# interpreter. The sessions served first (the lecturer's, :func:`serve_first`) never wait.
+# ``LMVIZ_RUN_PLACES`` sets the number.
+
+RUN_PLACES = 4
+_PLACES: list = []          # the process's semaphore, made once
+
+
+def run_places() -> int:
+    """``LMVIZ_RUN_PLACES`` when it is a positive whole number, else ``RUN_PLACES``."""
+    import os
+
+    raw = os.environ.get("LMVIZ_RUN_PLACES", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else RUN_PLACES
+
+
+def bounded(run, places, first=lambda runner: False):
+    """``run(runner, rerun_data)`` (``ScriptRunner._run_script``) holding one of ``places`` (a
+    semaphore) while it runs, unless ``first(runner)``."""
+    def wrapped(self, rerun_data):
+        if first(self):
+            return run(self, rerun_data)
+        with places:
+            return run(self, rerun_data)
+
+    wrapped.lmviz_bounded = True
+    return wrapped
+
+
+def bounded_runs() -> None:
+    """At most :func:`run_places` script runs at once in this process, besides the sessions served
+    first (once per process; app.py calls it on every run)."""
+    from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
+
+    if getattr(ScriptRunner._run_script, "lmviz_bounded", False):
+        return
+    if not _PLACES:
+        _PLACES.append(threading.BoundedSemaphore(run_places()))
+    ScriptRunner._run_script = bounded(ScriptRunner._run_script, _PLACES[0],
+                                       lambda runner: runner._session_id in _FIRST)
