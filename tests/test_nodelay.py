@@ -5,21 +5,18 @@ import asyncio
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 from lmviz.server import nodelay
+from tests.conftest import run_async
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _accepted_nodelay(listener: socket.socket) -> int:
     """Serve ``listener`` with asyncio (as uvicorn does: ``create_server(sock=...)``), connect once
-    and return TCP_NODELAY of the connection the server accepted. On a loop of its own, on a thread
-    (the suite may leave a loop running on the main thread)."""
-    seen: list[int] = []
-
-    async def main():
+    and return TCP_NODELAY of the connection the server accepted."""
+    async def main() -> int:
         got = asyncio.get_running_loop().create_future()
 
         def accepted(reader, writer):
@@ -29,15 +26,14 @@ def _accepted_nodelay(listener: socket.socket) -> int:
 
         server = await asyncio.start_server(accepted, sock=listener)
         client = socket.create_connection(listener.getsockname()[:2])
-        seen.append(await asyncio.wait_for(got, 10))
-        client.close()
-        server.close()
-        await server.wait_closed()
+        try:
+            return await asyncio.wait_for(got, 10)
+        finally:
+            client.close()
+            server.close()
+            await server.wait_closed()
 
-    thread = threading.Thread(target=lambda: asyncio.run(main()))
-    thread.start()
-    thread.join(30)
-    return seen[0]
+    return run_async(main())
 
 
 def _listener_as_streamlit_makes_it() -> socket.socket:

@@ -292,7 +292,6 @@ async def _send_first(runtime) -> None:
 # ``LMVIZ_RUN_PLACES`` sets the number.
 
 RUN_PLACES = 4
-_PLACES: list = []          # the process's semaphore, made once
 
 
 def run_places() -> int:
@@ -323,7 +322,5 @@ def bounded_runs() -> None:
 
     if getattr(ScriptRunner._run_script, "lmviz_bounded", False):
         return
-    if not _PLACES:
-        _PLACES.append(threading.BoundedSemaphore(run_places()))
-    ScriptRunner._run_script = bounded(ScriptRunner._run_script, _PLACES[0],
+    ScriptRunner._run_script = bounded(ScriptRunner._run_script, threading.BoundedSemaphore(run_places()),
                                        lambda runner: runner._session_id in _FIRST)
