@@ -234,8 +234,11 @@ def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str, scr
                 scrub.append(time.perf_counter() - t0)
             except Exception:  # noqa: BLE001 - a timeout is a measurement
                 scrub.append(float("nan"))
+                state = page.evaluate("""() => [document.querySelector('[data-testid=stApp]').dataset.testScriptState,
+                    (document.querySelector('.st-key-train_replay_box') || {innerText: ''}).innerText.match(/(第 \\d+ 步|step \\d+\\.)/g)]""")
                 print(f"  a scrub step did not land in 30 s: the slider showed {before} before the key and "
-                      f"{_replay_step(page)} after it", flush=True)
+                      f"{_replay_step(page)} after it; the page's script state {state[0]!r}, the section "
+                      f"names {state[1]}", flush=True)
             time.sleep(0.5)
         resume, resume_pw = _press(page, ".st-key-train_resume button", ".st-key-train_pause button:not([disabled])")
         time.sleep(3)

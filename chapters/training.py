@@ -285,21 +285,28 @@ def _snapshot():
 # growing loss curve and the replay's longer slider, and the browser draws them again:
 # bench/live_page.py measured Chromium's main thread 44-56 % busy at 1 s (33 % at 2 s) on the 2-core machine.
 LIVE_EVERY_S = 2.0
-# ... and while it is paused: nothing moves then but a press in another tab of the run, and a
-# tick that comes with a replay step makes the step wait for the tick's run (0.1-0.3 s here)
-PAUSED_EVERY_S = 6.0
+# While it is paused there is no timer: nothing moves then but a press (here or in another tab
+# of the run), and the job's watch pushes that (``_watch``). A tick of a timer that came with a
+# replay step made the step wait for the tick's run: 0.6 s (bench/live_page.py, at 6 s a tick).
 
 
-def _live_every() -> float:
+def _live_every() -> float | None:
     job = session.training_job()
-    return PAUSED_EVERY_S if job is not None and job.paused else LIVE_EVERY_S
+    return None if job is not None and job.paused else LIVE_EVERY_S
+
+
+def _watch(key: str, wake) -> None:
+    job = session.training_job()
+    if job is not None:
+        job.watch(key, wake)
 
 
 def live() -> None:
-    """Poll the job every ``LIVE_EVERY_S`` while it runs (``PAUSED_EVERY_S`` while paused); draw
-    once when it is not active. The replay is drawn in the same fragment: the page has one poll
-    (see ``ui.session.poll``)."""
-    session.poll(_snapshot, _live_and_replay, every=_live_every)
+    """Poll the job every ``LIVE_EVERY_S`` while it runs; while it is paused, no timer, and each
+    of its moves (its pause taking effect, a resume, a stop, from any tab of the run) is pushed
+    (``lmviz.server.tasks.Task.watch``); draw once when it is not active. The replay is drawn in the same fragment: the page
+    has one poll (see ``ui.session.poll``)."""
+    session.poll(_snapshot, _live_and_replay, every=_live_every, watch=_watch)
 
 
 def _live_and_replay(snap) -> None:

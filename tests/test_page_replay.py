@@ -186,6 +186,38 @@ def test_a_move_back_to_the_step_followed_before_is_a_choice_not_an_echo(monkeyp
     assert tick(every, 256) == 256                               # and another: a choice
 
 
+def test_a_step_back_asked_for_the_section_itself_is_a_choice(monkeypatch):
+    """The slider followed a new snapshot (362 -> 512). A tick of the live section that left the
+    browser before it drew 512 sends 362 back: an echo, still following. The same 362 from a
+    move of the slider (a run asked for the replay's own fragment) is the student's step back:
+    it lands (bench/live_page.py: the first step back after a snapshot came in was never shown)."""
+    from types import SimpleNamespace
+
+    import streamlit as st
+
+    import ui.runtime
+    from ui import replay_section as rs
+
+    state: dict = {}
+    monkeypatch.setattr(st, "session_state", state)
+    asked_here = [False]
+    monkeypatch.setattr(ui.runtime, "asked_for_this_fragment", lambda: asked_here[0])
+
+    def tick(steps, sent=None):
+        if sent is not None:
+            state[rs.STEP_KEY] = sent
+        return rs._choose_step([SimpleNamespace(step=s) for s in steps])
+
+    before = [0, 1, 2, 4, 8, 16, 32, 64, 128, 181, 256, 362]
+    after = before + [512]
+    assert tick(before) == 362 and tick(before, 362) == 362
+    assert tick(after, 362) == 512                               # follows the new snapshot
+    assert tick(after, 362) == 512                               # a tick's late echo: still follows
+    asked_here[0] = True
+    assert tick(after, 362) == 362                               # the student's step back: a choice
+    assert tick(after, 256) == 256
+
+
 def _client():
     from ui.headless import Session
 
@@ -274,6 +306,72 @@ def test_start_a_training_through_the_websocket_client_raises_nothing():
     assert errors == [], errors
     assert len(seen) >= 3, seen                                 # the slider followed new snapshots
     assert w.value[0] in w.options
+
+
+def test_a_paused_run_has_no_timer_and_a_press_in_another_tab_is_pushed():
+    """Two tabs of one run (the second opened from its ``?run=`` link): once paused, the second
+    tab's live section has no timer left, so only the job's push (``Task.watch``) can show it the
+    first tab's Resume, and it does; then a Stop while paused, the same way."""
+    import asyncio
+    import time
+
+    from tests.browser_util import Server
+
+    Session = _client()
+
+    async def until(cond, s, what: str, timeout: float = 60):
+        end = time.monotonic() + timeout
+        while not cond() and time.monotonic() < end and not s.errors:
+            await asyncio.sleep(0.1)
+        assert cond(), f"{what}: {s.diagnosis()}"
+
+    def enabled(s, key: str) -> bool:
+        b = s.button(key)
+        return b is not None and not b.disabled
+
+    async def scenario(port: int):
+        a = Session(port, "training", "lang=en&corpus=toy&preset=tiny")
+        async with a:
+            await a.wait_idle(180)
+            await a.skip_questions()
+            await until(lambda: a.button("train_start") is not None, a, "Start drawn")
+            await a.click(a.button("train_start"), timeout=120)
+            await until(lambda: "run=" in a.query, a, "the run's link")
+            run = next(p for p in a.query.split("&") if p.startswith("run="))
+            b = Session(port, "training", f"lang=en&corpus=toy&preset=tiny&{run}")
+            async with b:
+                await b.wait_idle(180)
+                await b.skip_questions()
+                await until(lambda: enabled(b, "train_pause"), b, "the second tab sees the run")
+                await a.click(a.button("train_pause"))
+                # the second tab, polling while the run ran, sees it at its next tick
+                await until(lambda: enabled(b, "train_resume"), b, "the pause seen")
+                await b.wait_idle(60)
+                await until(lambda: not b._timers, b, "no timer while paused", timeout=10)
+                await until(lambda: any(x.startswith("paused ·") for x in b.texts[-40:]), b, "paused drawn")
+                runs = -1
+                for _ in range(10):                       # a push that waited for a run to end lands after it
+                    if b.runs == runs:
+                        break
+                    runs = b.runs
+                    await asyncio.sleep(1.5)
+                await asyncio.sleep(3)                    # longer than the running pace (2 s)
+                assert b.runs == runs, b.diagnosis()      # and then nothing reruns it by itself
+                await a.click(a.button("train_resume"))
+                await until(lambda: enabled(b, "train_pause"), b, "the resume pushed")
+                await until(lambda: enabled(a, "train_stop"), a, "Stop drawn")
+                await a.click(a.button("train_pause"))
+                await until(lambda: enabled(b, "train_resume") and not b._timers, b, "paused again")
+                await a.click(a.button("train_stop"))
+                await until(lambda: enabled(b, "train_start"), b, "the stop pushed")
+                return a.errors + b.errors
+
+    srv = Server()
+    try:
+        errors = run_async(scenario(srv.port))
+    finally:
+        srv.stop()
+    assert errors == [], errors
 
 
 def test_a_run_without_a_replay_says_why_from_its_state():

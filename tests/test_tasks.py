@@ -52,7 +52,8 @@ def test_cancel_pause_resume():
     t = Task(work).start()
     assert gate.wait(5)
     t.pause()
-    assert wait_for(lambda: t.state == "paused")
+    assert t.state == "paused"                                 # as asked, at once
+    assert wait_for(lambda: t.worker_state == "paused")        # and the worker has stopped at its look
     n = t.snapshot().done
     time.sleep(0.1)
     assert t.snapshot().done == n
@@ -60,6 +61,50 @@ def test_cancel_pause_resume():
     assert wait_for(lambda: t.snapshot().done > n)
     t.cancel()
     assert t.join(5) and t.state == "stopped"
+
+
+def test_watchers_hear_every_ask_and_move_until_they_leave_or_the_task_ends():
+    """What a page that stops polling a paused task relies on (chapters/training.py): a wake at
+    each ask (pause, resume, stop) and each move of the state it reads as (running; the worker's
+    own move to paused and back is not one: the state reads as asked), one per key, a wake that
+    returns False or fails forgotten, one dropped on request, and none kept once the task has
+    ended."""
+    gate = threading.Event()
+
+    def work(ctx):
+        while True:
+            ctx.check()
+            gate.set()
+            time.sleep(0.005)
+
+    heard: dict[str, list[str]] = {"page": [], "tab": [], "gone": []}
+    t = Task(work)
+    t.watch("gone", lambda: heard["gone"].append(t.state) or False)     # its session closed
+    t.start()
+    assert gate.wait(5)
+    t.watch("page", lambda: heard["page"].append("old") or True)
+    t.watch("page", lambda: heard["page"].append(t.state) or True)      # a newer run of the page
+    t.watch("tab", lambda: heard["tab"].append(t.state) or True)
+    t.watch("broken", lambda: 1 / 0)                  # fails: forgotten, and the task goes on
+    t.pause()
+    assert wait_for(lambda: t.worker_state == "paused")
+    t.resume()
+    assert wait_for(lambda: t.worker_state == "running")
+    assert heard["tab"] == ["paused", "running"]                        # the asks; the worker's moves: none
+    assert heard["page"] == heard["tab"]
+    t.watch("page", None)                                              # dropped: hears no more
+    t.cancel()
+    assert t.join(5) and t.state == "stopped"
+    assert heard["page"] == ["paused", "running"] and heard["tab"] == ["paused", "running", "stopped"]
+    assert heard["gone"] == ["running"]                                # the move to running, once
+    assert t._watchers == {}
+    t.watch("late", lambda: True)                                      # an ended task keeps none
+    assert t._watchers == {}
+
+    done = Task(lambda ctx: 42)
+    done.watch("page", lambda: heard["page"].append(done.state) or True)
+    done.start()
+    assert done.join(5) and heard["page"][-2:] == ["running", "done"]  # its end is a move it reads as
 
 
 def test_cap_is_first_come_first_served_and_a_queued_cancel_never_runs():

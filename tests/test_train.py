@@ -207,7 +207,7 @@ def test_job_pause_resume_stop():
     job.start()
     assert wait_for(lambda: job.snapshot().step >= 3)
     job.pause()
-    assert wait_for(lambda: job.state == "paused")
+    assert wait_for(lambda: job.worker_state == "paused")
     n = job.snapshot().step
     time.sleep(0.3)
     assert job.snapshot().step == n              # no steps while paused

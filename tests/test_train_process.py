@@ -89,7 +89,8 @@ def test_pause_resume_and_stop_reach_the_process(own_process):
     assert wait_for(lambda: job.snapshot().step > 0, 120)
     proc = job._proc
     job.pause()
-    assert wait_for(lambda: job.snapshot().state == "paused", 30)
+    assert job.snapshot().state == "paused"                   # reads as asked, at once
+    assert wait_for(lambda: job.worker_state == "paused", 30)  # the process's training has stopped
     time.sleep(0.3)
     held = job.snapshot().step
     time.sleep(0.5)

@@ -55,7 +55,7 @@ class Session:
         self.errors: list[str] = []            # exception elements seen
         self.alerts: list[str] = []            # st.error/warning/info texts seen
         self.page_hash = ""
-        self.texts: list[str] = []             # markdown and code texts seen (latest last, capped)
+        self.texts: list[str] = []             # markdown, code and progress texts seen (latest last, capped)
         self.text_log: list[tuple[float, str]] = []   # (perf_counter, markdown text) as they arrive, capped
         self.slider_log: list[tuple[float, str, list]] = []   # (perf_counter, slider id, value) per slider drawn
         self._ws = None
@@ -209,6 +209,9 @@ class Session:
             if ek == "markdown":
                 self.text_log.append((time.perf_counter(), el.markdown.body))
                 del self.text_log[:-400]
+        elif ek == "progress":
+            self.texts.append(el.progress.text)          # e.g. a training's state and step
+            del self.texts[:-200]
         elif ek == "radio":
             r = el.radio
             self.widgets[r.id] = Widget(r.id, "radio", r.label, d.fragment_id, options=list(r.options))

@@ -80,10 +80,15 @@ def _choose_step(snaps) -> int:
         st.session_state[_SEL] = sel
         if sel is not None:
             st.session_state[STEP_KEY] = pick(snaps, *sel).step
+    from ui.runtime import asked_for_this_fragment
+
     cur, last = st.session_state.get(STEP_KEY), st.session_state.get(_LAST)
     # a tick that left the browser before it drew the last followed step sends the step before it
-    # back: that is not a choice, the slider keeps following
-    echo = cur is not None and cur == st.session_state.get(_PREV)
+    # back: that is not a choice, the slider keeps following. A run asked for this section itself
+    # is a student's move (of the slider, the head or the brush): a step back to that step is a
+    # choice (bench/live_page.py: the first step back after the newest snapshot came in landed
+    # there, was taken for an echo and never shown)
+    echo = cur is not None and cur == st.session_state.get(_PREV) and not asked_for_this_fragment()
     if not echo:        # the browser has drawn the followed step, or the student chose one: no late
         st.session_state[_PREV] = None      # echo can come now, and a move back to it is a choice
     if cur not in steps or ((cur == last or echo) and cur != steps[-1]):

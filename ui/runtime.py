@@ -5,6 +5,7 @@ import asyncio
 import threading
 from contextlib import contextmanager
 from functools import partial
+from typing import Callable
 
 
 def in_fragment_rerun() -> bool:
@@ -15,6 +16,16 @@ def in_fragment_rerun() -> bool:
 
     ctx = get_script_run_ctx()
     return bool(ctx and ctx.fragment_ids_this_run)
+
+
+def asked_for_this_fragment() -> bool:
+    """True when this run was asked for the fragment now running (a widget inside it, or its
+    own timer), not for the whole page or an enclosing fragment that draws it on its way."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    here = current_fragment_id()
+    return bool(ctx and here and here in (ctx.fragment_ids_this_run or ()))
 
 
 def drawn_at() -> tuple[int, ...]:
@@ -84,7 +95,8 @@ def rerun_fragments_here(fragment_ids) -> bool:
 
 def fragment_target() -> tuple[str, str, str] | None:
     """The fragment now running, as :func:`rerun_fragment` takes it: (session id, fragment id,
-    query string); None outside a fragment or a server (AppTest has no runtime to rerun in)."""
+    query string); None outside a fragment or a server. (AppTest's runtime is a mock: a target
+    made there names no session, and :func:`rerun_fragment` answers False for it.)"""
     from streamlit.runtime import Runtime
     from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
@@ -95,31 +107,35 @@ def fragment_target() -> tuple[str, str, str] | None:
     return (ctx.session_id, fragment_id, ctx.query_string) if fragment_id else None
 
 
-def rerun_fragment(target: tuple[str, str, str], delay_s: float = 0.0) -> bool:
+def rerun_fragment(target: tuple[str, str, str], delay_s: float = 0.0,
+                   unless: Callable[[], bool] | None = None) -> bool:
     """Rerun a fragment of a session ``delay_s`` seconds from now, from any thread, as the browser's
     timer of a ``run_every`` fragment asks for it (the server pushes, the browser need not ask).
     Returns False when the session is gone. The request is made on the server's event loop,
     where the browsers' own requests are handled, and dropped there when that session already
     has a rerun pending (the pending run draws the fragment too; a request of ours would rewrite
     the pending one's page with the page we saw, the way a stale request did in the follower's
-    case of ``ui.classroom``) or when the fragment is no longer on its page. Streamlit's own server-side rerun (run on
-    save) goes through the same ``AppSession.request_rerun``."""
+    case of ``ui.classroom``) or when the fragment is no longer on its page, or when ``unless()``
+    answers True then (a run that began after the push was asked has drawn what it was for).
+    Streamlit's own server-side rerun (run on save) goes through the same
+    ``AppSession.request_rerun``."""
     from streamlit.runtime import Runtime
 
     session_id, fragment_id, query_string = target
     if not Runtime.exists():
         return False
     runtime = Runtime.instance()
-    info = runtime._session_mgr.get_active_session_info(session_id)
+    manager = getattr(runtime, "_session_mgr", None)     # AppTest's runtime is a mock without one
+    info = manager.get_active_session_info(session_id) if manager is not None else None
     if info is None:
         return False
     loop = runtime._get_async_objs().eventloop
     loop.call_soon_threadsafe(loop.call_later, max(0.0, float(delay_s)), _request_fragment_rerun,
-                              info.session, fragment_id, query_string)
+                              info.session, fragment_id, query_string, unless)
     return True
 
 
-def _request_fragment_rerun(session, fragment_id: str, query_string: str) -> None:
+def _request_fragment_rerun(session, fragment_id: str, query_string: str, unless=None) -> None:
     """On the event loop: the browser's auto-rerun request, built on the server once the
     session's last runner has settled (:func:`_settled`), from the page it is on then."""
     from streamlit.proto.ClientState_pb2 import ClientState
@@ -128,6 +144,8 @@ def _request_fragment_rerun(session, fragment_id: str, query_string: str) -> Non
     def push() -> None:
         runner = session._scriptrunner
         if runner is not None and runner._requests._state == ScriptRequestType.RERUN:
+            return
+        if unless is not None and unless():
             return
         current = session._client_state
         state = ClientState(query_string=query_string, page_script_hash=current.page_script_hash,

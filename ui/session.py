@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable
 
 import streamlit as st
@@ -287,7 +288,8 @@ def session_task(purpose: str, key, work, *, name: str, total: int = 0, inline_s
 MAX_POLL_S = 8.0     # the slowest a poll may become when its runs keep taking longer than its interval
 
 
-def poll(snapshot, draw, *, every: float | Callable[[], float] = 1.0) -> None:
+def poll(snapshot, draw, *, every: float | None | Callable[[], float | None] = 1.0,
+         watch: Callable[[str, Callable[[], bool]], None] | None = None) -> None:
     """Draw ``draw(snap)`` (``snap = snapshot()``, None when there is no task) in a fragment that
     reruns every ``every`` seconds while the task is active; when the task starts or ends, the
     whole page reruns once, so polling stops and the rest of the page sees the result. ``every``
@@ -302,12 +304,20 @@ def poll(snapshot, draw, *, every: float | Callable[[], float] = 1.0) -> None:
     page reruns once and the fragment comes back with twice the run's time (at most
     ``MAX_POLL_S``); each full rerun picks the interval again from the last run's time.
 
+    An ``every`` of None means no timer while the task is active: a paused training's page sits
+    still, and a replay step never waits for a tick's run (bench/live_page.py: a tick that came
+    with a step redrew the whole live section, 0.6 s). Then ``watch(key, wake)`` registers with
+    the task (``lmviz.server.tasks.Task.watch``; ``key`` is this session's id) a push of the
+    fragment's rerun (``_wake``), so a move of the task (paused, resumed, stopped, ended, from
+    any tab) is drawn at once; a run with a timer drops it (``watch(key, None)``: the timer's
+    next run draws the move, and a push then would only redraw the section once more).
+
     A poll is drawn in the page's own run: reached while another fragment reruns on its own (a
     section a student alone has just revealed, ``ui.render._answered_here``), it asks for that
     run, so that its start and end rerun the page and not that fragment alone."""
     import time
 
-    from ui.runtime import in_fragment_rerun
+    from ui.runtime import fragment_target, in_fragment_rerun
 
     if in_fragment_rerun():
         st.rerun()
@@ -317,13 +327,19 @@ def poll(snapshot, draw, *, every: float | Callable[[], float] = 1.0) -> None:
     name = f"lmviz_poll:{getattr(draw, '__module__', '')}.{getattr(draw, '__qualname__', '')}"
     took = st.session_state.get(name, 0.0)              # seconds the last run of this poll took
     pace = every() if callable(every) else every
-    interval = min(MAX_POLL_S, max(pace, 2 * took))
+    interval = None if pace is None else min(MAX_POLL_S, max(pace, 2 * took))
+
+    read = st.session_state.setdefault(f"{name}:read", [0.0])   # when a run of it last read the task
 
     def body() -> None:
+        target = fragment_target() if watch is not None else None
+        if target is not None:                          # before the snapshot: no move falls between
+            watch(target[0], partial(_wake, target, read) if active and interval is None else None)
+        read[0] = time.monotonic()
         snap = snapshot()
         if (snap is not None and snap.active) != active or (callable(every) and every() != pace):
             st.rerun()
-        if active and st.session_state.get(name, 0.0) > interval and interval < MAX_POLL_S:
+        if active and interval is not None and st.session_state.get(name, 0.0) > interval and interval < MAX_POLL_S:
             st.rerun()                                  # slower than its interval: come back slower
         t0 = time.perf_counter()
         try:
@@ -332,6 +348,24 @@ def poll(snapshot, draw, *, every: float | Callable[[], float] = 1.0) -> None:
             st.session_state[name] = time.perf_counter() - t0
 
     st.fragment(run_every=interval if active else None)(body)()
+
+
+def _wake(target: tuple[str, str, str], read: list) -> bool:
+    """A poll's watcher (``poll``'s ``watch``): the task moved, so rerun the poll's fragment
+    (``target``), unless a run of it read the task after the move (``read[0]``: when it last did),
+    or the move was asked from this session's own script run (a press here: the run that follows
+    the press draws it). False when the session is gone."""
+    import time
+
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    from ui.runtime import rerun_fragment
+
+    asked = time.monotonic()
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is not None and ctx.session_id == target[0]:
+        return True
+    return rerun_fragment(target, unless=lambda: read[0] > asked)
 
 
 # Seconds a slow part of a live view (a chart or text that changes at an evaluation) holds what it

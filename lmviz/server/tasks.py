@@ -34,6 +34,14 @@ The lifecycle (one for every task: a chapter's measurement, a local training, a 
   the page reruns of the Streamlit server (torch's intra-op threads are separate threads).
 - An error is stored as a message for people (no Python class name in front), the traceback goes
   to the server log.
+- ``pause()`` reads as "paused" at once too, and ``resume()`` as "running": the worker takes the
+  ask at its next look (``ctx.check()``), and what a page drew at the press stays true.
+- ``watch(key, wake)``: ``wake()`` is called whenever the task is asked to pause, resume or stop
+  and whenever the state it reads as moves (so a page that stops polling a paused task still
+  hears of the next move); one ``wake`` per key, a newer one replaces it, ``watch(key, None)``
+  drops it; a ``wake`` that returns False or fails is forgotten, and all are once the task has
+  ended. ``wake`` must be quick and must not call back into the task's control (it may run on
+  the worker thread, under the task's lock).
 
 >>> t = Task(lambda ctx: 6 * 7).start()
 >>> t.join(5), t.snapshot().state, t.snapshot().result
@@ -164,18 +172,28 @@ def is_active(state: str) -> bool:
     return state in ACTIVE
 
 
-def shown_state(state: str, phase: str, cancelled: bool) -> str:
+def shown_state(state: str, phase: str, cancelled: bool, pause_asked: bool = False) -> str:
     """The state a task reads as, from what its worker stored: a final state stays; a cancelled
-    task reads "stopped" at once; a running one in the phase "preparing" reads "preparing".
+    task reads "stopped" at once; a running one in the phase "preparing" reads "preparing"; and a
+    running or paused one reads as asked, "paused" from the ask to pause and "running" from the
+    ask to resume (the worker takes the ask at its next look, a chunk of steps later: what a
+    page draws at the press stays true, and no page has to be drawn again when the worker gets
+    there).
 
     >>> shown_state("running", "preparing", False), shown_state("queued", "", True), shown_state("done", "", True)
     ('preparing', 'stopped', 'done')
+    >>> shown_state("running", "", False, True), shown_state("paused", "", False, False)
+    ('paused', 'running')
     """
     if state in FINAL:
         return state
     if cancelled:
         return "stopped"
-    return "preparing" if state == "running" and phase == "preparing" else state
+    if state == "running" and phase == "preparing":
+        return "preparing"
+    if state in ("running", "paused"):
+        return "paused" if pause_asked else "running"
+    return state
 
 
 @dataclass(frozen=True)
@@ -273,6 +291,7 @@ class Task:
         self._result: Any = None
         self._error: str | None = None
         self._thread: threading.Thread | None = None
+        self._watchers: dict[Any, Callable[[], bool]] = {}   # key -> wake (see ``watch``)
 
     # -- control (any thread) ------------------------------------------------------------------
     def start(self) -> "Task":
@@ -287,14 +306,41 @@ class Task:
 
     def pause(self) -> None:
         self._run.clear()
+        self._tell()
 
     def resume(self) -> None:
         self._run.set()
+        self._tell()
 
     def cancel(self) -> None:
         """Stop the task: it reads "stopped" from now on (the worker ends at its next look)."""
         self._stop.set()
         self._run.set()                       # a paused worker must wake up to stop
+        self._tell()
+
+    def watch(self, key: Any, wake: Callable[[], bool] | None) -> None:
+        """Call ``wake()`` at every ask to pause, resume or stop and every move of the state, until
+        it returns False or the task ends (see the module docstring); ``wake`` None: no longer
+        (the key's watcher is dropped). A task that has ended is not watched."""
+        with self._lock:
+            if wake is None:
+                self._watchers.pop(key, None)
+            elif self._state not in FINAL:
+                self._watchers[key] = wake
+
+    def _tell(self) -> None:
+        """Wake every watcher (once the task has ended: for the last time)."""
+        with self._lock:
+            woken = list(self._watchers.items())
+            if self._state in FINAL:
+                self._watchers.clear()
+        gone = [key for key, wake in woken if not _woke(wake)]
+        if gone:
+            was = dict(woken)
+            with self._lock:
+                for key in gone:
+                    if self._watchers.get(key) is was[key]:     # not replaced meanwhile
+                        del self._watchers[key]
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the worker to end; True when it has."""
@@ -318,6 +364,13 @@ class Task:
             return self._shown()
 
     @property
+    def worker_state(self) -> str:
+        """The state as the worker has taken the asks: "paused" once it has stopped at its look
+        (``state`` reads "paused" from the ask), "running" once it has gone on."""
+        with self._lock:
+            return shown_state(self._state, self._phase, self._stop.is_set(), self._state == "paused")
+
+    @property
     def active(self) -> bool:
         return is_active(self.state)
 
@@ -335,7 +388,7 @@ class Task:
 
     # -- the lifecycle (under the lock) --------------------------------------------------------
     def _shown(self) -> str:
-        return shown_state(self._state, self._phase, self._stop.is_set())
+        return shown_state(self._state, self._phase, self._stop.is_set(), not self._run.is_set())
 
     def _move(self, state: str) -> bool:
         """Move the stored state to ``state`` (see the module docstring); False when the task has
@@ -345,7 +398,11 @@ class Task:
                 return False
             if state != self._state and state not in FINAL and state not in _NEXT.get(self._state, ()):
                 raise ValueError(f"a task cannot go from {self._state!r} to {state!r}")
-            self._state = state
+            before, self._state = self._shown(), state
+            if self._shown() != before:       # a move a page can see (running <-> paused reads as asked)
+                self._tell()
+            elif state in FINAL:              # read so already ("stopped" at the ask): nobody to wake
+                self._watchers.clear()
             return True
 
     def _finish(self, state: str, result: Any = None, error: str | None = None) -> None:
@@ -423,6 +480,16 @@ class Task:
             if held:
                 self._release()
             give_back_memory()         # what the work freed (its frames are gone by now)
+
+
+def _woke(wake: Callable[[], bool]) -> bool:
+    """``wake()``, False when it says so or fails (a watcher must never break the task that
+    tells it: the worker moves the state)."""
+    try:
+        return wake() is not False
+    except Exception:  # noqa: BLE001 - logged, and that watcher is forgotten
+        traceback.print_exc(file=sys.stderr)
+        return False
 
 
 # ---------------------------------------------------------------- one task per purpose ----

@@ -3,10 +3,11 @@
 - **The worker's side**, :class:`TrainingWorker`: the one training loop (a local
   :class:`~lmviz.server.train_job.TrainingJob`) and what is new since the server's last look.
 - **The server's side**, :class:`WorkerTrainingJob`: a TrainingJob whose task thread is a poller.
-  It asks the worker every ``poll_s`` for what is new (step, evaluation and sample records, the
-  attention of the fixed prompt, the replay, the pace, and after each evaluation the published
-  weights as checkpoint bytes, ``lmviz.checkpoint.save_checkpoint``) and merges it into the
-  job's records; ``snapshot()`` only copies those, so a page never waits on the worker.
+  It asks the worker every ``poll_s``, and at once after a press (pause, resume, stop), for
+  what is new (step, evaluation and sample records, the attention of the fixed prompt, the
+  replay, the pace, and after each evaluation the published weights as checkpoint bytes,
+  ``lmviz.checkpoint.save_checkpoint``) and merges it into the job's records; ``snapshot()``
+  only copies those, so a page never waits on the worker.
 
 Where the worker lives is a subclass's: a Ray actor on a cluster (``lmviz.server.train_ray``) or
 a child process of this server (``lmviz.server.train_process``). A subclass sends a call to the
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from typing import Any, Callable
 
 from lmviz.limits import SaidError
@@ -64,7 +66,10 @@ class TrainingWorker:
 
     def poll(self, n_steps: int, n_evals: int, n_samples: int) -> dict:
         snap = self.job.snapshot()
-        out = {"state": snap.state, "error": snap.error, "max_steps": snap.max_steps,
+        # the state as the training has taken the asks ("paused" once it has stopped there): the
+        # server's job reads as asked by itself
+        state = self.job.worker_state if snap.state in ("running", "paused") else snap.state
+        out = {"state": state, "error": snap.error, "max_steps": snap.max_steps,
                "elapsed_s": snap.elapsed_s, "info": snap.info, "steps": snap.steps[n_steps:],
                "evals": snap.evals[n_evals:], "samples": snap.samples[n_samples:], "checkpoint": None,
                "pace": (snap.steps_per_s, snap.pace_s)}
@@ -93,6 +98,7 @@ class WorkerTrainingJob(TrainingJob):
         self._where = ""                      # where the training runs, as the page names it
         self._remote_replay = None            # the worker's latest training replay (if it keeps one)
         self._remote_pace = (0.0, 0.0)        # the worker's measured pace (steps/s, seconds over)
+        self._asked = threading.Event()       # a press (pause, resume, stop): the poller goes at once
 
     # -- what a subclass gives ------------------------------------------------------------------
     BACKEND = ""              # "ray" or "process": where the worker lives (``snapshot().info["backend"]``)
@@ -108,6 +114,18 @@ class WorkerTrainingJob(TrainingJob):
     def _device(self, device: str) -> str:
         """The device line the page shows for the worker's ``device``."""
         return device
+
+    def pause(self) -> None:
+        super().pause()
+        self._asked.set()
+
+    def resume(self) -> None:
+        super().resume()
+        self._asked.set()
+
+    def cancel(self) -> None:
+        super().cancel()
+        self._asked.set()
 
     def _cancel_remote(self) -> None:
         try:
@@ -148,7 +166,8 @@ class WorkerTrainingJob(TrainingJob):
             if state == "stopped":
                 raise self.SAID(self.STOPPED)
             ctx.progress(n_steps and self._steps[-1].step, d["max_steps"])
-            self._stop.wait(self._poll_s)
+            self._asked.wait(self._poll_s)
+            self._asked.clear()
 
     def _merge(self, d: dict) -> None:
         """Add what the worker sent, and take on its state, in one locked step: a snapshot that
