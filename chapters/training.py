@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import replace
 from functools import partial
 
@@ -404,7 +405,8 @@ def _curves(snap, base, evals) -> None:
         verdict = "below" if ev.val_loss < base.unigram else "between" if ev.val_loss < base.uniform else "above"
         render.caption(t("train.baselines_note", uniform=base.uniform, unigram=base.unigram, vocab=base.vocab_size,
                      verdict=t(f"train.bl_{verdict}", step=ev.step, val=ev.val_loss)))
-        render.caption(render.claim(_crossing(snap, base)))
+        crossing = _crossing(snap, base)
+        render.caption(render.claim(crossing, took=duration(crossing.values.get("secs", math.nan), lang())))
     render.caption(t("train.curves_note"))
 
 

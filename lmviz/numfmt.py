@@ -97,11 +97,13 @@ def short(x: float, lang: str = "en") -> str:
 
 
 def duration(seconds: float, lang: str = "en") -> str:
-    """A time span in a sentence: seconds under 90 s, minutes under 90 min, else hours; "—" when
-    unknown (infinite or not a number).
+    """A time span in a sentence: seconds under 90 s (to a tenth under 10 s, so a short one never
+    reads "0 s"), minutes under 90 min, else hours; "—" when unknown (infinite or not a number).
 
     >>> duration(42.4), duration(150, "zh"), duration(1800), duration(7200, "zh"), duration(float("inf"))
     ('42 s', '2.5 分钟', '30 min', '2 小时', '—')
+    >>> duration(0.44), duration(3.0, "zh"), duration(0.01)
+    ('0.4 s', '3 秒', '0.01 s')
     """
     s = float(seconds)
     if not math.isfinite(s) or s < 0:
@@ -112,5 +114,10 @@ def duration(seconds: float, lang: str = "en") -> str:
         value, en, zh = s / 60, "min", "分钟"
     else:
         value, en, zh = s / 3600, "h", "小时"
-    text = f"{value:.0f}" if s < 90 or value >= 10 else f"{value:.1f}".rstrip("0").rstrip(".")
+    if s < 0.1 and s > 0:
+        text = f"{s:.2g}"
+    elif s < 10 or (s >= 90 and value < 10):
+        text = f"{value:.1f}".rstrip("0").rstrip(".")
+    else:
+        text = f"{value:.0f}"
     return f"{text} {zh if lang == 'zh' else en}"

@@ -3,21 +3,26 @@ statement, and the sentence the page prints (in both languages) flips with it. P
 statement a claim can make has its sentence in every catalogue, formatted by the claim's numbers."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 from lmviz.chapters import claims
 from lmviz.chapters.claims import STATEMENTS, Claim
+from lmviz.numfmt import duration
 from ui.i18n import LANGS, catalogue, translate
 
-EXTRA = {  # names the pages add to a claim's own numbers
+EXTRA = {  # names the pages add to a claim's own numbers (a function: made from them, as the page does)
     "robot": {"model": "M"}, "pronoun": {"ref": "R", "ctrl": "C", "pron": "P", "lh": "L1 H1", "dist": 5},
     "answer_shift": {"tok": "P"}, "pace": {"eta": "75 s"},
+    "baseline": lambda c, lang: {"took": duration(c.values.get("secs", math.nan), lang)},
 }
 
 
 def sentence(c: Claim, lang: str) -> str:
-    return translate(c.key, lang, **{**dict(c.values), **EXTRA.get(c.name, {})})
+    extra = EXTRA.get(c.name, {})
+    return translate(c.key, lang, **{**dict(c.values), **(extra(c, lang) if callable(extra) else extra)})
 
 
 def flips(a: Claim, b: Claim) -> None:
@@ -125,7 +130,9 @@ def test_baseline_crossing_stated_from_the_run():
     assert crossed.statement == "crossed" and crossed.values["step"] == 150 and crossed.values["secs"] == 63.0
     assert not_yet.statement == "not_yet" and not_yet.values["gap"] == pytest.approx(0.08)
     flips(crossed, not_yet)
-    assert "150" in sentence(crossed, "en") and "63" in sentence(crossed, "zh")
+    assert "150" in sentence(crossed, "en") and "63 秒" in sentence(crossed, "zh")
+    early = claims.baseline([25], [0.44], [2.46], 3.59)                 # a fast run: under a second
+    assert "after 0.4 s of training" in sentence(early, "en") and "0.4 秒" in sentence(early, "zh")
     assert claims.baseline([], [], [], 6.46).statement == "no_data"
 
 
