@@ -304,9 +304,9 @@ def _watch(key: str, wake) -> None:
 
 def live() -> None:
     """Poll the job every ``LIVE_EVERY_S`` while it runs; while it is paused, no timer, and each
-    of its moves (its pause taking effect, a resume, a stop, from any tab of the run) is pushed
-    (``lmviz.server.tasks.Task.watch``); draw once when it is not active. The replay is drawn in the same fragment: the page
-    has one poll (see ``ui.session.poll``)."""
+    of its moves (a resume or a stop from another tab of the run, its end) is pushed
+    (``lmviz.server.tasks.Task.watch``); draw once when it is not active. The replay is drawn in
+    the same fragment: the page has one poll (see ``ui.session.poll``)."""
     session.poll(_snapshot, _live_and_replay, every=_live_every, watch=_watch)
 
 

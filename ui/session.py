@@ -308,8 +308,8 @@ def poll(snapshot, draw, *, every: float | None | Callable[[], float | None] = 1
     still, and a replay step never waits for a tick's run (bench/live_page.py: a tick that came
     with a step redrew the whole live section, 0.6 s). Then ``watch(key, wake)`` registers with
     the task (``lmviz.server.tasks.Task.watch``; ``key`` is this session's id) a push of the
-    fragment's rerun (``_wake``), so a move of the task (paused, resumed, stopped, ended, from
-    any tab) is drawn at once; a run with a timer drops it (``watch(key, None)``: the timer's
+    fragment's rerun (``_wake``), so a move of the task (resumed, stopped, ended, from any tab)
+    is drawn at once; a run with a timer drops it (``watch(key, None)``: the timer's
     next run draws the move, and a push then would only redraw the section once more).
 
     A poll is drawn in the page's own run: reached while another fragment reruns on its own (a
