@@ -117,10 +117,9 @@ def browser_ids() -> BrowserIds:
 def follow_gate() -> Gate:
     """The process's gate for followers' page updates (the lecturer never goes through it);
     ``LMVIZ_FOLLOW_RERUNS`` sets its size (default FOLLOW_RERUNS)."""
-    import os
+    from lmviz.server.env import env_count
 
-    raw = os.environ.get("LMVIZ_FOLLOW_RERUNS", "")
-    return Gate(int(raw) if raw.isdigit() and int(raw) > 0 else FOLLOW_RERUNS)
+    return Gate(env_count("LMVIZ_FOLLOW_RERUNS", FOLLOW_RERUNS))
 
 
 @st.cache_resource(show_spinner=False)

@@ -314,10 +314,9 @@ RUN_PLACES = 4
 
 def run_places() -> int:
     """``LMVIZ_RUN_PLACES`` when it is a positive whole number, else ``RUN_PLACES``."""
-    import os
+    from lmviz.server.env import env_count
 
-    raw = os.environ.get("LMVIZ_RUN_PLACES", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else RUN_PLACES
+    return env_count("LMVIZ_RUN_PLACES", RUN_PLACES)
 
 
 def bounded(run, places, first=lambda runner: False):

@@ -228,8 +228,9 @@ def max_trainings() -> int:
     trainings: p50 0.09-0.21 s with a cap of 1, 0.19-0.58 s with 2; numbers in the README)."""
     import os
 
-    raw = os.environ.get("LMVIZ_MAX_TRAININGS", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else max(1, (os.cpu_count() or 2) // 2)
+    from lmviz.server.env import env_count
+
+    return env_count("LMVIZ_MAX_TRAININGS", max(1, (os.cpu_count() or 2) // 2))
 
 
 @st.cache_resource(show_spinner=False)

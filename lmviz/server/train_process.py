@@ -33,7 +33,8 @@ import threading
 from typing import Any, Callable
 
 from lmviz.limits import SaidError
-from lmviz.server.train_worker import TrainingWorker, WorkerTrainingJob, env_float
+from lmviz.server.env import env_float
+from lmviz.server.train_worker import TrainingWorker, WorkerTrainingJob
 
 _CONTEXT = None
 _CONTEXT_LOCK = threading.Lock()

@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lmviz.limits import SaidError
-from lmviz.server.train_worker import TrainingWorker, WorkerTrainingJob, env_float
+from lmviz.server.env import env_float
+from lmviz.server.train_worker import TrainingWorker, WorkerTrainingJob
 
 ROOT = Path(__file__).resolve().parents[2]
 _INIT_LOCK = threading.Lock()

@@ -27,15 +27,6 @@ from lmviz.server.tasks import Cancelled, Said
 from lmviz.server.train_job import TrainingJob
 
 
-def env_float(name: str, default: float) -> float:
-    """A positive number from the environment (a backend's poll period, timeout, CPUs), else ``default``."""
-    try:
-        v = float(os.environ.get(name, ""))
-        return v if v > 0 else default
-    except ValueError:
-        return default
-
-
 CANCEL_TIMEOUT_S = 10.0   # Stop waits at most this long for the worker's answer (the worker is removed anyway)
 
 
@@ -198,4 +189,4 @@ class WorkerTrainingJob(TrainingJob):
                 self._move(remote)
 
 
-__all__ = ["TrainingWorker", "WorkerTrainingJob", "env_float"]
+__all__ = ["TrainingWorker", "WorkerTrainingJob"]
