@@ -329,11 +329,9 @@ class Task:
                 self._watchers[key] = wake
 
     def _tell(self) -> None:
-        """Wake every watcher (once the task has ended: for the last time)."""
+        """Wake every watcher."""
         with self._lock:
             woken = list(self._watchers.items())
-            if self._state in FINAL:
-                self._watchers.clear()
         gone = [key for key, wake in woken if not _woke(wake)]
         if gone:
             was = dict(woken)
@@ -401,7 +399,7 @@ class Task:
             before, self._state = self._shown(), state
             if self._shown() != before:       # a move a page can see (running <-> paused reads as asked)
                 self._tell()
-            elif state in FINAL:              # read so already ("stopped" at the ask): nobody to wake
+            if state in FINAL:                # the last word: an ended task keeps no watcher
                 self._watchers.clear()
             return True
 

@@ -59,8 +59,7 @@ class TrainingWorker:
         snap = self.job.snapshot()
         # the state as the training has taken the asks ("paused" once it has stopped there): the
         # server's job reads as asked by itself
-        state = self.job.worker_state if snap.state in ("running", "paused") else snap.state
-        out = {"state": state, "error": snap.error, "max_steps": snap.max_steps,
+        out = {"state": self.job.worker_state, "error": snap.error, "max_steps": snap.max_steps,
                "elapsed_s": snap.elapsed_s, "info": snap.info, "steps": snap.steps[n_steps:],
                "evals": snap.evals[n_evals:], "samples": snap.samples[n_samples:], "checkpoint": None,
                "pace": (snap.steps_per_s, snap.pace_s)}
@@ -90,6 +89,7 @@ class WorkerTrainingJob(TrainingJob):
         self._remote_replay = None            # the worker's latest training replay (if it keeps one)
         self._remote_pace = (0.0, 0.0)        # the worker's measured pace (steps/s, seconds over)
         self._asked = threading.Event()       # a press (pause, resume, stop): the poller goes at once
+        self.watch(self, self._press)         # (the task tells its watchers of each press)
 
     # -- what a subclass gives ------------------------------------------------------------------
     BACKEND = ""              # "ray" or "process": where the worker lives (``snapshot().info["backend"]``)
@@ -106,17 +106,10 @@ class WorkerTrainingJob(TrainingJob):
         """The device line the page shows for the worker's ``device``."""
         return device
 
-    def pause(self) -> None:
-        super().pause()
+    def _press(self) -> bool:
+        """A watcher of this task (it is also told of the state's moves: one more look then)."""
         self._asked.set()
-
-    def resume(self) -> None:
-        super().resume()
-        self._asked.set()
-
-    def cancel(self) -> None:
-        super().cancel()
-        self._asked.set()
+        return True
 
     def _cancel_remote(self) -> None:
         try:
