@@ -264,6 +264,17 @@ def test_websocket_client_echoes_a_select_slider_as_labels_like_the_browser():
     assert sent() == ["string_array_value", ["32"]]            # a move picks an option by index
 
 
+async def until(cond, s, what: str, timeout: float = 60) -> None:
+    """Wait until ``cond()`` holds for the websocket session ``s`` (or it shows an error)."""
+    import asyncio
+    import time
+
+    end = time.monotonic() + timeout
+    while not cond() and time.monotonic() < end and not s.errors:
+        await asyncio.sleep(0.1)
+    assert cond(), f"{what}: {s.diagnosis()}"
+
+
 def test_start_a_training_through_the_websocket_client_raises_nothing():
     """The reported bug end to end: a local server, the websocket client opens /training, presses
     Start and answers the polling fragment's reruns while the replay slider follows the run."""
@@ -281,10 +292,7 @@ def test_start_a_training_through_the_websocket_client_raises_nothing():
             await s.skip_questions()           # predict, then reveal: the whole chapter
             # the last skip's run may be followed by the page's own (a revealed section that polls
             # a task asks for it): the run section's Start comes with that run
-            end = time.monotonic() + 120
-            while s.button("train_start") is None and time.monotonic() < end and not s.errors:
-                await asyncio.sleep(0.1)
-            assert s.button("train_start") is not None, s.diagnosis()
+            await until(lambda: s.button("train_start") is not None, s, "Start drawn", timeout=120)
             await s.click(s.button("train_start"), timeout=120)
             seen: set[str] = set()
             end = time.monotonic() + 120
@@ -313,17 +321,10 @@ def test_a_paused_run_has_no_timer_and_a_press_in_another_tab_is_pushed():
     tab's live section has no timer left, so only the job's push (``Task.watch``) can show it the
     first tab's Resume, and it does; then a Stop while paused, the same way."""
     import asyncio
-    import time
 
     from tests.browser_util import Server
 
     Session = _client()
-
-    async def until(cond, s, what: str, timeout: float = 60):
-        end = time.monotonic() + timeout
-        while not cond() and time.monotonic() < end and not s.errors:
-            await asyncio.sleep(0.1)
-        assert cond(), f"{what}: {s.diagnosis()}"
 
     def enabled(s, key: str) -> bool:
         b = s.button(key)
