@@ -341,3 +341,44 @@ def bounded_runs() -> None:
         return
     ScriptRunner._run_script = bounded(ScriptRunner._run_script, threading.BoundedSemaphore(run_places()),
                                        lambda runner: runner._session_id in _FIRST)
+
+
+# -- a made download lives until its browser has fetched it ---------------------------------
+#
+# A deferred download (``st.download_button(data=callable)``) makes its file when pressed
+# (``MediaFileManager.execute_deferred``) and leaves it referenced by no session; every script run
+# that ends, in any session, sweeps unreferenced files, and a downloadable one goes at the second
+# sweep. With another session busy (a student moving a slider) two runs could end between the
+# making and the browser's fetch of the URL it was given: the fetch found 404 and the press did
+# nothing (5 presses in 48 on this machine; 1 of 4 in a CI run). So the file made is referenced by
+# the session that pressed, beside its button, until that session's next full run.
+
+def kept_downloads() -> None:
+    """Keep each file a deferred download makes referenced by its session (once per process;
+    app.py calls it on every run)."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    if getattr(MediaFileManager.execute_deferred, "lmviz_kept", False):
+        return
+    MediaFileManager.execute_deferred = kept(MediaFileManager.execute_deferred)
+
+
+def kept(execute):
+    """``execute(manager, file_id) -> url`` (``MediaFileManager.execute_deferred``), then the file
+    behind the url referenced by the session that registered ``file_id``, at its button's
+    coordinates + "/made" (one per button: a second press replaces the first)."""
+    import posixpath
+    from urllib.parse import urlparse
+
+    def execute_deferred(self, file_id: str) -> str:
+        url = execute(self, file_id)
+        made = posixpath.splitext(posixpath.basename(urlparse(url).path))[0]
+        with self._lock:
+            entry = self._deferred_callables.get(file_id)
+            if entry is not None and made in self._file_metadata:
+                self._files_by_session_and_coord[entry["session_id"]][entry["coordinates"] + "/made"] = made
+        return url
+
+    execute_deferred.lmviz_kept = True
+    execute_deferred.lmviz_plain = execute
+    return execute_deferred
