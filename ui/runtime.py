@@ -351,24 +351,36 @@ def bounded_runs() -> None:
 # sweep. With another session busy (a student moving a slider) two runs could end between the
 # making and the browser's fetch of the URL it was given: the fetch found 404 and the press did
 # nothing (5 presses in 48 on this machine; 1 of 4 in a CI run). So the file made is referenced by
-# the session that pressed, beside its button, until that session's next full run.
+# the session that pressed, beside its button, for ``KEEP_MADE_S`` seconds (or until that
+# session's next full run, which drops all its references): long enough for the fetch, short
+# enough that a room which downloads its hand-outs together (~5 MB each: plotly.js is inlined)
+# does not hold them while it listens.
+
+KEEP_MADE_S = 60.0
+
 
 def kept_downloads() -> None:
-    """Keep each file a deferred download makes referenced by its session (once per process;
-    app.py calls it on every run)."""
+    """Keep each file a deferred download makes referenced by its session for a while (once per
+    process; app.py calls it on every run)."""
     from streamlit.runtime.media_file_manager import MediaFileManager
 
     if getattr(MediaFileManager.execute_deferred, "lmviz_kept", False):
         return
-    MediaFileManager.execute_deferred = kept(MediaFileManager.execute_deferred)
+    MediaFileManager.execute_deferred, MediaFileManager.remove_orphaned_files = kept(
+        MediaFileManager.execute_deferred, MediaFileManager.remove_orphaned_files)
 
 
-def kept(execute):
-    """``execute(manager, file_id) -> url`` (``MediaFileManager.execute_deferred``), then the file
-    behind the url referenced by the session that registered ``file_id``, at its button's
-    coordinates + "/made" (one per button: a second press replaces the first)."""
+def kept(execute, sweep, keep_s: float = KEEP_MADE_S, clock=None):
+    """``(execute_deferred, remove_orphaned_files)`` of ``MediaFileManager`` wrapped: the file
+    behind the url ``execute(manager, file_id)`` returns is referenced by the session that
+    registered ``file_id``, at its button's coordinates + "/made" (one per button: a second press
+    replaces the first), until a sweep ``keep_s`` seconds later or more lets it go."""
     import posixpath
+    import time
     from urllib.parse import urlparse
+
+    clock = clock or time.monotonic
+    made_at: dict[tuple[str, str], tuple[str, float]] = {}   # (session, coordinates) -> (file id, when)
 
     def execute_deferred(self, file_id: str) -> str:
         url = execute(self, file_id)
@@ -376,9 +388,23 @@ def kept(execute):
         with self._lock:
             entry = self._deferred_callables.get(file_id)
             if entry is not None and made in self._file_metadata:
-                self._files_by_session_and_coord[entry["session_id"]][entry["coordinates"] + "/made"] = made
+                where = (entry["session_id"], entry["coordinates"] + "/made")
+                self._files_by_session_and_coord[where[0]][where[1]] = made
+                made_at[where] = (made, clock())
         return url
+
+    def remove_orphaned_files(self) -> None:
+        with self._lock:
+            now = clock()
+            for where, (made, when) in list(made_at.items()):
+                if now - when >= keep_s:
+                    del made_at[where]
+                    refs = self._files_by_session_and_coord.get(where[0])
+                    if refs is not None and refs.get(where[1]) == made:
+                        del refs[where[1]]
+        sweep(self)
 
     execute_deferred.lmviz_kept = True
     execute_deferred.lmviz_plain = execute
-    return execute_deferred
+    remove_orphaned_files.lmviz_plain = sweep
+    return execute_deferred, remove_orphaned_files
