@@ -7,7 +7,7 @@ import streamlit as st
 
 from lmviz.capitals import NOTES_SENTENCES, country_floor, notes_floor
 from lmviz.chapters.beyond_retrieval import BM25, load_documents, fit_window, best_sentence
-from lmviz.chapters.claims import robot, answer_shift
+from lmviz.chapters.claims import answer_shift, context_use, robot
 from lmviz.tokenizer import fit_context
 from ui import session, render, urlstate
 from ui.i18n import lang, t
@@ -419,12 +419,14 @@ def _window_use(b) -> None:
         return
     corpus = t("bey.heldout_poems" if lang() == "zh" else "bey.heldout_english")
     render.plot(render.figure(position_use_figure, r.positions, r.losses, r.used_until, r.plateau, x_label=t("bey.pos_read"),
-                                    y_label=t("bey.loss_nats"), curve_name=t("bey.pos_curve"),
-                                    plateau_name=t("bey.pos_plateau"), used_label=t("bey.pos_used", n=r.used_until),
-                                    title=t("bey.pos_title", corpus=corpus)),
+                              y_label=t("bey.loss_nats"), curve_name=t("bey.pos_curve"),
+                              plateau_name=t("bey.pos_plateau"), used_label=t("bey.pos_used", n=r.used_until),
+                              title=t("bey.pos_title", corpus=corpus), spread=r.spread, tolerance=r.tolerance,
+                              band_name=t("bey.pos_band", tol=f"{r.tolerance:g}")),
                 key="bey_use", filename="context-use")
-    render.md(t("bey.window_use", corpus=corpus, T=len(r.positions), n=r.n_windows, used=r.used_until,
-                tol=f"{r.tolerance:g}", plateau=f"{r.plateau:.3f}", first=f"{r.losses[0]:.3f}"))
+    level = render.claim(context_use(r.used_until, r.plateau, r.tolerance, r.spread), T=len(r.positions), n=r.n_windows)
+    render.md(t("bey.window_use", corpus=corpus, T=len(r.positions), n=r.n_windows, first=f"{r.losses[0]:.3f}",
+                level=level))
     if b.source == "session":
         render.caption(t("bey.window_use_session"))
 

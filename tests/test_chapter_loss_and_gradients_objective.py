@@ -143,7 +143,26 @@ def test_loss_by_position_on_a_tiny_model():
     m = GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=1, n_kv_head=1, d_model=8))
     r = loss_by_position(m, torch.arange(100) % 11, n_windows=5)
     assert r.positions == tuple(range(1, 9)) and len(r.losses) == 8 and r.n_windows == 5
-    assert 1 <= r.used_until <= 8 and r.losses[r.used_until - 1] <= r.plateau + r.tolerance
+    # from used_until on, no point is above the level by more than the tolerance and its own
+    # chance scatter; the point before it is (the curve is level from there, not just touching)
+    top = [r.plateau + r.tolerance + e for e in r.spread]
+    assert 1 <= r.used_until <= 8 and all(v <= c for v, c in zip(r.losses[r.used_until - 1:], top[r.used_until - 1:]))
+    assert r.used_until == 1 or r.losses[r.used_until - 2] > top[r.used_until - 2]
+    assert len(r.spread) == 8 and all(e > 0 for e in r.spread)
     assert r.plateau == pytest.approx(sum(r.losses[-2:]) / 2)
     with pytest.raises(ValueError):
         loss_by_position(m, torch.arange(5))
+    one = loss_by_position(m, torch.arange(10) % 11)           # one window: no scatter to measure
+    assert one.n_windows == 1 and one.spread == (0.0,) * 8
+
+
+
+def test_the_curve_levels_where_it_stays_level_not_where_it_first_touches():
+    """The beyond chapter said "from position 5 on it stays within 0.1 nats" of its level, of a
+    curve that went 0.4 nats above it later: it took the first point within the tolerance."""
+    from lmviz.chapters.loss_and_gradients_objective import level_from
+
+    dips = [2.5, 2.2, 1.5, 1.3, 1.2, 1.2, 1.6, 1.2, 1.2, 1.2]
+    assert level_from(dips, [0.0] * 10, 1.2, 0.1) == 8           # after the rise at position 7
+    assert level_from(dips, [0.45] * 10, 1.2, 0.1) == 3          # a scatter that wide hides the rise
+    assert level_from([1.0] * 4, [0.0] * 4, 1.2, 0.1) == 1

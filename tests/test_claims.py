@@ -15,7 +15,7 @@ from ui.i18n import LANGS, catalogue, translate
 
 EXTRA = {  # names the pages add to a claim's own numbers (a function: made from them, as the page does)
     "robot": {"model": "M"}, "pronoun": {"ref": "R", "ctrl": "C", "pron": "P", "lh": "L1 H1", "dist": 5},
-    "answer_shift": {"tok": "P"}, "pace": {"eta": "75 s"},
+    "answer_shift": {"tok": "P"}, "pace": {"eta": "75 s"}, "context_use": {"T": 64, "n": 128},
     "baseline": lambda c, lang: {"took": duration(c.values.get("secs", math.nan), lang)},
 }
 
@@ -43,6 +43,7 @@ SAMPLES = {
     "power_law": [claims.power_law(_NS, [[n ** e * f for n in _NS] for f in (1, 1.01, 0.99)])
                   for e in (2, 1, 3)] + [claims.power_law(_NS, [[1, 2, 3, 4, 5], [5, 1, 4, 2, 3], [1, 5, 1, 5, 1]])],
     "answer_shift": [claims.answer_shift(*x) for x in ((0.1, 0.5), (0.5, 0.1), (0.3, 0.3))],
+    "context_use": [claims.context_use(5, 1.2, 0.1, [0.05] * 64), claims.context_use(3, 4.6, 0.1, [0.5] * 64)],
     "baseline": [claims.baseline([1], [1.0], [5.0], 6.0), claims.baseline([1], [1.0], [7.0], 6.0),
                  claims.baseline([], [], [], 6.0)],
     "pace": [claims.pace(*x) for x in ((14.0, 14.1, 12.0, 20.0, 900), (22.0, 14.1, 18.0, 20.0, 900),

@@ -122,3 +122,13 @@ def test_number_formats():
 def test_chinese_twin_spaces_latin_and_numbers_from_han():
     fig = go.Figure(go.Bar(x=["我", "robot"], y=[3, 4], name="次数"))
     assert "次数，共 2 根柱：我 = 3、robot = 4。" in _twin(fig, "zh")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_shaded_band_is_described_by_its_span_and_its_edges(lang):
+    """A band drawn as one closed outline (its top, then its bottom back: beyond's context-use
+    chart) is one band, not 2n points whose "last" sits where the first does."""
+    x = [1, 2, 3, 4]
+    fig = go.Figure(go.Scatter(x=x + x[::-1], y=[1.5, 1.4, 1.45, 1.4] + [0.9, 0.95, 1.0, 1.1], fill="toself",
+                               mode="none", name="band"))
+    assert _twin(fig, lang).endswith(translate("twin.band", lang, name="band", x0="1", x1="4", lo="0.9", hi="1.5"))

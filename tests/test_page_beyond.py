@@ -186,7 +186,17 @@ def test_notes_corpus_beside_the_generated_one_and_the_window_in_use(lang):
     assert translate("bey.objective_md", lang)[:20] in text
     fig = next(f for f in figures(at) if f["layout"].get("title", {}).get("text", "").startswith(
         translate("bey.pos_title", lang, corpus="")[:8]))
-    assert len(decode(fig["data"][0]["y"])) == 64
+    curve = next(tr for tr in fig["data"] if tr.get("name") == translate("bey.pos_curve", lang))
+    band = next(tr for tr in fig["data"] if tr.get("fill") == "toself")
+    losses, edge = decode(curve["y"]), decode(band["y"])
+    assert len(losses) == 64 and len(edge) == 128                # the band: its top, then its bottom back
+    # the sentence's position is the dotted line's, where the curve stays inside the band drawn
+    # (not where it first dips into it)
+    used = int(fig["layout"]["shapes"][0]["x0"])
+    assert all(v <= top + 1e-9 for v, top in zip(losses[used - 1:], edge[used - 1:64]))
+    assert used == 1 or losses[used - 2] > edge[used - 2]
+    opening = translate("claim.context_use.level", lang, used=used, plateau=0.0, tol=0.1, noise=0.0, T=64, n=0)
+    assert opening[:opening.index(":" if lang == "en" else "：")] in text
 
 
 def test_the_robot_demo_is_one_task_per_session_cancelled_on_a_new_value_and_with_the_session(monkeypatch):

@@ -204,12 +204,22 @@ def pipeline_figure(stages: list[tuple[str, str]], title: str | None = None) -> 
 
 
 def position_use_figure(positions, losses, used_until: int, plateau: float, *, x_label: str, y_label: str,
-                        curve_name: str, plateau_name: str, used_label: str, title: str | None = None) -> go.Figure:
+                        curve_name: str, plateau_name: str, used_label: str, title: str | None = None,
+                        spread=None, tolerance: float = 0.0, band_name: str = "") -> go.Figure:
     """The model's mean loss at each position of its window (how much it has read), the level at
-    the end of the window, and the position from which extra context stops helping."""
-    fig = go.Figure(go.Scatter(x=list(positions), y=list(losses), mode="lines+markers", name=curve_name,
-                               line=dict(color=COLORS["query"], width=2), marker=dict(size=5),
-                               hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    the end of the window, and the position from which extra context stops helping; with
+    ``spread`` (each point's chance scatter, nats), a band around the level of ``tolerance`` plus
+    that scatter: from ``used_until`` on, every point lies below its top."""
+    fig = go.Figure()
+    if spread is not None:
+        x = list(positions)
+        upper = [plateau + tolerance + e for e in spread]
+        lower = [plateau - tolerance - e for e in spread]
+        fig.add_scatter(x=x + x[::-1], y=upper + lower[::-1], fill="toself", mode="none", name=band_name,
+                        fillcolor="rgba(153,153,153,0.22)", hoverinfo="skip")
+    fig.add_scatter(x=list(positions), y=list(losses), mode="lines+markers", name=curve_name,
+                    line=dict(color=COLORS["query"], width=2), marker=dict(size=5),
+                    hovertemplate="%{x}: %{y:.3f}<extra></extra>")
     fig.add_scatter(x=[positions[0], positions[-1]], y=[plateau, plateau], mode="lines", name=plateau_name,
                     line=dict(color=COLORS["neutral"], dash="dash"), hoverinfo="skip")
     fig.add_vline(x=used_until, line=dict(color=COLORS["chosen"], dash="dot"))

@@ -117,6 +117,12 @@ def _scatter(trace, name: str, tr: Tr, lang: str, fx: Callable, fy: Callable) ->
                       more=_more(len(labels) - MAX_LABELS, tr))
         return None
     xs = _positions(trace.x, len(ys))
+    if trace.fill == "toself" and ok.size == len(ys) and len(ys) % 2 == 0:
+        # a band drawn as one closed outline: its top left to right, then its bottom back
+        h = len(ys) // 2
+        top, bottom = ys[:h], ys[h:][::-1]
+        return tr("twin.band", name=name, x0=_label(fx(xs[0]), lang), x1=_label(fx(xs[h - 1]), lang),
+                  lo=short(float(bottom.min()), lang), hi=short(float(top.max()), lang))
 
     def x(i):
         return _label(fx(xs[i]), lang)

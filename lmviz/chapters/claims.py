@@ -30,6 +30,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
     "pronoun": ("referent", "control", "recency", "none"),
     "power_law": ("quadratic", "below", "above", "noise"),
     "answer_shift": ("rises", "falls", "unmoved"),
+    "context_use": ("level", "level_noisy"),
     "baseline": ("crossed", "not_yet", "no_data"),
     "pace": ("as_estimated", "faster", "slower", "measuring"),
 }
@@ -62,8 +63,8 @@ def robot(start_distance: float, final_distance: float, *, reached: float = 0.25
     """Where a rollout ended, relative to where it started.
 
     "reached": it ended within ``reached`` of its starting distance (a small rest remains, from
-    the binned offsets); "closer": it made up some of the way; "not_closer": it ended about as far
-    as it started, or farther (an untrained policy).
+    the binned offsets); "closer": it made up some of the way; "not_closer": it made up less than
+    ``1 - closer`` of the way (``least`` %), or ended farther (an untrained policy).
 
     >>> robot(1.86, 0.116).statement, robot(1.86, 1.837).statement
     ('reached', 'not_closer')
@@ -71,7 +72,8 @@ def robot(start_distance: float, final_distance: float, *, reached: float = 0.25
     d0, d = float(start_distance), float(final_distance)
     frac = d / d0 if d0 > 0 else math.inf
     st = "reached" if frac <= reached else "closer" if frac <= closer else "not_closer"
-    return Claim("robot", st, {"d0": d0, "d": d, "pct": 100 * (1 - frac) if d0 > 0 else 0.0})
+    return Claim("robot", st, {"d0": d0, "d": d, "pct": 100 * (1 - frac) if d0 > 0 else 0.0,
+                               "least": 100 * (1 - closer)})
 
 
 # ------------------------------------------------------------------ positions ------------
@@ -218,6 +220,27 @@ def answer_shift(p_before: float, p_after: float, *, min_change: float = 0.05,
     if big and a >= min_ratio * b:
         return Claim("answer_shift", "falls", vals)
     return Claim("answer_shift", "unmoved", vals, WEAK)
+
+
+# ------------------------------------------------------------------ context use -----------
+def context_use(used: int, plateau: float, tolerance: float, spread: Sequence[float]) -> Claim:
+    """From position ``used`` on, a model's loss by position is level with its end-of-window
+    ``plateau`` (each point within ``tolerance`` of it give or take its chance ``spread``:
+    lmviz.chapters.loss_and_gradients_objective.loss_by_position). "level" when the typical
+    spread past ``used`` is within the tolerance (a gain of that size would show); else
+    "level_noisy", weak: the windows averaged are too few to see a smaller gain.
+
+    >>> context_use(5, 1.2, 0.1, [0.3] * 4 + [0.05] * 60).statement
+    'level'
+    >>> context_use(3, 4.6, 0.1, [0.5] * 64).statement
+    'level_noisy'
+    """
+    past = [float(e) for e in spread[max(0, int(used) - 1):]] or [0.0]
+    noise = float(np.median(past))
+    vals = {"used": int(used), "plateau": float(plateau), "tol": float(tolerance), "noise": noise}
+    if noise <= tolerance:
+        return Claim("context_use", "level", vals)
+    return Claim("context_use", "level_noisy", vals, WEAK)
 
 
 # ------------------------------------------------------------------ training baseline ----

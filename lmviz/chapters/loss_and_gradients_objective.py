@@ -214,8 +214,11 @@ class PositionLoss:
     losses: tuple[float, ...]    # mean loss (nats) at each position over the windows
     n_windows: int               # non-overlapping windows of T + 1 tokens scored
     plateau: float               # mean loss over the last quarter of the window
-    used_until: int              # first position whose loss is within `tolerance` of the plateau
+    used_until: int              # first position from which no position's loss is above the
+    #                              plateau by more than `tolerance` + its `spread`: the curve is level
     tolerance: float             # nats
+    spread: tuple[float, ...]    # two standard errors of each position's mean over the windows
+    #                              (nats): how far chance alone moves a point (0 with one window)
 
 
 LOSS_LOGIT_FLOATS = 2**25     # logits held at once by loss_by_position (128 MiB): 64 windows of a
@@ -231,6 +234,10 @@ def loss_by_position(model: GPT, ids, n_windows: int = 128, tolerance: float = 0
     """The model's mean next-token loss at each position of its context window, on ``ids`` [N]
     cut into non-overlapping windows from the start. Falls while extra context helps, then flat:
     past ``used_until`` the window holds more tokens than the model puts to use.
+    A position's mean over a hundred windows still scatters by a tenth of a nat or more, so
+    ``used_until`` asks that each later point stay within ``tolerance`` of the plateau give or take
+    that point's own ``spread``: where the spread is wider than the tolerance, a small gain past
+    it would not show (the page says so).
     The window is the model's block_size, at most LOSS_WINDOW; at most LOSS_FLOPS of forward
     passes and 4 x LOSS_LOGIT_FLOATS logits (at least one window), LOSS_LOGIT_FLOATS at a time,
     are spent on it.
@@ -248,17 +255,37 @@ def loss_by_position(model: GPT, ids, n_windows: int = 128, tolerance: float = 0
     was_training = model.training
     model.eval()
     total = torch.zeros(T, dtype=torch.float64)
+    squares = torch.zeros(T, dtype=torch.float64)
     try:
         for i in range(0, n, batch):                                 # a batch at a time: bounded memory
             s = starts[i:i + batch]
             x = ids[s[:, None] + offs].to(model.device)              # [b,T]
             y = ids[s[:, None] + offs + 1].to(model.device)          # [b,T]
             logits = model(x)[0].float()                             # [b,T,V]
-            total += F.cross_entropy(logits.transpose(1, 2), y, reduction="none").sum(0).double().cpu()
+            nll = F.cross_entropy(logits.transpose(1, 2), y, reduction="none").double().cpu()   # [b,T]
+            total += nll.sum(0)
+            squares += (nll * nll).sum(0)
     finally:
         model.train(was_training)
-    per = (total / n).tolist()                                       # [T]
+    mean = total / n                                                 # [T]
+    var = ((squares - n * mean * mean) / (n - 1)).clamp(min=0) if n > 1 else torch.zeros(T, dtype=torch.float64)
+    spread = (2 * (var / n).sqrt()).tolist()                         # [T] two standard errors
+    per = mean.tolist()
     q = max(1, T // 4)
     plateau = sum(per[-q:]) / q
-    used = next(i + 1 for i, v in enumerate(per) if v <= plateau + tolerance)
-    return PositionLoss(tuple(range(1, T + 1)), tuple(per), n, plateau, used, float(tolerance))
+    used = level_from(per, spread, plateau, tolerance)
+    return PositionLoss(tuple(range(1, T + 1)), tuple(per), n, plateau, used, float(tolerance), tuple(spread))
+
+
+def level_from(losses, spread, plateau: float, tolerance: float) -> int:
+    """The first position (from 1) after which no loss is above ``plateau`` by more than
+    ``tolerance`` plus its own ``spread``: the last point above, plus one (1 when none is). A
+    point that only touches the level before the curve rises again is not where it levels.
+
+    >>> level_from([2.0, 1.2, 1.9, 1.2, 1.2], [0.0] * 5, 1.2, 0.1)
+    4
+    >>> level_from([2.0, 1.2, 1.9, 1.2, 1.2], [0.6] * 5, 1.2, 0.1)
+    2
+    """
+    above = [i + 1 for i, (v, e) in enumerate(zip(losses, spread)) if v > plateau + tolerance + e]
+    return max(above) + 1 if above else 1
