@@ -349,8 +349,8 @@ def sec_knowledge():
     presets = [t(f"bey.{k}") for k in ANSWER_KEYS]
     query = urlstate.selectbox(t("bey.question"), presets, param="q", key="bey_q")
     scores = bm.scores(query)
-    order = list(np.argsort(-scores)[:6])
-    best = int(order[0])
+    order = [i for i in np.argsort(-scores)[:6] if scores[i] > 0]     # a passage with no word in common is not retrieved
+    best = int(np.argmax(scores))
     if scores[best] <= 0:
         st.warning(t("bey.no_hit"))
         return

@@ -336,7 +336,7 @@ def _special_column(title: str, tk, sample: str) -> None:
     else:
         unk = sp.reserved[[x.role for x in sp.reserved].index("unk")]
         pos = listed(i + 1 for i in r.unk_positions)
-        render.md(t("tok.sp_unk_unk", tok=_prose(unk.text), id=unk.id, positions=pos,
+        render.md(t("tok.sp_unk_unk", tok=_prose(unk.text), id=unk.id, positions=pos, n=len(r.unk_positions),
                     decoded=_prose(r.decoded)))
         if "\ufffd" in r.decoded:   # what the decoder writes for <unk>: say what the mark is
             render.md(t("tok.sp_replacement", n=r.decoded.count("\ufffd")))

@@ -331,8 +331,10 @@ def english(key: str, params: dict) -> str:
     text = _english_catalogue().get(key)
     if text is None:
         return f"{key} {params}"
+    from lmviz.numfmt import fill
+
     try:
-        return text.format(**params)
+        return fill(text, params)
     except (KeyError, IndexError, ValueError):
         return f"{text} {params}"
 

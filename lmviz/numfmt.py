@@ -121,3 +121,18 @@ def duration(seconds: float, lang: str = "en") -> str:
     else:
         text = f"{value:.0f}"
     return f"{text} {zh if lang == 'zh' else en}"
+
+
+_PLURAL = re.compile(r"\{(\w+)\|([^{}|]*)\|([^{}|]*)\}")
+
+
+def fill(text: str, params: dict) -> str:
+    """A catalogue sentence formatted with ``params`` (``str.format``), after each
+    ``{name|one|many}`` in it is replaced by ``one`` when ``params[name]`` is 1, else by ``many``
+    (English counts: "1 token", "3 tokens"; a Chinese sentence needs none).
+
+    >>> fill("Kept: {n} {n|token|tokens}", {"n": 1}), fill("{n:,} {n|token|tokens}", {"n": 1200})
+    ('Kept: 1 token', '1,200 tokens')
+    """
+    return _PLURAL.sub(lambda m: m.group(2) if params.get(m.group(1)) == 1 else m.group(3), text).format(**params)
+

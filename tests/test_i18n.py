@@ -66,3 +66,41 @@ def test_layer_and_head_labels_count_from_one():
         assert translate("common.layer_head", lang, layer=1, head=2) in {"layer 1 · head 2", "第 1 层 · 头 2"}
         assert translate("common.layer_n", lang, n=1).replace("第 ", "").startswith(("layer 1", "1 层"))
         assert translate("common.head_n", lang, n=1) in {"head 1", "头 1"}
+
+
+def test_a_count_picks_its_word_in_english():
+    """"1 token(s)", "at most 1 trainings": an English sentence with a count says {n|one|many}."""
+    assert translate("train.idle", "en", n=1).count("at most 1 training at once") == 1
+    assert "at most 2 trainings at once" in translate("train.idle", "en", n=2)
+    one = translate("gen.kept_msg_k", "en", n=1, kept="A", mass="0.5", nk=3, mass_k="0.9", probs="1")
+    assert "**Kept: 1 token**" in one and "kept 3 tokens holding" in one
+    for key, text in catalogue("en").items():
+        assert "(s)" not in text.replace("(seconds)", "") or key == "tok.real_col_char", key
+
+
+def test_section_numbers_count_in_order():
+    """A chapter's section titles are numbered all or none ("N · ", the number computed from the
+    section's place: ui.render.section), and a title outside the section list carries none: the
+    tokenizer chapter showed "1 · The training text" and then "1 · Watch the merges", the
+    attention chapter went from 3 to 5 past an unnumbered section."""
+    import ast
+    import re
+    from pathlib import Path
+
+    en = catalogue("en")
+    numbered = re.compile(r"^\d+ · ")
+    for path in sorted((Path(__file__).resolve().parent.parent / "chapters").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        listed = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.List) and node.elts and all(
+                    isinstance(e, ast.Tuple) and len(e.elts) == 2 and isinstance(e.elts[0], ast.Constant)
+                    and e.elts[0].value in en for e in node.elts):
+                keys = [e.elts[0].value for e in node.elts]
+                listed.update(keys)
+                marks = {bool(numbered.match(en[k])) for k in keys}
+                assert len(marks) == 1, (path.name, [k for k in keys if not numbered.match(en[k])])
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "section" and node.args \
+                    and isinstance(node.args[0], ast.Constant) and node.args[0].value not in listed:
+                assert not numbered.match(en.get(node.args[0].value, "")), (path.name, node.args[0].value)

@@ -170,6 +170,12 @@ def test_retrieval_moves_the_reader_toys_answer_for_every_preset(lang):
         assert shown.split("(")[0].split("（")[0][:60] in all_text(at)
         shift = fig(at, "bey.shift_title.toy", lang)
         np.testing.assert_allclose(max(decode(shift["data"][1]["y"]).astype(float)), float(p1.max()), atol=1e-3)
+        # the retrieved passages: those with a word in common (a score of 0 is no hit), every one
+        # named beside its bar (Plotly skipped every other name in a short chart)
+        ret = fig(at, "bey.ret_title", lang)
+        scores = decode(ret["data"][0]["x"]).astype(float)
+        assert len(scores) == len(ret["data"][0]["y"]) == min(6, int((bm.scores(q) > 0).sum()))
+        assert (scores > 0).all() and ret["layout"]["yaxis"]["dtick"] == 1
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

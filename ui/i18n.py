@@ -12,6 +12,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from lmviz.numfmt import fill
+
 LANGS = ("en", "zh")
 LANG_NAMES = {"en": "English", "zh": "中文"}
 CATALOGUE_DIR = Path(__file__).resolve().parent.parent / "assets" / "i18n"
@@ -33,9 +35,10 @@ def lang() -> str:
 
 
 def translate(key: str, code: str, **fmt) -> str:
-    """Look ``key`` up in language ``code``; format with ``fmt`` when given."""
+    """Look ``key`` up in language ``code``; format with ``fmt`` when given (``lmviz.numfmt.fill``:
+    a catalogue string picks a word by a number with ``{n|token|tokens}``)."""
     text = catalogue(code).get(key) or catalogue("en").get(key) or key
-    return text.format(**fmt) if fmt else text
+    return fill(text, fmt) if fmt else text
 
 
 def t(key: str, **fmt) -> str:

@@ -161,8 +161,9 @@ def scores_figure(names: list[str], scores, chosen: int, *, x_label: str, title:
     """Horizontal bars of retrieval scores; the passage used is highlighted."""
     colours = [COLORS["chosen"] if i == chosen else COLORS["token"] for i in range(len(names))]
     fig = go.Figure(go.Bar(x=np.asarray(scores, dtype=float), y=names, orientation="h", marker_color=colours))
-    fig.update_layout(xaxis_title=x_label, yaxis=dict(autorange="reversed"))
-    return theme.apply(fig, height=80 + 26 * len(names), title=title)
+    # every passage named (dtick 1: Plotly otherwise drops every other name when rows are tight)
+    fig.update_layout(xaxis_title=x_label, yaxis=dict(autorange="reversed", dtick=1))
+    return theme.apply(fig, height=120 + 30 * len(names), title=title)
 
 
 def context_figure(n, kv_bytes, attn_entries, block_size: int, *, x_label: str, names: tuple[str, str],
