@@ -180,7 +180,7 @@ def sec_parallel():
     c1, c2, c3 = st.columns(3)
     c1.metric(t("ar.par_passes"), t("ar.par_passes_v", one=1, n=c.n))
     c2.metric(t("ar.par_diff"), f"{c.max_diff:.1e}")
-    c3.metric(t("ar.par_future"), f"{c.future_diff:.1e}")
+    c3.metric(t("ar.par_future"), f"{c.future_diff:.1e}", help=t("ar.par_future_help"))
     render.caption(t("ar.par_caption", n=c.n, last=f"{c.last_diff:.2f}"))
     render.caption(t("ar.par_cut", n=c.n, total=len(b.tokenizer.encode_lossy(_sentence())[0]), cap=MAX_TOKENS_PARALLEL))
     render.md(t("ar.gen_md"))

@@ -170,7 +170,7 @@ def sec_flash() -> None:
         with c2:
             bk = urlstate.slider(t("cost.block_k"), 2, 32, 8, param="bk", key="cost_bk")
         with c3:
-            causal = st.checkbox(t("cost.causal"), value=True, key="cost_causal")
+            causal = st.checkbox(t("cost.causal"), value=True, key="cost_causal", help=t("cost.causal_help"))
         if b is not None:
             cfg = b.model.cfg
             with c4:

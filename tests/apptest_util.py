@@ -50,6 +50,13 @@ def figures(at: AppTest) -> list[dict]:
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
 
+def title_of(fig: dict) -> str:
+    """A figure's title as the page wrote it (viz.theme wraps a long one with <br>)."""
+    from viz.theme import unwrapped
+
+    return unwrapped(fig["layout"].get("title", {}).get("text", ""))
+
+
 def decode(arr) -> np.ndarray:
     """A Plotly array from a figure spec: a list, or {"dtype", "bdata"} (plotly >= 6)."""
     if isinstance(arr, dict) and "bdata" in arr:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lmviz.chapters.autoregression import toy_chain_rule
-from tests.apptest_util import decode, figures, open_page
+from tests.apptest_util import decode, figures, open_page, title_of
 from ui.i18n import translate
 
 PAGE = "chapters/autoregression.py"
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.apptest
 def _fig(at, title_key, lang, **fmt):
     want = translate(title_key, lang, **fmt)
     for f in figures(at):
-        if f["layout"].get("title", {}).get("text") == want:
+        if title_of(f) == want:
             return f
     raise AssertionError(f"no figure titled {want!r}")
 

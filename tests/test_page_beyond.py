@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.apptest_util import all_text, decode, figures, open_page, poll_until
+from tests.apptest_util import all_text, decode, figures, open_page, poll_until, title_of
 from ui.i18n import translate
 
 PAGE = "chapters/beyond.py"
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.apptest
 def fig(at, key: str, lang: str, **fmt) -> dict:
     title = translate(key, lang, **fmt)
     for f in figures(at):
-        if f["layout"].get("title", {}).get("text") == title:
+        if title_of(f) == title:
             return f
     raise AssertionError(f"no figure titled {title!r}")
 
@@ -71,7 +71,7 @@ def test_structure_training_transformer_wins_at_the_country():
     at.button(key="bey_w_train").click().run()
     assert not at.exception
     title = translate("bey.summary_title", lang)
-    wait_for(at, lambda a: any(f["layout"].get("title", {}).get("text") == title for f in figures(a)))
+    wait_for(at, lambda a: any(title_of(f) == title for f in figures(a)))
     s = fig(at, "bey.summary_title", lang)
     bigram, transformer = decode(s["data"][0]["y"]), decode(s["data"][1]["y"])
     assert transformer[0] < bigram[0]                             # seen cities: it reads the city
@@ -87,7 +87,7 @@ def test_robot_training_draws_trained_rollout():
     title = translate("bey.rollout_title", lang)
 
     def done(a):
-        return any(f["layout"].get("title", {}).get("text") == title and
+        return any(title_of(f) == title and
                    name in [tr.get("name") for tr in f["data"]] for f in figures(a))
 
     wait_for(at, done)
@@ -190,7 +190,7 @@ def test_notes_corpus_beside_the_generated_one_and_the_window_in_use(lang):
     text = all_text(at)
     assert translate("bey.robot_obs", lang, n="", bins="").split(":")[0].split("：")[0][:15] in text
     assert translate("bey.objective_md", lang)[:20] in text
-    fig = next(f for f in figures(at) if f["layout"].get("title", {}).get("text", "").startswith(
+    fig = next(f for f in figures(at) if title_of(f).startswith(
         translate("bey.pos_title", lang, corpus="")[:8]))
     curve = next(tr for tr in fig["data"] if tr.get("name") == translate("bey.pos_curve", lang))
     band = next(tr for tr in fig["data"] if tr.get("fill") == "toself")

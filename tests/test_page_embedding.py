@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.apptest_util import all_text, decode, figures, open_page
+from tests.apptest_util import all_text, decode, figures, open_page, title_of
 from tests.test_page_attention import live_model  # noqa: F401  (default model or a stand-in)
 from ui.i18n import translate
 
@@ -60,7 +60,7 @@ def test_live_table_and_schemes(lang):
         at.run()
         no_errors(at)
         assert len(figures(at)) == n_figs
-    assert translate("emb.rope_plane", lang) in figures(at)[-2]["layout"]["title"]["text"]
+    assert translate("emb.rope_plane", lang) in title_of(figures(at)[-2])
     scores = decode(figures(at)[-1]["data"][0]["z"]).astype(float)
     assert np.allclose(np.diag(scores), scores[0, 0])                          # offset 0 everywhere
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.apptest_util import all_text, decode, figures, open_page
+from tests.apptest_util import all_text, decode, figures, open_page, title_of
 from ui.i18n import listed, translate
 
 PAGE = "chapters/kv_cache.py"
@@ -81,7 +81,7 @@ def test_live_stepper_and_speed_on_a_session_model():
     assert job.state == "done" and job.error is None
     at.run()
     title = translate("kv.speed_title", "en", device=job.result.device)
-    speed = next(f for f in figures(at) if f["layout"].get("title", {}).get("text") == title)
+    speed = next(f for f in figures(at) if title_of(f) == title)
     assert len(speed["data"]) == 6                        # measured and fitted with/without, the FLOP lines beside
     assert "faster" in all_text(at)
     from lmviz.chapters.kv_cache import WARMUP_STEPS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.apptest_util import all_text, decode, figures, open_page
+from tests.apptest_util import all_text, decode, figures, open_page, title_of
 from tests.test_page_attention import live_model  # noqa: F401  (default model or a stand-in)
 from ui.i18n import translate
 
@@ -18,7 +18,7 @@ def no_errors(at):
 
 
 def fig_titled(at, text: str) -> dict:
-    return next(f for f in figures(at) if text in f["layout"].get("title", {}).get("text", ""))
+    return next(f for f in figures(at) if text in title_of(f))
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

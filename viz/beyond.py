@@ -106,12 +106,13 @@ def token_row_figure(labels: list[str], groups: list[str], *, group_names: dict[
         fig.add_shape(type="rect", x0=i + 0.05, x1=i + 0.95, y0=0, y1=1, fillcolor=colour[g], opacity=0.35,
                       line=dict(color=colour[g], width=3 if i >= predicted_from else 1,
                                 dash="solid" if i >= predicted_from else "dot"))
-        fig.add_annotation(x=i + 0.5, y=0.62, text=f"<b>{lab}</b>", showarrow=False, font=dict(size=15))
-        fig.add_annotation(x=i + 0.5, y=0.25, text=group_names[g], showarrow=False, font=dict(size=11))
+        fig.add_annotation(x=i + 0.5, y=0.64, text=f"<b>{lab}</b>", showarrow=False, font=dict(size=15))
+        fig.add_annotation(x=i + 0.5, y=0.16, text=group_names[g], showarrow=False, font=dict(size=12))
     fig.add_vline(x=predicted_from, line=dict(color=COLORS["neutral"], dash="dash"))
     fig.update_xaxes(visible=False, range=[0, len(labels)])
     fig.update_yaxes(visible=False, range=[-0.05, 1.05])
-    return theme.apply(fig, height=150, title=title)
+    # a chip holds two lines of label and one of group: 150 px left them ~50 px, on top of each other
+    return theme.apply(fig, height=230, title=title)
 
 
 def bin_probs_figure(centres, px, py, expert: tuple[int, int], *, titles: tuple[str, str], x_label: str,

@@ -5,6 +5,9 @@ cells grey, on every page, so a student who learned the colours once can read ev
 """
 from __future__ import annotations
 
+import re
+import unicodedata
+
 import plotly.graph_objects as go
 
 COLORS: dict[str, str] = {
@@ -48,18 +51,80 @@ def layout(*, height: int | None = 360, title: str | None = None, **extra) -> di
     With a title, the title sits at the very top and a horizontal legend just under it, above
     the plot, so the two never overlap.
     """
+    title = wrapped(title) if title else title
+    lines = title.count("<br>") + 1 if title else 0
     lay = dict(
         template=TEMPLATE,
         font=dict(family=FONT, size=14),
-        margin=dict(l=10, r=10, t=90 if title else 20, b=10),
+        margin=dict(l=10, r=10, t=90 + TITLE_LINE_PX * (lines - 1) if title else 20, b=10),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
     )
     if height is not None:
-        lay["height"] = height
+        lay["height"] = height + TITLE_LINE_PX * max(0, lines - 1)
     if title:
-        lay["title"] = dict(text=title, x=0, xanchor="left", y=0.98, yanchor="top", yref="container")
+        # Plotly lifts a title of several lines anchored at its top by one line only: its first
+        # line was cut off at the chart's top edge. Each more line moves it down by one.
+        down = TITLE_LINE_PX * (lines - 1) / lay["height"] if lines > 1 and lay.get("height") else 0.0
+        lay["title"] = dict(text=title, x=0, xanchor="left", y=0.98 - down, yanchor="top", yref="container")
     lay.update(extra)
     return lay
+
+
+TITLE_UNITS = 44     # a title wider than this (a CJK character counts 2) is wrapped: a chart in a
+#                      third of the page holds about 44 at the title's size, and Plotly cuts a
+#                      longer title at the chart's edge (seen on the KV cache and beyond chapters)
+TITLE_LINE_PX = 20   # the top margin (and the height) one more title line adds
+
+
+def _units(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def wrapped(title: str, units: int = TITLE_UNITS) -> str:
+    """``title`` in lines of at most ``units`` (joined by Plotly's ``<br>``), broken after a
+    space, or between two CJK characters where a run of them is longer than a line; nothing is dropped, so removing the ``<br>`` gives the
+    title back (:func:`unwrapped`). A title with markup of its own is left as it is.
+
+    >>> wrapped("Next-token probabilities (greedy choice highlighted)")
+    'Next-token probabilities <br>(greedy choice highlighted)'
+    >>> wrapped("窗口中各位置的损失：唐诗（留出部分）以及更多的说明文字在这里")
+    '窗口中各位置的损失：唐诗（留出<br>部分）以及更多的说明文字在这里'
+    >>> wrapped("Short"), wrapped("a <b>b</b> " * 10) == "a <b>b</b> " * 10
+    ('Short', True)
+    """
+    total = _units(title)
+    if total <= units or "<" in title:
+        return title
+    n = -(-total // units)                       # as few lines as fit, as even as the words allow
+    for limit in range(-(-total // n), units + 1):
+        lines = _greedy(title, limit)
+        if len(lines) <= n:
+            break
+    return "<br>".join(lines)
+
+
+_NO_LINE_START = re.compile(r"\s*.[)）】」』”’，。：；、！？,.:;!?\s]*", re.S)   # a character and what may not start a line
+
+
+def _greedy(title: str, limit: int) -> list[str]:
+    lines, line = [], ""
+    for piece in re.findall(r"\S+\s*|\s+", title):
+        for part in ([piece] if _units(piece.rstrip()) <= limit else _NO_LINE_START.findall(piece)):
+            if line.strip() and part.strip() and _units((line + part).rstrip()) > limit:
+                lines.append(line)
+                line = part
+            else:
+                line += part
+    return lines + [line]
+
+
+def unwrapped(title: str) -> str:
+    """A title as it was before :func:`wrapped`.
+
+    >>> t = "Next-token probabilities (greedy choice highlighted)"; unwrapped(wrapped(t)) == t
+    True
+    """
+    return title.replace("<br>", "")
 
 
 def apply(fig: go.Figure, *, height: int | None = 360, title: str | None = None, **extra) -> go.Figure:
