@@ -132,3 +132,14 @@ def test_a_shaded_band_is_described_by_its_span_and_its_edges(lang):
     fig = go.Figure(go.Scatter(x=x + x[::-1], y=[1.5, 1.4, 1.45, 1.4] + [0.9, 0.95, 1.0, 1.1], fill="toself",
                                mode="none", name="band"))
     assert _twin(fig, lang).endswith(translate("twin.band", lang, name="band", x0="1", x1="4", lo="0.9", hi="1.5"))
+
+
+def test_a_wrapped_title_reads_as_written():
+    """viz.theme wraps a long title with <br>; its twin reads the title as the page wrote it (a
+    Chinese title broken between two characters gets no space there)."""
+    from viz.theme import apply
+
+    title = "窗口中各位置的损失：唐诗（留出部分）以及更多的说明文字在这里"
+    fig = apply(go.Figure(go.Scatter(x=[0, 1], y=[1, 2])), title=title)
+    assert "<br>" in fig.layout.title.text
+    assert _twin(fig, "zh").startswith(translate("twin.figure", "zh", title=title))

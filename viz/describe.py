@@ -19,6 +19,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from lmviz.numfmt import short
+from viz.theme import unwrapped
 
 MAX_TRACES = 6      # traces described one by one; the rest are counted
 MAX_BARS = 8        # up to this many bars are all listed
@@ -41,7 +42,8 @@ def plain(text) -> str:
 
 def _title(obj) -> str:
     t = getattr(obj, "title", None)
-    return plain(getattr(t, "text", None) if t is not None else None)
+    text = getattr(t, "text", None) if t is not None else None
+    return plain(unwrapped(text) if text else text)      # a long title's <br> is theme.wrapped's own
 
 
 def _values(arr) -> list:
