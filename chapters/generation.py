@@ -14,6 +14,7 @@ import html
 import numpy as np
 import streamlit as st
 
+from lmviz.numfmt import short
 from lmviz.tokenizer import fit_context
 from ui import session, render, urlstate
 from ui.i18n import lang, listed, t
@@ -389,7 +390,7 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
                               title=t("gen.fig.live_title", n=len(s["steps"]) + 1)),
                 key="gen_live_fig", filename="live-step")
     render.md(t("gen.next_pick", u=f"{u:.3f}", tok=html.escape(visible(b.tokenizer.token(nxt))),
-                  p=f"{float(d.p_final[nxt]):.3f}", kept=len(d.kept), v=len(raw)))
+                  p=short(float(d.p_final[nxt]), lang()), kept=len(d.kept), v=len(raw)))   # a sampled rare token: 0.000123, not 0.000
     if tau == 0:
         render.caption(t("gen.tau_zero_live"))
     if s["steps"]:

@@ -47,7 +47,9 @@ def mask_figure(scores: np.ndarray, masked: np.ndarray, weights: np.ndarray, lab
     future set to -inf (grey cells), and the row softmax (exact zeros above the diagonal)."""
     s, m, w = (np.asarray(a, dtype=float) for a in (scores, masked, weights))
     T = s.shape[0]
-    fig = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.06)
+    # each panel names its rows (a phone stacks the panels): room for them between the panels (at
+    # 0.06 "<BOS>" ran into the panel on its left)
+    fig = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.1)
     lab = [visible(x) for x in labels]
     blocked = np.isneginf(m)
     vmax = float(np.abs(s).max()) or 1.0
@@ -56,7 +58,7 @@ def mask_figure(scores: np.ndarray, masked: np.ndarray, weights: np.ndarray, lab
                              texttemplate="%{text}", hovertemplate="%{y} → %{x}: %{z:.2f}<extra></extra>"),
                   row=1, col=1)
     shown = np.where(blocked, np.nan, m)
-    txt = np.where(blocked, "−∞", np.vectorize(lambda v: f"{v:.1f}")(np.nan_to_num(m, neginf=0)))
+    txt = np.where(blocked, "−∞", np.vectorize(lambda v: f"{round(v, 1) + 0.0:.1f}")(np.nan_to_num(m, neginf=0)))  # never "-0.0"
     fig.add_trace(go.Heatmap(z=np.where(blocked, 1.0, np.nan), x=lab, y=lab,
                              colorscale=[[0, COLORS["masked"]], [1, COLORS["masked"]]],
                              showscale=False, hoverinfo="skip"), row=1, col=2)
