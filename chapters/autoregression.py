@@ -80,7 +80,7 @@ def sec_chain():
         c1.metric(t("ar.product"), f"{r.joint:.4f}")
         c2.metric(t("ar.sum_logs"), f"{r.log_joint:.4f}")
         render.caption(t("ar.check_exp", v=f"{r.log_joint:.4f}", p=f"{r.joint:.4f}"))
-    st.info(t("ar.made_up") + " " + t("common.filled_gap"))
+    st.info(t("ar.made_up"))
     render.md(t("ar.note_factorisation"))
 
 

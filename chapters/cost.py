@@ -257,8 +257,6 @@ def sec_flash() -> None:
     m3.metric(t("cost.full_matrix"), f"{n * n:,}")
     n_skip = sum(vi.skipped for vi in visits)
     render.md(t("cost.skipped_read", s=n_skip, n=len(visits)) if causal else t("cost.noncausal_read"))
-    if b is None:
-        render.caption(t("common.filled_gap"))
 
 
 @st.fragment   # its widgets rerun only this section

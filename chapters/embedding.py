@@ -37,7 +37,7 @@ def sec_toy():
                       row=", ".join(f"{x:.2f}" for x in row.tolist())))
         render.code(f"E.shape = {list(e.E.shape)}\nE[{i}] = {[round(x, 2) for x in row.tolist()]}", language=None)
         if i in e.filled:
-            st.info(t("common.filled_gap") + " " + t("emb.eos_filled"))
+            st.info(t("emb.eos_filled"))
         else:
             render.caption(t("emb.eos_note"))
     with c1:
@@ -75,7 +75,7 @@ def sec_position():
     render.md(t("emb.w3_result", same=t("emb.yes") if c.same_multiset else t("emb.no"),
                   order=t("emb.yes") if c.same_sequence else t("emb.no"),
                   withpos=t("emb.yes") if c.same_multiset_with_pos else t("emb.no")))
-    render.caption(t("common.filled_gap") + " " + t("emb.p2_filled", p2=", ".join(f"{x:.2f}" for x in P2_FILLED)))
+    render.caption(t("emb.p2_filled", p2=", ".join(f"{x:.2f}" for x in P2_FILLED)))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

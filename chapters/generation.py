@@ -161,7 +161,7 @@ def sec_filters() -> None:
 # ---------------------------------------------------------------- greedy decoding, step by step -------
 def sec_greedy() -> None:
     render.md(t("gen.greedy_intro"))
-    render.caption(t("common.filled_gap") + " " + t("gen.greedy_made_up"))
+    render.caption(t("gen.greedy_made_up"))
     _greedy_stepper()
 
 
@@ -447,7 +447,7 @@ def sec_tree() -> None:
                    format_func=names.get)
     if src == "toy":
         res = _toy_search()
-        render.caption(t("common.filled_gap") + " " + t("gen.tree_made_up"))
+        render.caption(t("gen.tree_made_up"))
         root, word = "<BOS>", str
     else:
         b = _bundle()

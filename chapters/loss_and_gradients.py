@@ -268,7 +268,7 @@ def sec_mle():
                 mean=r.mean_nll, loss=r.model_loss, ppl=r.ppl))
     if r.truncated:
         render.caption(t("loss.mle_truncated", n=r.n_tokens))
-    _baselines_caption(r.mean_nll, r.ppl, _unigram(text, (src,), b), src)
+    # the baselines (uniform, unigram) beside this loss are the next section's, on the same text
 
 
 @st.fragment

@@ -37,7 +37,7 @@ def test_toy_table_lookup_and_positions(lang):
     at.slider(key="emb_id").set_value(5).run()                                 # the filled row
     no_errors(at)
     assert framed_row(at) == 5
-    assert translate("common.filled_gap", lang) in all_text(at)
+    assert translate("emb.eos_filled", lang) in all_text(at)                 # says the row is made up
     assert "E[5]" in " ".join(c.value for c in at.code)
 
 
