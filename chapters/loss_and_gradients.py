@@ -268,7 +268,8 @@ def sec_mle():
                 mean=r.mean_nll, loss=r.model_loss, ppl=r.ppl))
     if r.truncated:
         render.caption(t("loss.mle_truncated", n=r.n_tokens))
-    # the baselines (uniform, unigram) beside this loss are the next section's, on the same text
+    # the uniform and unigram baselines are the next section's (perplexity), which compares with
+    # them: printed here too, the same paragraph stood twice on the page (same text by default)
 
 
 @st.fragment

@@ -28,6 +28,8 @@ import functools
 import math
 from dataclasses import dataclass, field, replace
 
+from lmviz.numfmt import fill
+
 # -----------------------------------------------------------------------------
 # training config bounds: the ONE table (inclusive). TrainConfig.validate checks it, the training
 # page offers exactly these ranges, and the model bounds below take their maxima from it.
@@ -331,8 +333,6 @@ def english(key: str, params: dict) -> str:
     text = _english_catalogue().get(key)
     if text is None:
         return f"{key} {params}"
-    from lmviz.numfmt import fill
-
     try:
         return fill(text, params)
     except (KeyError, IndexError, ValueError):

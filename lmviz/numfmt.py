@@ -135,4 +135,3 @@ def fill(text: str, params: dict) -> str:
     ('Kept: 1 token', '1,200 tokens')
     """
     return _PLURAL.sub(lambda m: m.group(2) if params.get(m.group(1)) == 1 else m.group(3), text).format(**params)
-

@@ -53,12 +53,17 @@ def _there(manager, made) -> bool:
     return True
 
 
+def _there_after_two_sweeps(manager, sweep, made) -> bool:
+    """Two runs end (each sweeps; a downloadable file goes at the second): is ``made`` left?"""
+    sweep()
+    sweep()
+    return _there(manager, made)
+
+
 def test_without_it_two_runs_ending_elsewhere_sweep_the_made_file():
     manager, execute, sweep = _manager(keep=False)
     made, _ = _press(manager, execute)
-    sweep()
-    sweep()
-    assert not _there(manager, made)
+    assert not _there_after_two_sweeps(manager, sweep, made)
 
 
 def test_the_made_file_lives_for_a_while_then_goes():
@@ -72,18 +77,14 @@ def test_the_made_file_lives_for_a_while_then_goes():
     assert _there(manager, made)
     assert manager._storage.get_file(made).content == b"<html>hand-out</html>"
     clock.now += 10                                # 60 s after the press: let go, then swept
-    sweep()
-    sweep()
-    assert not _there(manager, made)
+    assert not _there_after_two_sweeps(manager, sweep, made)
 
 
 def test_the_sessions_next_full_run_lets_it_go_sooner():
     manager, execute, sweep = _manager(keep=True, clock=Clock())
     made, _ = _press(manager, execute)
     manager.clear_session_refs("dontcare")         # the session's next full run
-    sweep()
-    sweep()
-    assert not _there(manager, made)
+    assert not _there_after_two_sweeps(manager, sweep, made)
 
 
 def test_a_second_press_replaces_the_first():
@@ -94,9 +95,7 @@ def test_a_second_press_replaces_the_first():
     clock.now += 30
     second, _ = _press(manager, execute, "b")
     assert first != second
-    sweep()
-    sweep()
-    assert _there(manager, second) and not _there(manager, first)   # one file per button, not one per press
+    assert _there_after_two_sweeps(manager, sweep, second) and not _there(manager, first)   # one file per button, not one per press
     clock.now += 40                                # 70 s after the first press, 40 after the second
     sweep()
     assert _there(manager, second)

@@ -82,8 +82,9 @@ def _units(text: str) -> int:
 
 def wrapped(title: str, units: int = TITLE_UNITS) -> str:
     """``title`` in lines of at most ``units`` (joined by Plotly's ``<br>``), broken after a
-    space, or between two CJK characters where a run of them is longer than a line; nothing is dropped, so removing the ``<br>`` gives the
-    title back (:func:`unwrapped`). A title with markup of its own is left as it is.
+    space, or between two CJK characters where a run of them is longer than a line; nothing is
+    dropped, so removing the ``<br>`` gives the title back (:func:`unwrapped`). A title with
+    markup of its own is left as it is.
 
     >>> wrapped("Next-token probabilities (greedy choice highlighted)")
     'Next-token probabilities <br>(greedy choice highlighted)'
