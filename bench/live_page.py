@@ -19,7 +19,8 @@ Two parts, each side by side in one run:
    continuous faded stretch), copies of each live chart in the page (one is right), Plotly's
    draws of each chart (its ``plotly_afterplot`` events); then Pause
    (click to Resume enabled), ``--scrubs`` (3) replay scrub steps while paused (the arrow key on the step
-   slider, until the section's caption names the new step and the run has finished), Resume, and
+   slider, until the section's caption names the new step, the run has finished and its three charts
+   are drawn again), Resume, and
    Stop (click to Start enabled). The three presses are timed in the page, from the click event
    to the first 5 ms sample showing the other button enabled (what the lecturer sees), and, as
    before, from Playwright's click call to its wait's return (which adds its own 0.1-0.4 s).
@@ -212,11 +213,14 @@ def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str, scr
               + ", ".join(f"{k} {v}" for k, v in sorted(draws.items(), key=lambda kv: -kv[1])), flush=True)
         # Pause, then Resume: from the click until the page shows the other button enabled
         pause, pause_pw = _press(page, ".st-key-train_pause button", ".st-key-train_resume button:not([disabled])")
-        # a replay scrub step while paused: the slider one snapshot back, until its caption says so
+        # a replay scrub step while paused: the slider one snapshot back, until its caption says so,
+        # the run has finished and each of the section's three charts has been drawn again (Plotly's
+        # plotly_afterplot: the caption comes before the charts, which were drawn up to 0.2 s later)
         scrub = []
         thumb = page.locator(".st-key-train_replay_step input[type=range]").first
         for _ in range(scrubs):
             before = _replay_step(page)
+            page.evaluate(PLOTLY_DRAWS)           # each replay chart's draws from here on
             thumb.focus()
             t0 = time.perf_counter()
             page.keyboard.press("ArrowLeft")
@@ -229,7 +233,8 @@ def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str, scr
                       if (!box || !v || v.innerText === b) return false;
                       const want = zh ? `第 ${v.innerText} 步` : `step ${v.innerText}.`;
                       const app = document.querySelector('[data-testid=stApp]');
-                      return box.innerText.includes(want) && app.dataset.testScriptState === 'notRunning'; }""",
+                      const drawn = ['att', 'emb', 'dist'].every(k => (window.__draws['train_replay_' + k] || 0) > 0);
+                      return box.innerText.includes(want) && app.dataset.testScriptState === 'notRunning' && drawn; }""",
                     arg=[before, lang == "zh"], timeout=30_000)
                 scrub.append(time.perf_counter() - t0)
             except Exception:  # noqa: BLE001 - a timeout is a measurement
@@ -240,6 +245,7 @@ def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str, scr
                       f"{_replay_step(page)} after it; the page's script state {state[0]!r}, the section "
                       f"names {state[1]}", flush=True)
             time.sleep(0.5)
+        page.evaluate("() => window.__drawsObs.disconnect()")
         resume, resume_pw = _press(page, ".st-key-train_resume button", ".st-key-train_pause button:not([disabled])")
         time.sleep(3)
         stop, stop_pw = _press(page, ".st-key-train_stop button", ".st-key-train_start button:not([disabled])")

@@ -96,7 +96,7 @@ def figure(builder, *args, **kwargs):
     try:
         return _built(name, builder, args, kwargs)
     except UnhashableParamError:
-        with _TWINS_LOCK:
+        with _PER_FIGURE_LOCK:
             UNSHARED[name] += 1
         return builder(*args, **kwargs)
 
@@ -136,7 +136,7 @@ def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
     elif on_phone():                         # side-by-side panels are crushed at 390 px
         from viz.theme import stacked
 
-        fig = stacked(fig)
+        fig = _per_figure(fig, "phone", lambda: stacked(fig))   # made once for a shared figure
     config = {
         "displaylogo": False,
         # the PNG export only: zoom, pan, select and autoscale buttons were ~7 Tab stops a chart
@@ -144,7 +144,14 @@ def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
         "toImageButtonOptions": {"format": "png", "filename": f"lmviz-{_safe_name(filename)}-{lang()}",
                                  "scale": 2},
     }
-    st.plotly_chart(fig, key=key, config=config, width="stretch")
+    # Streamlit's theme sizes its chart text in rem, and presenter mode sizes the page's type by
+    # the window (html font-size, _PRESENT_CSS): there the theme is Streamlit's own, as it is for a
+    # figure viz.theme.flat leaves alone (a template with trace defaults)
+    drawn = None if presenting() else _per_figure(fig, "flat", lambda: _flat_figure(fig))
+    if drawn is None:
+        st.plotly_chart(fig, key=key, config=config, width="stretch")
+    else:
+        st.plotly_chart(drawn, key=key, config=config, width="stretch", theme=None)
     # the chart's text twin, computed from its data (viz/describe.py): read by a screen reader
     # right after the chart, kept out of sight (TWIN_CSS), printed under the chart in the hand-out
     st.markdown(f'<p class="{TWIN_CLASS}" lang="{lang()}">{escape(twin)}</p>', unsafe_allow_html=True)
@@ -159,33 +166,61 @@ TWIN_CSS = (f"<style>[data-testid=stElementContainer]:has(.{TWIN_CLASS}){{positi
             "overflow:hidden;clip-path:inset(50%);white-space:nowrap;border:0}</style>")
 
 
-_TWINS: dict[int, dict[str, str]] = {}   # id(figure) -> {lang: twin}, while the figure lives
-_TWINS_LOCK = threading.Lock()
+_PER_FIGURE: dict[int, dict] = {}   # id(figure) -> {what: value}, while the figure lives
+_PER_FIGURE_LOCK = threading.Lock()
+
+# A chart whose box is a fraction of a pixel wide (a third of the page: 302.671875 px) is drawn
+# twice: Streamlit sizes it first at 302.672 and then at its exact width, a new size that Plotly
+# redraws in full. A whole number of pixels is the same for both.
+CHART_CSS = ("<style>[data-testid=stFullScreenFrame]:has(> [data-testid=stPlotlyChart])"
+             "{width:round(down,100%,1px)!important}</style>")
+
+
+def _per_figure(fig, what, make):
+    """``make()``, kept with ``fig`` under ``what``: a figure shared between reruns (a chapter's
+    cached figures, never mutated) keeps what was made from it. The entry goes with the figure
+    (weakref.finalize), so an id is never reused for another figure's value."""
+    key = id(fig)
+    with _PER_FIGURE_LOCK:
+        hit = _PER_FIGURE.get(key, {})
+        if what in hit:
+            return hit[what]
+    value = make()
+    with _PER_FIGURE_LOCK:
+        if key not in _PER_FIGURE:
+            weakref.finalize(fig, _forget_figure, key)
+        _PER_FIGURE.setdefault(key, {})[what] = value
+    return value
+
+
+def _forget_figure(key: int) -> None:
+    with _PER_FIGURE_LOCK:
+        _PER_FIGURE.pop(key, None)
+
+
+def _flat_figure(fig):
+    """The figure Streamlit is handed (viz.theme.flat: drawn once in the browser, not twice), or
+    None where it cannot be flattened."""
+    import plotly.graph_objects as go
+
+    from viz.theme import flat
+
+    spec = flat(fig)
+    if spec is None:
+        return None
+    spec["layout"]["template"] = {}         # not plotly's default template, which a Figure adds
+    out = go.Figure(spec)
+    out.layout.template = None              # ... and none at all in what the browser gets
+    return out
 
 
 def text_twin(fig) -> str:
-    """The figure's text twin in the current language (viz.describe over the catalogue). A
-    figure shared between reruns (a chapter's cached figures, never mutated) keeps its twins:
-    describing one reads many Plotly properties, which cost ~5 ms a chart. The entry goes
-    with the figure (weakref.finalize), so an id is never reused for another figure's twin."""
+    """The figure's text twin in the current language (viz.describe over the catalogue), kept
+    with the figure: describing one reads many Plotly properties, which cost ~5 ms a chart."""
     from viz.describe import describe
 
-    code, key = lang(), id(fig)
-    with _TWINS_LOCK:
-        hit = _TWINS.get(key, {}).get(code)
-    if hit is not None:
-        return hit
-    twin = describe(fig, t, code)
-    with _TWINS_LOCK:
-        if key not in _TWINS:
-            weakref.finalize(fig, _forget_twin, key)
-        _TWINS.setdefault(key, {})[code] = twin
-    return twin
-
-
-def _forget_twin(key: int) -> None:
-    with _TWINS_LOCK:
-        _TWINS.pop(key, None)
+    code = lang()
+    return _per_figure(fig, f"twin:{code}", lambda: describe(fig, t, code))
 
 
 _DROPZONE = "[data-testid=stFileUploaderDropzone]"
@@ -211,7 +246,7 @@ def page_language() -> None:
     """The page's ``<html lang>`` and the twins' style: once per run (app.py). A screen reader
     picks its voice from ``lang``; Streamlit's own page says "en" whatever the language."""
     code = lang()
-    st.html(TWIN_CSS + uploader_css(code))   # style only: Streamlit puts it in the event container
+    st.html(TWIN_CSS + CHART_CSS + uploader_css(code))   # style only: Streamlit puts it in the event container
     with st.sidebar:
         st.html(f'<script>document.documentElement.lang="{code}";</script>',
                 unsafe_allow_javascript=True)

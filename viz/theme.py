@@ -190,3 +190,121 @@ def stacked(fig: go.Figure, panel_height: int = PHONE_PANEL_H) -> go.Figure:
                 tr["colorbar"].update(y=(nd[0] + nd[1]) / 2, len=nd[1] - nd[0], yanchor="middle")
     layout["height"] = n * panel_height + 90
     return go.Figure(spec, skip_invalid=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# A figure as the browser draws it (ui.render.plot): Streamlit's chart look baked in
+# ---------------------------------------------------------------------------------------------
+
+_SS = '"Source Sans", sans-serif'
+_GREY, _LINE = "#808495", "#e6eaf1"
+_AXIS_LOOK = dict(gridcolor=_LINE, zerolinecolor=_LINE, tickcolor=_LINE, tickfont=dict(color=_GREY, size=12))
+# What Streamlit 1.67's chart theme (``st.plotly_chart``'s default, theme="streamlit") writes over
+# a figure's template in the browser, with this project's .streamlit/config.toml: read from a drawn
+# chart's ``gd.layout.template.layout`` (tests/test_browser_flat_charts.py reads it again and
+# compares), less what lmviz never draws (ternary axes, range selectors) and the minor grid's
+# colour (in a layout, unlike a template, it turns minor grid lines on); its "transparent" is
+# written rgba(0,0,0,0), the form plotly.py accepts. Its values win over the
+# figure's own template; the figure's layout wins over both, as a template's defaults do. Its
+# sizes are Streamlit's rem sizes at the page's 16 px (presenter mode's larger type keeps
+# Streamlit's theme: ui.render.plot).
+STREAMLIT_LOOK = dict(
+    font=dict(color=_GREY, family=_SS, size=12, weight=400),
+    hoverlabel=dict(font=dict(family=_SS, color=_GREY, size=12), bgcolor="#FFFFFF", bordercolor="#DCD8D4"),
+    paper_bgcolor="#FFFFFF", plot_bgcolor="#FFFFFF",
+    xaxis=dict(_AXIS_LOOK, title=dict(standoff=20, font=dict(color=_GREY, size=14)), showgrid=False,
+               zeroline=False),
+    yaxis=dict(_AXIS_LOOK, title=dict(standoff=24, font=dict(color=_GREY, size=14)),
+               ticklabelposition="outside"),
+    title=dict(font=dict(family=_SS, size=16, color="#141312"), pad=dict(l=4), xanchor="left", x=0),
+    legend=dict(title=dict(font=dict(size=12, color=_GREY), side="top"), valign="top",
+                bordercolor="rgba(0,0,0,0)", borderwidth=0, font=dict(size=12, color="#262730")),
+    margin=dict(pad=8, r=0, l=0),
+    coloraxis=dict(colorbar=dict(thickness=16, xpad=24, ticklabelposition="outside", outlinecolor="rgba(0,0,0,0)",
+                                 outlinewidth=8, len=0.75, y=0.5745,
+                                 title=dict(font=dict(color=_GREY, size=14)), tickfont=dict(color=_GREY, size=12))),
+)
+# trace types drawn on x/y axes (a template's xaxis/yaxis reach every axis they use)
+_CARTESIAN = {"scatter", "scattergl", "bar", "heatmap", "histogram", "histogram2d", "histogram2dcontour", "box",
+              "violin", "contour", "image", "funnel", "waterfall", "candlestick", "ohlc"}
+_AXIS_KEY = re.compile(r"^([xy])axis\d*$")
+
+
+def _under(defaults, own):
+    """``own`` with ``defaults`` filled in beneath it, dicts merged key by key (a fresh structure)."""
+    if not isinstance(defaults, dict) or not isinstance(own, dict):
+        return own if own is not None else _under({}, defaults) if isinstance(defaults, dict) else defaults
+    out = {k: _under({}, v) if isinstance(v, dict) else v for k, v in defaults.items()}
+    for k, v in own.items():
+        out[k] = _under(out.get(k), v)
+    return out
+
+
+def _plain(node):
+    """A figure's JSON with plotly's typed arrays ({"dtype", "bdata"[, "shape"]}) as lists."""
+    if isinstance(node, dict):
+        if "bdata" in node and "dtype" in node:
+            import base64
+
+            import numpy as np
+
+            a = np.frombuffer(base64.b64decode(node["bdata"]), dtype=np.dtype(node["dtype"]))
+            if "shape" in node:
+                a = a.reshape([int(n) for n in str(node["shape"]).split(",")])
+            return a.tolist()
+        return {k: _plain(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [_plain(v) for v in node]
+    return node
+
+
+def flat(fig: go.Figure) -> dict | None:
+    """``fig`` as a JSON dict that the browser draws once, as Streamlit's theme would have drawn
+    it, with no template (None: a figure whose template sets trace defaults, kept as it is).
+
+    Why: Streamlit 1.67 mounts a chart, then copies its figure (to theme it) and hands Plotly the
+    copy, and Plotly redraws every point when the copy's template is a new object or its arrays
+    are typed arrays decoded again: every chart was drawn twice (the replay's embedding map ~35 ms
+    more a step). Here the template's look (``STREAMLIT_LOOK`` over the figure's own) is written
+    into the layout under the figure's own values (every x and y axis gets the axis defaults, a
+    title Streamlit's bold), arrays are lists, and a fixed ``datarevision`` tells Plotly that a
+    copy's arrays are the same data (a changed figure is a new chart in Streamlit, never a new
+    revision of this one), so the second drawing only compares.
+
+    >>> f = go.Figure(go.Bar(x=[1, 2], y=[3, 4]), layout=dict(template=TEMPLATE, title="T",
+    ...                                                        yaxis=dict(gridcolor="red")))
+    >>> d = flat(f)
+    >>> "template" in d["layout"], d["layout"]["datarevision"], d["data"][0]["y"]
+    (False, 1, [3, 4])
+    >>> d["layout"]["yaxis"]["gridcolor"], d["layout"]["xaxis"]["gridcolor"], d["layout"]["xaxis"]["linecolor"]
+    ('red', '#e6eaf1', '#C8D4E3')
+    >>> d["layout"]["title"]["text"], d["layout"]["title"]["font"]["weight"], d["layout"]["margin"]["pad"]
+    ('T', 'bold', 8)
+    >>> flat(go.Figure(go.Bar(x=[1], y=[2]))) is None      # plotly's own template: trace defaults
+    True
+    """
+    spec = _plain(fig.to_plotly_json())
+    layout = spec.setdefault("layout", {})
+    template = layout.pop("template", None) or {}
+    if template.get("data"):
+        return None
+    look = _under(template.get("layout") or {}, STREAMLIT_LOOK)
+    axes = {k for k in layout if _AXIS_KEY.match(k)}
+    for tr in spec.get("data") or []:
+        if tr.get("type", "scatter") in _CARTESIAN:
+            axes |= {_axis_key(tr.get("xaxis") or "x", "x"), _axis_key(tr.get("yaxis") or "y", "y")}
+    for k in axes:
+        own = layout.get(k) or {}
+        layout[k] = _under(look.get(k[0] + "axis"), own)
+        # Plotly draws an axis line when a layout (not a template) names its colour or width
+        layout[k].setdefault("showline", bool(own.get("linecolor") or own.get("linewidth")))
+    for k in [k for k in layout if re.match(r"^coloraxis\d*$", k)]:
+        layout[k] = _under(look["coloraxis"], layout[k])
+    if layout.get("title") is not None:
+        layout["title"] = _under(dict(look.get("title", {}), font=dict(look.get("title", {}).get("font", {}),
+                                                                        weight="bold")), layout["title"])
+    for k, v in look.items():
+        if k not in ("xaxis", "yaxis", "coloraxis", "title"):
+            layout[k] = _under(v, layout.get(k))
+    layout["datarevision"] = 1
+    return spec

@@ -1,0 +1,116 @@
+"""lmviz's charts as Streamlit's theme would draw them, drawn once (viz.theme.flat, ui.render).
+
+A one-page Streamlit app (written to a temporary folder, run with this project's
+.streamlit/config.toml) draws the same figure twice in each of three columns: as Streamlit draws
+it (theme="streamlit") and as ``ui.render.plot`` hands it over (flat, theme=None). Plotly's
+resolved layouts (``gd._fullLayout``) of the two must agree on every property that Streamlit's
+theme sets, and Streamlit's theme must still be ``viz.theme.STREAMLIT_LOOK`` (a Streamlit upgrade
+that changes it fails here, not silently on the page).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.browser_util import ROOT, Server, wait_idle
+
+pytestmark = pytest.mark.browser
+
+APP = '''
+import sys
+sys.path.insert(0, {root!r})
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+from ui.render import CHART_CSS, _flat_figure
+from viz import theme
+
+st.set_page_config(layout="wide")
+st.html(CHART_CSS)
+fig = make_subplots(rows=1, cols=2, subplot_titles=("a", "b"))
+fig.add_trace(go.Scatter(x=np.arange(50.), y=np.sin(np.arange(50.)), name="sin"), 1, 1)
+fig.add_trace(go.Heatmap(z=np.arange(12.).reshape(3, 4), coloraxis="coloraxis"), 1, 2)
+theme.apply(fig, title="A title", coloraxis=dict(colorscale="Viridis"))
+fig.update_yaxes(type="log", row=1, col=1)
+for i, col in enumerate(st.columns(3)):
+    with col:
+        st.plotly_chart(fig, key=f"themed{{i}}")
+        st.plotly_chart(_flat_figure(fig), key=f"flat{{i}}", theme=None)
+'''
+
+# resolved properties Streamlit's theme decides (or would decide wrongly if the look were baked
+# into the layout naively: a layout's line colour draws the axis line, its minor colour the grid)
+PROPS = ["title.text", "font", "paper_bgcolor", "plot_bgcolor", "colorway", "margin", "legend.font", "legend.bordercolor",
+         "legend.valign", "title.font", "title.x", "title.xanchor", "title.pad", "hoverlabel.font",
+         "hoverlabel.bgcolor", "hoverlabel.bordercolor", "coloraxis.colorbar.thickness",
+         "coloraxis.colorbar.len", "coloraxis.colorbar.tickfont", "coloraxis.colorbar.outlinewidth"]
+AXIS_PROPS = ["gridcolor", "showgrid", "showline", "linecolor", "zeroline", "zerolinecolor", "tickfont", "ticks",
+              "title.font", "title.standoff", "ticklabelposition", "minor.showgrid"]
+
+READ = """([keys, axisKeys]) => {
+  const get = (o, path) => path.split('.').reduce((v, k) => v == null ? v : v[k], o);
+  const out = {};
+  for (const box of document.querySelectorAll('[class*=st-key-]')) {
+    const key = [...box.classList].find(c => c.startsWith('st-key-')).slice(7);
+    const gd = box.querySelector('.js-plotly-plot');
+    if (!gd || !gd._fullLayout) continue;
+    const L = gd._fullLayout, r = {width: L.width, template: gd.layout.template || null};
+    for (const k of keys) r[k] = get(L, k);
+    for (const ax of ['xaxis', 'xaxis2', 'yaxis', 'yaxis2']) for (const k of axisKeys) r[ax + '.' + k] = get(L[ax], k);
+    out[key] = JSON.parse(JSON.stringify(r));
+  }
+  return out; }"""
+
+
+def _leaves(node, path=()):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _leaves(v, path + (k,))
+    else:
+        yield path, node
+
+
+def test_flat_charts_look_as_streamlit_draws_them(chromium, tmp_path):
+    from viz.theme import STREAMLIT_LOOK
+
+    app = tmp_path / "flat_app.py"
+    app.write_text(APP.format(root=str(ROOT)))
+    srv = Server(script=str(app))
+    try:
+        page = chromium.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(srv.url())
+        wait_idle(page)
+        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 6 && "
+                               "[...document.querySelectorAll('.js-plotly-plot')].every(g => g._fullLayout)")
+        page.wait_for_timeout(500)
+        got = page.evaluate(READ, [PROPS, AXIS_PROPS])
+        page.close()
+    finally:
+        srv.stop()
+    assert sorted(got) == sorted([f"themed{i}" for i in range(3)] + [f"flat{i}" for i in range(3)])
+    # Streamlit's theme is still the look lmviz bakes in ("transparent" is written rgba(0,0,0,0))
+    themed = got["themed0"]["template"]["layout"]
+    for path, want in _leaves(STREAMLIT_LOOK):
+        have = themed
+        for k in path:
+            have = have[k]
+        assert have == want or (have == "transparent" and want == "rgba(0,0,0,0)"), (path, have, want)
+    for i in range(3):
+        flat, ref = got[f"flat{i}"], got[f"themed{i}"]
+        assert flat["template"] is None                              # nothing for Plotly to compare again
+        assert flat["width"] == int(flat["width"])                   # a whole number of pixels (CHART_CSS)
+        for k in PROPS + [f"{ax}.{p}" for ax in ("xaxis", "xaxis2", "yaxis", "yaxis2") for p in AXIS_PROPS]:
+            a, b = flat.get(k), ref.get(k)
+            if k == "legend.bordercolor" and {a, b} <= {"transparent", "rgba(0,0,0,0)", "rgba(0, 0, 0, 0)"}:
+                continue
+            if k == "title.text":            # Streamlit bolds the title with markup, lmviz with its font
+                # (Streamlit themes a chart twice as it mounts it: "<b><b>A title</b></b>")
+                assert b.startswith("<b>") and b.replace("<b>", "").replace("</b>", "") == a, (a, b)
+                assert flat["title.font"]["weight"] == "bold"
+                continue
+            if k == "title.font":
+                a, b = dict(a, weight=None), dict(b, weight=None)
+            assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True), (k, a, b)

@@ -1,0 +1,64 @@
+"""viz.theme.flat and ui.render's use of it: a chart handed to Streamlit with its look baked in,
+no template and plain arrays, so the browser draws it once (tests/test_browser_flat_charts.py
+compares the drawn look with Streamlit's own)."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz import theme
+
+
+def _fig():
+    fig = make_subplots(rows=1, cols=2)
+    fig.add_trace(go.Scatter(x=np.arange(4.), y=np.arange(4.) ** 2), 1, 1)
+    fig.add_trace(go.Heatmap(z=np.arange(6.).reshape(2, 3), coloraxis="coloraxis"), 1, 2)
+    return theme.apply(fig, title="t", coloraxis=dict(colorscale="Viridis"))
+
+
+def test_every_axis_gets_the_look_under_its_own_values_and_arrays_are_lists():
+    fig = _fig()
+    fig.update_yaxes(gridcolor="red", row=1, col=2)
+    d = theme.flat(fig)
+    lay = d["layout"]
+    assert "template" not in lay and lay["datarevision"] == 1
+    assert d["data"][1]["z"] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]] and d["data"][0]["y"] == [0.0, 1.0, 4.0, 9.0]
+    for ax in ("xaxis", "xaxis2", "yaxis", "yaxis2"):
+        assert lay[ax]["tickfont"] == {"color": "#808495", "size": 12}
+        assert lay[ax]["linecolor"] == "#C8D4E3"          # the figure's own template, under the look
+        assert lay[ax]["showline"] is False               # a template's line colour draws no line
+        assert "domain" in lay[ax]                         # the subplot's own placement kept
+    assert lay["yaxis2"]["gridcolor"] == "red" and lay["yaxis"]["gridcolor"] == "#e6eaf1"
+    assert lay["xaxis"]["showgrid"] is False and lay["xaxis"]["title"]["standoff"] == 20
+    assert lay["coloraxis"]["colorbar"]["thickness"] == 16 and lay["coloraxis"]["colorscale"]
+    assert lay["title"]["text"] == "t" and lay["title"]["font"]["weight"] == "bold"
+    assert lay["font"]["family"] == theme.FONT and lay["font"]["color"] == "#808495"   # own family, look's colour
+    assert lay["margin"]["pad"] == 8 and lay["margin"]["l"] == 10
+
+
+def test_an_axis_line_the_figure_asks_for_stays_and_the_original_is_untouched():
+    fig = theme.apply(go.Figure(go.Bar(x=[1, 2], y=[3, 4])))
+    fig.update_xaxes(linecolor="black")
+    before = fig.to_plotly_json()
+    d = theme.flat(fig)
+    assert d["layout"]["xaxis"]["showline"] is True and d["layout"]["yaxis"]["showline"] is False
+    assert fig.to_plotly_json() == before
+
+
+def test_a_figure_without_axes_gets_none_and_one_with_trace_defaults_is_left_alone():
+    pie = theme.flat(theme.apply(go.Figure(go.Pie(values=[1, 2]))))
+    assert not any(k.endswith("axis") for k in pie["layout"])
+    assert theme.flat(go.Figure(go.Bar(y=[1]))) is None     # plotly's own template sets trace defaults
+
+
+def test_render_hands_streamlit_the_flat_figure_without_any_template():
+    from ui import render
+
+    fig = _fig()
+    drawn = render._flat_figure(fig)
+    spec = drawn.to_dict()
+    assert "template" not in spec["layout"] and spec["layout"]["datarevision"] == 1
+    assert isinstance(spec["data"][0]["x"], list)             # no typed arrays for the browser to decode again
+    assert render._per_figure(fig, "flat", lambda: drawn) is drawn
+    assert render._per_figure(fig, "flat", lambda: 1 / 0) is drawn   # kept with the figure: made once
