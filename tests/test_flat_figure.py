@@ -62,3 +62,19 @@ def test_render_hands_streamlit_the_flat_figure_without_any_template():
     assert isinstance(spec["data"][0]["x"], list)             # no typed arrays for the browser to decode again
     assert render._per_figure(fig, "flat", lambda: drawn) is drawn
     assert render._per_figure(fig, "flat", lambda: 1 / 0) is drawn   # kept with the figure: made once
+
+
+def test_what_is_kept_with_a_figure_goes_with_it():
+    import gc
+
+    from ui import render
+
+    fig = _fig()
+    key = id(fig)
+    render._per_figure(fig, "flat", lambda: render._flat_figure(fig))
+    assert render._per_figure(fig, "phone", lambda: render._stacked(fig)) is not None   # side by side
+    one = theme.apply(go.Figure(go.Bar(y=[1, 2])))
+    assert render._stacked(one) is None                     # one panel: nothing kept that holds it
+    del fig
+    gc.collect()
+    assert key not in render._PER_FIGURE

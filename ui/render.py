@@ -134,9 +134,7 @@ def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
     if presenting():
         fig = presented(fig)
     elif on_phone():                         # side-by-side panels are crushed at 390 px
-        from viz.theme import stacked
-
-        fig = _per_figure(fig, "phone", lambda: stacked(fig))   # made once for a shared figure
+        fig = _per_figure(fig, "phone", lambda: _stacked(fig)) or fig   # made once for a shared figure
     config = {
         "displaylogo": False,
         # the PNG export only: zoom, pan, select and autoscale buttons were ~7 Tab stops a chart
@@ -196,6 +194,15 @@ def _per_figure(fig, what, make):
 def _forget_figure(key: int) -> None:
     with _PER_FIGURE_LOCK:
         _PER_FIGURE.pop(key, None)
+
+
+def _stacked(fig):
+    """viz.theme.stacked(fig), or None when it is ``fig`` itself (kept with the figure, a value
+    that is the figure would keep it alive)."""
+    from viz.theme import stacked
+
+    out = stacked(fig)
+    return None if out is fig else out
 
 
 def _flat_figure(fig):
