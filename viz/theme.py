@@ -5,6 +5,7 @@ cells grey, on every page, so a student who learned the colours once can read ev
 """
 from __future__ import annotations
 
+import copy
 import re
 import unicodedata
 
@@ -231,10 +232,16 @@ _AXIS_KEY = re.compile(r"^([xy])axis\d*$")
 
 
 def _under(defaults, own):
-    """``own`` with ``defaults`` filled in beneath it, dicts merged key by key (a fresh structure)."""
-    if not isinstance(defaults, dict) or not isinstance(own, dict):
-        return own if own is not None else _under({}, defaults) if isinstance(defaults, dict) else defaults
-    out = {k: _under({}, v) if isinstance(v, dict) else v for k, v in defaults.items()}
+    """``own`` with ``defaults`` filled in beneath it, dicts merged key by key (a fresh structure).
+
+    >>> _under({"a": 1, "f": {"size": 12, "color": "grey"}}, {"f": {"size": 14}, "b": 2})
+    {'a': 1, 'f': {'size': 14, 'color': 'grey'}, 'b': 2}
+    """
+    if own is None:
+        return copy.deepcopy(defaults)
+    if not (isinstance(defaults, dict) and isinstance(own, dict)):
+        return own
+    out = copy.deepcopy(defaults)
     for k, v in own.items():
         out[k] = _under(out.get(k), v)
     return out
