@@ -114,3 +114,72 @@ def test_flat_charts_look_as_streamlit_draws_them(chromium, tmp_path):
             if k == "title.font":
                 a, b = dict(a, weight=None), dict(b, weight=None)
             assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True), (k, a, b)
+
+
+ROOM_APP = '''
+import sys
+sys.path.insert(0, {root!r})
+import numpy as np
+import streamlit as st
+
+from ui.render import CHART_CSS, _flat_figure
+from viz import replay as vr
+from viz.tokenization import visible
+
+st.set_page_config(layout="wide")
+st.html(CHART_CSS)
+rng = np.random.default_rng(0)
+tokens = {{"zh": list("白日依山尽黄河入海流"), "en": ["The", " capital", " of", " France", " is", " Paris", ".", "\\n", " Ber", "lin"]}}
+classes = ["lower", "upper", "digit", "space", "punct", "cjk"]
+for name, toks in tokens.items():
+    P = 400
+    figs = {{"emb": vr.embedding_figure(rng.normal(size=(P, 2)), [f"t{{i}}" for i in range(P)], rng.choice(classes, P).tolist(),
+                                      {{c: c for c in classes}}),
+            "dist": vr.distribution_figure([visible(t) for t in toks], np.sort(rng.random(10))[::-1] / 2,
+                                           y_title="p" if name == "en" else "概率")}}
+    for n_cols in (3, 4):                       # two widths of chart
+        for col, (k, fig) in zip(st.columns(n_cols), figs.items()):
+            with col:
+                st.plotly_chart(_flat_figure(fig), key=f"given_{{name}}_{{k}}_{{n_cols}}", theme=None)
+                own = _flat_figure(fig)
+                own.update_layout(margin=dict(l=10, r=10, t=20, b=10))      # lmviz's usual margins
+                st.plotly_chart(own, key=f"own_{{name}}_{{k}}_{{n_cols}}", theme=None)
+'''
+
+SIZES = """() => Object.fromEntries([...document.querySelectorAll('[class*=st-key-]')].filter(b => b.querySelector('.js-plotly-plot'))
+  .map(b => { const gd = b.querySelector('.js-plotly-plot'), s = gd._fullLayout._size, m = gd.layout.margin;
+    return [[...b.classList].find(c => c.startsWith('st-key-')).slice(7),
+            {width: gd._fullLayout.width, drawn: [s.l, s.r, s.t, s.b], given: [m.l, m.r, m.t, m.b]}]; }))"""
+
+
+def test_replay_charts_are_given_the_room_plotly_makes(chromium, tmp_path):
+    """The replay's embedding map and next-token bars are given the margins Plotly's automargin
+    makes for their axes (viz.replay.EMBEDDING_MARGIN, DISTRIBUTION_MARGIN), so Plotly draws them
+    once: drawn, the axes' sides (left and bottom; the bars' right, where a long last tick label
+    reaches) are exactly the margins given, at two widths, in both languages; and within 2 px of
+    the margins Plotly makes from lmviz's usual 10 px (the look unchanged)."""
+    app = tmp_path / "room_app.py"
+    app.write_text(ROOM_APP.format(root=str(ROOT)))
+    srv = Server(script=str(app))
+    try:
+        page = chromium.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(srv.url())
+        wait_idle(page)
+        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 16 && "
+                               "[...document.querySelectorAll('.js-plotly-plot')].every(g => g._fullLayout)")
+        page.wait_for_timeout(500)
+        got = page.evaluate(SIZES)
+        page.close()
+    finally:
+        srv.stop()
+    assert len(got) == 16, sorted(got)
+    sides = {"emb": (0, 3), "dist": (0, 1, 3)}                 # l, r, t, b: the sides an axis pushes
+    for key, g in got.items():
+        if not key.startswith("given_"):
+            continue
+        _, name, kind, n_cols = key.split("_")
+        own = got[f"own_{name}_{kind}_{n_cols}"]
+        for i in sides[kind]:
+            assert round(g["drawn"][i]) == g["given"][i], (key, "lrtb"[i], g)          # no room added
+            assert abs(g["drawn"][i] - own["drawn"][i]) <= 2 or (kind, i) == ("dist", 1), (key, g, own)
+        assert g["drawn"][2] == own["drawn"][2], (key, g, own)                         # the legend's top

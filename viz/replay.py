@@ -19,6 +19,16 @@ from viz.training import attention_figure, downsample
 __all__ = ["attention_figure", "embedding_figure", "distribution_figure", "loss_selection_chart", "at_step",
            "SELECTION", "CLASS_COLORS"]
 
+# The margins Plotly's automargin gives these two charts' axes in Streamlit's look (viz.theme.flat:
+# axis titles 14 px, tick labels 12 px), read from the charts drawn in Chromium at the page's widths
+# and checked there again (tests/test_browser_flat_charts.py). Given up front, Plotly finds the room
+# there and draws a chart once; from lmviz's 10 px it draws every point, measures the axes, widens
+# the margins and draws every point again: the 1,024-point map took 64 instead of 30 ms a scrub step
+# (and the bars 25 instead of 15). ``r`` of the bars: half a long last tick label past the last bar.
+EMBEDDING_MARGIN = dict(l=44, r=10, t=20, b=40)     # no tick labels: the two axis titles only
+DISTRIBUTION_MARGIN = dict(l=71, r=20, t=20, b=66)  # y ticks 0 ... 1 and its title, one row of x ticks
+PROB_TICKS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]         # the bars' y ticks (the room above is for these)
+
 SELECTION = "stretch"          # the Altair interval parameter's name (the page reads it back)
 MAX_LABELLED = 160             # an embedding scatter with at most this many points shows the tokens
 CLASS_COLORS = {               # token class (lmviz.replay.token_classes) -> colour (Okabe-Ito, all distinct)
@@ -49,7 +59,7 @@ def embedding_figure(xy, labels, classes, class_names: dict, *, hover: str = "%{
     fig.update_xaxes(range=[-r, r], zeroline=False, showticklabels=False, title_text="PCA 1")
     fig.update_yaxes(range=[-r, r], zeroline=False, showticklabels=False, title_text="PCA 2",
                      scaleanchor="x", scaleratio=1)
-    return theme.apply(fig, height=height)
+    return theme.apply(fig, height=height, margin=EMBEDDING_MARGIN)
 
 
 def distribution_figure(labels, probs, *, x_title: str = "", y_title: str = "",
@@ -61,8 +71,8 @@ def distribution_figure(labels, probs, *, x_title: str = "", y_title: str = "",
                            marker_color=colors, text=[f"{p:.2f}" for p in probs], textposition="outside",
                            hovertemplate=hover + "<extra></extra>"))
     fig.update_xaxes(title_text=x_title, tickangle=0)
-    fig.update_yaxes(title_text=y_title, range=[0, 1.08])
-    return theme.apply(fig, height=height)
+    fig.update_yaxes(title_text=y_title, range=[0, 1.08], tickvals=PROB_TICKS)
+    return theme.apply(fig, height=height, margin=DISTRIBUTION_MARGIN)
 
 
 def loss_selection_chart(steps, losses, snap_steps, snap_losses, *, x_title: str, y_title: str,
