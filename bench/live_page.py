@@ -159,6 +159,26 @@ _ARM = """sel => { window.__press = {click: null, seen: null};
   setTimeout(() => clearInterval(iv), 30000); }"""
 
 
+# A scrub step, in the page: from the arrow key's keydown (capture phase) to the first 5 ms sample
+# at which it has landed: the slider shows another step, the section's caption names it (the
+# caption is drawn by the server's run, so the run for the new step has come back), the script
+# has finished, and each of the section's three charts has been drawn again (Plotly's
+# plotly_afterplot: the caption comes before the charts, which were drawn up to 0.2 s later)
+_ARM_SCRUB = """([b, zh]) => { window.__scrub = {key: null, seen: null};
+  addEventListener('keydown', () => { if (window.__scrub.key === null) window.__scrub.key = performance.now(); },
+                   {capture: true, once: true});
+  const landed = () => { const box = document.querySelector('.st-key-train_replay_box');
+    const v = document.querySelector('.st-key-train_replay_step [data-testid=stSliderThumbValue]');
+    if (!box || !v || v.innerText === b) return false;
+    const want = zh ? `第 ${v.innerText} 步` : `step ${v.innerText}.`;
+    const app = document.querySelector('[data-testid=stApp]');
+    const drawn = ['att', 'emb', 'dist'].every(k => (window.__draws['train_replay_' + k] || 0) > 0);
+    return box.innerText.includes(want) && app.dataset.testScriptState === 'notRunning' && drawn; };
+  const iv = setInterval(() => { if (window.__scrub.key !== null && landed()) {
+    window.__scrub.seen = performance.now(); clearInterval(iv); } }, 5);
+  setTimeout(() => clearInterval(iv), 30000); }"""
+
+
 def _press(page, button: str, until: str) -> tuple[float, float]:
     """Click ``button`` (a selector); (seconds in the page from the click to ``until`` matching,
     seconds from Playwright's click call to its wait for ``until`` returning); nan on a time-out."""
@@ -216,29 +236,23 @@ def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str, scr
         # a replay scrub step while paused: the slider one snapshot back, until its caption says so,
         # the run has finished and each of the section's three charts has been drawn again (Plotly's
         # plotly_afterplot: the caption comes before the charts, which were drawn up to 0.2 s later)
-        scrub = []
+        scrub, scrub_pw = [], []
         thumb = page.locator(".st-key-train_replay_step input[type=range]").first
         for _ in range(scrubs):
             before = _replay_step(page)
             page.evaluate(PLOTLY_DRAWS)           # each replay chart's draws from here on
+            page.evaluate(_ARM_SCRUB, [before, lang == "zh"])
             thumb.focus()
             t0 = time.perf_counter()
             page.keyboard.press("ArrowLeft")
             try:
-                # landed: the slider shows another step and the section's caption names it (the
-                # caption is drawn by the server's run, so the run for the new step has come back)
-                page.wait_for_function(
-                    """([b, zh]) => { const box = document.querySelector('.st-key-train_replay_box');
-                      const v = document.querySelector('.st-key-train_replay_step [data-testid=stSliderThumbValue]');
-                      if (!box || !v || v.innerText === b) return false;
-                      const want = zh ? `第 ${v.innerText} 步` : `step ${v.innerText}.`;
-                      const app = document.querySelector('[data-testid=stApp]');
-                      const drawn = ['att', 'emb', 'dist'].every(k => (window.__draws['train_replay_' + k] || 0) > 0);
-                      return box.innerText.includes(want) && app.dataset.testScriptState === 'notRunning' && drawn; }""",
-                    arg=[before, lang == "zh"], timeout=30_000)
-                scrub.append(time.perf_counter() - t0)
+                page.wait_for_function("() => window.__scrub.seen !== null", timeout=30_000)
+                scrub_pw.append(time.perf_counter() - t0)
+                r = page.evaluate("() => window.__scrub")
+                scrub.append((r["seen"] - r["key"]) / 1e3)
             except Exception:  # noqa: BLE001 - a timeout is a measurement
                 scrub.append(float("nan"))
+                scrub_pw.append(float("nan"))
                 state = page.evaluate("""() => [document.querySelector('[data-testid=stApp]').dataset.testScriptState,
                     (document.querySelector('.st-key-train_replay_box') || {innerText: ''}).innerText.match(/(第 \\d+ 步|step \\d+\\.)/g)]""")
                 print(f"  a scrub step did not land in 30 s: the slider showed {before} before the key and "
@@ -252,7 +266,8 @@ def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str, scr
         print(f"/training {lang} {preset}, in the page from the click: Pause landed (Resume enabled) "
               f"{pause:.2f} s, Resume {resume:.2f} s, Stop (Start enabled) {stop:.2f} s; through Playwright "
               f"(its click call to its wait's return): {pause_pw:.2f} / {resume_pw:.2f} / {stop_pw:.2f} s; "
-              f"replay scrub steps {', '.join(f'{x:.2f}' for x in scrub)} s", flush=True)
+              f"replay scrub steps in the page {', '.join(f'{x:.2f}' for x in scrub)} s; through "
+              f"Playwright {', '.join(f'{x:.2f}' for x in scrub_pw)} s", flush=True)
     finally:
         srv.stop()
 
