@@ -9,17 +9,20 @@ caller's thread (see ``_shared_imports``), then a background task (the one mecha
 1. imports torch and names the device (:func:`device_name`: the sidebar badge reads
    "loading PyTorch…" until it is done),
 2. loads the shipped default model (``lmviz.checkpoint.load_default`` is cached per process, so
-   the pages' ``session.default_bundle()`` finds it ready), and
+   the pages' ``session.default_bundle()`` finds it ready),
 3. builds one optimizer (torch's first imports ``torch._dynamo``, 0.85 s),
 4. compresses Streamlit's frontend files for serve.py (``lmviz.server.frontend_gzip.warm``; at
-   nice 19 from here on), and
+   nice 19 from here on),
 5. visits every chapter once in each language, as a student who skips the questions does
    (:func:`_visit_views`): the chapters' default views of the shipped model -- the traces,
    tables and figures a first visit draws -- land in the per-process caches every session shares
    (``st.cache_data`` / ``st.cache_resource``, keyed by model and inputs), so the first student
    of a chapter finds them computed. The visitor is a websocket session of the server's own
    (``ui.headless``, 127.0.0.1 only); its script runs go at nice 19 (:func:`lower_if_warm_visit`),
-   one chapter at a time, so a room arriving during the visit keeps the CPU.
+   one chapter at a time, so a room arriving during the visit keeps the CPU;
+6. after steps 3 and 5, sets what the process holds aside from Python's cycle collector
+   (:func:`_keep_out_of_collections`): a full collection of the whole heap held every session
+   for 0.3 s.
 
 The chapter's own title is drawn before any of that is needed (``render.page_header``; through
 ``serve.py`` it is already in the page the browser received, ``ui/first_paint.py``); a chapter
@@ -71,6 +74,7 @@ def _warm(ctx) -> str:
     # torch's first optimizer imports torch._dynamo: 0.85 s (and ~70 MB) that the loss chapter's
     # SGD step and every training's AdamW would otherwise wait for on their first use
     torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    _keep_out_of_collections()
     ctx.phase("frontend")
     from lmviz.server import frontend_gzip
 
@@ -79,7 +83,23 @@ def _warm(ctx) -> str:
     if os.environ.get("LMVIZ_WARM_VIEWS") != "0":      # 0: torch and the model only
         ctx.phase("views")
         _visit_views(ctx)
+    _keep_out_of_collections()
     return "warm"
+
+
+def _keep_out_of_collections() -> None:
+    """What the process holds by now (modules, torch, the model; after the warm visit, the default
+    views' caches: ~490,000 objects Python's cycle collector tracks) is set aside for the rest of
+    the process (``gc.freeze``, after one collection, so no garbage is set aside): the collector
+    then looks only at what sessions made since. Python starts a full collection on its own as
+    new objects pile up, and one over the whole heap held the interpreter, every session's run
+    with it, for 0.3-0.37 s (a replay scrub step took 0.63 s instead of 0.35; any session's move
+    could meet one). What is set aside is never collected as a cycle: a cached figure evicted
+    later stays in memory, at most what was in use here (bounded, and already resident)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def _server_port() -> int | None:
