@@ -1,14 +1,14 @@
 """Helpers for AppTest-based page tests."""
 from __future__ import annotations
 
-import base64
 import json
 import time
 
 from pathlib import Path
 
-import numpy as np
 from streamlit.testing.v1 import AppTest
+
+from viz.theme import decoded as decode  # a Plotly array of a figure spec (list or typed)  # noqa: F401
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TIMEOUT = 90  # seconds: the first page that imports torch pays 3-7 s here, more under load
@@ -55,19 +55,6 @@ def title_of(fig: dict) -> str:
     from viz.theme import unwrapped
 
     return unwrapped(fig["layout"].get("title", {}).get("text", ""))
-
-
-def decode(arr) -> np.ndarray:
-    """A Plotly array from a figure spec: a list, or {"dtype", "bdata"} (plotly >= 6)."""
-    if isinstance(arr, dict) and "bdata" in arr:
-        out = np.frombuffer(base64.b64decode(arr["bdata"]), dtype=np.dtype(arr["dtype"]))
-        if "shape" in arr:
-            shape = arr["shape"]
-            if isinstance(shape, str):
-                shape = [int(s) for s in shape.split(",")]
-            out = out.reshape(shape)
-        return out
-    return np.asarray(arr)
 
 
 def all_text(at: AppTest) -> str:

@@ -5,10 +5,12 @@ cells grey, on every page, so a student who learned the colours once can read ev
 """
 from __future__ import annotations
 
+import base64
 import copy
 import re
 import unicodedata
 
+import numpy as np
 import plotly.graph_objects as go
 
 COLORS: dict[str, str] = {
@@ -247,18 +249,26 @@ def _under(defaults, own):
     return out
 
 
+def decoded(arr) -> np.ndarray:
+    """An array of a figure's JSON: a list, or plotly's typed array ({"dtype", "bdata"[, "shape"]}).
+
+    >>> decoded({"dtype": "i1", "bdata": "AQID", "shape": "1, 3"}).tolist(), decoded([1.5]).tolist()
+    ([[1, 2, 3]], [1.5])
+    """
+    if isinstance(arr, dict) and "bdata" in arr:
+        out = np.frombuffer(base64.b64decode(arr["bdata"]), dtype=np.dtype(arr["dtype"]))
+        if "shape" in arr:
+            shape = arr["shape"]
+            out = out.reshape([int(n) for n in shape.split(",")] if isinstance(shape, str) else shape)
+        return out
+    return np.asarray(arr)
+
+
 def _plain(node):
-    """A figure's JSON with plotly's typed arrays ({"dtype", "bdata"[, "shape"]}) as lists."""
+    """A figure's JSON with plotly's typed arrays as lists."""
     if isinstance(node, dict):
         if "bdata" in node and "dtype" in node:
-            import base64
-
-            import numpy as np
-
-            a = np.frombuffer(base64.b64decode(node["bdata"]), dtype=np.dtype(node["dtype"]))
-            if "shape" in node:
-                a = a.reshape([int(n) for n in str(node["shape"]).split(",")])
-            return a.tolist()
+            return decoded(node).tolist()
         return {k: _plain(v) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
         return [_plain(v) for v in node]
@@ -308,8 +318,7 @@ def flat(fig: go.Figure) -> dict | None:
     for k in [k for k in layout if re.match(r"^coloraxis\d*$", k)]:
         layout[k] = _under(look["coloraxis"], layout[k])
     if layout.get("title") is not None:
-        layout["title"] = _under(dict(look.get("title", {}), font=dict(look.get("title", {}).get("font", {}),
-                                                                        weight="bold")), layout["title"])
+        layout["title"] = _under(_under(look.get("title", {}), {"font": {"weight": "bold"}}), layout["title"])
     for k, v in look.items():
         if k not in ("xaxis", "yaxis", "coloraxis", "title"):
             layout[k] = _under(v, layout.get(k))
