@@ -67,10 +67,13 @@ def distribution_figure(labels, probs, *, x_title: str = "", y_title: str = "",
     """The most probable next tokens as bars (most probable first; the y axis fixed at 0..1)."""
     probs = np.asarray(probs, dtype=float)
     colors = [COLORS["chosen"]] + [COLORS["token"]] * (len(probs) - 1)
-    fig = go.Figure(go.Bar(x=[f"{i + 1}. {lab}" for i, lab in enumerate(labels)], y=probs,
+    names = [f"{i + 1}. {lab}" for i, lab in enumerate(labels)]      # unique, though two tokens may read alike
+    fig = go.Figure(go.Bar(x=names, y=probs,
                            marker_color=colors, text=[f"{p:.2f}" for p in probs], textposition="outside",
                            hovertemplate=hover + "<extra></extra>"))
-    fig.update_xaxes(title_text=x_title, tickangle=0)
+    # under each bar its token alone: with its rank ("1. 的") ten labels ran into each other at a
+    # third of the page's width; the bars stand in rank order, and hovering one gives its rank
+    fig.update_xaxes(title_text=x_title, tickangle=0, tickvals=names, ticktext=list(labels))
     fig.update_yaxes(title_text=y_title, range=[0, 1.08], tickvals=PROB_TICKS)
     return theme.apply(fig, height=height, margin=DISTRIBUTION_MARGIN)
 
