@@ -56,19 +56,43 @@ def pair_counts_figure(pairs: list[str], counts: list[int], winner: str | None,
     return fig
 
 
+LABEL_GAP = 0.08   # a point's "V=..." label is shown when it stands this share of the x range past the last one shown
+
+
 def tradeoff_figure(table_params: list[int], tokens_per_char: list[float], vocab_sizes: list[int],
                     *, x_title: str, y_title: str, hover: str = "V = %{customdata}",
                     title: str | None = None) -> go.Figure:
-    """Tokens per character of held-out text against embedding-table size V x d (measured)."""
+    """Tokens per character of held-out text against embedding-table size V x d (measured).
+
+    Each point is labelled with its V where there is room: vocabularies of nearly the same size
+    (a short text's merges run out) stand almost on one spot, and their labels were written over
+    each other; a label goes only where the point is ``LABEL_GAP`` of the range past the last
+    labelled one (every point tells its V on hover). The last label is written to its point's
+    left, inside the chart.
+
+    >>> f = tradeoff_figure([100, 200, 205, 400], [0.9, 0.7, 0.69, 0.5], [10, 20, 21, 40], x_title="", y_title="")
+    >>> list(f.data[0].text), list(f.data[0].textposition)
+    (['V=10', 'V=20', '', 'V=40'], ['top right', 'top right', 'top right', 'top left'])
+    """
+    x = [float(v) for v in table_params]
+    gap = LABEL_GAP * ((max(x) - min(x)) if x else 0.0)
+    text, last = [], None
+    for xi, v in zip(x, vocab_sizes):
+        shown = last is None or xi - last >= gap
+        text.append(f"V={v}" if shown else "")
+        last = xi if shown else last
+    where = ["top right"] * len(x)
+    if where:
+        where[-1] = "top left"
     fig = go.Figure(go.Scatter(
         x=table_params, y=tokens_per_char, customdata=vocab_sizes, mode="lines+markers+text",
-        text=[f"V={v}" for v in vocab_sizes], textposition="top right",
+        text=text, textposition=where,
         marker=dict(size=9, color=COLORS["query"]), line=dict(color=COLORS["query"]),
         hovertemplate=hover + "<br>%{x:,}<br>%{y:.3f}<extra></extra>"))
     fig.update_xaxes(title=x_title, tickformat="~s")
     fig.update_yaxes(title=y_title, rangemode="tozero")
     theme.apply(fig, height=380, title=title)
-    fig.update_layout(margin=dict(r=60))  # room for the last point's label
+    fig.update_layout(margin=dict(r=30))
     return fig
 
 
