@@ -86,7 +86,7 @@ def tradeoff_figure(table_params: list[int], tokens_per_char: list[float], vocab
         where[-1] = "top left"
     fig = go.Figure(go.Scatter(
         x=table_params, y=tokens_per_char, customdata=vocab_sizes, mode="lines+markers+text",
-        text=text, textposition=where,
+        text=text, textposition=where, cliponaxis=False,      # a label above the top point stays whole
         marker=dict(size=9, color=COLORS["query"]), line=dict(color=COLORS["query"]),
         hovertemplate=hover + "<br>%{x:,}<br>%{y:.3f}<extra></extra>"))
     fig.update_xaxes(title=x_title, tickformat="~s")
