@@ -94,12 +94,16 @@ def recompute_figure(plans: list[list[dict[str, str]]], row_labels: list[str], t
 
 def edit_figure(diff: np.ndarray, row_labels: list[str], edit_pos: int, *, title: str,
                 layer_label: str, color_label: str) -> go.Figure:
-    """How far each layer's cached K rows moved after an edit: diff [L, T] of max |change|."""
+    """How far each layer's cached K rows moved after an edit: diff [L, T] of max |change|.
+
+    Each cell prints its value, so there is no colour bar (at a chart two rows high it was a
+    squashed sliver under its own title); ``color_label`` names the value on hover.
+    """
     L, T = diff.shape
     fig = go.Figure(go.Heatmap(
         z=diff, x=row_labels, y=[layer_label.format(n=l + 1) for l in range(L)], colorscale=theme.HEATMAP,
         zmin=0, text=[[f"{v:.2f}" for v in r] for r in diff], texttemplate="%{text}", xgap=2, ygap=2,
-        colorbar=dict(title=color_label, thickness=12)))
+        showscale=False, hovertemplate="%{y}, %{x}: " + color_label + " = %{z:.2f}<extra></extra>"))
     fig.add_vrect(x0=edit_pos - 0.5, x1=T - 0.5, line=dict(color=COLORS["chosen"], width=3, dash="dash"),
                   fillcolor="rgba(0,0,0,0)")
     fig.update_yaxes(autorange="reversed")
