@@ -17,8 +17,23 @@ def _np(x) -> np.ndarray:
     return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
 
 
+NICE_STEPS = (1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 128, 200, 256, 500, 512, 1000)
+INDEX_TICKS = 10     # an axis of bare positions is numbered at most this often
+
+
 def _ticks(labels, axis_len: int, max_ticks: int = 32) -> dict:
-    step = max(1, -(-axis_len // max_ticks))
+    """Tick values and texts for an axis of ``axis_len`` cells: named by ``labels`` at most
+    ``max_ticks`` times, or, with no labels (positions, dimensions), numbered at most
+    ``INDEX_TICKS`` times in round steps (64 positions were numbered 0, 2, ..., 62: the numbers
+    ran into each other at half the page's width).
+
+    >>> _ticks(None, 64)["tickvals"][:3], _ticks(None, 128)["tickvals"][:3], _ticks(list("abc"), 3)["ticktext"]
+    ([0, 8, 16], [0, 16, 32], ['a', 'b', 'c'])
+    """
+    if labels:
+        step = max(1, -(-axis_len // max_ticks))
+    else:
+        step = next((s for s in NICE_STEPS if s * INDEX_TICKS >= axis_len), -(-axis_len // INDEX_TICKS))
     idx = list(range(0, axis_len, step))
     return dict(tickmode="array", tickvals=idx, ticktext=[labels[i] for i in idx] if labels else idx)
 
