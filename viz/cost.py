@@ -219,6 +219,9 @@ def traffic_figure(ns, dense_bytes, tiled_bytes, flops, *, names: dict, x_title:
 
 
 # ---------------------------------------------------------------- where the time goes -----
+MIN_LABELLED_SHARE = 7.0   # % of a stacked bar below which its segment is not labelled
+
+
 def flops_share_figure(records, *, names: dict, x_title: str, y_title: str, crossover: float,
                        crossover_text: str, title: str | None = None,
                        height: int = 380) -> go.Figure:
@@ -231,14 +234,19 @@ def flops_share_figure(records, *, names: dict, x_title: str, y_title: str, cros
     for part in ("attention", "projections", "mlp"):
         share = [100.0 * getattr(r, part) / r.total for r in records]
         fig.add_trace(go.Bar(x=x, y=share, name=names[part], marker_color=PART_COLORS[part],
-                             text=[f"{s:.0f}%" for s in share], textposition="inside",
+                             # a share too thin for its number shows none (Plotly shrank "3%" to a speck)
+                             text=[f"{s:.0f}%" if s >= MIN_LABELLED_SHARE else "" for s in share],
+                             textposition="inside",
                              hovertemplate=f"{names[part]}" + ": %{y:.1f}%<extra></extra>"))
     fig.update_layout(barmode="stack")
     ns = [r.n for r in records]
     # the crossover between two categories, interpolated on the log scale of n
     pos = float(np.interp(np.log2(crossover), np.log2(ns), np.arange(len(ns)))) if ns else 0.0
     if ns and ns[0] <= crossover <= ns[-1]:
-        fig.add_vline(x=pos, line=dict(color="#333333", dash="dash", width=2))
+        # the line stops at the bars' top, under its note (drawn the chart's full height, it ran
+        # through the note's words)
+        fig.add_shape(type="line", x0=pos, x1=pos, y0=0, y1=100, xref="x", yref="y",
+                      line=dict(color="#333333", dash="dash", width=2))
         fig.add_annotation(x=pos, y=103, text=crossover_text, showarrow=False, yanchor="bottom")
     fig.update_xaxes(type="category", title=x_title)
     fig.update_yaxes(title=y_title, range=[0, 112])
