@@ -60,7 +60,7 @@ def sec_shapes():
         Stage(t("blk.st.attn"), f"[{n}, {d}]", "", TOKEN_CYCLE[2]),
         Stage(t("blk.st.add"), f"[{n}, {d}]", "", TOKEN_CYCLE[5]),
         Stage(t("blk.st.norm2"), f"[{n}, {d}]", "", TOKEN_CYCLE[4]),
-        Stage(t("blk.st.mlp"), f"[{n}, {cfg.mlp_ratio * d}]→[{n}, {d}]", "", TOKEN_CYCLE[2]),
+        Stage(t("blk.st.mlp"), f"[{n}, {cfg.mlp_ratio * d}→{d}]", "", TOKEN_CYCLE[2]),
         Stage(t("blk.st.add"), f"[{n}, {d}] × {cfg.n_layer}", "", TOKEN_CYCLE[5]),
         Stage(t("blk.st.final"), f"[{n}, {d}]", "", TOKEN_CYCLE[4]),
         Stage(t("blk.st.head"), f"[{n}, {V}]", "", TOKEN_CYCLE[3]),
