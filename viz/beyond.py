@@ -195,8 +195,10 @@ def pipeline_figure(stages: list[tuple[str, str]], title: str | None = None) -> 
         x0 = i * 1.3
         fig.add_shape(type="rect", x0=x0, x1=x0 + 1, y0=0, y1=1, fillcolor=colours[i % 4], opacity=0.3,
                       line=dict(color=colours[i % 4], width=2))
-        fig.add_annotation(x=x0 + 0.5, y=0.78, text=f"<b>{name}</b>", showarrow=False, font=dict(size=15))
-        fig.add_annotation(x=x0 + 0.5, y=0.38, text=body, showarrow=False, font=dict(size=12))
+        # dark words on the pale boxes (the chart's grey text was faint on a projector)
+        fig.add_annotation(x=x0 + 0.5, y=0.78, text=f"<b>{name}</b>", showarrow=False,
+                           font=dict(size=15, color="#1a1a1a"))
+        fig.add_annotation(x=x0 + 0.5, y=0.38, text=body, showarrow=False, font=dict(size=13, color="#333333"))
         if i:
             fig.add_annotation(x=x0 - 0.02, y=0.5, ax=x0 - 0.28, ay=0.5, xref="x", yref="y", axref="x",
                                ayref="y", showarrow=True, arrowhead=3, arrowsize=1.5, arrowcolor=COLORS["neutral"])
