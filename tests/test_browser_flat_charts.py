@@ -65,6 +65,25 @@ READ = """([keys, axisKeys]) => {
   return out; }"""
 
 
+def _drawn(chromium, app, source: str, n_charts: int, read: str, arg=None):
+    """Run the one-page app ``source`` (written to ``app``) and return ``read`` evaluated in the
+    page once its ``n_charts`` Plotly charts are drawn."""
+    app.write_text(source.format(root=str(ROOT)))
+    srv = Server(script=str(app))
+    try:
+        page = chromium.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(srv.url())
+        wait_idle(page)
+        page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length === {n_charts} && "
+                               "[...document.querySelectorAll('.js-plotly-plot')].every(g => g._fullLayout)")
+        page.wait_for_timeout(500)
+        got = page.evaluate(read, arg)
+        page.close()
+    finally:
+        srv.stop()
+    return got
+
+
 def _leaves(node, path=()):
     if isinstance(node, dict):
         for k, v in node.items():
@@ -76,20 +95,7 @@ def _leaves(node, path=()):
 def test_flat_charts_look_as_streamlit_draws_them(chromium, tmp_path):
     from viz.theme import STREAMLIT_LOOK
 
-    app = tmp_path / "flat_app.py"
-    app.write_text(APP.format(root=str(ROOT)))
-    srv = Server(script=str(app))
-    try:
-        page = chromium.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(srv.url())
-        wait_idle(page)
-        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 6 && "
-                               "[...document.querySelectorAll('.js-plotly-plot')].every(g => g._fullLayout)")
-        page.wait_for_timeout(500)
-        got = page.evaluate(READ, [PROPS, AXIS_PROPS])
-        page.close()
-    finally:
-        srv.stop()
+    got = _drawn(chromium, tmp_path / "flat_app.py", APP, 6, READ, [PROPS, AXIS_PROPS])
     assert sorted(got) == sorted([f"themed{i}" for i in range(3)] + [f"flat{i}" for i in range(3)])
     # Streamlit's theme is still the look lmviz bakes in ("transparent" is written rgba(0,0,0,0))
     themed = got["themed0"]["template"]["layout"]
@@ -158,20 +164,7 @@ def test_replay_charts_are_given_the_room_plotly_makes(chromium, tmp_path):
     once: drawn, the axes' sides (left and bottom; the bars' right, where a long last tick label
     reaches) are exactly the margins given, at two widths, in both languages; and within 2 px of
     the margins Plotly makes from lmviz's usual 10 px (the look unchanged)."""
-    app = tmp_path / "room_app.py"
-    app.write_text(ROOM_APP.format(root=str(ROOT)))
-    srv = Server(script=str(app))
-    try:
-        page = chromium.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(srv.url())
-        wait_idle(page)
-        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 16 && "
-                               "[...document.querySelectorAll('.js-plotly-plot')].every(g => g._fullLayout)")
-        page.wait_for_timeout(500)
-        got = page.evaluate(SIZES)
-        page.close()
-    finally:
-        srv.stop()
+    got = _drawn(chromium, tmp_path / "room_app.py", ROOM_APP, 16, SIZES)
     assert len(got) == 16, sorted(got)
     sides = {"emb": (0, 3), "dist": (0, 1, 3)}                 # l, r, t, b: the sides an axis pushes
     for key, g in got.items():

@@ -11,6 +11,16 @@ from tests.browser_util import Server
 from ui import warmup
 
 
+class _Ctx:
+    """The warm-up task's context, as lmviz.server.tasks.Task hands it: phases noted, never cancelled."""
+
+    def phase(self, name):
+        pass
+
+    def cancelled(self):
+        return False
+
+
 def _in_a_thread(headers: dict) -> tuple[bool, int]:
     """(lower_if_warm_visit's answer, the thread's nice value after it), in a thread of its own as
     each script run has."""
@@ -71,17 +81,10 @@ def test_the_visit_can_be_turned_off(monkeypatch):
     calls = []
     monkeypatch.setattr(warmup, "_visit_views", lambda ctx: calls.append(ctx))
 
-    class Ctx:
-        def phase(self, name):
-            pass
-
-        def cancelled(self):
-            return False
-
-    assert warmup._warm(Ctx()) == "warm"
+    assert warmup._warm(_Ctx()) == "warm"
     assert calls == []
     monkeypatch.delenv("LMVIZ_WARM_VIEWS")
-    assert warmup._warm(Ctx()) == "warm"
+    assert warmup._warm(_Ctx()) == "warm"
     assert len(calls) == 1
 
 
@@ -102,14 +105,7 @@ def test_what_the_warm_up_leaves_is_set_aside_from_the_collector(monkeypatch):
     del cycle
     assert gc.is_tracked(held) and any(o is held for o in gc.get_objects())
 
-    class Ctx:
-        def phase(self, name):
-            pass
-
-        def cancelled(self):
-            return False
-
-    assert warmup._warm(Ctx()) == "warm"
+    assert warmup._warm(_Ctx()) == "warm"
     assert gone() is None                         # collected first, not set aside
     assert gc.get_freeze_count() > 0
     assert not any(o is held for o in gc.get_objects())     # the collector no longer looks at it
