@@ -148,48 +148,50 @@ def _time_until(page, selector: str, t0: float, timeout_s: float = 30.0) -> floa
     return time.perf_counter() - t0
 
 
-# In the page: the time of the next click (capture phase, before Streamlit handles it) and of the
-# first 5 ms sample at which ``selector`` matches; what a user sees, without Playwright's own
-# time to dispatch the click and to poll for the selector (0.1-0.4 s here).
-_ARM = """sel => { window.__press = {click: null, seen: null};
-  addEventListener('click', () => { if (window.__press.click === null) window.__press.click = performance.now(); },
-                   {capture: true, once: true});
-  const iv = setInterval(() => { if (window.__press.click !== null && document.querySelector(sel)) {
-    window.__press.seen = performance.now(); clearInterval(iv); } }, 5);
-  setTimeout(() => clearInterval(iv), 30000); }"""
+def _arm(event: str, landed: str) -> str:
+    """A function for ``page.evaluate(js, arg)`` that notes, in the page, the time of the next
+    ``event`` (capture phase, before Streamlit handles it) and of the first 5 ms sample after it at
+    which ``landed(arg)`` (JavaScript) is true, in ``window.__timed``: what a user sees, without
+    Playwright's own time to dispatch the event and to poll (0.1-0.4 s here)."""
+    return f"""arg => {{ window.__timed = {{start: null, seen: null}};
+  addEventListener('{event}', () => {{ if (window.__timed.start === null) window.__timed.start = performance.now(); }},
+                   {{capture: true, once: true}});
+  const landed = {landed};
+  const iv = setInterval(() => {{ if (window.__timed.start !== null && landed(arg)) {{
+    window.__timed.seen = performance.now(); clearInterval(iv); }} }}, 5);
+  setTimeout(() => clearInterval(iv), 30000); }}"""
 
 
-# A scrub step, in the page: from the arrow key's keydown (capture phase) to the first 5 ms sample
-# at which it has landed: the slider shows another step, the section's caption names it (the
-# caption is drawn by the server's run, so the run for the new step has come back), the script
-# has finished, and each of the section's three charts has been drawn again (Plotly's
-# plotly_afterplot: the caption comes before the charts, which were drawn up to 0.2 s later)
-_ARM_SCRUB = """([b, zh]) => { window.__scrub = {key: null, seen: null};
-  addEventListener('keydown', () => { if (window.__scrub.key === null) window.__scrub.key = performance.now(); },
-                   {capture: true, once: true});
-  const landed = () => { const box = document.querySelector('.st-key-train_replay_box');
+def _timed(page) -> float:
+    """Seconds from the armed event to its landing in the page (nan when either is missing)."""
+    r = page.evaluate("() => window.__timed")
+    return (r["seen"] - r["start"]) / 1e3 if r and r["seen"] is not None and r["start"] is not None else float("nan")
+
+
+# a press: until the selector ``arg`` matches
+_ARM_PRESS = _arm("click", "sel => document.querySelector(sel)")
+# A scrub step: until the slider shows another step (``arg``: [the step before, Chinese]), the
+# section's caption names it (drawn by the server's run, so the run for the new step has come
+# back), the script has finished, and each of the section's three charts has been drawn again
+# (Plotly's plotly_afterplot: the caption comes before the charts, which were drawn up to 0.2 s later)
+_ARM_SCRUB = _arm("keydown", """([b, zh]) => { const box = document.querySelector('.st-key-train_replay_box');
     const v = document.querySelector('.st-key-train_replay_step [data-testid=stSliderThumbValue]');
     if (!box || !v || v.innerText === b) return false;
     const want = zh ? `第 ${v.innerText} 步` : `step ${v.innerText}.`;
     const app = document.querySelector('[data-testid=stApp]');
     const drawn = ['att', 'emb', 'dist'].every(k => (window.__draws['train_replay_' + k] || 0) > 0);
-    return box.innerText.includes(want) && app.dataset.testScriptState === 'notRunning' && drawn; };
-  const iv = setInterval(() => { if (window.__scrub.key !== null && landed()) {
-    window.__scrub.seen = performance.now(); clearInterval(iv); } }, 5);
-  setTimeout(() => clearInterval(iv), 30000); }"""
+    return box.innerText.includes(want) && app.dataset.testScriptState === 'notRunning' && drawn; }""")
 
 
 def _press(page, button: str, until: str) -> tuple[float, float]:
     """Click ``button`` (a selector); (seconds in the page from the click to ``until`` matching,
     seconds from Playwright's click call to its wait for ``until`` returning); nan on a time-out."""
-    page.evaluate(_ARM, until)
+    page.evaluate(_ARM_PRESS, until)
     t0 = time.perf_counter()
     page.locator(button).click()
     outside = _time_until(page, until, t0)
     page.wait_for_timeout(50)
-    r = page.evaluate("() => window.__press")
-    inside = (r["seen"] - r["click"]) / 1e3 if r and r["seen"] is not None and r["click"] is not None else float("nan")
-    return inside, outside
+    return _timed(page), outside
 
 
 def _replay_step(page) -> str:
@@ -233,9 +235,7 @@ def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str, scr
               + ", ".join(f"{k} {v}" for k, v in sorted(draws.items(), key=lambda kv: -kv[1])), flush=True)
         # Pause, then Resume: from the click until the page shows the other button enabled
         pause, pause_pw = _press(page, ".st-key-train_pause button", ".st-key-train_resume button:not([disabled])")
-        # a replay scrub step while paused: the slider one snapshot back, until its caption says so,
-        # the run has finished and each of the section's three charts has been drawn again (Plotly's
-        # plotly_afterplot: the caption comes before the charts, which were drawn up to 0.2 s later)
+        # replay scrub steps while paused: the slider one snapshot back each (_ARM_SCRUB: until it landed)
         scrub, scrub_pw = [], []
         thumb = page.locator(".st-key-train_replay_step input[type=range]").first
         for _ in range(scrubs):
@@ -246,10 +246,9 @@ def whole_page(browser, seconds: float, lang: str, corpus: str, preset: str, scr
             t0 = time.perf_counter()
             page.keyboard.press("ArrowLeft")
             try:
-                page.wait_for_function("() => window.__scrub.seen !== null", timeout=30_000)
+                page.wait_for_function("() => window.__timed.seen !== null", timeout=30_000)
                 scrub_pw.append(time.perf_counter() - t0)
-                r = page.evaluate("() => window.__scrub")
-                scrub.append((r["seen"] - r["key"]) / 1e3)
+                scrub.append(_timed(page))
             except Exception:  # noqa: BLE001 - a timeout is a measurement
                 scrub.append(float("nan"))
                 scrub_pw.append(float("nan"))

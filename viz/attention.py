@@ -30,12 +30,19 @@ def _ticks(labels, axis_len: int, max_ticks: int = 32) -> dict:
     >>> _ticks(None, 64)["tickvals"][:3], _ticks(None, 128)["tickvals"][:3], _ticks(list("abc"), 3)["ticktext"]
     ([0, 8, 16], [0, 16, 32], ['a', 'b', 'c'])
     """
-    if labels:
-        step = max(1, -(-axis_len // max_ticks))
-    else:
-        step = next((s for s in NICE_STEPS if s * INDEX_TICKS >= axis_len), -(-axis_len // INDEX_TICKS))
-    idx = list(range(0, axis_len, step))
+    idx = list(range(0, axis_len, max(1, -(-axis_len // max_ticks)))) if labels else index_ticks(axis_len)
     return dict(tickmode="array", tickvals=idx, ticktext=[labels[i] for i in idx] if labels else idx)
+
+
+def index_ticks(n: int) -> list[int]:
+    """The positions of an axis of ``n`` cells that are numbered: at most ``INDEX_TICKS`` of
+    them, in a round step (``NICE_STEPS``).
+
+    >>> index_ticks(30), index_ticks(7)
+    ([0, 4, 8, 12, 16, 20, 24, 28], [0, 1, 2, 3, 4, 5, 6])
+    """
+    step = next((s for s in NICE_STEPS if s * INDEX_TICKS >= n), -(-n // INDEX_TICKS))
+    return list(range(0, n, step))
 
 
 def heatmap(M, *, x_labels=None, y_labels=None, title: str = "", x_title: str = "",

@@ -92,7 +92,7 @@ def tradeoff_figure(table_params: list[int], tokens_per_char: list[float], vocab
     fig.update_xaxes(title=x_title, tickformat="~s")
     fig.update_yaxes(title=y_title, rangemode="tozero")
     theme.apply(fig, height=380, title=title)
-    fig.update_layout(margin=dict(r=30))
+    fig.update_layout(margin=dict(r=30))   # room for the last point's marker (its label is written to its left)
     return fig
 
 

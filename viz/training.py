@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz import theme
+from viz.attention import index_ticks
 from viz.theme import COLORS
 from viz.tokenization import visible
 
@@ -125,20 +126,17 @@ def ppl_lr_figure(eval_steps, ppl, steps, lrs, *, titles=("validation perplexity
     return theme.apply(fig, height=height)
 
 
-KEY_LABELS = 10     # at most this many key positions are labelled along an attention map's top
-
-
 def attention_figure(weights, labels, *, x_title: str = "key", y_title: str = "query",
                      hover: str = "query %{y} → key %{x}: %{z:.2f}", height: int = 380) -> go.Figure:
     """Heatmap of one head's attention weights [T,T] (rows: queries; the future is blank).
 
     The rows are labelled "position:token"; the keys along the top by their position alone, at
-    most ``KEY_LABELS`` of them (side by side, "position:token" labels ran into each other at a
+    most ``viz.attention.INDEX_TICKS`` of them, in round steps (side by side, "position:token" labels ran into each other at a
     third of the page's width); hovering a cell names both tokens.
 
     >>> f = attention_figure(np.eye(30), [str(i % 10) for i in range(30)])
     >>> list(f.layout.xaxis.ticktext), f.data[0].x[3]
-    (['0', '3', '6', '9', '12', '15', '18', '21', '24', '27'], '3:3')
+    (['0', '4', '8', '12', '16', '20', '24', '28'], '3:3')
     """
     w = np.array(weights, dtype=float)
     T = w.shape[0]
@@ -146,9 +144,9 @@ def attention_figure(weights, labels, *, x_title: str = "key", y_title: str = "q
     ticks = [f"{i}:{visible(lab)}" for i, lab in enumerate(labels)]    # a newline shows as ↵
     fig = go.Figure(go.Heatmap(z=w, x=ticks, y=ticks, zmin=0.0, zmax=1.0, colorscale=theme.HEATMAP,
                                hovertemplate=hover + "<extra></extra>", colorbar=dict(thickness=12)))
-    every = -(-T // KEY_LABELS)
-    fig.update_xaxes(title_text=x_title, side="top", tickangle=0, tickvals=ticks[::every],
-                     ticktext=[str(i) for i in range(0, T, every)])
+    keys = index_ticks(T)
+    fig.update_xaxes(title_text=x_title, side="top", tickangle=0, tickvals=[ticks[i] for i in keys],
+                     ticktext=[str(i) for i in keys])
     fig.update_yaxes(title_text=y_title, autorange="reversed")
     fig.update_layout(plot_bgcolor=COLORS["masked"])
     return theme.apply(fig, height=height)
