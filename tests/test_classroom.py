@@ -125,6 +125,25 @@ def test_followers_are_counted_and_leave(store, cls, clock):
     assert store.lecturer_view(cls.code, cls.secret).followers == 1
 
 
+def test_a_student_link_finds_the_chapter_without_counting_a_follower(clock, make):
+    """``chapter_of``: where ui.first_paint sends a student link (the live class's chapter, ""
+    for none); failed look-ups of one address are bounded, the others' are not."""
+    s = make(clock, link_failures_per_min=3)
+    c = s.create_class()
+    assert s.chapter_of(c.code, "203.0.113.7") == ""          # the lecturer is on the home page
+    s.publish(c.code, c.secret, "generation", "2", {"tau": "0.5"})
+    assert s.chapter_of(c.code.lower(), "203.0.113.7") == "generation"
+    assert s.lecturer_view(c.code, c.secret).followers == 0
+    for bad in ("ZZZZZZZ", "<script>", None):
+        assert s.chapter_of(bad, "203.0.113.7") == ""
+    assert s.chapter_of(c.code, "203.0.113.7") == ""          # 3 failures: no look-up this minute
+    assert s.chapter_of(c.code, "198.51.100.2") == "generation"
+    clock.advance(61)
+    assert s.chapter_of(c.code, "203.0.113.7") == "generation"
+    s.end_class(c.code, c.secret)
+    assert s.chapter_of(c.code, "198.51.100.2") == ""
+
+
 def test_followers_beyond_the_bound_still_follow_uncounted(clock, make):
     s = make(clock, max_followers=3)
     c = s.create_class()

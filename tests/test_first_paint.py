@@ -91,3 +91,56 @@ def test_the_page_says_its_language_in_html_lang(lang):
     html = first_paint.page("/attention", f"lang={lang}")
     assert html.count("<html") == 1 and f'<html lang="{lang}">' in html
     assert '<html lang="en">' in first_paint.page("/attention", "lang=%22%3E")   # never echoed
+
+
+def test_a_student_link_goes_to_the_lecturers_chapter_and_nowhere_else():
+    """``follow_target``: the home page's student link leads to the live class's chapter, with the
+    code as the store spells it and a known language; never to a path the store did not name as
+    one of our chapters, never with the link's own text."""
+    asked: list[str] = []
+
+    def chapter_of(code: str) -> str:
+        asked.append(code)
+        return {"AB3D7KQ": "generation", "CD4E8MN": "", "EF5G9PR": "evil.example"}.get(code, "")
+
+    target = first_paint.follow_target
+    assert target("/", "follow=ab3d-7kq&lang=zh", chapter_of) == "/generation?follow=AB3D7KQ&lang=zh"
+    assert target("/", "lang=xx%22%3E&follow=AB3D7KQ", chapter_of) == "/generation?follow=AB3D7KQ"
+    assert asked == ["AB3D7KQ", "AB3D7KQ"]
+    for query in ("follow=CD4E8MN", "follow=EF5G9PR", "follow=ZZZZZZZ", "follow=%3Cscript%3E",
+                  "follow=", "lang=zh"):
+        assert target("/", query, chapter_of) is None, query
+    assert target("/attention", "follow=AB3D7KQ", chapter_of) is None
+    assert "<script>" not in asked
+
+
+def test_the_student_link_is_answered_with_a_redirect_that_keeps_the_browser_id(monkeypatch):
+    """The route itself: a live class on a chapter answers 302 to it (no-cache, the browser id
+    handed out as on a page); the store is asked with the client's address."""
+    from starlette.requests import Request
+
+    from tests.conftest import run_async
+    from ui import classroom
+
+    calls = []
+
+    class Store:
+        def chapter_of(self, code, address=""):
+            calls.append((code, address))
+            return "kv-cache" if code == "AB3D7KQ" else ""
+
+    monkeypatch.setattr(classroom, "store", Store)
+    route = next(r for r in first_paint.routes() if r.path == "/")
+
+    def get(query: bytes):
+        scope = {"type": "http", "method": "GET", "path": "/", "query_string": query,
+                 "headers": [(b"host", b"127.0.0.1")], "scheme": "http", "server": ("127.0.0.1", 80),
+                 "client": ("203.0.113.7", 50000)}
+        return run_async(route.endpoint(Request(scope)))
+
+    r = get(b"follow=AB3D7KQ&lang=en")
+    assert r.status_code == 302 and r.headers["location"] == "/kv-cache?follow=AB3D7KQ&lang=en"
+    assert r.headers["cache-control"] == "no-cache" and "lmviz_id=" in r.headers["set-cookie"]
+    assert calls == [("AB3D7KQ", "203.0.113.7")]
+    assert get(b"follow=ZZZZZZZ").status_code == 200 and get(b"lang=en").status_code == 200
+    assert len(calls) == 2

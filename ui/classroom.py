@@ -168,33 +168,19 @@ def voter() -> str:
 
 
 def client_address() -> str:
-    """The client's address as the store's bounds count it (lmviz.server.classroom.address_key).
-
-    Behind nginx (deploy/) the websocket comes from the proxy: a loopback address, or a private
-    one when ``LMVIZ_BEHIND_PROXY=1`` says that only a proxy reaches this replica. Then the last
-    X-Forwarded-For entry is the client, as nginx saw it (the template appends
-    ``$remote_addr``; entries before it are the client's own claims and are ignored). Any other
-    peer's X-Forwarded-For is ignored: a client on the same network could claim any address."""
-    import ipaddress
-    import os
+    """The client's address as the store's bounds count it
+    (:func:`lmviz.server.classroom.client_address`: behind a proxy, the last X-Forwarded-For)."""
+    from lmviz.server.classroom import client_address as address_of
 
     try:
         headers = st.context.headers
         if not headers:
             return ""    # no client connection (AppTest): nothing to count by
-        peer = st.context.ip_address or "127.0.0.1"   # Streamlit gives None for loopback
+        peer = st.context.ip_address
         forwarded = headers.get_all("X-Forwarded-For")
     except Exception:  # noqa: BLE001 - no client context
         return ""
-    try:
-        ip = ipaddress.ip_address(peer)
-        proxied = ip.is_loopback or (ip.is_private and os.environ.get("LMVIZ_BEHIND_PROXY") == "1")
-    except ValueError:
-        proxied = False
-    if proxied and forwarded:
-        last = forwarded[-1].split(",")[-1].strip()
-        return address_key(last) or address_key(peer)
-    return address_key(peer)
+    return address_of(peer, forwarded)
 
 
 def current_slug() -> str:

@@ -9,6 +9,11 @@ soon as the HTML arrives, above the page while Streamlit starts underneath. The 
 itself the moment the real page's title is in the document (a MutationObserver), when the script
 shows an error instead, or after ``GIVE_UP_MS`` whatever happens, so it can never hide the page.
 
+A student link (``/?follow=CODE``) of a live class whose lecturer shows a chapter is answered with
+a redirect to that chapter's URL (:func:`follow_target`), so that the student's browser starts on
+the lecturer's chapter: without it, Streamlit ran and drew the home page first and then switched
+(a whole script run and a page drawn in the browser for nothing; ``bench/follow.py``).
+
 Everything in the block comes from the catalogue (``ui.i18n``) and the chapter list
 (``ui.chapters``), escaped; a link's own text never reaches it (``lang`` is one of ``LANGS`` or
 ignored). Nothing here needs a session (``serve.py`` builds the routes when the server starts);
@@ -19,7 +24,8 @@ from __future__ import annotations
 import functools
 import html
 from pathlib import Path
-from urllib.parse import parse_qs
+from typing import Callable
+from urllib.parse import parse_qs, urlencode
 
 from ui.chapters import Chapter, registered
 from ui.i18n import LANGS, translate
@@ -116,23 +122,59 @@ def page(path: str, query_string: str) -> str:
     return index.replace(MARK, MARK + block(chapter, query_string), 1)
 
 
+def follow_target(path: str, query_string: str, chapter_of: Callable[[str], str]) -> str | None:
+    """Where a student link sends its browser: ``/<chapter>?follow=CODE[&lang=..]`` when ``path``
+    is the home page, the query names a class (``follow``) and ``chapter_of(code)`` says its
+    lecturer shows a chapter of ours; else None (the link opens as it is). The new URL is built
+    from the code as the store normalised it and a known language, never from the link's text."""
+    if path != "/":
+        return None
+    query = parse_qs(query_string)
+    raw = query.get("follow", [""])[-1]
+    if not raw:
+        return None
+    from lmviz.server.classroom import normalise_code
+
+    code = normalise_code(raw)
+    slug = chapter_of(code) if code else ""
+    if not slug or chapter_at("/" + slug) is None:
+        return None
+    lang = query.get("lang", [""])[-1]
+    return f"/{slug}?" + urlencode({"follow": code, **({"lang": lang} if lang in LANGS else {})})
+
+
 def routes() -> list:
     """Starlette routes for ``st.App(routes=...)``: GET and HEAD of every chapter's URL path."""
-    from starlette.responses import HTMLResponse
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import HTMLResponse, RedirectResponse
     from starlette.routing import Route
 
-    from lmviz.server.classroom import BrowserIds
+    from lmviz.server.classroom import BrowserIds, client_address
 
     ids = BrowserIds()
 
+    def chapter_of(request) -> Callable[[str], str]:
+        def look_up(code: str) -> str:
+            from ui.classroom import store    # the sessions' own store (Streamlit's resource cache)
+
+            address = client_address(request.client.host if request.client else None,
+                                     request.headers.getlist("x-forwarded-for"))
+            return store().chapter_of(code, address)
+        return look_up
+
     async def endpoint(request):
-        body = page(request.url.path, request.url.query)
         headers = {"Cache-Control": "no-cache"}
         # classroom mode's signed browser id (one answer per browser, a few classes per browser):
         # handed out with the page, so the websocket that follows carries it (st.context.cookies)
         if ids.verify(request.cookies.get(BrowserIds.COOKIE)) is None:
             https = "https" in (request.url.scheme, request.headers.get("x-forwarded-proto", ""))
             headers["Set-Cookie"] = ids.set_cookie_header(secure=https)
-        return HTMLResponse(body, headers=headers)
+        if "follow=" in request.url.query:
+            # on a worker thread: a Redis store's look-up blocks
+            target = await run_in_threadpool(follow_target, request.url.path, request.url.query,
+                                             chapter_of(request))
+            if target is not None:
+                return RedirectResponse(target, status_code=302, headers=headers)
+        return HTMLResponse(page(request.url.path, request.url.query), headers=headers)
 
     return [Route("/" + c.slug, endpoint, methods=["GET", "HEAD"]) for c in registered()]

@@ -118,7 +118,7 @@ __all__ = [
     "ALPHABET", "CODE_LEN", "ClassLimits", "Backend", "BackendUnavailable", "MemoryBackend",
     "ClassStore", "Created", "OpResult", "FollowView", "QuestionView", "LecturerView", "Histogram",
     "Assignment", "Tally", "Submission", "Queue",
-    "normalise_code", "REASONS", "address_key", "class_key", "BrowserIds", "Gate", "Pushes", "tell",
+    "normalise_code", "REASONS", "address_key", "client_address", "class_key", "BrowserIds", "Gate", "Pushes", "tell",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -166,6 +166,9 @@ class ClassLimits:
     max_followers: int = 500             # followers counted per class (more still follow, uncounted)
     follower_ttl_s: float = 30.0         # a follower not seen for this long is no longer counted
     lookup_failures_per_min: int = 10    # failed code look-ups per session per minute
+    link_failures_per_min: int = 60      # failed look-ups of a student link's class per client
+                                         # address per minute (ui.first_paint's redirect; past it
+                                         # the link opens as before, its session looking the code up)
     max_classes_per_browser: int = 3     # live classes one browser (its signed cookie) may run
     max_classes_per_address: int = 12    # live classes one client address may run
     reclaim_silent_s: float = 20.0       # when full, a class whose lecturer is silent this long
@@ -532,6 +535,34 @@ def address_key(raw: Any) -> str:
     if ip.version == 6:
         return str(ipaddress.ip_network(f"{ip}/64", strict=False))
     return str(ip)
+
+
+def client_address(peer: str | None, forwarded: Sequence[str], behind_proxy: bool | None = None) -> str:
+    """The address a request's client is counted by (:func:`address_key`), from its peer address
+    and its X-Forwarded-For headers. Behind nginx (deploy/) requests come from the proxy: a
+    loopback address, or a private one when ``behind_proxy`` (by default: ``LMVIZ_BEHIND_PROXY=1``)
+    says that only a proxy reaches this replica; then the last X-Forwarded-For entry is the client, as nginx
+    saw it (the template appends ``$remote_addr``; entries before it are the client's own claims
+    and are ignored). Any other peer's X-Forwarded-For is ignored: a client on the same network
+    could claim any address.
+
+    >>> client_address("127.0.0.1", ["6.6.6.6, 203.0.113.7"]), client_address("198.51.100.2", ["6.6.6.6"])
+    ('203.0.113.7', '198.51.100.2')
+    """
+    import ipaddress
+
+    peer = peer or "127.0.0.1"      # Streamlit gives None for a loopback peer
+    if behind_proxy is None:
+        behind_proxy = os.environ.get("LMVIZ_BEHIND_PROXY") == "1"
+    try:
+        ip = ipaddress.ip_address(peer)
+        proxied = ip.is_loopback or (ip.is_private and behind_proxy)
+    except ValueError:
+        proxied = False
+    if proxied and forwarded:
+        last = forwarded[-1].split(",")[-1].strip()
+        return address_key(last) or address_key(peer)
+    return address_key(peer)
 
 
 _process_key = secrets.token_bytes(32)
@@ -968,6 +999,25 @@ class ClassStore:
         return FollowView("live", "", c, v, v != known_version, rec["chapter"], rec["section"],
                           rec["settings"], self._question_view(c, rec["question"], False),
                           rec["updated"], int(n or 0))
+
+    @_guarded(lambda: "")
+    def chapter_of(self, code: Any, address: str = "") -> str:
+        """The chapter a live class shows now ("" for the home page, or when ``code`` names no
+        live class): where a student link sends its browser before Streamlit starts
+        (``ui.first_paint``). Counts nobody as a follower; a client address whose look-ups failed
+        ``link_failures_per_min`` times this minute gets "" without a look-up."""
+        who = f"lf:{self._address(address)}" if address else ""
+        if who:
+            n = self._db.get(who)
+            if n is not None and int(n) >= self.limits.link_failures_per_min:
+                return ""
+        c = normalise_code(code)
+        rec = self._load(c) if c is not None else None
+        if rec is None or rec["status"] != "live":
+            if who:
+                self._db.incr(who, 60.0)
+            return ""
+        return rec["chapter"] if isinstance(rec["chapter"], str) else ""
 
     @_guarded(lambda: None)
     def leave(self, code: Any, session_id: Any) -> None:
