@@ -176,3 +176,54 @@ def test_replay_charts_are_given_the_room_plotly_makes(chromium, tmp_path):
             assert round(g["drawn"][i]) == g["given"][i], (key, "lrtb"[i], g)          # no room added
             assert abs(g["drawn"][i] - own["drawn"][i]) <= 2 or (kind, i) == ("dist", 1), (key, g, own)
         assert g["drawn"][2] == own["drawn"][2], (key, g, own)                         # the legend's top
+
+
+TAU_APP = '''
+import sys
+sys.path.insert(0, {root!r})
+import numpy as np
+import streamlit as st
+
+from chapters.generation import LOGIT_LABELS, LOGITS
+from lmviz.sampling import softmax_t, temperature_curves
+from ui.i18n import translate
+from ui.render import CHART_CSS, _flat_figure
+from viz.generation import prob_bars, temperature_curves_figure
+
+st.set_page_config(layout="wide")
+st.html(CHART_CSS)
+taus = np.geomspace(0.05, 5.0, 160)
+P = temperature_curves(LOGITS, taus.tolist()).numpy()
+for lang in ("en", "zh"):
+    t = lambda k, **kw: translate(k, lang, **kw)
+    p = softmax_t(LOGITS, 0.5).numpy()
+    figs = {{"bars": prob_bars([f"{{a}} (z={{z:g}})" for a, z in zip(LOGIT_LABELS, LOGITS)], p, highlight=0,
+                              y_title=t("gen.fig.prob"), title=t("gen.fig.temp_bars", tau="0.5")),
+            "curves": temperature_curves_figure(taus, P, LOGIT_LABELS, 0.5, x_title=t("gen.fig.tau_axis"),
+                                                y_title=t("gen.fig.prob"), marker_text=t("gen.fig.tau_mark", tau="0.5"),
+                                                title=t("gen.fig.curves"))}}
+    for n_cols in (2, 3):                       # the chapter's two columns, and narrower
+        for k, fig in figs.items():
+            cols = st.columns(n_cols)
+            with cols[0]:
+                st.plotly_chart(_flat_figure(fig), key=f"given_{{lang}}_{{k}}_{{n_cols}}", theme=None)
+            with cols[1]:
+                own = _flat_figure(fig)
+                own.update_layout(margin=dict(l=10, r=10, b=10))             # lmviz's usual sides
+                st.plotly_chart(own, key=f"own_{{lang}}_{{k}}_{{n_cols}}", theme=None)
+'''
+
+
+def test_temperature_charts_are_given_the_room_plotly_makes(chromium, tmp_path):
+    """The temperature section's bars and curves (redrawn at every move of τ, on every
+    follower's screen) are given the sides Plotly's automargin makes for their axes
+    (viz.generation.BARS_MARGIN, CURVES_MARGIN), so Plotly draws them once: drawn, every side is
+    the margin given, at two widths, in both languages, and within 2 px of what Plotly makes
+    from lmviz's usual 10 px (the look unchanged)."""
+    got = _drawn(chromium, tmp_path / "tau_app.py", TAU_APP, 16, SIZES)
+    assert len(got) == 16, sorted(got)
+    for key, g in got.items():
+        if key.startswith("given_"):
+            own = got["own_" + key[len("given_"):]]
+            assert [round(x) for x in g["drawn"]] == g["given"], (key, g)          # no room added
+            assert all(abs(a - b) <= 2 for a, b in zip(g["drawn"], own["drawn"])), (key, g, own)

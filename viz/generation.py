@@ -13,6 +13,12 @@ from viz import theme
 from viz.theme import COLORS
 
 _SERIES = (COLORS["token"], COLORS["query"], COLORS["chosen"])  # colours of successive bar series
+# The temperature section's two charts (redrawn at each move of τ, on every follower's screen too)
+# are given the sides Plotly's automargin makes for their axes, so that Plotly draws each once
+# rather than drawing it, widening lmviz's 10 px margins and drawing it again
+# (tests/test_browser_flat_charts.py measures them, as for the replay's charts)
+BARS_MARGIN = dict(l=69, r=10, b=34)     # y ticks 0 ... 1 and their title; one row of x labels
+CURVES_MARGIN = dict(l=71, r=16, b=66)   # the same y axis; log τ ticks and the τ axis's title
 
 
 def _figure(data=None, **subplots) -> go.Figure:
@@ -40,7 +46,7 @@ def prob_bars(labels: Sequence[str], probs, *, highlight: int | None = None, y_t
                            text=[f"{v:.3f}" for v in p], textposition="outside", cliponaxis=False,
                            hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
     return theme.apply(fig, height=height, title=title, xaxis=dict(type="category"),
-                  yaxis=dict(title=y_title, range=[0, 1.12]))
+                       yaxis=dict(title=y_title, range=[0, 1.12]), margin=BARS_MARGIN)
 
 
 def temperature_curves_figure(taus, probs, labels: Sequence[str], tau_now: float, *,
@@ -59,7 +65,7 @@ def temperature_curves_figure(taus, probs, labels: Sequence[str], tau_now: float
     x = max(float(tau_now), float(taus.min()))
     ticks = [v for v in (0.05, 0.1, 0.2, 0.5, 1, 2, 5) if taus.min() <= v <= taus.max()]
     return theme.apply(
-        fig, height=340, title=title,
+        fig, height=340, title=title, margin=CURVES_MARGIN,
         shapes=[dict(type="line", x0=np.log10(x), x1=np.log10(x), xref="x",  # log axis: log10
                      y0=0, y1=1, yref="paper",
                      line=dict(color=COLORS["neutral"], dash="dash", width=2))],

@@ -69,6 +69,8 @@ def layout(*, height: int | None = 360, title: str | None = None, **extra) -> di
         # line was cut off at the chart's top edge. Each more line moves it down by one.
         down = TITLE_LINE_PX * (lines - 1) / lay["height"] if lines > 1 and lay.get("height") else 0.0
         lay["title"] = dict(text=title, x=0, xanchor="left", y=0.98 - down, yanchor="top", yref="container")
+    # a margin given names the sides it sets; the others stay the common ones (the top: the title's)
+    lay["margin"] = {**lay["margin"], **extra.pop("margin", {})}
     lay.update(extra)
     return lay
 
