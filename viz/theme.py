@@ -86,15 +86,20 @@ def _units(text: str) -> int:
 
 
 def wrapped(title: str, units: int = TITLE_UNITS) -> str:
-    """``title`` in lines of at most ``units`` (joined by Plotly's ``<br>``), broken after a
-    space, or between two CJK characters where a run of them is longer than a line; nothing is
-    dropped, so removing the ``<br>`` gives the title back (:func:`unwrapped`). A title with
-    markup of its own is left as it is.
+    """``title`` in lines of at most ``units`` (joined by Plotly's ``<br>``), as few and as even
+    as fit: broken after a space, after Chinese punctuation or before an opening bracket where
+    that gives as few lines, else also between two CJK characters; nothing is dropped, so removing
+    the ``<br>`` gives the title back (:func:`unwrapped`). A title with markup of its own is left
+    as it is.
 
     >>> wrapped("Next-token probabilities (greedy choice highlighted)")
     'Next-token probabilities <br>(greedy choice highlighted)'
     >>> wrapped("窗口中各位置的损失：唐诗（留出部分）以及更多的说明文字在这里")
-    '窗口中各位置的损失：唐诗（留出<br>部分）以及更多的说明文字在这里'
+    '窗口中各位置的损失：唐诗（留出部分）<br>以及更多的说明文字在这里'
+    >>> wrapped("修改后各层缓存 K 的每一行变化了多少（各头上的最大 |ΔK|）")
+    '修改后各层缓存 K 的每一行变化了多少<br>（各头上的最大 |ΔK|）'
+    >>> wrapped("一二三四五六七八九十一二三四五六七八九十一二三四五六七八九十")
+    '一二三四五六七八九十一二三四五<br>六七八九十一二三四五六七八九十'
     >>> wrapped("Short"), wrapped("a <b>b</b> " * 10) == "a <b>b</b> " * 10
     ('Short', True)
     """
@@ -102,19 +107,23 @@ def wrapped(title: str, units: int = TITLE_UNITS) -> str:
     if total <= units or "<" in title:
         return title
     n = -(-total // units)                       # as few lines as fit, as even as the words allow
-    for limit in range(-(-total // n), units + 1):
-        lines = _greedy(title, limit)
-        if len(lines) <= n:
-            break
+    for pieces in (_PHRASE, _WORD):
+        for limit in range(-(-total // n), units + 1):
+            lines = _greedy(title, limit, pieces)
+            if len(lines) <= n:
+                return "<br>".join(lines)
     return "<br>".join(lines)
 
 
+_WORD = re.compile(r"\S+\s*|\s+")                                        # a word and its spaces
+_OPEN, _CLOSE = "（(【「『“", "，。：；、！？）)】」』”"   # a line may break before these / after these
+_PHRASE = re.compile(rf"(?:[{_OPEN}]*[^\s{_OPEN}{_CLOSE}]+[{_CLOSE}]*|[{_OPEN}]+|[{_CLOSE}]+)\s*|\s+")  # or a phrase
 _NO_LINE_START = re.compile(r"\s*.[)）】」』”’，。：；、！？,.:;!?\s]*", re.S)   # a character and what may not start a line
 
 
-def _greedy(title: str, limit: int) -> list[str]:
+def _greedy(title: str, limit: int, pieces: re.Pattern = _WORD) -> list[str]:
     lines, line = [], ""
-    for piece in re.findall(r"\S+\s*|\s+", title):
+    for piece in pieces.findall(title):
         for part in ([piece] if _units(piece.rstrip()) <= limit else _NO_LINE_START.findall(piece)):
             if line.strip() and part.strip() and _units((line + part).rstrip()) > limit:
                 lines.append(line)
