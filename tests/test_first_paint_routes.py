@@ -67,7 +67,9 @@ def test_no_path_reaches_a_file_outside_the_app(srv, path):
 
 
 @pytest.mark.parametrize("path", ["//evil.example/", "/attention?next=//evil.example",
-                                  "/attention?lang=en&redirect=https://evil.example", "/%2F%2Fevil.example"])
+                                  "/attention?lang=en&redirect=https://evil.example", "/%2F%2Fevil.example",
+                                  "/?follow=//evil.example", "/?follow=ABCDEFG&lang=//evil.example",
+                                  "/?follow=https%3A%2F%2Fevil.example"])
 def test_no_link_redirects_elsewhere(srv, path):
     status, head, _ = raw(srv, f"GET {path} HTTP/1.1")
     assert not 300 <= status < 400 or b"evil.example" not in head, (path, status, head)
@@ -75,7 +77,8 @@ def test_no_link_redirects_elsewhere(srv, path):
 
 def test_no_header_can_be_injected_through_the_link(srv):
     for path in ("/attention?lang=en%0d%0aSet-Cookie:%20pwned=1", "/attention?lang=%0aX-Injected:%201",
-                 "/attention%0d%0aX-Injected:%201"):
+                 "/attention%0d%0aX-Injected:%201", "/?follow=ABCDEFG%0d%0aX-Injected:%201",
+                 "/?follow=ABCDEFG&lang=en%0d%0aSet-Cookie:%20pwned=1"):
         status, head, _ = raw(srv, f"GET {path} HTTP/1.1")
         assert b"pwned" not in head.lower() and b"x-injected" not in head.lower(), (path, head)
 
