@@ -256,6 +256,15 @@ def test_a_class_on_replica_a_is_followed_from_replica_b(cluster):
         print(json.dumps([v.followers, dict(v.question.counts)]))
     """)
     assert seen == [1, {"rises": 0, "falls": 1, "same": 0}]
+    # a student link through nginx, whichever replica answers it, lands on the class's chapter
+    import http.client
+
+    for _ in range(2):
+        conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=30)
+        conn.request("GET", f"/?follow={lecturer['code'].lower()}&lang=zh")
+        r = conn.getresponse()
+        assert (r.status, r.getheader("Location")) == (302, f"/generation?follow={lecturer['code']}&lang=zh")
+        conn.close()
 
 
 def _has_ray() -> bool:
