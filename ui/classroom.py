@@ -51,7 +51,7 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from lmviz.chapters import questions as qs
-from lmviz.server.classroom import BrowserIds, ClassStore, FollowView, Gate, Pushes, address_key, normalise_code
+from lmviz.server.classroom import BrowserIds, ClassStore, FollowView, Gate, Pushes, normalise_code
 from lmviz.server.classroom_backend import store_from_env
 from ui import handout
 from ui.i18n import literal, t

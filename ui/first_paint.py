@@ -11,13 +11,14 @@ shows an error instead, or after ``GIVE_UP_MS`` whatever happens, so it can neve
 
 A student link (``/?follow=CODE``) of a live class whose lecturer shows a chapter is answered with
 a redirect to that chapter's URL (:func:`follow_target`), so that the student's browser starts on
-the lecturer's chapter: without it, Streamlit ran and drew the home page first and then switched
-(a whole script run and a page drawn in the browser for nothing; ``bench/follow.py``).
+the lecturer's chapter: without it the link painted the home page's title, and Streamlit ran the
+home page's script before switching to the chapter (a run for every student who joins).
 
 Everything in the block comes from the catalogue (``ui.i18n``) and the chapter list
 (``ui.chapters``), escaped; a link's own text never reaches it (``lang`` is one of ``LANGS`` or
 ignored). Nothing here needs a session (``serve.py`` builds the routes when the server starts);
-streamlit is imported only to find its ``index.html``.
+streamlit is imported to find its ``index.html``, and a student link's class is looked up in the
+sessions' own class store (``ui.classroom.store``).
 """
 from __future__ import annotations
 

@@ -118,7 +118,8 @@ __all__ = [
     "ALPHABET", "CODE_LEN", "ClassLimits", "Backend", "BackendUnavailable", "MemoryBackend",
     "ClassStore", "Created", "OpResult", "FollowView", "QuestionView", "LecturerView", "Histogram",
     "Assignment", "Tally", "Submission", "Queue",
-    "normalise_code", "REASONS", "address_key", "client_address", "class_key", "BrowserIds", "Gate", "Pushes", "tell",
+    "normalise_code", "REASONS", "address_key", "client_address", "class_key", "BrowserIds", "Gate",
+    "Pushes", "tell",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -539,12 +540,12 @@ def address_key(raw: Any) -> str:
 
 def client_address(peer: str | None, forwarded: Sequence[str], behind_proxy: bool | None = None) -> str:
     """The address a request's client is counted by (:func:`address_key`), from its peer address
-    and its X-Forwarded-For headers. Behind nginx (deploy/) requests come from the proxy: a
-    loopback address, or a private one when ``behind_proxy`` (by default: ``LMVIZ_BEHIND_PROXY=1``)
-    says that only a proxy reaches this replica; then the last X-Forwarded-For entry is the client, as nginx
-    saw it (the template appends ``$remote_addr``; entries before it are the client's own claims
-    and are ignored). Any other peer's X-Forwarded-For is ignored: a client on the same network
-    could claim any address.
+    and its X-Forwarded-For headers (a session's websocket, or a student link's request). Behind
+    nginx (deploy/) requests come from the proxy: a loopback address, or a private one when
+    ``behind_proxy`` (by default: ``LMVIZ_BEHIND_PROXY=1``) says that only a proxy reaches this
+    replica; then the last X-Forwarded-For entry is the client, as nginx saw it (the template
+    appends ``$remote_addr``; entries before it are the client's own claims and are ignored). Any
+    other peer's X-Forwarded-For is ignored: a client on the same network could claim any address.
 
     >>> client_address("127.0.0.1", ["6.6.6.6, 203.0.113.7"]), client_address("198.51.100.2", ["6.6.6.6"])
     ('203.0.113.7', '198.51.100.2')
