@@ -27,24 +27,17 @@ def figures() -> dict:
     replay's embedding map (1,024 points, the poems' vocabulary size) and next-token bars."""
     import numpy as np
 
-    from chapters.generation import LOGIT_LABELS, LOGITS
-    from lmviz.sampling import softmax_t, temperature_curves
-    from ui.i18n import translate
+    from chapters.generation import temperature_figures
     from ui.render import _flat_figure
     from viz import replay as vr
-    from viz.generation import prob_bars, temperature_curves_figure
 
-    t = lambda k, **kw: translate(k, "en", **kw)  # noqa: E731
-    taus = np.geomspace(0.05, 5.0, 160)
+    bars, curves = temperature_figures(0.5, "en")
     rng = np.random.default_rng(0)
     classes = ["lower", "upper", "digit", "space", "punct", "cjk"]
     n = 1024
     figs = {
-        "τ bars": prob_bars([f"{a} (z={z:g})" for a, z in zip(LOGIT_LABELS, LOGITS)], softmax_t(LOGITS, 0.5).numpy(),
-                            highlight=0, y_title=t("gen.fig.prob"), title=t("gen.fig.temp_bars", tau="0.5")),
-        "τ curves": temperature_curves_figure(taus, temperature_curves(LOGITS, taus.tolist()).numpy(), LOGIT_LABELS,
-                                              0.5, x_title=t("gen.fig.tau_axis"), y_title=t("gen.fig.prob"),
-                                              marker_text=t("gen.fig.tau_mark", tau="0.5"), title=t("gen.fig.curves")),
+        "τ bars": bars,
+        "τ curves": curves,
         "replay map": vr.embedding_figure(rng.normal(size=(n, 2)), [f"t{i}" for i in range(n)],
                                           rng.choice(classes, n).tolist(), {c: c for c in classes}),
         "replay bars": vr.distribution_figure(list("白日依山尽黄河入海流"), np.sort(rng.random(10))[::-1] / 2,

@@ -17,7 +17,7 @@ import streamlit as st
 from lmviz.numfmt import short
 from lmviz.tokenizer import fit_context
 from ui import session, render, urlstate
-from ui.i18n import lang, listed, t
+from ui.i18n import lang, listed, t, translate
 from viz.generation import (candidates_figure, filter_figure, greedy_steps_figure, prob_bars,
                             temperature_curves_figure, tree_figure)
 from viz.tokenization import visible
@@ -49,22 +49,30 @@ def _curves():
     return taus, temperature_curves(LOGITS, taus.tolist()).numpy()
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
-def _temp_figures(tau: float, lang_code: str):
-    """(bars, curves) at τ; τ moves in steps of 0.05, so each is built once per server and
-    language (read-only afterwards: st.plotly_chart only serialises them)."""
+def temperature_figures(tau: float, lang_code: str):
+    """(bars, curves): the temperature section's two charts at τ, in language ``lang_code`` (no
+    session needed: bench/chart_mount.py and tests/test_browser_flat_charts.py draw these)."""
     from lmviz.sampling import softmax_t
 
+    def tr(key: str, **kw) -> str:
+        return translate(key, lang_code, **kw)
+
     p = softmax_t(LOGITS, tau).numpy()
-    title = t("gen.fig.temp_bars", tau=f"{tau:g}") + (f" ({t('gen.greedy_word')})" if tau == 0 else "")
-    bars = render.figure(prob_bars, [f"{a} (z={z:g})" for a, z in zip(LOGIT_LABELS, LOGITS)], p,
-                         highlight=int(np.argmax(p)), y_title=t("gen.fig.prob"), title=title)
+    title = tr("gen.fig.temp_bars", tau=f"{tau:g}") + (f" ({tr('gen.greedy_word')})" if tau == 0 else "")
+    bars = prob_bars([f"{a} (z={z:g})" for a, z in zip(LOGIT_LABELS, LOGITS)], p,
+                     highlight=int(np.argmax(p)), y_title=tr("gen.fig.prob"), title=title)
     taus, P = _curves()
-    mark = t("gen.fig.tau_mark", tau=f"{tau:g}") if tau > 0 else t("gen.fig.tau_mark_zero")
-    curves = render.figure(temperature_curves_figure, taus, P, LOGIT_LABELS, tau, x_title=t("gen.fig.tau_axis"),
-                           y_title=t("gen.fig.prob"), marker_text=mark,
-                           title=t("gen.fig.curves"))
+    mark = tr("gen.fig.tau_mark", tau=f"{tau:g}") if tau > 0 else tr("gen.fig.tau_mark_zero")
+    curves = temperature_curves_figure(taus, P, LOGIT_LABELS, tau, x_title=tr("gen.fig.tau_axis"),
+                                       y_title=tr("gen.fig.prob"), marker_text=mark, title=tr("gen.fig.curves"))
     return bars, curves
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _temp_figures(tau: float, lang_code: str):
+    """``temperature_figures``, built once per server, τ and language (τ moves in steps of 0.05;
+    read-only afterwards: st.plotly_chart only serialises them)."""
+    return temperature_figures(tau, lang_code)
 
 
 def _vector(xs, fmt: str) -> str:

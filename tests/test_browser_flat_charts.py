@@ -181,27 +181,15 @@ def test_replay_charts_are_given_the_room_plotly_makes(chromium, tmp_path):
 TAU_APP = '''
 import sys
 sys.path.insert(0, {root!r})
-import numpy as np
 import streamlit as st
 
-from chapters.generation import LOGIT_LABELS, LOGITS
-from lmviz.sampling import softmax_t, temperature_curves
-from ui.i18n import translate
+from chapters.generation import temperature_figures
 from ui.render import CHART_CSS, _flat_figure
-from viz.generation import prob_bars, temperature_curves_figure
 
 st.set_page_config(layout="wide")
 st.html(CHART_CSS)
-taus = np.geomspace(0.05, 5.0, 160)
-P = temperature_curves(LOGITS, taus.tolist()).numpy()
 for lang in ("en", "zh"):
-    t = lambda k, **kw: translate(k, lang, **kw)
-    p = softmax_t(LOGITS, 0.5).numpy()
-    figs = {{"bars": prob_bars([f"{{a}} (z={{z:g}})" for a, z in zip(LOGIT_LABELS, LOGITS)], p, highlight=0,
-                              y_title=t("gen.fig.prob"), title=t("gen.fig.temp_bars", tau="0.5")),
-            "curves": temperature_curves_figure(taus, P, LOGIT_LABELS, 0.5, x_title=t("gen.fig.tau_axis"),
-                                                y_title=t("gen.fig.prob"), marker_text=t("gen.fig.tau_mark", tau="0.5"),
-                                                title=t("gen.fig.curves"))}}
+    figs = dict(zip(("bars", "curves"), temperature_figures(0.5, lang)))     # as the chapter draws them
     for n_cols in (2, 3):                       # the chapter's two columns, and narrower
         for k, fig in figs.items():
             cols = st.columns(n_cols)
