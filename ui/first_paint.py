@@ -170,8 +170,9 @@ def routes() -> list:
         if ids.verify(request.cookies.get(BrowserIds.COOKIE)) is None:
             https = "https" in (request.url.scheme, request.headers.get("x-forwarded-proto", ""))
             headers["Set-Cookie"] = ids.set_cookie_header(secure=https)
-        if "follow=" in request.url.query:
-            # on a worker thread: a Redis store's look-up blocks
+        if request.url.path == "/" and "follow=" in request.url.query:
+            # on a worker thread: a Redis store's look-up blocks (a chapter's URL, the redirect's
+            # own target among them, is never looked up)
             target = await run_in_threadpool(follow_target, request.url.path, request.url.query,
                                              chapter_of(request))
             if target is not None:

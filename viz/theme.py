@@ -118,7 +118,7 @@ def wrapped(title: str, units: int = TITLE_UNITS) -> str:
 _WORD = re.compile(r"\S+\s*|\s+")                                        # a word and its spaces
 _OPEN, _CLOSE = "（(【「『“", "，。：；、！？）)】」』”"   # a line may break before these / after these
 _PHRASE = re.compile(rf"(?:[{_OPEN}]*[^\s{_OPEN}{_CLOSE}]+[{_CLOSE}]*|[{_OPEN}]+|[{_CLOSE}]+)\s*|\s+")  # or a phrase
-_NO_LINE_START = re.compile(r"\s*.[)）】」』”’，。：；、！？,.:;!?\s]*", re.S)   # a character and what may not start a line
+_NO_LINE_START = re.compile(rf"\s*.[{_CLOSE}’,.:;!?\s]*", re.S)   # a character and what may not start a line
 
 
 def _greedy(title: str, limit: int, pieces: re.Pattern = _WORD) -> list[str]:

@@ -131,8 +131,8 @@ def attention_figure(weights, labels, *, x_title: str = "key", y_title: str = "q
     """Heatmap of one head's attention weights [T,T] (rows: queries; the future is blank).
 
     The rows are labelled "position:token"; the keys along the top by their position alone, at
-    most ``viz.attention.INDEX_TICKS`` of them, in round steps (side by side, "position:token" labels ran into each other at a
-    third of the page's width); hovering a cell names both tokens.
+    most ``viz.attention.INDEX_TICKS`` of them, in round steps (side by side, "position:token"
+    labels ran into each other at a third of the page's width); hovering a cell names both tokens.
 
     >>> f = attention_figure(np.eye(30), [str(i % 10) for i in range(30)])
     >>> list(f.layout.xaxis.ticktext), f.data[0].x[3]
