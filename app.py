@@ -16,7 +16,7 @@ import streamlit as st  # noqa: E402
 
 warmup.lower_if_warm_visit(st.context.headers)   # the server's own first visit runs at nice 19
 
-from ui import classroom, render, session
+from ui import classroom, first_screen, render, session
 from ui.chapters import registered
 from ui.i18n import LANG_NAMES, LANGS, t
 from ui.runtime import bounded_runs, in_fragment_rerun, kept_downloads, page_run, patient_reruns
@@ -98,5 +98,12 @@ with st.sidebar:
     session.model_menu()
     st.page_link(pages[0], label=t("common.chapter_list"), icon=":material/list:")
 
-with page_run(classroom.page_done):   # a follower's page update has run: its place at the gate is free
+
+def _page_done() -> None:
+    classroom.page_done()    # a follower's page update has run: its place at the gate is free
+    first_screen.done()      # a student link's first screen: its charts next (may end the run:
+                             # it draws a fragment, and a rerun asked for meanwhile starts there)
+
+
+with page_run(_page_done):
     nav.run()

@@ -53,7 +53,7 @@ import streamlit as st
 from lmviz.chapters import questions as qs
 from lmviz.server.classroom import BrowserIds, ClassStore, FollowView, Gate, Pushes, normalise_code
 from lmviz.server.classroom_backend import store_from_env
-from ui import handout
+from ui import first_screen, handout
 from ui.i18n import literal, t
 from ui.runtime import (current_fragment_id, fragment_target, in_fragment_rerun, rerun_fragment,
                         rerun_fragments_here, serve_first)
@@ -242,6 +242,7 @@ def init_from_url() -> None:
         return
     st.session_state[FOLLOW] = {"code": code, "version": -1, "paused": False, "view": None,
                                 "expect": None, "epoch": store().epoch()}
+    first_screen.hold()    # the student sees the lecturer's chapter and setting first, then the charts
 
 
 # ------------------------------------------------------------------------ lecturer ------------

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from ui import handout
+from ui import first_screen, handout
 from ui.i18n import lang, t, translate
 
 PRESENT_FONT = 20                 # smallest figure font size in presenter mode (14 otherwise)
@@ -129,12 +129,24 @@ def _built(name: str, _builder, args: tuple, kwargs: dict):
 
 
 def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
-    """Show a Plotly figure with its PNG download button named ``lmviz-<filename>-<lang>.png``."""
+    """Show a Plotly figure with its PNG download button named ``lmviz-<filename>-<lang>.png``
+    (on a student link's first screen, the chart's place instead: ``ui.first_screen``)."""
     twin = text_twin(fig)                    # of the original: a cached figure's twin is kept
     if presenting():
         fig = presented(fig)
     elif on_phone():                         # side-by-side panels are crushed at 390 px
         fig = _per_figure(fig, "phone", lambda: _stacked(fig)) or fig   # made once for a shared figure
+    if first_screen.holding():
+        first_screen.place(fig)
+    else:
+        _plotly(fig, key, filename)
+    # the chart's text twin, computed from its data (viz/describe.py): read by a screen reader
+    # right after the chart, kept out of sight (TWIN_CSS), printed under the chart in the hand-out
+    st.markdown(f'<p class="{TWIN_CLASS}" lang="{lang()}">{escape(twin)}</p>', unsafe_allow_html=True)
+    handout.remember("fig", f"fig:{key or filename}", (fig, twin))
+
+
+def _plotly(fig, key: str | None, filename: str) -> None:
     config = {
         "displaylogo": False,
         # the PNG export only: zoom, pan, select and autoscale buttons were ~7 Tab stops a chart
@@ -150,10 +162,8 @@ def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
         st.plotly_chart(fig, key=key, config=config, width="stretch")
     else:
         st.plotly_chart(drawn, key=key, config=config, width="stretch", theme=None)
-    # the chart's text twin, computed from its data (viz/describe.py): read by a screen reader
-    # right after the chart, kept out of sight (TWIN_CSS), printed under the chart in the hand-out
-    st.markdown(f'<p class="{TWIN_CLASS}" lang="{lang()}">{escape(twin)}</p>', unsafe_allow_html=True)
-    handout.remember("fig", f"fig:{key or filename}", (fig, twin))
+
+
 
 
 TWIN_CLASS = "lmviz-twin"
@@ -534,6 +544,9 @@ _PAGE_CSS = (
     "{min-height:44px;align-items:center}"
     "[data-testid=stMainBlockContainer]{overflow-x:hidden}"
     "}"
+    # a chart's place on a student link's first screen (ui.first_screen)
+    f".{first_screen.PLACE_CLASS}{{display:flex;align-items:center;justify-content:center;border-radius:0.5rem;"
+    "background:#F7F7F6;color:#5C5B5A}"
 )
 
 
