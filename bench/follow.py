@@ -61,7 +61,8 @@ TAU_KEY = "gen_tau"
 TAU_QUESTION = next(q for q, sec in QUESTION_SECTION.items() if sec == "gen.sec_temp")
 
 # In every browser follower's page, before Streamlit loads: every 10 ms, the value of the τ
-# slider (the slider labelled with τ) and the page's path; each change is pushed with Date.now().
+# slider (the slider labelled with τ), the page's path and whether a chart is drawn (Plotly's
+# SVG in the page); each change is pushed with Date.now().
 WATCH_JS = """
 window.__lmvizSeen = [];
 (function () {
@@ -73,8 +74,11 @@ window.__lmvizSeen = [];
       var inp = s.querySelector('input[type=range]');
       if (v === null && lab && inp && lab.textContent.indexOf('\u03c4') >= 0) v = inp.value;
     });
-    var key = location.pathname + ' ' + v;
-    if (key !== last) { last = key; window.__lmvizSeen.push([Date.now() / 1000, location.pathname, v]); }
+    var charts = document.querySelector('[data-testid=stPlotlyChart] .main-svg') !== null;
+    var key = location.pathname + ' ' + v + ' ' + charts;
+    if (key !== last) {
+      last = key; window.__lmvizSeen.push([Date.now() / 1000, location.pathname, v, charts]);
+    }
   }, 10);
 })();
 """
@@ -88,12 +92,13 @@ class BrowserFollower:
         self.ctx = self.page = None
         self.opened_s: float | None = None
         self.opened_nav_s: float | None = None   # the same, from the page's navigation start
+        self.t0: float | None = None             # wall clock at goto
 
     async def open(self, url: str, tau: float, timeout: float) -> None:
         self.ctx = await self.browser.new_context(viewport={"width": 1280, "height": 800})
         await self.ctx.add_init_script(WATCH_JS)
         self.page = await self.ctx.new_page()
-        t0 = time.time()
+        t0 = self.t0 = time.time()
         await self.page.goto(url, wait_until="commit", timeout=timeout * 1000)
         deadline = time.perf_counter() + timeout
         while time.perf_counter() < deadline:
@@ -113,9 +118,16 @@ class BrowserFollower:
         except Exception:  # noqa: BLE001 - a page between navigations: try again later
             return []
 
+    async def charts_s(self) -> float | None:
+        """Seconds from goto to the first chart drawn on /generation (None: never seen)."""
+        for when, path, _, charts in await self.seen():
+            if charts and path.startswith("/generation") and self.t0 is not None and when >= self.t0:
+                return when - self.t0
+        return None
+
     @staticmethod
     def shown_at(value: float, since: float, seen: list) -> float | None:
-        for when, path, v in seen:
+        for when, path, v, _ in seen:
             try:
                 if when >= since and path.startswith("/generation") and v is not None \
                         and abs(float(v) - value) < 1e-9:
@@ -174,6 +186,14 @@ async def reveal_tau(lecturer: Session) -> None:
         raise SystemExit("the lecturer's page shows no τ slider after the reveal")
 
 
+async def open_class(lecturer: Session) -> tuple[str, str]:
+    """The lecturer's page, once drawn, starts a class and shows the τ section: (code, link)."""
+    await lecturer.wait_idle(timeout=180)
+    code, link = await start_class(lecturer)
+    await reveal_tau(lecturer)
+    return code, link
+
+
 async def join(port: int, code: str, i: int, n: int, errors: list) -> Session:
     """Follower ``i`` of ``n`` opens the student link (half in English, half in Chinese). The joins
     spread over one second, so the followers' timers tick at different moments, as real tabs
@@ -200,6 +220,7 @@ async def run(args) -> None:
     followers: list[Session] = []
     browsers: list[BrowserFollower] = []
     b_lags: list[float] = []
+    charted: list[float] = []    # seconds from each browser's goto to its first chart
     b_misses = 0
     pw = chromium = None
     lecturer = None
@@ -210,10 +231,8 @@ async def run(args) -> None:
     try:
         lecturer = Session(srv.port, "generation", "lang=en&present=1")
         await lecturer.__aenter__()
-        await lecturer.wait_idle(timeout=180)
-        code, link = await start_class(lecturer)
+        code, link = await open_class(lecturer)
         print(f"class {code}; lecturer link {link}")
-        await reveal_tau(lecturer)
         rss0, t_join = rss_mb(pid), time.perf_counter()
 
         followers = list(await asyncio.gather(*(join(srv.port, code, i, args.followers, errors)
@@ -286,6 +305,7 @@ async def run(args) -> None:
         for b in browsers:
             for e in await b.page.locator("[data-testid=stException]").all_inner_texts():
                 errors.append(f"browser exception box: {e[:80]}")
+        charted = [c for b in browsers if (c := await b.charts_s()) is not None]
     finally:
         for b in browsers:
             await b.close()
@@ -310,6 +330,8 @@ async def run(args) -> None:
     print(f"server RSS: {rss0:.0f} MB with the lecturer alone, {rss_open:.0f} MB with {len(followers)} "
           f"followers ({(rss_open - rss0) / n:.1f} MB per follower)")
     if browsers:
+        print_latencies("browser open to its first chart", charted, f"browsers {len(browsers)} "
+                        "(a student link's first screen is drawn without its charts: ui.first_screen)")
         print(f"browser lags measured: {len(b_lags)}; misses: {b_misses}")
         print_latencies("browser follow lag", b_lags, f"browsers {len(browsers)}, "
                         f"websocket followers {len(followers)}")

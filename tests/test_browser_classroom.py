@@ -156,9 +156,7 @@ def test_a_follower_takes_the_lecturers_move_without_asking(server):
 
     async def scenario():
         async with Session(server.port, "generation", "lang=en&present=1") as lect:
-            await lect.wait_idle(180)
-            code, _ = await follow.start_class(lect)
-            await follow.reveal_tau(lect)
+            code, _ = await follow.open_class(lect)
             async with Session(server.port, "", f"follow={code}&lang=zh", auto_rerun=False) as fol:
                 on_page = await follow.wait_for(lambda: follow.tau_slider(fol) is not None, 60)
                 before = follow.tau_slider(fol).value if on_page else None
@@ -221,3 +219,45 @@ def test_a_students_pick_and_send_rerun_the_answer_box_not_the_chapter(server):
     assert sent, "the student's page never said the answer was sent"
     assert whole_runs == 0
     assert errors == []
+
+
+def test_a_student_link_shows_the_lecturers_setting_first_and_its_charts_next(server, browser):
+    """A student link's first screen is the lecturer's chapter and setting without the charts, each
+    chart's place held by a box of its height (``ui.first_screen``): Streamlit's chart code
+    (4.7 MB) is evaluated when the first chart arrives, and that held back the slider students
+    waited for. The charts follow by themselves (the browser asks for them), and no place is left."""
+    import sys
+
+    from tests.conftest import ROOT, run_async
+    from ui.headless import Session
+    from ui.first_screen import PLACE_CLASS
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import follow
+
+    async def lecture():
+        async with Session(server.port, "generation", "lang=en&present=1") as lect:
+            code, _ = await follow.open_class(lect)
+            return code, follow.tau_slider(lect).value[0], lect.errors
+
+    code, tau, errors = run_async(lecture())     # the class lives on (ClassLimits.idle_expiry_s)
+    assert errors == []
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        ctx.add_init_script(follow.WATCH_JS)     # the τ slider's value and "a chart is drawn", every 10 ms
+        fol = ctx.new_page()
+        fol.set_default_timeout(90_000)
+        fol.goto(server.url("", follow=code, lang="zh"), wait_until="domcontentloaded")
+        places = f".{PLACE_CLASS}"
+        charts = "[data-testid=stPlotlyChart] .main-svg"
+        assert _until(fol, lambda: fol.locator(charts).count() > 0 and fol.locator(places).count() == 0,
+                      60_000), "the charts never replaced their places"
+        seen = fol.evaluate("window.__lmvizSeen")
+        first = [s for s in seen if s[1].startswith("/generation") and s[2] is not None
+                 and abs(float(s[2]) - tau) < 1e-9]
+        assert first and first[0][3] is False, f"the lecturer's τ={tau:g} came with the charts: {seen}"
+        assert translate("class.following", "zh", cls=code).replace("**", "") in _text(fol)
+        shot(fol, "class-follower-opened-zh")
+        assert exceptions(fol) == []
+    finally:
+        ctx.close()
