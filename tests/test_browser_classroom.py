@@ -229,8 +229,8 @@ def test_a_student_link_shows_the_lecturers_setting_first_and_its_charts_next(se
     import sys
 
     from tests.conftest import ROOT, run_async
-    from ui.headless import Session
     from ui.first_screen import PLACE_CLASS
+    from ui.headless import Session
 
     sys.path.insert(0, str(ROOT / "bench"))
     import follow

@@ -164,8 +164,6 @@ def _plotly(fig, key: str | None, filename: str) -> None:
         st.plotly_chart(drawn, key=key, config=config, width="stretch", theme=None)
 
 
-
-
 TWIN_CLASS = "lmviz-twin"
 # visually hidden, still read by assistive technology; its element container is taken out of the
 # page's flow, so the chart keeps its spacing
