@@ -324,23 +324,28 @@ def _code_html(code: str) -> str:
     """The class code in type large enough to read from the back of a hall."""
     import html
 
-    return (f'<div class="lmviz-class-code" style="font-size:clamp(2.5rem,6vw,5rem);font-weight:700;'
+    return (f'<div class="lmviz-class-code" style="font-size:clamp(2.5rem,5vw,5rem);font-weight:700;'
             f'letter-spacing:.12em;line-height:1.1;font-family:monospace">{html.escape(code)}</div>')
 
 
-def qr_svg(link: str) -> str:
-    """A QR code of the student link as inline SVG (segno, offline; cached per link). A phone's
-    camera opens the link; the link still works when typed."""
-    return _qr_svg(link)
+def qr_img(link: str) -> str:
+    """A QR code of the student link as an ``<img>`` with an SVG data URI (segno, offline; cached
+    per link). ``st.html`` sanitises with DOMPurify, which drops an inline ``<svg>`` (the code was
+    an empty box of height 0) but keeps an image's data URI. Its side is 30 % of the window's
+    height (216 px at 720p, 324 px at 1080p): a 33-module code then has modules of 6.5-10 px,
+    which a phone's camera reads from the back rows of a hall off a projector. A phone's camera
+    opens the link; the link still works when typed."""
+    return _qr_img(link)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _qr_svg(link: str) -> str:
+def _qr_img(link: str) -> str:
     import segno
 
-    svg = segno.make(link, error="m").svg_inline(scale=8, border=2, dark="#000", light="#fff")
-    return (f'<div class="lmviz-qr" role="img" aria-label="QR code: {_attr(link)}">'
-            f"{svg}</div>")
+    uri = segno.make(link, error="m").svg_data_uri(scale=1, border=2, dark="#000", light="#fff")
+    return (f'<img class="lmviz-qr" src="{_attr(uri)}" alt="{_attr(t("class.qr_alt", link=link))}" '
+            'style="width:min(30vh,100%);height:auto;aspect-ratio:1;image-rendering:pixelated;'
+            'display:block">')
 
 
 def _attr(text: str) -> str:
@@ -369,17 +374,20 @@ def _lecturer_tick() -> None:
                                                  "reclaimed") else "ended")
         st.rerun(scope="app")
     with st.container(border=True):
-        left, mid, right = st.columns([3, 5, 2], vertical_alignment="center")
-        left.markdown(t("class.code", cls=lect["code"]))
-        left.html(_code_html(lect["code"]))
+        # the code and the link on the left, in a column wide enough for the code's seven letters
+        # at their largest (the link's box ran over the code's last letter beside a 3:5 split)
+        left, mid, right = st.columns([5, 3, 2], vertical_alignment="center")
         link = _student_link(lect["code"])
-        mid.code(link, language=None)
-        mid.html(qr_svg(link))
+        with left:
+            st.markdown(t("class.code", cls=lect["code"]))
+            st.html(_code_html(lect["code"]))
+            st.code(link, language=None)
+            if view.ok:
+                st.caption(t("class.followers", n=view.followers))
+            else:
+                st.caption(t(f"class.reason.{view.reason}"))
+        mid.html(qr_img(link))
         right.button(t("class.end"), key="class_end", on_click=_end_class, icon=":material/stop_circle:")
-        if view.ok:
-            st.caption(t("class.followers", n=view.followers))
-        else:
-            st.caption(t(f"class.reason.{view.reason}"))
 
 
 # ------------------------------------------------------------------------ follower ------------
