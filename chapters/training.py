@@ -234,6 +234,8 @@ def sec_run() -> None:
         render.caption(t("train.run_link_hidden"))
     cols = st.columns(5)
     ready = st.session_state.get("train_setup") is not None
+    if not ready and not active:      # presenter mode opened on this section: section 1 not drawn yet
+        render.caption(t("train.setup_first"))
     cols[0].button(t("train.start"), key="train_start", type="primary", on_click=_start,
                    disabled=active or not ready, icon=":material/play_arrow:")
     cols[1].button(t("train.pause"), key="train_pause", on_click=lambda: job.pause(),

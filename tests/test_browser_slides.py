@@ -36,8 +36,10 @@ _STEP = """() => {
 }"""
 
 
-_MOVED = """([url, step]) => location.href !== url ||
-  (document.querySelector('.st-key-lmviz-slides') || {dataset: {}}).dataset.step !== step"""
+# moved, or pressed the step's button (a clicker's PageDown presses "Start", "Play", "Measure"
+# once before it moves on: assets/js/slides.js)
+_MOVED = """([url, step, presses]) => { const d = (document.querySelector('.st-key-lmviz-slides') || {dataset: {}}).dataset;
+  return location.href !== url || d.step !== step || (d.presses || '0') !== presses; }"""
 
 
 def _step_through(pg, lang: str, big: bool, limit: int = 80) -> int:
@@ -60,10 +62,11 @@ def _step_through(pg, lang: str, big: bool, limit: int = 80) -> int:
             wait_idle(pg)
             continue
         url = pg.url
+        presses = pg.locator(".st-key-lmviz-slides").get_attribute("data-presses") or "0"
         pg.keyboard.press("PageDown")
         # a step within the section moves at once (slides.js, in the page); past its last step the
         # server draws the next section (a new URL): wait for either instead of a fixed time
-        pg.wait_for_function(_MOVED, arg=[url, s["step"]], timeout=30_000, polling=20)
+        pg.wait_for_function(_MOVED, arg=[url, s["step"], presses], timeout=30_000, polling=20)
         wait_idle(pg)
         settle = 100 if pg.url == url else 400
         if pg.url.split("?")[0] != start:

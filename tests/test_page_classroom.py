@@ -111,6 +111,8 @@ def test_answer_once_and_reveal(lecture):
     fol.run()
     right = translate("class.right", "en", answer=translate("q.gen_tau_half.opt.rises", "en"))
     assert right in [s.value for s in fol.success]
+    # the answered question folds to its verdict, so the section below is what the phone shows
+    assert [e.label for e in fol.expander if e.label == right] == [right]
     assert "gen_tau" in {s.key for s in fol.slider} and fol.dataframe
 
 

@@ -783,12 +783,20 @@ def _answering(qid: str) -> None:
     s = q.solve()
     by = {o.id: o for o in s.options}
     mine = store().my_answer(code, voter(), q.id)
+    if v.question.revealed:
+        # folded to its verdict: pinned open above the chapter, the answered question pushed the
+        # section the lecturer now shows below the fold (a phone saw none of it)
+        right = next(o for o in s.options if o.id == s.correct)
+        verdict = ("class.right" if mine == s.correct else "class.answer_is" if mine is None
+                   else "class.wrong")
+        with st.expander(t(verdict, answer=_label(q, right)), expanded=False,
+                         icon=":material/check_circle:" if mine == s.correct else None):
+            _prompt(q)
+            _reveal(q, mine, v.question.counts)
+        return
     with st.container(border=True):
         st.caption(t("class.asked"))
         _prompt(q)
-        if v.question.revealed:
-            _reveal(q, mine, v.question.counts)
-            return
         if mine is not None:
             st.info(t("class.sent", answer=_label(q, by[mine])), icon=":material/hourglass_top:")
             return

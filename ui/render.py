@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import html
+import json
 import re
 import threading
 import weakref
@@ -22,6 +23,18 @@ from ui.i18n import lang, t, translate
 PRESENT_FONT = 20                 # smallest figure font size in presenter mode (14 otherwise)
 PRESENT_MAX_H = 500               # tallest figure in presenter mode (px): fits 1280x720 with a slider
 _SLIDES_JS = "assets/js/slides.js"
+# The buttons a clicker presses (assets/js/slides.js): on a slide that shows one of them, PageDown
+# presses it once, and the next PageDown moves on. Each is a pattern over the button's key as the
+# page's class names carry it (Streamlit writes ``st-key-`` + the key, every character other than
+# a letter, digit, ``_`` or ``-`` as ``-``). A question slide: "Ask the room", then "Reveal" (in
+# a class; the room's own questions too) or "Show the answer" (the lecturer alone); a demo that
+# needs a press: start the training, take a step (of the merges, of generation), run a measurement
+# ("Play" is left to the mouse: its ticks redraw the slide under the lecturer).
+CLICKER_KEYS = (
+    r"class_ask-.+", r"class_reveal-.+", r"class_solo-.+-skip", r"room_ask-.+", r"room_reveal-.+",
+    r"train_start", r"tok_next", r"gen_greedy_next", r"gen_step", r"kv_measure", r"cost_measure",
+    r"loss_noise_go", r"loss_line_go", r"bey_w_train", r"bey_r_train",
+)
 
 
 def _safe_name(text: str) -> str:
@@ -570,7 +583,9 @@ def present_chrome() -> None:
     from ui.chapters import ROOT
 
     js = (ROOT / _SLIDES_JS).read_text(encoding="utf-8")
-    st.html(f"<style>{_PRESENT_CSS}</style><script>{js}</script>", unsafe_allow_javascript=True)
+    acts = json.dumps([f"^st-key-{k}$" for k in CLICKER_KEYS])
+    st.html(f"<style>{_PRESENT_CSS}</style><script>window.lmvizActs = {acts};{js}</script>",
+            unsafe_allow_javascript=True)
 
 
 def _draw_sections(sections, shown) -> None:

@@ -8,9 +8,14 @@
 // before the first its "previous" button (landing on that section's last step). Only keys typed
 // into a text box stay there (except PageUp / PageDown). The chapter's title and intro are part
 // of the first step of its first section only.
+// A step that shows a button a clicker presses (window.lmvizActs, ui.render.CLICKER_KEYS: "Ask
+// the room", "Reveal", "Start", "Play", "Measure") takes the first PageDown as that press, once
+// per visit of the section; the next PageDown moves on. While the press's run is drawing, a
+// PageDown waits for it (it would otherwise step past the answer the press brings).
 (() => {
   if (window.lmvizSlides) { window.lmvizSlides.soon(); return; }
-  const S = window.lmvizSlides = { i: 0, steps: [], key: null, timer: null };
+  const S = window.lmvizSlides = { i: 0, steps: [], key: null, timer: null, pressed: new Set(), at: 0 };
+  const ACTS = (window.lmvizActs || []).map(p => new RegExp(p));
   const KEYS = { PageDown: 1, " ": 1, ArrowRight: 1, ArrowDown: 1, PageUp: -1, ArrowLeft: -1, ArrowUp: -1 };
   const box = () => document.querySelector(".st-key-lmviz-slides");
   const main = () => document.querySelector("[data-testid=stMain]");
@@ -107,6 +112,7 @@
     layout();
     if (key !== S.key) {
       S.key = key;
+      S.pressed.clear();
       S.i = sessionStorage.getItem("lmviz-slide-last") === "1" ? S.steps.length - 1 : 0;
       sessionStorage.removeItem("lmviz-slide-last");
     }
@@ -120,8 +126,61 @@
       btn.click();
     }
   }
+  function action(step) {
+    // the first button of the step that a clicker presses and has not pressed on this visit
+    for (const el of step.els) {
+      for (const btn of el.querySelectorAll("button")) {
+        let key = null;
+        for (let c = btn.parentElement; c && c !== el.parentElement && !key; c = c.parentElement) {
+          key = [...c.classList].find(n => ACTS.some(r => r.test(n))) || null;
+        }
+        if (key && !btn.disabled && !S.pressed.has(key)) return { key, btn };
+      }
+    }
+    return null;
+  }
+  function watchRun() {
+    // the end of a press's run: the app's script state goes to running and back (a fragment's
+    // timer runs too, so "running" alone says nothing about the press)
+    const app = document.querySelector("[data-testid=stApp]");
+    if (!app || S.runObs) return;
+    S.runObs = new MutationObserver(() => {
+      if (!S.at) return;
+      if (app.dataset.testScriptState === "running") S.ran = true;
+      else if (S.ran) { S.at = 0; S.ran = false; }
+    });
+    S.runObs.observe(app, { attributes: true, attributeFilter: ["data-test-script-state"] });
+  }
+  function drawing() {
+    // from a press until its run has ended (1.5 s if no run was seen to start, 8 s at most)
+    if (!S.at) return false;
+    const since = Date.now() - S.at;
+    if (since > 8000 || (!S.ran && since > 1500)) { S.at = 0; S.ran = false; return false; }
+    return true;
+  }
   S.go = (d) => {
     refresh();
+    if (d > 0 && S.steps.length) {
+      if (drawing()) {
+        // one PageDown waits for the press's run, then counts (more while waiting count once)
+        if (!S.wait) S.wait = setInterval(() => {
+          if (drawing()) return;
+          clearInterval(S.wait); S.wait = null; S.go(1);
+        }, 100);
+        return;
+      }
+      const a = action(S.steps[S.i]);
+      if (a) {
+        watchRun();
+        S.pressed.add(a.key);
+        S.at = Date.now(); S.ran = false;
+        const b = box();
+        if (b) b.dataset.presses = String(+(b.dataset.presses || 0) + 1);   // read by the tests
+        a.btn.click();
+        return;
+      }
+    }
+    if (S.wait) { clearInterval(S.wait); S.wait = null; }
     const j = S.i + d;
     if (j < 0) return press("prev");
     if (j >= S.steps.length) return press("next");
