@@ -385,3 +385,108 @@ def test_the_app_imports_neither_tokenizers_nor_transformers():
             "bad = [m for m in ('tokenizers', 'transformers') if m in sys.modules]\n"
             "assert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
+
+
+# ---------------------------------------------------------------- hostile folders -------------
+# Each folder a probe built to break the loader: every one must be a sentence (a CheckpointError
+# or TokenizerError with its catalogue key or reason), never a traceback.
+GPT2_CONFIG = {"model_type": "gpt2", "vocab_size": MODEL_VOCAB, "n_positions": 16, "n_embd": 8, "n_layer": 1,
+               "n_head": 2}
+LLAMA_CONFIG = {"model_type": "llama", "vocab_size": 64, "hidden_size": 8, "num_attention_heads": 2,
+                "num_hidden_layers": 1, "intermediate_size": 16, "max_position_embeddings": 32}
+
+
+def test_fields_doctests():
+    import doctest
+
+    from lmviz import fields
+
+    assert doctest.testmod(fields).failed == 0
+
+
+def _refusal(fn, *args) -> CheckpointError:
+    with pytest.raises(CheckpointError) as e:
+        fn(*args)
+    assert not str(e.value).startswith("hf.err_"), "the key has no sentence in the catalogue"
+    return e.value
+
+
+@pytest.mark.parametrize("bad, name", [
+    ({"model_type": ["gpt2"]}, "model_type"), ({"model_type": {"gpt2": 1}}, "model_type"),
+    ({"activation_function": ["gelu_new"]}, "activation_function"),
+    ({"tie_word_embeddings": "yes"}, "tie_word_embeddings"), ({"n_inner": [32]}, "n_inner"),
+    ({"scale_attn_weights": [True]}, "scale_attn_weights"), ({"layer_norm_epsilon": "1e-5"}, "layer_norm_epsilon"),
+])
+def test_a_config_field_of_the_wrong_type_is_a_sentence(bad, name):
+    from lmviz.hf import config_from_hf
+
+    config_from_hf(GPT2_CONFIG)
+    e = _refusal(config_from_hf, {**GPT2_CONFIG, **bad})
+    assert (e.key, e.params) == ("hf.err_config_field", {"name": name})
+    assert str(e) == f"config.json has no usable value for {name}."
+
+
+@pytest.mark.parametrize("bad, name", [
+    ({"hidden_act": {"silu": 1}}, "hidden_act"), ({"use_sliding_window": "no"}, "use_sliding_window"),
+    ({"head_dim": "4"}, "head_dim"), ({"attention_bias": 0}, "attention_bias"), ({"mlp_bias": [False]}, "mlp_bias"),
+    ({"rope_scaling": ["llama3"]}, "rope_scaling"), ({"rope_parameters": 5}, "rope_parameters"),
+    ({"rope_scaling": {"rope_type": ["linear"]}}, "rope_type"),
+    ({"rope_scaling": {"rope_type": "linear", "factor": [2]}}, "factor"),
+    ({"num_key_value_heads": 1.5}, "num_key_value_heads"),
+])
+def test_a_llama_config_field_of_the_wrong_type_is_a_sentence(bad, name):
+    from lmviz.hf import config_from_hf
+
+    assert config_from_hf({**LLAMA_CONFIG, "rope_scaling": None, "head_dim": None})[0] == "llama"   # null: absent
+    e = _refusal(config_from_hf, {**LLAMA_CONFIG, **bad})
+    assert (e.key, e.params) == ("hf.err_config_field", {"name": name})
+
+
+def _listed_folder(root: Path, name: str, config) -> Path:
+    """A folder as the model menu sees it: only config.json is read, the other files just exist."""
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(config if isinstance(config, str) else json.dumps(config))
+    (d / "tokenizer.json").write_text("{}")
+    (d / "model.safetensors").write_bytes(b"")
+    return d
+
+
+def test_a_hostile_config_in_the_model_dir_is_left_out_with_its_reason_and_the_rest_listed(tmp_path):
+    import lmviz.hf as H
+
+    good = _listed_folder(tmp_path / "models", "good", GPT2_CONFIG)
+    _listed_folder(tmp_path / "models", "list_type", {**GPT2_CONFIG, "model_type": ["gpt2"]})
+    _listed_folder(tmp_path / "models", "dict_type", {**GPT2_CONFIG, "model_type": {"a": "gpt2"}})
+    _listed_folder(tmp_path / "models", "bert", {**GPT2_CONFIG, "model_type": "bert"})
+    _listed_folder(tmp_path / "models", "not_json", "{")
+    _listed_folder(tmp_path / "models", "a_list", "[1, 2]")
+    snap = _listed_folder(tmp_path / "hub" / "models--evil--m" / "snapshots", "r1", {"model_type": [["llama"]]})
+    env = {"LMVIZ_MODEL_DIR": str(tmp_path / "models"), "HF_HUB_CACHE": str(tmp_path / "hub")}
+    found, skipped = H.scan_models(env)
+    assert [f.path for f in found] == [good] and H.find_models(env) == found
+    why = {k.label: (k.reason.key, k.reason.english()) for k in skipped}
+    assert why == {
+        "list_type": ("hf.err_config_field", "config.json has no usable value for model_type."),
+        "dict_type": ("hf.err_config_field", "config.json has no usable value for model_type."),
+        "bert": ("hf.err_family", "This is a bert model; lmviz reads these families: gpt2, llama, qwen2."),
+        "not_json": ("hf.err_json", "config.json is not valid JSON."),
+        "a_list": ("hf.err_json", "config.json is not valid JSON."),
+        "evil/m": ("hf.err_config_field", "config.json has no usable value for model_type."),
+    }
+    assert [k.path for k in skipped if k.label == "evil/m"] == [snap]
+    # the loader says the same sentence as the list
+    assert _refusal(H.inspect, tmp_path / "models" / "list_type").key == "hf.err_config_field"
+
+
+def test_the_list_command_prints_the_folders_and_those_left_out(tmp_path, monkeypatch, capsys):
+    import lmviz.hf as H
+
+    _listed_folder(tmp_path, "good", GPT2_CONFIG)
+    _listed_folder(tmp_path, "evil", {"model_type": ["gpt2"]})
+    monkeypatch.setenv("LMVIZ_MODEL_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "no_cache"))
+    assert H._main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert f"good (GPT-2): {tmp_path / 'good'}" in out
+    assert f"left out: {tmp_path / 'evil'}: config.json has no usable value for model_type." in out
