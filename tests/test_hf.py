@@ -490,3 +490,97 @@ def test_the_list_command_prints_the_folders_and_those_left_out(tmp_path, monkey
     out = capsys.readouterr().out
     assert f"good (GPT-2): {tmp_path / 'good'}" in out
     assert f"left out: {tmp_path / 'evil'}: config.json has no usable value for model_type." in out
+
+
+HOSTILE_REGEX = r"(\p{L}|\p{L}|\p{L}\p{L})*!"      # exponential backtracking: 15 s on a 20-letter word
+
+
+def _spec(**over) -> dict:
+    base = {"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "ByteLevel"},
+            "decoder": {"type": "ByteLevel"}}
+    return {**base, **over}
+
+
+def _split(pattern) -> dict:
+    return {"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": pattern, "behavior": "Isolated"},
+                                                  {"type": "ByteLevel", "use_regex": False}]}
+
+
+@pytest.mark.parametrize("over, field", [
+    ({"added_tokens": 5}, "added_tokens"), ({"added_tokens": [{"content": ["x"], "id": 1}]}, "added_tokens[0].content"),
+    ({"added_tokens": [7]}, "added_tokens[0].content"),
+    ({"pre_tokenizer": "ByteLevel"}, "pre_tokenizer"), ({"pre_tokenizer": {"type": ["ByteLevel"]}}, "pre_tokenizer.type"),
+    ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": 5}}, "pre_tokenizer.pretokenizers"),
+    ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [5]}}, "pre_tokenizer.pretokenizers[0].type"),
+    ({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": "yes"}}, "pre_tokenizer.add_prefix_space"),
+    ({"normalizer": 5}, "normalizer"), ({"normalizer": ["NFC"]}, "normalizer"),
+    ({"normalizer": {"type": "Sequence", "normalizers": 5}}, "normalizer.normalizers"),
+    ({"pre_tokenizer": _split("abc")}, "pre_tokenizer.pretokenizers[0].pattern"),
+    ({"pre_tokenizer": _split({"Regex": 5})}, "pre_tokenizer.pretokenizers[0].pattern.Regex"),
+    ({"pre_tokenizer": _split({"String": [" "]})}, "pre_tokenizer.pretokenizers[0].pattern.String"),
+    ({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": 5}}, "model.merges"),
+    ({"model": {"type": "BPE", "vocab": [["a", 0]]}}, "model.vocab"),
+    ({"model": {"type": "BPE", "vocab": {"a": 0}, "ignore_merges": "yes"}}, "model.ignore_merges"),
+])
+def test_a_tokenizer_field_of_the_wrong_type_is_a_sentence(over, field):
+    with pytest.raises(TokenizerError) as e:
+        HFTokenizer(_spec(**over))
+    assert str(e.value) == f"its field {field} is missing or has the wrong type"
+
+
+def test_only_the_known_split_regexes_run_and_a_backtracking_one_is_refused():
+    from lmviz.hf_tokenizer import KNOWN_PATTERNS, LLAMA3_PATTERN
+
+    assert QWEN_PATTERN in KNOWN_PATTERNS and LLAMA3_PATTERN in KNOWN_PATTERNS
+    for pattern in KNOWN_PATTERNS:
+        assert HFTokenizer(_spec(pre_tokenizer=_split({"Regex": pattern}))).encode("aaa") == [0, 0, 0]
+    assert HFTokenizer(_spec(pre_tokenizer=_split({"String": " "}))).encode("a a") == [0, 0]   # a literal is safe
+    for hostile in (HOSTILE_REGEX, r"\p{L}*\p{L}*\p{L}*\p{L}*\p{L}*!", LLAMA3_PATTERN + "|(a+)+b"):
+        with pytest.raises(TokenizerError) as e:
+            HFTokenizer(_spec(pre_tokenizer=_split({"Regex": hostile})))
+        assert str(e.value) == ("its pre-tokenizer regex is not one lmviz runs: lmviz runs only those of "
+                                "GPT-2, Llama 3 and Qwen2, because an unknown regex can take minutes on one word")
+
+
+@needs_tok
+def test_the_llama3_regex_cuts_text_as_tokenizers_does():
+    from tokenizers import Regex, pre_tokenizers
+
+    import re
+
+    from lmviz.hf_tokenizer import LLAMA3_PATTERN, _split_isolated, translate_regex
+
+    text = SAMPLES[0] + " 1234567 " + SAMPLES[1] + SAMPLES[2]
+    want = [p for p, _ in pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated").pre_tokenize_str(text)]
+    assert [p for p, _ in _split_isolated([(text, 0)], re.compile(translate_regex(LLAMA3_PATTERN)))] == want
+    assert "123" in want and "456" in want                     # digits by threes: the pattern is Llama 3's
+
+
+def test_too_many_steps_added_tokens_or_nested_sequences_are_refused():
+    from lmviz.hf_tokenizer import MAX_ADDED_TOKENS, MAX_STEPS
+
+    digits = {"type": "Digits"}
+    many = {"type": "Sequence", "pretokenizers": [digits] * (MAX_STEPS + 1)}
+    deep = {"type": "ByteLevel"}
+    for _ in range(40):
+        deep = {"type": "Sequence", "pretokenizers": [deep]}
+    added = [{"content": f"<{i}>", "id": i} for i in range(MAX_ADDED_TOKENS + 1)]
+    for over, said in (({"pre_tokenizer": many}, f"its pre-tokenizer has more than {MAX_STEPS} steps"),
+                       ({"pre_tokenizer": deep}, "its pre-tokenizer nests Sequences too deeply"),
+                       ({"added_tokens": added}, "the tokenizer has more than 1,024 added tokens")):
+        with pytest.raises(TokenizerError) as e:
+            HFTokenizer(_spec(**over))
+        assert str(e.value) == said
+
+
+@needs_tok
+def test_a_folder_with_a_backtracking_regex_is_refused_with_a_sentence(tmp_path, tok_files):
+    import lmviz.hf as H
+
+    d = _gpt2_folder(tmp_path, tok_files["gpt2"])
+    spec = json.loads((d / "tokenizer.json").read_text())
+    (d / "tokenizer.json").write_text(json.dumps({**spec, "pre_tokenizer": _split({"Regex": HOSTILE_REGEX})}))
+    e = _refusal(H.load, d, "cpu")
+    assert e.key == "hf.err_tokenizer"
+    assert str(e) == ("tokenizer.json cannot be used: its pre-tokenizer regex is not one lmviz runs: lmviz runs only "
+                      "those of GPT-2, Llama 3 and Qwen2, because an unknown regex can take minutes on one word.")
