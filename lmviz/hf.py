@@ -48,7 +48,11 @@ HF_CONTEXT = 2048            # positions lmviz uses of a RoPE model (its block_s
 MAX_CONFIG_BYTES = 1 * 2**20  # config.json
 MAX_INDEX_BYTES = 16 * 2**20  # model.safetensors.index.json
 MAX_SHARDS = 512
-DTYPES = {"F32": 4, "F16": 2, "BF16": 2}
+DTYPES = {"F32": 4, "F16": 2, "BF16": 2}    # the weights lmviz reads
+# every dtype safetensors names, in bytes per element: an ignored buffer may have any of them (the
+# sub-byte F4/F6 are refused)
+STORED_BYTES = {**DTYPES, "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "F8_E4M3FNUZ": 1,
+                "F8_E5M2FNUZ": 1, "I16": 2, "U16": 2, "I32": 4, "U32": 4, "C64": 8, "F64": 8, "I64": 8, "U64": 8}
 _SHARD = re.compile(r"model-\d{5}-of-\d{5}\.safetensors")
 _IGNORED = re.compile(r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias|model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq")
 
@@ -319,6 +323,43 @@ def _header(path: Path) -> tuple[dict, int]:
     return h, size - 8 - n
 
 
+def _tensors(path: Path) -> dict[str, tuple[str, tuple]]:
+    """name -> (dtype, shape) of every tensor of a safetensors file, from its header, checked as
+    safetensors' own reader checks it (so that reader never fails on a file lmviz accepted): each
+    entry's bytes are its dtype's size times its shape's product, and the entries, in the order of
+    their offsets, tile the data exactly -- no gap, no overlap, nothing after the last (a zero-size
+    entry included, which may stand only where one tensor's data ends and the next begins)."""
+    header, data_len = _header(path)
+    meta = header.pop("__metadata__", {})
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        _fail("header", name=path.name)
+    out, spans = {}, []
+    for k, e in header.items():
+        def bad(_field, k=k):
+            _fail("tensor_entry", name=_name(k))
+
+        dtype, shape = typed(e, "dtype", str, fail=bad), typed(e, "shape", list, fail=bad)
+        offs = typed(e, "data_offsets", list, fail=bad)
+        if not all(_is_int(s) and s >= 0 for s in shape) or len(offs) != 2 or not all(_is_int(o) for o in offs):
+            bad(k)
+        if dtype not in (DTYPES if not _IGNORED.fullmatch(k) else STORED_BYTES):
+            _fail("tensor_dtype", name=_name(k), dtype=_name(dtype))
+        need = math.prod(shape) * STORED_BYTES[dtype]
+        if offs[1] - offs[0] != need:
+            _fail("tensor_size", name=_name(k), dtype=dtype, shape=str(shape)[:60], need=need,
+                  have=offs[1] - offs[0])
+        out[k] = (dtype, tuple(shape))
+        spans.append((offs[0], offs[1], k))
+    end = 0
+    for start, stop, k in sorted(spans):
+        if start != end or stop > data_len:
+            _fail("tensor_offsets", name=_name(k))
+        end = stop
+    if end != data_len:
+        _fail("data_tail", name=path.name, extra=data_len - end)
+    return out
+
+
 def _shards(root: Path) -> list[Path]:
     single, index = root / "model.safetensors", root / "model.safetensors.index.json"
     if single.is_file():
@@ -327,11 +368,14 @@ def _shards(root: Path) -> list[Path]:
         if any(root.glob("*.bin")) or any(root.glob("*.pt")) or any(root.glob("*.pth")):
             _fail("pickle")
         _fail("no_weights")
-    wm = _read_json(index, MAX_INDEX_BYTES, "no_weights").get("weight_map")
-    if not isinstance(wm, dict) or not wm:
-        _fail("json", name=index.name)
-    files = sorted(set(wm.values()), key=str)
-    if len(files) > MAX_SHARDS or not all(isinstance(f, str) and _SHARD.fullmatch(f) for f in files):
+    wm = typed(_read_json(index, MAX_INDEX_BYTES, "no_weights"), "weight_map", dict,
+               fail=lambda k: _fail("index_field", name=k))
+    if not wm:
+        _fail("index_field", name="weight_map")
+    if not all(isinstance(f, str) and _SHARD.fullmatch(f) for f in wm.values()):
+        _fail("shard_name")
+    files = sorted(set(wm.values()))
+    if len(files) > MAX_SHARDS:
         _fail("shard_name")
     out = [root / f for f in files]
     for p in out:
@@ -350,30 +394,10 @@ def inspect(path) -> Inspection:
         _fail("no_tokenizer")
     found: dict[str, tuple[Path, str, tuple]] = {}
     for shard in _shards(root):
-        header, data_len = _header(shard)
-        spans = []
-        for k, e in header.items():
-            if k == "__metadata__":
-                continue
-            if not isinstance(e, dict) or not isinstance(k, str):
-                _fail("tensor_entry", name=_name(k))
-            dtype, shape, offs = e.get("dtype"), e.get("shape"), e.get("data_offsets")
-            if (not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape)
-                    or not isinstance(offs, list) or len(offs) != 2 or not all(_is_int(o) and o >= 0 for o in offs)):
-                _fail("tensor_entry", name=_name(k))
-            if not isinstance(dtype, str) or (dtype not in DTYPES and not _IGNORED.fullmatch(k)):
-                _fail("tensor_dtype", name=_name(k), dtype=_name(dtype))
-            nbytes = math.prod(shape) * DTYPES.get(dtype, 1 if dtype in ("BOOL", "U8", "I8") else 8)
-            if offs[1] - offs[0] != nbytes or offs[1] > data_len:
-                _fail("tensor_offsets", name=_name(k))
+        for k, (dtype, shape) in _tensors(shard).items():
             if k in found:
                 _fail("tensor_twice", name=_name(k))
-            found[k] = (shard, dtype, tuple(shape))
-            spans.append((offs[0], offs[1]))
-        spans.sort()
-        for (_, e1), (b2, _) in zip(spans, spans[1:]):
-            if b2 < e1:
-                _fail("tensor_offsets", name=shard.name)
+            found[k] = (shard, dtype, shape)
     prefix = "transformer." if fam == "gpt2" and "transformer.wte.weight" in found else ""
     entries = plan(fam, cfg, prefix)
     expected = {e.name: e for e in entries}

@@ -584,3 +584,93 @@ def test_a_folder_with_a_backtracking_regex_is_refused_with_a_sentence(tmp_path,
     assert e.key == "hf.err_tokenizer"
     assert str(e) == ("tokenizer.json cannot be used: its pre-tokenizer regex is not one lmviz runs: lmviz runs only "
                       "those of GPT-2, Llama 3 and Qwen2, because an unknown regex can take minutes on one word.")
+
+
+def _edit_header(path: Path, edit) -> None:
+    """Rewrite a safetensors file's header: ``edit(header, data)`` changes the header dict in place
+    and returns the data bytes to write after it."""
+    raw = path.read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+    data = edit(header, data)
+    h = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(h)) + h + data)
+
+
+def _add(name, entry, pad=b""):
+    def edit(h, data):
+        h[name] = {**entry, "data_offsets": [len(data) + o for o in entry["data_offsets"]]}
+        return data + pad
+    return edit
+
+
+def _set(name, **fields):
+    def edit(h, data):
+        h[name].update(fields)
+        return data
+    return edit
+
+
+@needs_tok
+@pytest.mark.parametrize("edit, key, said", [
+    # a zero-size entry one byte past the data: safetensors' reader failed with a traceback
+    (_add("h.0.attn.masked_bias", {"dtype": "F32", "shape": [0], "data_offsets": [1, 1]}, b"\0"),
+     "hf.err_tensor_offsets", "The data of tensor h.0.attn.masked_bias does not lie where its file's header says."),
+    (_add("h.0.attn.masked_bias", {"dtype": "F32", "shape": [2, 0], "data_offsets": [4, 4]}, bytes(4)),
+     "hf.err_tensor_offsets", "The data of tensor h.0.attn.masked_bias does not lie where its file's header says."),
+    (_add("h.0.attn.masked_bias", {"dtype": "F32", "shape": [0], "data_offsets": [0, 4]}, bytes(4)),
+     "hf.err_tensor_size", "Tensor h.0.attn.masked_bias holds F32 values of shape [0], which take 0 bytes, but its "
+                           "file's header gives it 4 bytes."),
+    (_set("ln_f.bias", shape=[4]), "hf.err_tensor_size",
+     "Tensor ln_f.bias holds F32 values of shape [4], which take 16 bytes, but its file's header gives it 32 bytes."),
+    (lambda h, data: data + bytes(4), "hf.err_data_tail",
+     "model.safetensors holds 4 bytes after the data of its last tensor; a safetensors file holds nothing else."),
+    (_add("h.0.attn.masked_bias", {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}, bytes(8)),
+     "hf.err_tensor_offsets", "The data of tensor h.0.attn.masked_bias does not lie where its file's header says."),
+    (_add("h.0.attn.masked_bias", {"dtype": "FOO", "shape": [1], "data_offsets": [0, 1]}, b"\0"),
+     "hf.err_tensor_dtype", "Tensor h.0.attn.masked_bias is stored as FOO; lmviz reads F32, F16 and BF16 weights."),
+    (_set("ln_f.bias", shape=[8.0]), "hf.err_tensor_entry", "The entry of tensor ln_f.bias is malformed."),
+    (_set("ln_f.bias", data_offsets=None), "hf.err_tensor_entry", "The entry of tensor ln_f.bias is malformed."),
+    (_set("ln_f.bias", dtype=["F32"]), "hf.err_tensor_entry", "The entry of tensor ln_f.bias is malformed."),
+    (lambda h, data: h.update(__metadata__={"format": 1}) or data, "hf.err_header",
+     "The header of model.safetensors is not a valid safetensors header."),
+])
+def test_a_safetensors_header_safetensors_would_reject_is_a_sentence(tmp_path, tok_files, edit, key, said):
+    from safetensors import safe_open
+
+    d = _gpt2_folder(tmp_path, tok_files["gpt2"])
+    inspect(d)
+    _edit_header(d / "model.safetensors", edit)
+    e = _refusal(inspect, d)
+    assert (e.key, str(e)) == (key, said)
+    with pytest.raises(Exception):                        # the reader lmviz would run refuses it too
+        with safe_open(str(d / "model.safetensors"), framework="pt") as fh:
+            for k in fh.keys():
+                fh.get_tensor(k)
+
+
+@needs_tok
+def test_a_zero_size_entry_where_safetensors_allows_it_is_read(tmp_path, tok_files):
+    d = _gpt2_folder(tmp_path, tok_files["gpt2"])
+    _edit_header(d / "model.safetensors", _add("h.0.attn.masked_bias", {"dtype": "F32", "shape": [0],
+                                                                         "data_offsets": [0, 0]}))
+    assert load(d, device="cpu")[2]["params"] == inspect(d).n_params
+
+
+@needs_tok
+@pytest.mark.parametrize("weight_map, key", [
+    ({"wte.weight": ["model-00001-of-00001.safetensors"]}, "hf.err_shard_name"),
+    ({"wte.weight": {"f": "model-00001-of-00001.safetensors"}}, "hf.err_shard_name"),
+    ([["wte.weight", "model-00001-of-00001.safetensors"]], "hf.err_index_field"),
+    ({}, "hf.err_index_field"),
+])
+def test_an_index_of_the_wrong_shape_is_a_sentence(tmp_path, tok_files, weight_map, key):
+    d = _gpt2_folder(tmp_path, tok_files["gpt2"])
+    (d / "model.safetensors").rename(d / "model-00001-of-00001.safetensors")
+    (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"wte.weight": "model-00001-of-00001.safetensors"}}))
+    inspect(d)
+    (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    e = _refusal(inspect, d)
+    assert e.key == key
+    if key == "hf.err_index_field":
+        assert str(e) == "model.safetensors.index.json has no usable value for weight_map."
