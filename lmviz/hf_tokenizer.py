@@ -213,7 +213,8 @@ def _pre_tokenizer_steps(spec, where: str = "pre_tokenizer", depth: int = 0) -> 
         if depth >= MAX_NESTING:
             raise TokenizerError("its pre-tokenizer nests Sequences too deeply")
         subs = _get(spec, "pretokenizers", list, where=where)
-        steps = [x for i, s in enumerate(subs) for x in _pre_tokenizer_steps(s, f"{where}.pretokenizers[{i}]", depth + 1)]
+        steps = [x for i, s in enumerate(subs)
+                 for x in _pre_tokenizer_steps(s, f"{where}.pretokenizers[{i}]", depth + 1)]
         if len(steps) > MAX_STEPS:
             raise TokenizerError(f"its pre-tokenizer has more than {MAX_STEPS} steps")
         return steps

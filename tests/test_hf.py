@@ -509,7 +509,8 @@ def _split(pattern) -> dict:
 @pytest.mark.parametrize("over, field", [
     ({"added_tokens": 5}, "added_tokens"), ({"added_tokens": [{"content": ["x"], "id": 1}]}, "added_tokens[0].content"),
     ({"added_tokens": [7]}, "added_tokens[0].content"),
-    ({"pre_tokenizer": "ByteLevel"}, "pre_tokenizer"), ({"pre_tokenizer": {"type": ["ByteLevel"]}}, "pre_tokenizer.type"),
+    ({"pre_tokenizer": "ByteLevel"}, "pre_tokenizer"),
+    ({"pre_tokenizer": {"type": ["ByteLevel"]}}, "pre_tokenizer.type"),
     ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": 5}}, "pre_tokenizer.pretokenizers"),
     ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [5]}}, "pre_tokenizer.pretokenizers[0].type"),
     ({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": "yes"}}, "pre_tokenizer.add_prefix_space"),
@@ -667,9 +668,10 @@ def test_a_zero_size_entry_where_safetensors_allows_it_is_read(tmp_path, tok_fil
 def test_an_index_of_the_wrong_shape_is_a_sentence(tmp_path, tok_files, weight_map, key):
     d = _gpt2_folder(tmp_path, tok_files["gpt2"])
     (d / "model.safetensors").rename(d / "model-00001-of-00001.safetensors")
-    (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"wte.weight": "model-00001-of-00001.safetensors"}}))
+    index = d / "model.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": {"wte.weight": "model-00001-of-00001.safetensors"}}))
     inspect(d)
-    (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    index.write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     e = _refusal(inspect, d)
     assert e.key == key
     if key == "hf.err_index_field":
