@@ -22,7 +22,9 @@ as bf16/fp16 stay so on a GPU and are upcast to fp32 on the CPU. A refused folde
 ``python -m lmviz.hf check DIR`` prints the family, the shapes, the parameter count, the budget
 and -- when ``transformers`` is installed -- the largest |Δlogit| against its forward pass; it
 exits non-zero on a mismatch. :func:`find_models` lists the folders of ``LMVIZ_MODEL_DIR`` and
-of the local Hugging Face cache.
+of the local Hugging Face cache; ``python -m lmviz.hf list`` prints them and those left out, with
+the reason. Every field read from a JSON file of the folder is type-checked first
+(``lmviz.fields.typed``): a wrong type is a sentence, never a traceback.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import limits
+from .fields import ABSENT, typed
 
 # lmviz.checkpoint and lmviz.model import torch: they are imported where a model is read, so that
 # find_models (the sidebar's menu, on the first paint) stays free of torch
@@ -45,7 +48,11 @@ HF_CONTEXT = 2048            # positions lmviz uses of a RoPE model (its block_s
 MAX_CONFIG_BYTES = 1 * 2**20  # config.json
 MAX_INDEX_BYTES = 16 * 2**20  # model.safetensors.index.json
 MAX_SHARDS = 512
-DTYPES = {"F32": 4, "F16": 2, "BF16": 2}
+DTYPES = {"F32": 4, "F16": 2, "BF16": 2}    # the weights lmviz reads
+# every dtype safetensors names, in bytes per element: an ignored buffer may have any of them (the
+# sub-byte F4/F6 are refused)
+STORED_BYTES = {**DTYPES, "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "F8_E4M3FNUZ": 1,
+                "F8_E5M2FNUZ": 1, "I16": 2, "U16": 2, "I32": 4, "U32": 4, "C64": 8, "F64": 8, "I64": 8, "U64": 8}
 _SHARD = re.compile(r"model-\d{5}-of-\d{5}\.safetensors")
 _IGNORED = re.compile(r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias|model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq")
 
@@ -85,42 +92,70 @@ def _read_json(path: Path, limit: int, code: str):
     return d
 
 
-def _int(d: dict, key: str, default=None, lo: int = 1) -> int:
-    v = d.get(key, default)
-    if not _is_int(v) or v < lo:
+def _config_field(key: str):
+    _fail("config_field", name=key)
+
+
+def _get(d: dict, key: str, kind, default=ABSENT):
+    """A config.json field of type ``kind`` (lmviz.fields.typed); refused with its name otherwise."""
+    return typed(d, key, kind, default, fail=_config_field)
+
+
+def _int(d: dict, key: str, default=ABSENT, lo: int = 1) -> int:
+    v = _get(d, key, int, default)
+    if v < lo:
         _fail("config_field", name=key)
     return v
 
 
-def _num(d: dict, key: str, default) -> float:
-    v = d.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
+def _num(d: dict, key: str, default=ABSENT) -> float:
+    v = float(_get(d, key, (int, float), default))
+    if not 0 < v < float("inf"):
         _fail("config_field", name=key)
-    return float(v)
+    return v
+
+
+def _family(d) -> str | None:
+    """The family of a config.json dict, or None (never raises: the model menu lists with it)."""
+    kind = d.get("model_type") if isinstance(d, dict) else None
+    return kind if isinstance(kind, str) and kind in FAMILIES else None
+
+
+def _family_refusal(d: dict) -> limits.Reason:
+    """Why a config.json dict names no family lmviz reads (when ``_family`` gives None)."""
+    if not isinstance(d, dict):
+        return limits.Reason("hf.err_json", {"name": "config.json"})
+    kind = d.get("model_type")
+    if not isinstance(kind, str):
+        return limits.Reason("hf.err_config_field", {"name": "model_type"})
+    return limits.Reason("hf.err_family", {"kind": _name(kind), "families": ", ".join(FAMILIES)})
 
 
 def family_of(d: dict) -> str:
     """The family of a config.json dict ("gpt2", "llama", "qwen2"); refused otherwise."""
-    kind = d.get("model_type")
-    if kind not in FAMILIES:
-        _fail("family", kind=_name(kind), families=", ".join(FAMILIES))
+    kind = _family(d)
+    if kind is None:
+        from .checkpoint import CheckpointError
+
+        r = _family_refusal(d)
+        raise CheckpointError(r.key, **r.params)
     return kind
 
 
 def _rope(d: dict) -> tuple[float, tuple]:
     """(rope_theta, rope_scaling as GPTConfig holds it) from a Llama/Qwen2 config (transformers 4's
     ``rope_theta``/``rope_scaling`` or 5's ``rope_parameters``)."""
-    params = d.get("rope_parameters") if isinstance(d.get("rope_parameters"), dict) else {}
+    params = _get(d, "rope_parameters", dict, {})
     theta = _num(params if "rope_theta" in params else d, "rope_theta", 10000.0)
-    sc = d.get("rope_scaling") if isinstance(d.get("rope_scaling"), dict) else params
-    kind = sc.get("rope_type", sc.get("type", "default")) if sc else "default"
-    if kind in (None, "default"):
+    sc = _get(d, "rope_scaling", dict, params)
+    kind = _get(sc, "rope_type", str, _get(sc, "type", str, "default"))
+    if kind == "default":
         return theta, ()
     if kind == "linear":
-        return theta, ("linear", _num(sc, "factor", None))
+        return theta, ("linear", _num(sc, "factor"))
     if kind == "llama3":
-        return theta, ("llama3", _num(sc, "factor", None), _num(sc, "low_freq_factor", None),
-                       _num(sc, "high_freq_factor", None), _num(sc, "original_max_position_embeddings", None))
+        return theta, ("llama3", _num(sc, "factor"), _num(sc, "low_freq_factor"),
+                       _num(sc, "high_freq_factor"), _num(sc, "original_max_position_embeddings"))
     _fail("rope", kind=_name(kind))
 
 
@@ -133,40 +168,38 @@ def config_from_hf(d: dict) -> tuple[str, GPTConfig, int]:
     V = _int(d, "vocab_size")
     if V > limits.MAX_PRETRAINED_VOCAB:
         _fail("bound", name="vocab_size", value=V, limit=limits.MAX_PRETRAINED_VOCAB)
-    tie = d.get("tie_word_embeddings", fam == "gpt2")
-    if not isinstance(tie, bool):
-        _fail("config_field", name="tie_word_embeddings")
+    tie = _get(d, "tie_word_embeddings", bool, fam == "gpt2")
     if fam == "gpt2":
-        act = d.get("activation_function", "gelu_new")
+        act = _get(d, "activation_function", str, "gelu_new")
         acts = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu"}
         if act not in acts:
             _fail("config_value", name="activation_function", value=_name(act))
         for k, ok in (("scale_attn_by_inverse_layer_idx", False), ("reorder_and_upcast_attn", False),
                       ("scale_attn_weights", True), ("add_cross_attention", False)):
-            if d.get(k, ok) != ok:
-                _fail("config_value", name=k, value=_name(str(d.get(k))))
+            if _get(d, k, bool, ok) != ok:
+                _fail("config_value", name=k, value=str(not ok).lower())
         dm, H, P = _int(d, "n_embd"), _int(d, "n_head"), _int(d, "n_positions")
-        inner = d.get("n_inner")
-        ff = 4 * dm if inner is None else _int(d, "n_inner")
+        ff = _int(d, "n_inner", 4 * dm)
         kw = dict(vocab_size=V, block_size=P, n_layer=_int(d, "n_layer"), n_head=H, n_kv_head=H, d_model=dm,
                   pos="learned", norm="layernorm", d_ff=0 if ff == 4 * dm else ff, mlp="gelu", act=acts[act],
                   mlp_bias=True, attn_bias="all", norm_eps=_num(d, "layer_norm_epsilon", 1e-5), tie_head=tie)
         max_pos = P
     else:
-        if d.get("hidden_act", "silu") != "silu":
-            _fail("config_value", name="hidden_act", value=_name(d.get("hidden_act")))
-        if d.get("use_sliding_window"):
+        act = _get(d, "hidden_act", str, "silu")
+        if act != "silu":
+            _fail("config_value", name="hidden_act", value=_name(act))
+        if _get(d, "use_sliding_window", bool, False):
             _fail("config_value", name="use_sliding_window", value="true")
-        if d.get("pretraining_tp", 1) != 1:
-            _fail("config_value", name="pretraining_tp", value=_name(str(d.get("pretraining_tp"))))
+        tp = _int(d, "pretraining_tp", 1)
+        if tp != 1:
+            _fail("config_value", name="pretraining_tp", value=str(tp))
         dm, H = _int(d, "hidden_size"), _int(d, "num_attention_heads")
         Hkv = _int(d, "num_key_value_heads", H)
-        if dm % H or d.get("head_dim", dm // H) not in (None, dm // H):
-            _fail("config_value", name="head_dim", value=_name(str(d.get("head_dim"))))
-        attn_bias = d.get("attention_bias", False)
-        mlp_bias = d.get("mlp_bias", False)
-        if not isinstance(attn_bias, bool) or not isinstance(mlp_bias, bool):
-            _fail("config_field", name="attention_bias")
+        head_dim = _int(d, "head_dim", dm // H or 1)
+        if dm % H or head_dim != dm // H:
+            _fail("config_value", name="head_dim", value=str(head_dim))
+        attn_bias = _get(d, "attention_bias", bool, False)
+        mlp_bias = _get(d, "mlp_bias", bool, False)
         theta, scaling = _rope(d)
         max_pos = _int(d, "max_position_embeddings", HF_CONTEXT)
         kw = dict(vocab_size=V, block_size=min(max_pos, HF_CONTEXT), n_layer=_int(d, "num_hidden_layers"),
@@ -290,6 +323,43 @@ def _header(path: Path) -> tuple[dict, int]:
     return h, size - 8 - n
 
 
+def _tensors(path: Path) -> dict[str, tuple[str, tuple]]:
+    """name -> (dtype, shape) of every tensor of a safetensors file, from its header, checked as
+    safetensors' own reader checks it (so that reader never fails on a file lmviz accepted): each
+    entry's bytes are its dtype's size times its shape's product, and the entries, in the order of
+    their offsets, tile the data exactly -- no gap, no overlap, nothing after the last (a zero-size
+    entry included, which may stand only where one tensor's data ends and the next begins)."""
+    header, data_len = _header(path)
+    meta = header.pop("__metadata__", {})
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        _fail("header", name=path.name)
+    out, spans = {}, []
+    for k, e in header.items():
+        def bad(_field, k=k):
+            _fail("tensor_entry", name=_name(k))
+
+        dtype, shape = typed(e, "dtype", str, fail=bad), typed(e, "shape", list, fail=bad)
+        offs = typed(e, "data_offsets", list, fail=bad)
+        if not all(_is_int(s) and s >= 0 for s in shape) or len(offs) != 2 or not all(_is_int(o) for o in offs):
+            bad(k)
+        if dtype not in (DTYPES if not _IGNORED.fullmatch(k) else STORED_BYTES):
+            _fail("tensor_dtype", name=_name(k), dtype=_name(dtype))
+        need = math.prod(shape) * STORED_BYTES[dtype]
+        if offs[1] - offs[0] != need:
+            _fail("tensor_size", name=_name(k), dtype=dtype, shape=str(shape)[:60], need=need,
+                  have=offs[1] - offs[0])
+        out[k] = (dtype, tuple(shape))
+        spans.append((offs[0], offs[1], k))
+    end = 0
+    for start, stop, k in sorted(spans):
+        if start != end or stop > data_len:
+            _fail("tensor_offsets", name=_name(k))
+        end = stop
+    if end != data_len:
+        _fail("data_tail", name=path.name, extra=data_len - end)
+    return out
+
+
 def _shards(root: Path) -> list[Path]:
     single, index = root / "model.safetensors", root / "model.safetensors.index.json"
     if single.is_file():
@@ -298,11 +368,14 @@ def _shards(root: Path) -> list[Path]:
         if any(root.glob("*.bin")) or any(root.glob("*.pt")) or any(root.glob("*.pth")):
             _fail("pickle")
         _fail("no_weights")
-    wm = _read_json(index, MAX_INDEX_BYTES, "no_weights").get("weight_map")
-    if not isinstance(wm, dict) or not wm:
-        _fail("json", name=index.name)
-    files = sorted(set(wm.values()), key=str)
-    if len(files) > MAX_SHARDS or not all(isinstance(f, str) and _SHARD.fullmatch(f) for f in files):
+    wm = typed(_read_json(index, MAX_INDEX_BYTES, "no_weights"), "weight_map", dict,
+               fail=lambda k: _fail("index_field", name=k))
+    if not wm:
+        _fail("index_field", name="weight_map")
+    if not all(isinstance(f, str) and _SHARD.fullmatch(f) for f in wm.values()):
+        _fail("shard_name")
+    files = sorted(set(wm.values()))
+    if len(files) > MAX_SHARDS:
         _fail("shard_name")
     out = [root / f for f in files]
     for p in out:
@@ -321,30 +394,10 @@ def inspect(path) -> Inspection:
         _fail("no_tokenizer")
     found: dict[str, tuple[Path, str, tuple]] = {}
     for shard in _shards(root):
-        header, data_len = _header(shard)
-        spans = []
-        for k, e in header.items():
-            if k == "__metadata__":
-                continue
-            if not isinstance(e, dict) or not isinstance(k, str):
-                _fail("tensor_entry", name=_name(k))
-            dtype, shape, offs = e.get("dtype"), e.get("shape"), e.get("data_offsets")
-            if (not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape)
-                    or not isinstance(offs, list) or len(offs) != 2 or not all(_is_int(o) and o >= 0 for o in offs)):
-                _fail("tensor_entry", name=_name(k))
-            if not isinstance(dtype, str) or (dtype not in DTYPES and not _IGNORED.fullmatch(k)):
-                _fail("tensor_dtype", name=_name(k), dtype=_name(dtype))
-            nbytes = math.prod(shape) * DTYPES.get(dtype, 1 if dtype in ("BOOL", "U8", "I8") else 8)
-            if offs[1] - offs[0] != nbytes or offs[1] > data_len:
-                _fail("tensor_offsets", name=_name(k))
+        for k, (dtype, shape) in _tensors(shard).items():
             if k in found:
                 _fail("tensor_twice", name=_name(k))
-            found[k] = (shard, dtype, tuple(shape))
-            spans.append((offs[0], offs[1]))
-        spans.sort()
-        for (_, e1), (b2, _) in zip(spans, spans[1:]):
-            if b2 < e1:
-                _fail("tensor_offsets", name=shard.name)
+            found[k] = (shard, dtype, shape)
     prefix = "transformer." if fam == "gpt2" and "transformer.wte.weight" in found else ""
     entries = plan(fam, cfg, prefix)
     expected = {e.name: e for e in entries}
@@ -468,18 +521,32 @@ def model_label(path: Path) -> str:
     return p.name
 
 
-def _candidate(p: Path) -> Found | None:
+@dataclass(frozen=True)
+class Skipped:
+    """A model folder the menu leaves out, and why (its config.json is unreadable or names no
+    family lmviz reads)."""
+    path: Path
+    label: str
+    reason: limits.Reason
+
+
+def _candidate(p: Path) -> Found | Skipped | None:
+    """A folder as the menu sees it: a model of a known family, a model folder it leaves out (with
+    the reason), or None (no model folder). Reads config.json only; never raises."""
     try:
         if not ((p / "config.json").is_file() and (p / "tokenizer.json").is_file()
                 and ((p / "model.safetensors").is_file() or (p / "model.safetensors.index.json").is_file())):
             return None
         if (p / "config.json").stat().st_size > MAX_CONFIG_BYTES:
-            return None
+            return Skipped(p, model_label(p), limits.Reason("hf.err_too_large", {
+                "name": "config.json", "limit_mb": MAX_CONFIG_BYTES // 2**20}))
         d = json.loads((p / "config.json").read_text(encoding="utf-8"))
-        fam = d.get("model_type") if isinstance(d, dict) else None
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    return Found(p, model_label(p), fam) if fam in FAMILIES else None
+        return Skipped(p, model_label(p), limits.Reason("hf.err_json", {"name": "config.json"}))
+    fam = _family(d)
+    if fam is None:
+        return Skipped(p, model_label(p), _family_refusal(d))
+    return Found(p, model_label(p), fam)
 
 
 def hf_cache_dir(env=None) -> Path:
@@ -495,36 +562,43 @@ def hf_cache_dir(env=None) -> Path:
 def find_models(env=None, limit: int = 64) -> list[Found]:
     """Model folders of the two families, from LMVIZ_MODEL_DIR (os.pathsep-separated; each a
     model folder or a folder of them) and from the HF cache (each model's newest snapshot).
-    Reads config.json only; a folder that is unreadable is left out (the loader says why)."""
+    Reads config.json only; a folder that is unreadable is left out (``scan_models`` says why)."""
+    return scan_models(env, limit)[0]
+
+
+def scan_models(env=None, limit: int = 64) -> tuple[list[Found], list[Skipped]]:
+    """(the model folders find_models lists, the model folders it leaves out with the reason).
+    Never raises: the sidebar lists the models on every run, so one hostile folder in the model
+    directory or the cache must not break a page (``python -m lmviz.hf list`` prints both)."""
     env = os.environ if env is None else env
     roots = [Path(x).expanduser() for x in env.get("LMVIZ_MODEL_DIR", "").split(os.pathsep) if x.strip()]
     out: list[Found] = []
+    skipped: list[Skipped] = []
     seen: set[Path] = set()
 
-    def add(p: Path):
+    def add(p: Path, f: Found | Skipped | None):
         try:
             rp = p.resolve()
-        except OSError:
+        except (OSError, RuntimeError):             # RuntimeError: a symlink loop (Python < 3.13)
             return
-        if rp in seen or len(out) >= limit:
+        if f is None or rp in seen or len(out) >= limit:
             return
-        f = _candidate(p)
-        if f is not None:
-            seen.add(rp)
-            out.append(f)
+        seen.add(rp)
+        (out if isinstance(f, Found) else skipped).append(f)
 
     for r in roots:
         if not r.is_dir():
             continue
-        if _candidate(r) is not None:
-            add(r)
+        f = _candidate(r)
+        if f is not None:
+            add(r, f)
             continue
         try:
             subs = sorted(x for x in r.iterdir() if x.is_dir())
         except OSError:
             continue
         for x in subs[:limit]:
-            add(x)
+            add(x, _candidate(x))
     cache = hf_cache_dir(env)
     try:
         repos = sorted(cache.glob("models--*")) if cache.is_dir() else []
@@ -537,11 +611,11 @@ def find_models(env=None, limit: int = 64) -> list[Found]:
             rev = ref.read_text(encoding="utf-8").strip() if ref.is_file() else ""
             cands = [snaps / rev] if rev and (snaps / rev).is_dir() else \
                 sorted((s for s in snaps.iterdir() if s.is_dir()), key=lambda s: s.stat().st_mtime, reverse=True)
-        except OSError:
+        except (OSError, UnicodeDecodeError, ValueError):
             continue
         for s in cands[:1]:
-            add(s)
-    return out
+            add(s, _candidate(s))
+    return out, skipped
 
 
 # -----------------------------------------------------------------------------
@@ -573,7 +647,15 @@ def _main(argv=None) -> int:
     c.add_argument("dir")
     c.add_argument("--text", default="The capital of France is Paris. 北京是中国的首都。")
     c.add_argument("--tol", type=float, default=1e-4, help="largest |Δlogit| allowed, times max(1, max |logit|)")
+    sub.add_parser("list", help="the model folders the menu lists, and those it leaves out with the reason")
     a = ap.parse_args(argv)
+    if a.cmd == "list":
+        found, skipped = scan_models()
+        for f in found:
+            print(f"{f.label} ({FAMILIES[f.family]}): {f.path}")
+        for k in skipped:
+            print(f"left out: {k.path}: {k.reason.english()}")
+        return 0
     import torch
 
     try:

@@ -8,7 +8,8 @@ What ``tokenizer.json`` says, and what is done with it, in order:
    each is one id and is never split.
 2. **Normalizer**: none, or a Unicode normal form (NFC, NFD, NFKC, NFKD; Qwen2 uses NFC).
 3. **Pre-tokenizer**: the text is cut into pieces no merge may cross: ``Split`` with the json's
-   own regex (Llama 3, Qwen2), ``ByteLevel`` with GPT-2's regex, ``Digits``. The regexes use
+   regex when it is one of the known ones (Llama 3's, Qwen2's, GPT-2's: ``KNOWN_PATTERNS`` says
+   why no other), ``ByteLevel`` with GPT-2's regex, ``Digits``. The regexes use
    ``\\p{L}`` (letters) and ``\\p{N}`` (numbers), which Python's ``re`` lacks: they are rewritten
    as character classes built from ``unicodedata``, and ``\\s`` as Unicode's White_Space (what the
    Rust library's regex engine means by it).
@@ -22,8 +23,9 @@ split over two tokens, and a piece like ``b"\\xe5\\xad"`` is no text at all. ``r
 the bytes, ``token(i)`` a label that shows such bytes as ``<E5><AD>`` (never "�"), and
 ``tokens(text)`` every piece with its bytes and where it starts, as ``lmviz.bpe`` does.
 
-Everything in the file is checked before it is used (sizes, ids, merges, the kinds of each
-step); what lmviz cannot reproduce exactly is refused with a :class:`TokenizerError`.
+Everything in the file is checked before it is used (every field's type through
+``lmviz.fields.typed``, sizes, ids, merges, the kinds of each step); what lmviz cannot reproduce
+exactly, or could not run in bounded time, is refused with a :class:`TokenizerError`.
 """
 from __future__ import annotations
 
@@ -37,13 +39,31 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .bpe import Token, byte_label
+from .fields import ABSENT, typed
 
 MAX_TOKENIZER_BYTES = 64 * 2**20    # tokenizer.json (Qwen2's is 7 MB, Llama 3's 9 MB)
 MAX_VOCAB = 1_000_000               # token ids (Qwen2: 151,665; Gemma: 256,000)
 MAX_TOKEN_CHARS = 1_000             # longest token string
 MAX_PATTERN_CHARS = 2_000           # a pre-tokenizer regex
+MAX_ADDED_TOKENS = 1_024            # added tokens, one alternation of the regex cut out first (Llama 3: 256)
+MAX_STEPS = 8                       # pre-tokenizer or normalizer steps, Sequences flattened (real ones: 1-4)
+MAX_NESTING = 3                     # Sequences inside Sequences
 NORMAL_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
 GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                  r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}", 1)    # one digit a piece
+# The Split regexes lmviz runs are these, compared exactly, and no other. Python's re backtracks:
+# a tokenizer.json may hold a regex such as (\p{L}|\p{L}|\p{L}\p{L})*! that takes 15 s on a
+# 20-letter word (exponential in its length), and a running match cannot be interrupted, so it
+# holds the interpreter -- every session of the server -- until it ends. The other guards are
+# incomplete: a check for nested quantifiers misses overlapping alternatives under one quantifier
+# and polynomial chains (\p{L}*\p{L}*\p{L}*...!); a trial on adversarial strings finds only the
+# strings it thought of; a time limit needs a process per encode. The known regexes are those
+# of the families lmviz reads (SmolLM2 uses GPT-2's through ByteLevel); a new family's regex is
+# added here with a test.
+KNOWN_PATTERNS = {GPT2_PATTERN: "GPT-2", LLAMA3_PATTERN: "Llama 3", QWEN2_PATTERN: "Qwen2"}
+
 # Unicode's White_Space property: what \s means in the regex engine of HF tokenizers (Python's
 # \s also matches U+001C..U+001F)
 WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -51,6 +71,15 @@ WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205
 
 class TokenizerError(ValueError):
     """A tokenizer.json lmviz refuses; ``str()`` says why in one English sentence."""
+
+
+def _get(d, key: str, kind, default=ABSENT, where: str = ""):
+    """A tokenizer.json field of type ``kind`` (lmviz.fields.typed); ``where`` names the object
+    that holds it (``pre_tokenizer.pattern``), so the refusal says which field is wrong."""
+    def fail(k):
+        raise TokenizerError(f"its field {where + '.' if where else ''}{k} is missing or has the wrong type")
+
+    return typed(d, key, kind, default, fail=fail)
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -175,49 +204,61 @@ def _split_isolated(pieces, rx: re.Pattern):
     return out
 
 
-def _pre_tokenizer_steps(spec) -> list:
+def _pre_tokenizer_steps(spec, where: str = "pre_tokenizer", depth: int = 0) -> list:
     """tokenizer.json's pre_tokenizer -> a list of ("split", compiled regex) / ("prefix_space",)."""
     if spec is None:
         return []
-    if not isinstance(spec, dict):
-        raise TokenizerError("the tokenizer's pre_tokenizer is not an object")
-    kind = spec.get("type")
+    kind = _get(spec, "type", str, where=where)
     if kind == "Sequence":
-        steps = []
-        for s in spec.get("pretokenizers") or []:
-            steps += _pre_tokenizer_steps(s)
+        if depth >= MAX_NESTING:
+            raise TokenizerError("its pre-tokenizer nests Sequences too deeply")
+        subs = _get(spec, "pretokenizers", list, where=where)
+        steps = [x for i, s in enumerate(subs)
+                 for x in _pre_tokenizer_steps(s, f"{where}.pretokenizers[{i}]", depth + 1)]
+        if len(steps) > MAX_STEPS:
+            raise TokenizerError(f"its pre-tokenizer has more than {MAX_STEPS} steps")
         return steps
     if kind == "ByteLevel":
-        steps = [("prefix_space",)] if spec.get("add_prefix_space") else []
-        if spec.get("use_regex", True):
+        steps = [("prefix_space",)] if _get(spec, "add_prefix_space", bool, False, where) else []
+        if _get(spec, "use_regex", bool, True, where):
             steps.append(("split", re.compile(translate_regex(GPT2_PATTERN))))
         return steps
     if kind == "Split":
-        pat = spec.get("pattern") or {}
-        if spec.get("behavior") != "Isolated" or spec.get("invert"):
-            raise TokenizerError("the tokenizer splits text in a way lmviz does not reproduce "
-                                 f"({str(spec.get('behavior'))[:20]})")
-        if "Regex" in pat:
-            rx = translate_regex(pat["Regex"])
-        elif isinstance(pat.get("String"), str):
-            rx = re.escape(pat["String"])
+        pat = _get(spec, "pattern", dict, where=where)
+        behavior = _get(spec, "behavior", str, where=where)
+        if behavior != "Isolated" or _get(spec, "invert", bool, False, where):
+            raise TokenizerError(f"the tokenizer splits text in a way lmviz does not reproduce ({behavior[:20]})")
+        regex = _get(pat, "Regex", str, None, f"{where}.pattern")
+        if regex is not None:
+            if regex not in KNOWN_PATTERNS:
+                *others, last = KNOWN_PATTERNS.values()
+                raise TokenizerError(f"its pre-tokenizer regex is not one lmviz runs: lmviz runs only those of "
+                                     f"{', '.join(others)} and {last}, because an unknown regex can take minutes "
+                                     "on one word")
+            rx = translate_regex(regex)
         else:
-            raise TokenizerError("the tokenizer's Split has no pattern")
+            rx = re.escape(_get(pat, "String", str, where=f"{where}.pattern"))
         return [("split", re.compile(rx))]
     if kind == "Digits":
-        return [("split", re.compile(r"\d" if spec.get("individual_digits") else r"\d+"))]
-    raise TokenizerError(f"the tokenizer's pre-tokenizer kind is not one lmviz reproduces ({str(kind)[:30]})")
+        return [("split", re.compile(r"\d" if _get(spec, "individual_digits", bool, False, where) else r"\d+"))]
+    raise TokenizerError(f"the tokenizer's pre-tokenizer kind is not one lmviz reproduces ({kind[:30]})")
 
 
-def _normal_forms(spec) -> list[str]:
+def _normal_forms(spec, where: str = "normalizer", depth: int = 0) -> list[str]:
     if spec is None:
         return []
-    kind = spec.get("type") if isinstance(spec, dict) else None
+    kind = _get(spec, "type", str, where=where)
     if kind == "Sequence":
-        return [f for s in spec.get("normalizers") or [] for f in _normal_forms(s)]
+        if depth >= MAX_NESTING:
+            raise TokenizerError("its normalizer nests Sequences too deeply")
+        subs = _get(spec, "normalizers", list, where=where)
+        forms = [f for i, s in enumerate(subs) for f in _normal_forms(s, f"{where}.normalizers[{i}]", depth + 1)]
+        if len(forms) > MAX_STEPS:
+            raise TokenizerError(f"its normalizer has more than {MAX_STEPS} steps")
+        return forms
     if kind in NORMAL_FORMS:
         return [kind]
-    raise TokenizerError(f"the tokenizer's normalizer is not one lmviz reproduces ({str(kind)[:30]})")
+    raise TokenizerError(f"the tokenizer's normalizer is not one lmviz reproduces ({kind[:30]})")
 
 
 # -----------------------------------------------------------------------------
@@ -249,16 +290,16 @@ class HFTokenizer:
     def __init__(self, spec: dict, vocab_size: int | None = None):
         if not isinstance(spec, dict):
             raise TokenizerError("tokenizer.json is not a JSON object")
-        model = spec.get("model")
-        if not isinstance(model, dict) or model.get("type") not in ("BPE", None) or "vocab" not in model:
+        model = _get(spec, "model", dict)
+        if _get(model, "type", str, "BPE", "model") != "BPE" or "vocab" not in model:
             raise TokenizerError("the tokenizer is not a BPE tokenizer (lmviz reads byte-level BPE only)")
         for k in ("continuing_subword_prefix", "end_of_word_suffix"):
-            if model.get(k):
+            if _get(model, k, str, "", "model"):
                 raise TokenizerError(f"the tokenizer uses {k}, which byte-level BPE does not")
-        if model.get("byte_fallback") or model.get("dropout"):
+        if _get(model, "byte_fallback", bool, False, "model") or _get(model, "dropout", (int, float), 0, "model"):
             raise TokenizerError("the tokenizer uses byte fallback or dropout (a SentencePiece-style BPE)")
-        vocab = model.get("vocab")
-        if not isinstance(vocab, dict) or not 0 < len(vocab) <= MAX_VOCAB:
+        vocab = _get(model, "vocab", dict, where="model")
+        if not 0 < len(vocab) <= MAX_VOCAB:
             raise TokenizerError("the tokenizer's vocabulary is missing or too large")
         byte_level = any(isinstance(spec.get(k), dict) and "ByteLevel" in json.dumps(spec.get(k))
                          for k in ("pre_tokenizer", "decoder"))
@@ -272,24 +313,26 @@ class HFTokenizer:
             self.pieces[i] = t
         self.ids = {t: i for i, t in self.pieces.items()}
         self.special: dict[str, int] = {}           # added tokens: content -> id, never split
-        for a in spec.get("added_tokens") or []:
-            c, i = (a.get("content"), a.get("id")) if isinstance(a, dict) else (None, None)
-            if (not isinstance(c, str) or not c or len(c) > MAX_TOKEN_CHARS or not isinstance(i, int)
-                    or isinstance(i, bool) or not 0 <= i < MAX_VOCAB):
+        added = _get(spec, "added_tokens", list, [])
+        if len(added) > MAX_ADDED_TOKENS:
+            raise TokenizerError(f"the tokenizer has more than {MAX_ADDED_TOKENS:,} added tokens")
+        for k, a in enumerate(added):
+            c, i = _get(a, "content", str, where=f"added_tokens[{k}]"), _get(a, "id", int, where=f"added_tokens[{k}]")
+            if not c or len(c) > MAX_TOKEN_CHARS or not 0 <= i < MAX_VOCAB:
                 raise TokenizerError("the tokenizer's added tokens hold a bad entry")
             self.special[c] = i
         self.ranks: dict[tuple[str, str], int] = {}
-        merges = model.get("merges") or []
-        if not isinstance(merges, list) or len(merges) > MAX_VOCAB:
-            raise TokenizerError("the tokenizer's merges are not a list")
+        merges = _get(model, "merges", list, [], "model")
+        if len(merges) > MAX_VOCAB:
+            raise TokenizerError("the tokenizer has too many merges")
         for r, m in enumerate(merges):
             pair = tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) if isinstance(m, list) else ()
             if len(pair) != 2 or not all(isinstance(p, str) for p in pair) or (pair[0] + pair[1]) not in self.ids:
                 raise TokenizerError(f"the tokenizer's merge {r + 1} is not a pair of tokens whose join is a token")
             self.ranks.setdefault(pair, r)
-        self.ignore_merges = bool(model.get("ignore_merges"))
-        self.forms = _normal_forms(spec.get("normalizer"))
-        self.steps = _pre_tokenizer_steps(spec.get("pre_tokenizer"))
+        self.ignore_merges = _get(model, "ignore_merges", bool, False, "model")
+        self.forms = _normal_forms(_get(spec, "normalizer", dict, None))
+        self.steps = _pre_tokenizer_steps(_get(spec, "pre_tokenizer", dict, None))
         top = max([*self.pieces, *self.special.values()]) + 1
         self.vocab_size = max(top, int(vocab_size or 0))
         self._special_rx = re.compile("|".join(re.escape(c) for c in sorted(self.special, key=len, reverse=True))) \

@@ -385,3 +385,294 @@ def test_the_app_imports_neither_tokenizers_nor_transformers():
             "bad = [m for m in ('tokenizers', 'transformers') if m in sys.modules]\n"
             "assert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
+
+
+# ---------------------------------------------------------------- hostile folders -------------
+# Each folder a probe built to break the loader: every one must be a sentence (a CheckpointError
+# or TokenizerError with its catalogue key or reason), never a traceback.
+GPT2_CONFIG = {"model_type": "gpt2", "vocab_size": MODEL_VOCAB, "n_positions": 16, "n_embd": 8, "n_layer": 1,
+               "n_head": 2}
+LLAMA_CONFIG = {"model_type": "llama", "vocab_size": 64, "hidden_size": 8, "num_attention_heads": 2,
+                "num_hidden_layers": 1, "intermediate_size": 16, "max_position_embeddings": 32}
+
+
+def test_fields_doctests():
+    import doctest
+
+    from lmviz import fields
+
+    assert doctest.testmod(fields).failed == 0
+
+
+def _refusal(fn, *args) -> CheckpointError:
+    with pytest.raises(CheckpointError) as e:
+        fn(*args)
+    assert not str(e.value).startswith("hf.err_"), "the key has no sentence in the catalogue"
+    return e.value
+
+
+@pytest.mark.parametrize("bad, name", [
+    ({"model_type": ["gpt2"]}, "model_type"), ({"model_type": {"gpt2": 1}}, "model_type"),
+    ({"activation_function": ["gelu_new"]}, "activation_function"),
+    ({"tie_word_embeddings": "yes"}, "tie_word_embeddings"), ({"n_inner": [32]}, "n_inner"),
+    ({"scale_attn_weights": [True]}, "scale_attn_weights"), ({"layer_norm_epsilon": "1e-5"}, "layer_norm_epsilon"),
+])
+def test_a_config_field_of_the_wrong_type_is_a_sentence(bad, name):
+    from lmviz.hf import config_from_hf
+
+    config_from_hf(GPT2_CONFIG)
+    e = _refusal(config_from_hf, {**GPT2_CONFIG, **bad})
+    assert (e.key, e.params) == ("hf.err_config_field", {"name": name})
+    assert str(e) == f"config.json has no usable value for {name}."
+
+
+@pytest.mark.parametrize("bad, name", [
+    ({"hidden_act": {"silu": 1}}, "hidden_act"), ({"use_sliding_window": "no"}, "use_sliding_window"),
+    ({"head_dim": "4"}, "head_dim"), ({"attention_bias": 0}, "attention_bias"), ({"mlp_bias": [False]}, "mlp_bias"),
+    ({"rope_scaling": ["llama3"]}, "rope_scaling"), ({"rope_parameters": 5}, "rope_parameters"),
+    ({"rope_scaling": {"rope_type": ["linear"]}}, "rope_type"),
+    ({"rope_scaling": {"rope_type": "linear", "factor": [2]}}, "factor"),
+    ({"num_key_value_heads": 1.5}, "num_key_value_heads"),
+])
+def test_a_llama_config_field_of_the_wrong_type_is_a_sentence(bad, name):
+    from lmviz.hf import config_from_hf
+
+    assert config_from_hf({**LLAMA_CONFIG, "rope_scaling": None, "head_dim": None})[0] == "llama"   # null: absent
+    e = _refusal(config_from_hf, {**LLAMA_CONFIG, **bad})
+    assert (e.key, e.params) == ("hf.err_config_field", {"name": name})
+
+
+def _listed_folder(root: Path, name: str, config) -> Path:
+    """A folder as the model menu sees it: only config.json is read, the other files just exist."""
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(config if isinstance(config, str) else json.dumps(config))
+    (d / "tokenizer.json").write_text("{}")
+    (d / "model.safetensors").write_bytes(b"")
+    return d
+
+
+def test_a_hostile_config_in_the_model_dir_is_left_out_with_its_reason_and_the_rest_listed(tmp_path):
+    import lmviz.hf as H
+
+    good = _listed_folder(tmp_path / "models", "good", GPT2_CONFIG)
+    _listed_folder(tmp_path / "models", "list_type", {**GPT2_CONFIG, "model_type": ["gpt2"]})
+    _listed_folder(tmp_path / "models", "dict_type", {**GPT2_CONFIG, "model_type": {"a": "gpt2"}})
+    _listed_folder(tmp_path / "models", "bert", {**GPT2_CONFIG, "model_type": "bert"})
+    _listed_folder(tmp_path / "models", "not_json", "{")
+    _listed_folder(tmp_path / "models", "a_list", "[1, 2]")
+    snap = _listed_folder(tmp_path / "hub" / "models--evil--m" / "snapshots", "r1", {"model_type": [["llama"]]})
+    env = {"LMVIZ_MODEL_DIR": str(tmp_path / "models"), "HF_HUB_CACHE": str(tmp_path / "hub")}
+    found, skipped = H.scan_models(env)
+    assert [f.path for f in found] == [good] and H.find_models(env) == found
+    why = {k.label: (k.reason.key, k.reason.english()) for k in skipped}
+    assert why == {
+        "list_type": ("hf.err_config_field", "config.json has no usable value for model_type."),
+        "dict_type": ("hf.err_config_field", "config.json has no usable value for model_type."),
+        "bert": ("hf.err_family", "This is a bert model; lmviz reads these families: gpt2, llama, qwen2."),
+        "not_json": ("hf.err_json", "config.json is not valid JSON."),
+        "a_list": ("hf.err_json", "config.json is not valid JSON."),
+        "evil/m": ("hf.err_config_field", "config.json has no usable value for model_type."),
+    }
+    assert [k.path for k in skipped if k.label == "evil/m"] == [snap]
+    # the loader says the same sentence as the list
+    assert _refusal(H.inspect, tmp_path / "models" / "list_type").key == "hf.err_config_field"
+
+
+def test_the_list_command_prints_the_folders_and_those_left_out(tmp_path, monkeypatch, capsys):
+    import lmviz.hf as H
+
+    _listed_folder(tmp_path, "good", GPT2_CONFIG)
+    _listed_folder(tmp_path, "evil", {"model_type": ["gpt2"]})
+    monkeypatch.setenv("LMVIZ_MODEL_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "no_cache"))
+    assert H._main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert f"good (GPT-2): {tmp_path / 'good'}" in out
+    assert f"left out: {tmp_path / 'evil'}: config.json has no usable value for model_type." in out
+
+
+HOSTILE_REGEX = r"(\p{L}|\p{L}|\p{L}\p{L})*!"      # exponential backtracking: 15 s on a 20-letter word
+
+
+def _spec(**over) -> dict:
+    base = {"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "ByteLevel"},
+            "decoder": {"type": "ByteLevel"}}
+    return {**base, **over}
+
+
+def _split(pattern) -> dict:
+    return {"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": pattern, "behavior": "Isolated"},
+                                                  {"type": "ByteLevel", "use_regex": False}]}
+
+
+@pytest.mark.parametrize("over, field", [
+    ({"added_tokens": 5}, "added_tokens"), ({"added_tokens": [{"content": ["x"], "id": 1}]}, "added_tokens[0].content"),
+    ({"added_tokens": [7]}, "added_tokens[0].content"),
+    ({"pre_tokenizer": "ByteLevel"}, "pre_tokenizer"),
+    ({"pre_tokenizer": {"type": ["ByteLevel"]}}, "pre_tokenizer.type"),
+    ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": 5}}, "pre_tokenizer.pretokenizers"),
+    ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [5]}}, "pre_tokenizer.pretokenizers[0].type"),
+    ({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": "yes"}}, "pre_tokenizer.add_prefix_space"),
+    ({"normalizer": 5}, "normalizer"), ({"normalizer": ["NFC"]}, "normalizer"),
+    ({"normalizer": {"type": "Sequence", "normalizers": 5}}, "normalizer.normalizers"),
+    ({"pre_tokenizer": _split("abc")}, "pre_tokenizer.pretokenizers[0].pattern"),
+    ({"pre_tokenizer": _split({"Regex": 5})}, "pre_tokenizer.pretokenizers[0].pattern.Regex"),
+    ({"pre_tokenizer": _split({"String": [" "]})}, "pre_tokenizer.pretokenizers[0].pattern.String"),
+    ({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": 5}}, "model.merges"),
+    ({"model": {"type": "BPE", "vocab": [["a", 0]]}}, "model.vocab"),
+    ({"model": {"type": "BPE", "vocab": {"a": 0}, "ignore_merges": "yes"}}, "model.ignore_merges"),
+])
+def test_a_tokenizer_field_of_the_wrong_type_is_a_sentence(over, field):
+    with pytest.raises(TokenizerError) as e:
+        HFTokenizer(_spec(**over))
+    assert str(e.value) == f"its field {field} is missing or has the wrong type"
+
+
+def test_only_the_known_split_regexes_run_and_a_backtracking_one_is_refused():
+    from lmviz.hf_tokenizer import KNOWN_PATTERNS, LLAMA3_PATTERN
+
+    assert QWEN_PATTERN in KNOWN_PATTERNS and LLAMA3_PATTERN in KNOWN_PATTERNS
+    for pattern in KNOWN_PATTERNS:
+        assert HFTokenizer(_spec(pre_tokenizer=_split({"Regex": pattern}))).encode("aaa") == [0, 0, 0]
+    assert HFTokenizer(_spec(pre_tokenizer=_split({"String": " "}))).encode("a a") == [0, 0]   # a literal is safe
+    for hostile in (HOSTILE_REGEX, r"\p{L}*\p{L}*\p{L}*\p{L}*\p{L}*!", LLAMA3_PATTERN + "|(a+)+b"):
+        with pytest.raises(TokenizerError) as e:
+            HFTokenizer(_spec(pre_tokenizer=_split({"Regex": hostile})))
+        assert str(e.value) == ("its pre-tokenizer regex is not one lmviz runs: lmviz runs only those of "
+                                "GPT-2, Llama 3 and Qwen2, because an unknown regex can take minutes on one word")
+
+
+@needs_tok
+def test_the_llama3_regex_cuts_text_as_tokenizers_does():
+    from tokenizers import Regex, pre_tokenizers
+
+    import re
+
+    from lmviz.hf_tokenizer import LLAMA3_PATTERN, _split_isolated, translate_regex
+
+    text = SAMPLES[0] + " 1234567 " + SAMPLES[1] + SAMPLES[2]
+    want = [p for p, _ in pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated").pre_tokenize_str(text)]
+    assert [p for p, _ in _split_isolated([(text, 0)], re.compile(translate_regex(LLAMA3_PATTERN)))] == want
+    assert "123" in want and "456" in want                     # digits by threes: the pattern is Llama 3's
+
+
+def test_too_many_steps_added_tokens_or_nested_sequences_are_refused():
+    from lmviz.hf_tokenizer import MAX_ADDED_TOKENS, MAX_STEPS
+
+    digits = {"type": "Digits"}
+    many = {"type": "Sequence", "pretokenizers": [digits] * (MAX_STEPS + 1)}
+    deep = {"type": "ByteLevel"}
+    for _ in range(40):
+        deep = {"type": "Sequence", "pretokenizers": [deep]}
+    added = [{"content": f"<{i}>", "id": i} for i in range(MAX_ADDED_TOKENS + 1)]
+    for over, said in (({"pre_tokenizer": many}, f"its pre-tokenizer has more than {MAX_STEPS} steps"),
+                       ({"pre_tokenizer": deep}, "its pre-tokenizer nests Sequences too deeply"),
+                       ({"added_tokens": added}, "the tokenizer has more than 1,024 added tokens")):
+        with pytest.raises(TokenizerError) as e:
+            HFTokenizer(_spec(**over))
+        assert str(e.value) == said
+
+
+@needs_tok
+def test_a_folder_with_a_backtracking_regex_is_refused_with_a_sentence(tmp_path, tok_files):
+    import lmviz.hf as H
+
+    d = _gpt2_folder(tmp_path, tok_files["gpt2"])
+    spec = json.loads((d / "tokenizer.json").read_text())
+    (d / "tokenizer.json").write_text(json.dumps({**spec, "pre_tokenizer": _split({"Regex": HOSTILE_REGEX})}))
+    e = _refusal(H.load, d, "cpu")
+    assert e.key == "hf.err_tokenizer"
+    assert str(e) == ("tokenizer.json cannot be used: its pre-tokenizer regex is not one lmviz runs: lmviz runs only "
+                      "those of GPT-2, Llama 3 and Qwen2, because an unknown regex can take minutes on one word.")
+
+
+def _edit_header(path: Path, edit) -> None:
+    """Rewrite a safetensors file's header: ``edit(header, data)`` changes the header dict in place
+    and returns the data bytes to write after it."""
+    raw = path.read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+    data = edit(header, data)
+    h = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(h)) + h + data)
+
+
+def _add(name, entry, pad=b""):
+    def edit(h, data):
+        h[name] = {**entry, "data_offsets": [len(data) + o for o in entry["data_offsets"]]}
+        return data + pad
+    return edit
+
+
+def _set(name, **fields):
+    def edit(h, data):
+        h[name].update(fields)
+        return data
+    return edit
+
+
+@needs_tok
+@pytest.mark.parametrize("edit, key, said", [
+    # a zero-size entry one byte past the data: safetensors' reader failed with a traceback
+    (_add("h.0.attn.masked_bias", {"dtype": "F32", "shape": [0], "data_offsets": [1, 1]}, b"\0"),
+     "hf.err_tensor_offsets", "The data of tensor h.0.attn.masked_bias does not lie where its file's header says."),
+    (_add("h.0.attn.masked_bias", {"dtype": "F32", "shape": [2, 0], "data_offsets": [4, 4]}, bytes(4)),
+     "hf.err_tensor_offsets", "The data of tensor h.0.attn.masked_bias does not lie where its file's header says."),
+    (_add("h.0.attn.masked_bias", {"dtype": "F32", "shape": [0], "data_offsets": [0, 4]}, bytes(4)),
+     "hf.err_tensor_size", "Tensor h.0.attn.masked_bias holds F32 values of shape [0], which take 0 bytes, but its "
+                           "file's header gives it 4 bytes."),
+    (_set("ln_f.bias", shape=[4]), "hf.err_tensor_size",
+     "Tensor ln_f.bias holds F32 values of shape [4], which take 16 bytes, but its file's header gives it 32 bytes."),
+    (lambda h, data: data + bytes(4), "hf.err_data_tail",
+     "model.safetensors holds 4 bytes after the data of its last tensor; a safetensors file holds nothing else."),
+    (_add("h.0.attn.masked_bias", {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}, bytes(8)),
+     "hf.err_tensor_offsets", "The data of tensor h.0.attn.masked_bias does not lie where its file's header says."),
+    (_add("h.0.attn.masked_bias", {"dtype": "FOO", "shape": [1], "data_offsets": [0, 1]}, b"\0"),
+     "hf.err_tensor_dtype", "Tensor h.0.attn.masked_bias is stored as FOO; lmviz reads F32, F16 and BF16 weights."),
+    (_set("ln_f.bias", shape=[8.0]), "hf.err_tensor_entry", "The entry of tensor ln_f.bias is malformed."),
+    (_set("ln_f.bias", data_offsets=None), "hf.err_tensor_entry", "The entry of tensor ln_f.bias is malformed."),
+    (_set("ln_f.bias", dtype=["F32"]), "hf.err_tensor_entry", "The entry of tensor ln_f.bias is malformed."),
+    (lambda h, data: h.update(__metadata__={"format": 1}) or data, "hf.err_header",
+     "The header of model.safetensors is not a valid safetensors header."),
+])
+def test_a_safetensors_header_safetensors_would_reject_is_a_sentence(tmp_path, tok_files, edit, key, said):
+    from safetensors import safe_open
+
+    d = _gpt2_folder(tmp_path, tok_files["gpt2"])
+    inspect(d)
+    _edit_header(d / "model.safetensors", edit)
+    e = _refusal(inspect, d)
+    assert (e.key, str(e)) == (key, said)
+    with pytest.raises(Exception):                        # the reader lmviz would run refuses it too
+        with safe_open(str(d / "model.safetensors"), framework="pt") as fh:
+            for k in fh.keys():
+                fh.get_tensor(k)
+
+
+@needs_tok
+def test_a_zero_size_entry_where_safetensors_allows_it_is_read(tmp_path, tok_files):
+    d = _gpt2_folder(tmp_path, tok_files["gpt2"])
+    _edit_header(d / "model.safetensors", _add("h.0.attn.masked_bias", {"dtype": "F32", "shape": [0],
+                                                                         "data_offsets": [0, 0]}))
+    assert load(d, device="cpu")[2]["params"] == inspect(d).n_params
+
+
+@needs_tok
+@pytest.mark.parametrize("weight_map, key", [
+    ({"wte.weight": ["model-00001-of-00001.safetensors"]}, "hf.err_shard_name"),
+    ({"wte.weight": {"f": "model-00001-of-00001.safetensors"}}, "hf.err_shard_name"),
+    ([["wte.weight", "model-00001-of-00001.safetensors"]], "hf.err_index_field"),
+    ({}, "hf.err_index_field"),
+])
+def test_an_index_of_the_wrong_shape_is_a_sentence(tmp_path, tok_files, weight_map, key):
+    d = _gpt2_folder(tmp_path, tok_files["gpt2"])
+    (d / "model.safetensors").rename(d / "model-00001-of-00001.safetensors")
+    index = d / "model.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": {"wte.weight": "model-00001-of-00001.safetensors"}}))
+    inspect(d)
+    index.write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    e = _refusal(inspect, d)
+    assert e.key == key
+    if key == "hf.err_index_field":
+        assert str(e) == "model.safetensors.index.json has no usable value for weight_map."
