@@ -567,13 +567,24 @@ def page_chrome() -> None:
 
 
 _PRESENT_CSS = (
-    # text for the back of a room: 28 px body text at 1080p, scaling with the window
+    # text for the back of a room: 28 px body text at 1080p, scaling with the window (a floor of
+    # 28 px at 720p was tried: a chart's side text in a column then ran past the slide's bottom)
     "html{font-size:min(3.0vh,1.6875vw)}"
     "[data-testid=stMainBlockContainer]{padding-top:3rem}"
     "h1{font-size:2rem!important}h2{font-size:1.6rem!important}"
     "[data-testid=stHeader]{height:2.5rem}"
     "[data-testid=stMetricValue]{font-size:1.5rem}"
     "[data-lmviz-off]{opacity:0!important;pointer-events:none}"
+    # where the lecturer is, on every slide (slides.js writes it): the section bar is on a
+    # section's first step only
+    ".lmviz-where{position:fixed;right:1rem;bottom:.3rem;z-index:999990;font-size:.6rem;color:#5C5B5A;"
+    "background:rgba(255,255,255,.9);padding:0 .4rem;border-radius:.3rem;pointer-events:none}"
+    # the slides are the lecture: the hand-out button (the chapter's view without presenter mode
+    # has it) and the sidebar's opener stay out of the way (the opener shows on hover)
+    ".st-key-lmviz_download_html,[data-testid=stMain] :has(+ .st-key-lmviz_download_html){display:none}"
+    "[data-testid=stExpandSidebarButton],[data-testid=stSidebarCollapsedControl]{opacity:.15}"
+    "[data-testid=stExpandSidebarButton]:hover,[data-testid=stSidebarCollapsedControl]:hover,"
+    "[data-testid=stExpandSidebarButton]:focus-visible{opacity:1}"
 )
 
 

@@ -79,8 +79,15 @@
         (k === "widget" && n.chart));
       const first = steps.length === 0 && cur.els.length === 0 && cur.top === 0 && bottom > room;
       if (full || first) {
+        // a chart that does not fit takes the widgets just above it along: a slider and the
+        // chart it drives are one slide (the slider's step used to end above its chart)
+        const moved = [];
+        if (k === "chart" && !n.chart) {
+          while (cur.els.length > 1 && kind(cur.els[cur.els.length - 1]) === "widget") moved.unshift(cur.els.pop());
+          cur.n.widget = (cur.n.widget || 0) - moved.length;
+        }
         if (cur.els.length || first) steps.push(cur);
-        cur = { top, els: [], n: {} };
+        cur = { top: moved.length ? moved[0].getBoundingClientRect().top - base : top, els: moved, n: moved.length ? { widget: moved.length } : {} };
       }
       cur.els.push(el);
       cur.n[k] = (cur.n[k] || 0) + 1;
@@ -102,6 +109,18 @@
     m.scrollTo({ top: Math.max(0, S.steps[S.i].top - (S.steps[S.i].top ? headerH() + 4 : 0)), behavior: "instant" });
     const b = box();
     if (b) { b.dataset.step = String(S.i + 1); b.dataset.steps = String(S.steps.length); }
+    where();
+  }
+  function where() {
+    // "chapter · section k of n" on every slide, from the page's own (translated) title and
+    // section bar, which only a section's first step shows
+    let w = document.querySelector(".lmviz-where");
+    if (!w) { w = document.createElement("div"); w.className = "lmviz-where"; w.setAttribute("aria-hidden", "true"); document.body.appendChild(w); }
+    const b = box(), h1 = document.querySelector("[data-testid=stMain] h1");
+    const bar = [...document.querySelectorAll("[data-testid=stMain] [data-testid=stProgress]")].find(p => !b || !b.contains(p));
+    const title = h1 ? h1.textContent.trim() : "", sec = bar ? bar.innerText.trim() : "";
+    w.textContent = b && title ? (sec ? `${title} · ${sec}` : title) : "";
+    w.style.display = w.textContent ? "" : "none";
   }
   function refresh() {
     const b = box();
