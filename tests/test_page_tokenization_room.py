@@ -46,3 +46,34 @@ def test_a_sentence_waits_for_the_lecturer_then_joins_the_corpus():
     assert "tok_room_train" in keys(lec)
     fol.run()
     assert translate("tok.room_state_accepted", "zh") in all_text(fol)
+
+
+def test_an_accept_in_the_queue_reruns_the_whole_page(monkeypatch):
+    """Issue 52: the queue is a fragment, so in a browser its Accept reruns the queue alone, and the
+    corpus, its merges and the fine-tune button (drawn by the whole page) stayed at "no sentence
+    accepted yet". AppTest always runs the whole page: here the Accept's run is told it is the
+    fragment's own (as in a browser), and the queue must ask for a whole run then."""
+    import streamlit
+
+    import ui.room
+
+    lec = open_page(PAGE, "en", present="1", corpus="room")
+    code = start_class(lec)
+    fol = join(code, lang="en")
+    fol.run()
+    fol.text_input(key="tok_room_sentence").set_value("the cat sat on the mat").run()
+    fol.button(key="tok_room_send").click().run()
+    lec.run()
+    assert translate("tok.room_none_yet", "en") in all_text(lec)
+
+    fragment_run = iter([True])           # the Accept's run only; the whole run it asks for is not
+    monkeypatch.setattr(ui.room, "in_fragment_rerun", lambda: next(fragment_run, False))
+    scopes, rerun = [], streamlit.rerun
+    monkeypatch.setattr(streamlit, "rerun", lambda *a, **kw: (scopes.append(kw.get("scope")), rerun(*a, **kw)))
+    ok = next(k for k in keys(lec) if k.startswith("tok_room_ok:"))
+    lec.button(key=ok).click().run()
+    assert not lec.exception, [e.value for e in lec.exception]
+    assert scopes == ["app"]
+    assert translate("tok.room_none_yet", "en") not in all_text(lec)
+    assert translate("tok.room_corpus", "en", n=1, chars=len("the cat sat on the mat")) in all_text(lec)
+    assert "tok_room_train" in keys(lec)

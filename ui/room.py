@@ -32,12 +32,14 @@ import streamlit as st
 from lmviz.chapters import generation_room as gr
 from ui import classroom, render, session
 from ui.i18n import lang, listed, literal, t
+from ui.runtime import in_fragment_rerun
 from viz.attention import head_map_figure
 from viz.generation import room_figure
 from viz.tokenization import visible
 
 LOG = "room_log"        # session key: {sentence: {position: (question id, options, counts, actual, p)}}
 SOLO = "room_solo"      # session key prefix: a student alone's pick for one question id
+ROOM_DRAWN = "tok_room_drawn"   # session key: the ids of the accepted sentences the page last drew
 
 
 def _label(ch: gr.Choices, opt: str) -> str:
@@ -379,7 +381,9 @@ def room_corpus() -> str | None:
     if lect:
         _moderation(lect)
         q = store.queue(lect["code"], lect["secret"], ROOM_ACTIVITY)
-        accepted = [i.text for i in q.items if i.state == "accepted"] if q.ok else []
+        accepted = _accepted(q)
+        st.session_state[ROOM_DRAWN] = tuple(i.id for i in accepted)   # what _moderation compares
+        accepted = [i.text for i in accepted]
         if not accepted:
             st.info(t("tok.room_none_yet"))
             return None
@@ -414,6 +418,11 @@ def _moderation(lect: dict) -> None:
     if not q.ok:
         st.caption(t(f"class.reason.{q.reason}"))
         return
+    if in_fragment_rerun() and tuple(i.id for i in _accepted(q)) != st.session_state.get(ROOM_DRAWN):
+        # the corpus, its merges and the fine-tune button are drawn by the whole page, which a
+        # press here (or a tick) does not rerun: without this the queue read "3 accepted" above
+        # "no sentence accepted yet" until the lecturer touched something outside this panel
+        st.rerun(scope="app")
     pending = [i for i in q.items if i.state == "pending"]
     counts = {s: sum(i.state == s for i in q.items) for s in ("pending", "accepted", "dropped")}
     st.markdown(t("tok.room_queue", **counts))
@@ -427,6 +436,11 @@ def _moderation(lect: dict) -> None:
                   on_click=store.moderate, args=(lect["code"], lect["secret"], ROOM_ACTIVITY, i.id, False))
     if len(pending) > 12:
         st.caption(t("tok.room_more", n=len(pending) - 12))
+
+
+def _accepted(q) -> list:
+    """The accepted sentences of a moderation queue (none when the queue could not be read)."""
+    return [i for i in q.items if i.state == "accepted"] if q.ok else []
 
 
 def room_costs(tok, corpus: str) -> None:
