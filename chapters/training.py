@@ -120,6 +120,11 @@ def sec_setup() -> None:
     _, _, BPE_MERGES_MAX = _bounds("bpe_merges")
 
     d_corpus, d_preset = DEFAULT_SETUP.get(lang(), DEFAULT_SETUP["en"])
+    from ui.room import FROM_ROOM
+
+    room = st.session_state.pop(FROM_ROOM, None)
+    if room is not None:      # "train on the room": its sentences, fine-tuning the model shown
+        st.session_state.update(train_corpus=OWN, train_own_text=room, train_finetune=True)
     c1, c2, c3 = st.columns(3)
     with c1:
         corpus = urlstate.selectbox(t("train.corpus"), CORPORA, CORPORA.index(d_corpus), param="corpus",

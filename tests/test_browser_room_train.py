@@ -21,7 +21,10 @@ from ui.i18n import translate
 
 pytestmark = pytest.mark.browser
 
-SENTENCES = {"en": "the cat sat on the mat", "zh": "我喜欢学习语言模型，也喜欢学习中文"}
+# long enough together for a fine-tune of the shipped model (its 64-token windows need at least
+# 130 tokens of text; two short lines stop the run with that sentence)
+SENTENCES = {"en": "the cat sat on the mat and the dog sat on the log, and then the cat and the dog sat on the rug together",
+             "zh": "我喜欢学习语言模型，也喜欢学习中文。老师说，模型每次只预测下一个字，一个字接一个字，就写出了一整句话。"}
 
 
 def _first_merge(corpus: str) -> str:
@@ -39,9 +42,6 @@ def _visible_button(pg, name: str):
     return pg.locator("button:not([data-lmviz-off] *)").filter(has_text=name)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 52 item 3, open: after the fine-tune press /training shows no text "
-                   "area holding the room's sentences (the hand-over of train_corpus/train_own_text across "
-                   "st.switch_page); the part up to the press passes")
 def test_the_room_learns_merges_from_its_sentences_and_fine_tunes_on_them(server, browser):
     L = lambda key, **kw: translate(key, "en", **kw)    # noqa: E731
     lctx, lec = _page(browser)
@@ -102,16 +102,19 @@ def test_the_room_learns_merges_from_its_sentences_and_fine_tunes_on_them(server
         train.first.click()
         assert _until(lec, lambda: "/training" in lec.url, 30_000)
         wait_idle(lec)
-        start = _visible_button(lec, L("train.start"))
-        for _ in range(6):                     # presenter mode: step to the run's slide
+        # the setup (section 1) holds the room's sentences as the text, fine-tuning the model shown
+        assert lec.locator("textarea").first.input_value() == corpus
+        assert lec.locator(".st-key-train_finetune input").first.is_checked()
+        # the clicker steps to the run's slide and presses Start there (ui.render.CLICKER_KEYS)
+        start = lec.locator(".st-key-train_start button:not([data-lmviz-off] *)")
+        for _ in range(12):    # section 1's steps; the learning-rate question: asked, revealed
             if start.count() and start.first.is_enabled():
                 break
             lec.keyboard.press("PageDown")
-            lec.wait_for_timeout(500)
+            lec.wait_for_timeout(600)
             wait_idle(lec)
-        # the setup holds the room's sentences as the text to fine-tune on
-        assert lec.locator("textarea").first.input_value() == corpus
-        start.first.click()
+        assert start.count() and start.first.is_enabled()
+        lec.keyboard.press("PageDown")
         step = L("train.progress", state="\x00", step="\x01", total="\x02", tps="", eta="").split(" · ")[1]
         run = re.compile(f"(?:{L('train.state_running')}|{L('train.state_done')}) · "
                          + re.escape(step).replace("\x01", r"\d+").replace("\x02", r"\d+"))

@@ -37,6 +37,7 @@ from viz.attention import head_map_figure
 from viz.generation import room_figure
 from viz.tokenization import visible
 
+FROM_ROOM = "train_from_room"   # session key: the room's accepted sentences, for /training to fine-tune on
 LOG = "room_log"        # session key: {sentence: {position: (question id, options, counts, actual, p)}}
 SOLO = "room_solo"      # session key prefix: a student alone's pick for one question id
 ROOM_DRAWN = "tok_room_drawn"   # session key: the ids of the accepted sentences the page last drew
@@ -393,9 +394,9 @@ def room_corpus() -> str | None:
                      help=t("tok.room_train_help")):
             # the one training loop, slot and budget: the training chapter with this as "my own text",
             # fine-tuning the model the chapters show
-            st.session_state["train_own_text"] = corpus
-            st.session_state["train_corpus"] = "own"
-            st.session_state["train_finetune"] = True     # the current model goes on learning
+            # (handed over in a key of its own, which the training page turns into its widgets'
+            # values before it draws them: the widgets' own keys, set here, did not reach it)
+            st.session_state[FROM_ROOM] = corpus
             st.switch_page("chapters/training.py")
         return corpus
     st.caption(t("tok.room_solo"))
