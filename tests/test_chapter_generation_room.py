@@ -33,7 +33,7 @@ def test_compare_pins_the_measures_on_a_synthetic_room():
     sm = (7 / 24, 13 / 24, 1 / 24, 3 / 24)
     assert r.room_on_model == pytest.approx(-sum(m * math.log2(s) for m, s in zip(ch.model, sm)))
     a, b, c, o = ch.options
-    assert (r.room_top, r.model_top) == (b, a)
+    assert (r.room_tops, r.model_top) == ((b,), a) and r.floored == ()
     assert r.room_finds == (b,) and r.model_finds == (a,)      # +0.30 on 习; −0.20 on 学
 
 
@@ -41,8 +41,35 @@ def test_a_small_room_is_weak_evidence_and_an_empty_one_has_no_favourite():
     ch, _ = _room()
     assert gr.compare(ch, {ch.options[0]: 3}).weak
     empty = gr.compare(ch, {})
-    assert empty.n == 0 and empty.room_top == "" and math.isnan(empty.model_on_room)
+    assert empty.n == 0 and empty.room_tops == () and math.isnan(empty.model_on_room)
     assert gr.compare(ch, {"t99.1.00": 5, "forged": 3}).n == 0   # unknown options are not counted
+
+
+def test_a_choice_the_model_rounds_to_zero_costs_a_finite_floored_surprise():
+    """A room that picks what the model gave 0.000 (its thousandths) would cost infinitely many
+    bits: the probability is counted at FLOOR, and the choice is named as floored."""
+    ch = gr.from_options(gr.Choices((4, 7), (0.9995, 0.0004), 0.0001, 1.0, ("a", "b")).options, 1.0)
+    a, b, o = ch.options
+    assert ch.probs == (1.0, 0.0) and ch.other == 0.0            # as the room receives them
+    r = gr.compare(ch, {a: 1, b: 2, o: 1})
+    assert r.floored == (b, o) and math.isfinite(r.model_on_room)
+    assert r.model_on_room == pytest.approx(0.75 * -math.log2(gr.FLOOR))
+    ok = gr.compare(ch, {a: 3})
+    assert ok.floored == () and ok.model_on_room == 0.0
+
+
+def test_other_is_in_thousandths_as_the_choices_are():
+    """1 − 0.7 − 0.2 − 0.1 is 2.8e-17 in floating point, which would cost 55 bits as a probability."""
+    ch = gr.from_options(gr.Choices((1, 2, 3), (0.7, 0.2, 0.1), 0.0, 1.0, ("x", "y", "z")).options, 1.0)
+    assert ch.other == 0.0
+    assert gr.compare(ch, {ch.options[-1]: 1}).floored == (gr.OTHER,)
+
+
+def test_a_tie_is_every_option_with_the_most_answers():
+    ch, _ = _room()
+    a, b, c, o = ch.options
+    assert gr.compare(ch, {a: 2, b: 2, c: 2, o: 1}).room_tops == (a, b, c)
+    assert gr.compare(ch, {b: 3, o: 3}).room_tops == (b, o)
 
 
 def test_sentence_perplexity_against_the_model():

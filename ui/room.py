@@ -30,6 +30,7 @@ from __future__ import annotations
 import streamlit as st
 
 from lmviz.chapters import generation_room as gr
+from lmviz.chapters.claims import room_favourite, room_surprise
 from ui import classroom, render, session
 from ui.i18n import lang, listed, literal, t
 from viz.attention import head_map_figure
@@ -196,10 +197,15 @@ def results(ch: gr.Choices, counts, actual_opt: str | None, p_actual: float | No
     if r.n == 0:
         st.info(t("gen.room_none"))
         return
-    st.markdown(t("gen.room_agree" if r.room_top == r.model_top else "gen.room_differ",
-                  room=lab[r.room_top], model=lab[r.model_top]))
-    st.markdown(t("gen.room_measures", h_room=f"{r.room_entropy:.2f}", h_model=f"{r.model_entropy:.2f}",
-                  ce=f"{r.model_on_room:.2f}", ce_back=f"{r.room_on_model:.2f}"))
+    st.markdown(render.claim(room_favourite(r.room_tops, r.model_top),
+                             room=listed(lab[o] for o in r.room_tops), model=lab[r.model_top]))
+    floored = [r.options.index(o) for o in r.floored]
+    sep = "" if lang() == "zh" else " "
+    st.markdown(sep.join([
+        t("gen.room_measures", h_room=f"{r.room_entropy:.2f}", h_model=f"{r.model_entropy:.2f}"),
+        render.claim(room_surprise(r.model_on_room, sum(r.room[i] for i in floored), len(floored), gr.FLOOR),
+                     toks=listed(lab[o] for o in r.floored)),
+        t("gen.room_back", ce_back=f"{r.room_on_model:.2f}")]))
     if r.room_finds:
         st.markdown(t("gen.room_finds", toks=listed(lab[o] for o in r.room_finds), pts=round(gr.GAP * 100)))
     if r.model_finds:
