@@ -207,14 +207,15 @@ def test_the_lecturer_asks_the_room_and_everyone_sees_the_same_figure():
 
 @pytest.mark.apptest
 def test_the_room_maps_the_heads_and_the_projector_fills_as_reports_arrive():
-    """The attention chapter's map: a lecturer on the section, two followers each dealt heads
-    (8 of the shipped model's 16 each), one sends; the projector's map then shows exactly that
-    follower's heads."""
+    """The attention chapter's map: a lecturer (English) on the section, two followers (English
+    and Chinese) each dealt heads (of the shipped model's 16) of the lecturer's sentence, whatever
+    their language; one sends and the projector's map shows exactly its heads; the other sends
+    and the map is full, by 2 students."""
     import math
 
     from tests.apptest_util import open_page
     from tests.test_page_classroom import join, keys, start_class
-    from tests.test_page_generation import fig_by_key
+    from tests.test_page_generation import decode, fig_by_key
 
     lec = open_page("chapters/attention.py", present="1")
     code = start_class(lec)
@@ -227,13 +228,19 @@ def test_the_room_maps_the_heads_and_the_projector_fills_as_reports_arrive():
     for f in fols:
         f.run()
         assert not f.exception, [e.value for e in f.exception]
-    send = next(k for k in keys(fols[0]) if k.startswith("att_hm_sent:"))
-    fols[0].button(key=send).click().run()
-    assert not fols[0].exception
-    lec.run()
-    z = fig_by_key(lec, "att_heads_map")["data"][0]["z"]
-    from tests.test_page_generation import decode
+        assert "The capital of France is Paris." in " ".join(m.value for m in f.markdown)
 
-    grid = decode(z) if isinstance(z, dict) else z
-    filled = sum(1 for row in grid for v in row if v is not None and not math.isnan(float(v)))
-    assert filled in (8, 16)                               # one follower's heads (16 when alone)
+    def filled():
+        lec.run()
+        z = fig_by_key(lec, "att_heads_map")["data"][0]["z"]
+        grid = decode(z) if isinstance(z, dict) else z
+        return sum(1 for row in grid for v in row if v is not None and not math.isnan(float(v)))
+
+    sends = [next(k for k in keys(f) if k.startswith("att_hm_sent:")) for f in fols]
+    assert sends[0] == sends[1]                            # one activity for the whole room
+    fols[0].button(key=sends[0]).click().run()
+    assert not fols[0].exception and filled() in (8, 16)   # 16 each when it joined alone
+    assert "heads mapped so far, by 1 student (2 students have taken heads)." in " ".join(m.value for m in lec.markdown)
+    fols[1].button(key=sends[1]).click().run()
+    assert not fols[1].exception and filled() == 16
+    assert "heads mapped so far, by 2 students (2 students have taken heads)." in " ".join(m.value for m in lec.markdown)

@@ -31,7 +31,7 @@ import streamlit as st
 
 from lmviz.chapters import generation_room as gr
 from lmviz.chapters.claims import room_favourite, room_surprise
-from ui import classroom, render, session
+from ui import classroom, render, session, urlstate
 from ui.i18n import lang, listed, literal, t
 from viz.attention import head_map_figure
 from viz.generation import room_figure
@@ -277,8 +277,60 @@ def _map(b, fx, reported, title: str) -> None:
         st.caption(t("att.hm_flat", spread=f"{spread:.3f}"))
 
 
-def heads_activity(b, ids: list[int]) -> None:
-    """The attention chapter's "map the heads together" for this session's role."""
+MODEL_PARAM = "hmodel"    # published by a lecturer on the map: the model's shared name (session.shared_name)
+
+
+def _heads_subject(default_text: str, param: str, max_chars: int):
+    """(model, its name, sentence) the heads are mapped on, or None having said why. In a class
+    they are the lecturer's, published with the lecturer's settings (the sentence box's ``param``
+    and ``MODEL_PARAM``), whatever the follower's language or own model: every follower must
+    compute the same activity id, or the room splits into classes of one. Alone or lecturing,
+    this session's model and the sentence of its box."""
+    if classroom.following():
+        v = classroom.followed_view()
+        settings = v.settings if v is not None else {}
+        text, name = settings.get(param), settings.get(MODEL_PARAM)
+        if not text or not name or len(text) > max_chars:
+            st.caption(t("att.hm_wait"))
+            return None
+        b = session.bundle_named(name)
+        if b is None:
+            st.warning(t("att.hm_no_model"))
+            return None
+        return b, name, text
+    b = session.try_live_bundle("att.no_model")
+    if b is None:
+        return None
+    raw = st.query_params.get(param)       # the box's value as the URL (and so the class) holds it
+    text = raw if raw and len(raw) <= max_chars else (st.session_state.get("att_text") or default_text)
+    urlstate.to_url(param, text)
+    name = session.shared_name(b)
+    if classroom.lecturing():
+        if name is None:
+            if MODEL_PARAM in st.query_params:
+                del st.query_params[MODEL_PARAM]
+            st.warning(t("att.hm_own_model"))
+            return None
+        urlstate.to_url(MODEL_PARAM, name)
+    return b, name or session.model_key(b), text
+
+
+def heads_section(default_text: str, *, param: str, max_chars: int) -> None:
+    """The attention chapter's "map the heads together": the sentence, then the activity for this
+    session's role."""
+    from lmviz.chapters.embedding import encode_for_model
+
+    got = _heads_subject(default_text, param, max_chars)
+    if got is None:
+        return
+    b, name, text = got
+    enc = encode_for_model(b.tokenizer, text, b.model.cfg.block_size)
+    st.markdown(t("att.hm_sentence", text=literal(b.tokenizer.decode(enc.ids))))
+    heads_activity(b, name, list(enc.ids))
+
+
+def heads_activity(b, name: str, ids: list[int]) -> None:
+    """The activity on ``ids`` of model ``b`` (``name``: its shared name) for this session's role."""
     cfg = b.model.cfg
     n = cfg.n_layer * cfg.n_head
     if len(ids) < 2:
@@ -287,7 +339,7 @@ def heads_activity(b, ids: list[int]) -> None:
     from lmviz.chapters.attention_heads import activity_id, heads_each
 
     fx = _effects(b.model, session.model_key(b), tuple(ids))
-    act = activity_id(session.model_key(b), ids)
+    act = activity_id(name, ids)
     if classroom.following():
         code = classroom.follow_code()
         v = classroom.followed_view()
@@ -344,7 +396,7 @@ def _heads_lecturer(act: str, ids: tuple[int, ...]) -> None:
     if not tl.ok:
         st.caption(t(f"class.reason.{tl.reason}"))
         return
-    st.markdown(t("att.hm_room", k=len(tl.counts), n=n, s=tl.students))
+    st.markdown(t("att.hm_room", k=len(tl.counts), n=n, r=tl.reported, s=tl.students))
     _map(b, fx, dict(tl.counts), t("att.hm_title_room", k=len(tl.counts), n=n))
     st.button(t("att.hm_fill"), key=f"att_hm_fill:{act}",
               on_click=lambda: st.session_state.__setitem__(f"att_hm_all:{act}", True))
