@@ -66,8 +66,9 @@ def activity(b, sentence: str, ids: list[int], pos: int, tau: float) -> None:
     ch = gr.from_options(made.options, tau)      # the numbers as the room receives them
     p_actual = float(softmax_t(logits, max(tau, 1e-6))[actual])
     actual_opt = ch.options[ch.token_ids.index(actual)] if actual in ch.token_ids else gr.OTHER
-    st.markdown(t("gen.room_prompt", prompt=literal(prompt)))
     if classroom.following():
+        # the prompt is the one the lecturer's question carries, drawn in the answer box (this
+        # session's own prompt would say it twice, or another one before the lecturer's arrives)
         v = classroom.followed_view()
         q = v.question if v is not None else None
         if q is None or gr.parse_question(q.id) is None:
@@ -75,6 +76,7 @@ def activity(b, sentence: str, ids: list[int], pos: int, tau: float) -> None:
             return
         _answering(q.id)
         return
+    st.markdown(t("gen.room_prompt", prompt=literal(prompt)))
     lect = classroom.lecturing()
     if lect:
         _lecturer(lect, qid, ch, sentence, pos, actual_opt, p_actual)
