@@ -244,3 +244,31 @@ def test_the_room_maps_the_heads_and_the_projector_fills_as_reports_arrive():
     fols[1].button(key=sends[1]).click().run()
     assert not fols[1].exception and filled() == 16
     assert "heads mapped so far, by 2 students (2 students have taken heads)." in " ".join(m.value for m in lec.markdown)
+
+
+@pytest.mark.apptest
+def test_a_model_only_the_lecturer_holds_is_not_mapped_by_the_room():
+    """A model trained in the lecturer's own session cannot be loaded by the students' pages: the
+    lecturer is told so (and publishes no model), and a student waits instead of mapping heads of
+    its own model under another activity."""
+    from tests.apptest_util import open_page
+    from tests.test_page_classroom import join, keys, start_class
+    from ui import session
+    from ui.i18n import translate
+
+    lec = open_page("chapters/attention.py", present="1")
+    d = session.default_bundle()
+    lec.session_state["lmviz_session_bundle"] = session.Bundle(d.model, d.tokenizer, d.meta, "session")
+    code = start_class(lec)
+    own = translate("att.hm_own_model", "en")
+    for _ in range(40):                                   # the lecturer steps to the map
+        if any(w.value == own for w in lec.warning):
+            break
+        lec.button(key="lmviz_next").click().run()
+    assert any(w.value == own for w in lec.warning), [w.value for w in lec.warning]
+    assert not any(k.startswith("att_hm_fill:") for k in keys(lec)) and "hmodel" not in lec.query_params
+    fol = join(code, lang="zh")
+    fol.run()
+    assert not fol.exception, [e.value for e in fol.exception]
+    assert translate("att.hm_wait", "zh") in [c.value for c in fol.caption]
+    assert not any(k.startswith("att_hm_sent:") for k in keys(fol))

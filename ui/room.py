@@ -14,13 +14,19 @@ both. Alone, a student is a room of one. Each revealed prompt of one sentence is
 session, and from two prompts on the room's perplexity on the sentence stands beside the model's.
 
 **Map the heads together.** Every session that shows the same model and sentence shares one
-activity id (``lmviz.chapters.attention_heads.activity_id``). In a class the store deals the
-heads out (``ClassStore.assign``: one each in a large room, several each in a small one, every
-head to two students once the room is twice the heads); each student's page shows what removing
-its heads does to the sentence's loss and to the model's next guess, and sends "done" for them
-(``ClassStore.report``); the projector fills the layer x head map as the reports arrive. The
-effects are computed once per (model, sentence) for the whole server (``_effects``: n_layer x
-n_head forward passes however many students ask). Alone, a student maps every head.
+activity id (``lmviz.chapters.attention_heads.activity_id`` of the model's shared name, the same in
+every process, and the sentence's tokens). In a class the sentence and the model are the
+lecturer's, whatever a follower's language or own model: the lecturer's page publishes them with
+its settings (the sentence box's ``?s=`` and ``?hmodel=``, ``session.shared_name``), and a
+follower's page maps heads of them (``session.bundle_named``) or waits until they arrive; a model
+trained in the lecturer's own session cannot be loaded by the room, and the lecturer is told so.
+The store deals the heads out (``ClassStore.assign``: one each in a large room, several each in a
+small one, every head to two students once the room is twice the heads); each student's page shows
+what removing its heads does to the sentence's loss and to the model's next guess, and sends "done"
+for them (``ClassStore.report``); the projector fills the layer x head map as the reports arrive
+and counts the students whose reports arrived. The effects are computed once per (model, sentence)
+for the whole server (``_effects``: n_layer x n_head forward passes however many students ask).
+Alone, a student maps every head.
 
 Nothing a student sends is drawn: a student sends an option id or an item number, checked by the
 store; token texts come from the lecturer's tokenizer and are drawn as literal text.
