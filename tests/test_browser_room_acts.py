@@ -52,7 +52,13 @@ def _until(pg, cond, timeout_ms=20_000, step_ms=250) -> bool:
 
 
 def _text(pg) -> str:
-    return pg.locator("[data-testid=stMain]").inner_text()
+    """The page's text ("" while a page is being swapped for another: a wait polls again)."""
+    from playwright.sync_api import Error
+
+    try:
+        return pg.locator("[data-testid=stMain]").inner_text(timeout=5_000)
+    except Error:
+        return ""
 
 
 # the text a person sees on the page: not in a presenter step that is hidden (data-lmviz-off:
@@ -60,6 +66,7 @@ def _text(pg) -> str:
 # breaks split a sentence into several text nodes)
 _SEEN = """() => {
   const m = document.querySelector('[data-testid=stMain]'), out = [];
+  if (!m) return '';
   const w = document.createTreeWalker(m, NodeFilter.SHOW_TEXT);
   for (let n = w.nextNode(); n; n = w.nextNode()) {
     const p = n.parentElement;
