@@ -139,7 +139,7 @@ def map_heads(store, n, model):
     for r in res:
         for h in r[1]:
             want[h] = want.get(h, 0) + 1
-    exact = all(r[0] for r in res) and dict(tl.counts) == want and tl.students == n
+    exact = all(r[0] for r in res) and dict(tl.counts) == want and tl.students == tl.reported == n
     return sum(len(r[1]) for r in res) / took, lag, exact
 
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 from lmviz.chapters.claims import pronoun
 from ui import session, render, urlstate
-from ui.i18n import lang, literal, t
+from ui.i18n import lang, t
 from viz.attention import (
     pronoun_figure, multi_head_figure, heads_figure, heatmap, weighted_sum_figure,
     saturation_figure, variance_figure, softmax_pair_figure,
@@ -357,19 +357,12 @@ def sec_softmaxes():
 
 
 def sec_heads_map():
-    """Map the heads together: every head removed in turn on the live sentence (ui.room)."""
-    from lmviz.chapters.embedding import encode_for_model
-
+    """Map the heads together: every head removed in turn on the sentence (ui.room; in a class,
+    the lecturer's sentence and model)."""
     from ui import room
 
-    b = _bundle()
-    if b is None:
-        return
     render.md(t("att.hm_intro"))
-    text = st.session_state.get("att_text") or DEFAULT_TEXT[lang()]
-    enc = encode_for_model(b.tokenizer, text, b.model.cfg.block_size)
-    st.markdown(t("att.hm_sentence", text=literal(b.tokenizer.decode(enc.ids))))
-    room.heads_activity(b, list(enc.ids))
+    room.heads_section(DEFAULT_TEXT[lang()], param="s", max_chars=MAX_CHARS)
 
 
 render.run_sections([

@@ -33,7 +33,7 @@ def test_compare_pins_the_measures_on_a_synthetic_room():
     sm = (7 / 24, 13 / 24, 1 / 24, 3 / 24)
     assert r.room_on_model == pytest.approx(-sum(m * math.log2(s) for m, s in zip(ch.model, sm)))
     a, b, c, o = ch.options
-    assert (r.room_top, r.model_top) == (b, a)
+    assert (r.room_tops, r.model_top) == ((b,), a) and r.floored == ()
     assert r.room_finds == (b,) and r.model_finds == (a,)      # +0.30 on 习; −0.20 on 学
 
 
@@ -41,8 +41,35 @@ def test_a_small_room_is_weak_evidence_and_an_empty_one_has_no_favourite():
     ch, _ = _room()
     assert gr.compare(ch, {ch.options[0]: 3}).weak
     empty = gr.compare(ch, {})
-    assert empty.n == 0 and empty.room_top == "" and math.isnan(empty.model_on_room)
+    assert empty.n == 0 and empty.room_tops == () and math.isnan(empty.model_on_room)
     assert gr.compare(ch, {"t99.1.00": 5, "forged": 3}).n == 0   # unknown options are not counted
+
+
+def test_a_choice_the_model_rounds_to_zero_costs_a_finite_floored_surprise():
+    """A room that picks what the model gave 0.000 (its thousandths) would cost infinitely many
+    bits: the probability is counted at FLOOR, and the choice is named as floored."""
+    ch = gr.from_options(gr.Choices((4, 7), (0.9995, 0.0004), 0.0001, 1.0, ("a", "b")).options, 1.0)
+    a, b, o = ch.options
+    assert ch.probs == (1.0, 0.0) and ch.other == 0.0            # as the room receives them
+    r = gr.compare(ch, {a: 1, b: 2, o: 1})
+    assert r.floored == (b, o) and math.isfinite(r.model_on_room)
+    assert r.model_on_room == pytest.approx(0.75 * -math.log2(gr.FLOOR))
+    ok = gr.compare(ch, {a: 3})
+    assert ok.floored == () and ok.model_on_room == 0.0
+
+
+def test_other_is_in_thousandths_as_the_choices_are():
+    """1 − 0.7 − 0.2 − 0.1 is 2.8e-17 in floating point, which would cost 55 bits as a probability."""
+    ch = gr.from_options(gr.Choices((1, 2, 3), (0.7, 0.2, 0.1), 0.0, 1.0, ("x", "y", "z")).options, 1.0)
+    assert ch.other == 0.0
+    assert gr.compare(ch, {ch.options[-1]: 1}).floored == (gr.OTHER,)
+
+
+def test_a_tie_is_every_option_with_the_most_answers():
+    ch, _ = _room()
+    a, b, c, o = ch.options
+    assert gr.compare(ch, {a: 2, b: 2, c: 2, o: 1}).room_tops == (a, b, c)
+    assert gr.compare(ch, {b: 3, o: 3}).room_tops == (b, o)
 
 
 def test_sentence_perplexity_against_the_model():
@@ -180,14 +207,15 @@ def test_the_lecturer_asks_the_room_and_everyone_sees_the_same_figure():
 
 @pytest.mark.apptest
 def test_the_room_maps_the_heads_and_the_projector_fills_as_reports_arrive():
-    """The attention chapter's map: a lecturer on the section, two followers each dealt heads
-    (8 of the shipped model's 16 each), one sends; the projector's map then shows exactly that
-    follower's heads."""
+    """The attention chapter's map: a lecturer (English) on the section, two followers (English
+    and Chinese) each dealt heads (of the shipped model's 16) of the lecturer's sentence, whatever
+    their language; one sends and the projector's map shows exactly its heads; the other sends
+    and the map is full, by 2 students."""
     import math
 
     from tests.apptest_util import open_page
     from tests.test_page_classroom import join, keys, start_class
-    from tests.test_page_generation import fig_by_key
+    from tests.test_page_generation import decode, fig_by_key
 
     lec = open_page("chapters/attention.py", present="1")
     code = start_class(lec)
@@ -200,13 +228,47 @@ def test_the_room_maps_the_heads_and_the_projector_fills_as_reports_arrive():
     for f in fols:
         f.run()
         assert not f.exception, [e.value for e in f.exception]
-    send = next(k for k in keys(fols[0]) if k.startswith("att_hm_sent:"))
-    fols[0].button(key=send).click().run()
-    assert not fols[0].exception
-    lec.run()
-    z = fig_by_key(lec, "att_heads_map")["data"][0]["z"]
-    from tests.test_page_generation import decode
+        assert "The capital of France is Paris." in " ".join(m.value for m in f.markdown)
 
-    grid = decode(z) if isinstance(z, dict) else z
-    filled = sum(1 for row in grid for v in row if v is not None and not math.isnan(float(v)))
-    assert filled in (8, 16)                               # one follower's heads (16 when alone)
+    def filled():
+        lec.run()
+        z = fig_by_key(lec, "att_heads_map")["data"][0]["z"]
+        grid = decode(z) if isinstance(z, dict) else z
+        return sum(1 for row in grid for v in row if v is not None and not math.isnan(float(v)))
+
+    sends = [next(k for k in keys(f) if k.startswith("att_hm_sent:")) for f in fols]
+    assert sends[0] == sends[1]                            # one activity for the whole room
+    fols[0].button(key=sends[0]).click().run()
+    assert not fols[0].exception and filled() in (8, 16)   # 16 each when it joined alone
+    assert "heads mapped so far, by 1 student (2 students have taken heads)." in " ".join(m.value for m in lec.markdown)
+    fols[1].button(key=sends[1]).click().run()
+    assert not fols[1].exception and filled() == 16
+    assert "heads mapped so far, by 2 students (2 students have taken heads)." in " ".join(m.value for m in lec.markdown)
+
+
+@pytest.mark.apptest
+def test_a_model_only_the_lecturer_holds_is_not_mapped_by_the_room():
+    """A model trained in the lecturer's own session cannot be loaded by the students' pages: the
+    lecturer is told so (and publishes no model), and a student waits instead of mapping heads of
+    its own model under another activity."""
+    from tests.apptest_util import open_page
+    from tests.test_page_classroom import join, keys, start_class
+    from ui import session
+    from ui.i18n import translate
+
+    lec = open_page("chapters/attention.py", present="1")
+    d = session.default_bundle()
+    lec.session_state["lmviz_session_bundle"] = session.Bundle(d.model, d.tokenizer, d.meta, "session")
+    code = start_class(lec)
+    own = translate("att.hm_own_model", "en")
+    for _ in range(40):                                   # the lecturer steps to the map
+        if any(w.value == own for w in lec.warning):
+            break
+        lec.button(key="lmviz_next").click().run()
+    assert any(w.value == own for w in lec.warning), [w.value for w in lec.warning]
+    assert not any(k.startswith("att_hm_fill:") for k in keys(lec)) and "hmodel" not in lec.query_params
+    fol = join(code, lang="zh")
+    fol.run()
+    assert not fol.exception, [e.value for e in fol.exception]
+    assert translate("att.hm_wait", "zh") in [c.value for c in fol.caption]
+    assert not any(k.startswith("att_hm_sent:") for k in keys(fol))

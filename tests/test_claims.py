@@ -17,6 +17,7 @@ EXTRA = {  # names the pages add to a claim's own numbers (a function: made from
     "robot": {"model": "M"}, "pronoun": {"ref": "R", "ctrl": "C", "pron": "P", "lh": "L1 H1", "dist": 5},
     "answer_shift": {"tok": "P"}, "pace": {"eta": "75 s"}, "context_use": {"T": 64, "n": 128},
     "baseline": lambda c, lang: {"took": duration(c.values.get("secs", math.nan), lang)},
+    "room_favourite": {"room": "A, B", "model": "C"}, "room_surprise": {"toks": "B"},
 }
 
 
@@ -48,6 +49,9 @@ SAMPLES = {
                  claims.baseline([], [], [], 6.0)],
     "pace": [claims.pace(*x) for x in ((14.0, 14.1, 12.0, 20.0, 900), (22.0, 14.1, 18.0, 20.0, 900),
                                        (5.0, 14.1, 4.0, 20.0, 900), (14.0, 14.1, 12.0, 2.0, 900))],
+    "room_favourite": [claims.room_favourite(*x) for x in ((["a"], "a"), (["b"], "a"), (["a", "b", "c"], "d"),
+                                                           (["a", "b"], "b"))],
+    "room_surprise": [claims.room_surprise(1.85, 0.0, 0, 0.0005), claims.room_surprise(5.85, 0.5, 1, 0.0005)],
 }
 
 
@@ -148,3 +152,24 @@ def test_pace_against_the_estimate_and_the_time_left():
     assert claims.pace(17.0, 14.1, 12.0, 20.0, 900).statement == "as_estimated"     # inside x1.25
     early = claims.pace(14.0, 14.1, 12.0, 2.0, 900)
     assert early.statement == "measuring" and early.weak
+
+
+def test_room_favourite_names_a_tie_as_a_tie():
+    one, tie = claims.room_favourite(["a"], "a"), claims.room_favourite(["a", "b", "c"], "a")
+    flips(one, tie)
+    assert tie.statement == "tie_model" and tie.values["k"] == 3
+    assert "3 choices tie" in sentence(tie, "en") and "favourite, A, B" not in sentence(tie, "en")
+    flips(claims.room_favourite(["b"], "a"), claims.room_favourite(["b", "c"], "a"))
+    flips(claims.room_favourite(["a", "b"], "a"), claims.room_favourite(["b", "c"], "a"))
+    with pytest.raises(ValueError):
+        claims.room_favourite([], "a")
+
+
+def test_room_surprise_says_when_a_zero_was_floored():
+    exact, floored = claims.room_surprise(1.85, 0.0, 0, 0.0005), claims.room_surprise(5.85, 0.5, 1, 0.0005)
+    flips(exact, floored)
+    en = sentence(floored, "en")
+    assert "5.85 bits" in en and "p = 0.0005" in en and "50% of the room chose it" in en and "inf " not in en
+    assert "them" in sentence(claims.room_surprise(7.0, 0.75, 2, 0.0005), "en")
+    with pytest.raises(ValueError):
+        claims.room_surprise(math.inf, 1.0, 1, 0.0005)

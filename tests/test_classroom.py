@@ -730,7 +730,8 @@ def test_a_fragments_rerun_waits_for_the_end_of_the_run_before_it():
 # -- a room activity that hands out items (the heads of a model) -------------------------------
 def test_items_go_round_the_room_and_each_report_counts_once(store, cls):
     """16 heads, 40 students: one head each in arrival order, every head twice or more; a second
-    ask gives the same head; a report counts once per session and item, only for a given item."""
+    ask gives the same head; a report counts once per session and item, only for a given item;
+    the tally counts the students who took heads and those who reported."""
     act = "heads.abc"
     got = [store.assign(cls.code, f"b:s{i}", act, 16, 1) for i in range(40)]
     assert all(a.ok for a in got) and [a.items[0] for a in got[:18]] == list(range(16)) + [0, 1]
@@ -743,7 +744,10 @@ def test_items_go_round_the_room_and_each_report_counts_once(store, cls):
     assert store.report(cls.code, "b:nobody", act, 0).reason == "bad_option"
     assert store.report(cls.code, "b:s4", act, "4").reason == "bad_option"   # forged type
     t = store.tally(cls.code, cls.secret, act)
-    assert t.ok and t.counts == {3: 1} and t.students == 40
+    assert t.ok and t.counts == {3: 1} and t.students == 40 and t.reported == 1
+    assert store.report(cls.code, "b:s4", act, 4).ok
+    t = store.tally(cls.code, cls.secret, act)     # two students' work reached the projector
+    assert t.counts == {3: 1, 4: 1} and (t.students, t.reported) == (40, 2)
     assert store.tally(cls.code, "wrong", act).reason == "wrong_secret"
 
 

@@ -137,3 +137,18 @@ def test_a_refused_folder_is_a_sentence_in_the_sidebar(model_dir):
     err = " ".join(e.value for e in at.sidebar.error)
     assert "tiny-gpt2" in err and "scale_attn_by_inverse_layer_idx" in err and "没有加载" in err
     assert "lmviz_session_bundle" not in at.session_state
+
+
+def test_the_room_loads_a_model_by_its_shared_name(model_dir):
+    """ui.session.shared_name / bundle_named: the name a lecturer publishes for its model, and the
+    model a student's page loads by it; a folder this server does not list, or a model only one
+    session holds, has none."""
+    from ui import session
+
+    b = session.bundle_named(str(model_dir))
+    assert b is not None and b.source == "pretrained" and session.shared_name(b) == str(model_dir)
+    d = session.bundle_named("default")
+    assert d is session.default_bundle() and session.shared_name(d) == "default"
+    for name in (str(model_dir.parent), "/etc", "session", ""):
+        assert session.bundle_named(name) is None
+    assert session.shared_name(session.Bundle(d.model, d.tokenizer, d.meta, "session")) is None

@@ -14,13 +14,19 @@ both. Alone, a student is a room of one. Each revealed prompt of one sentence is
 session, and from two prompts on the room's perplexity on the sentence stands beside the model's.
 
 **Map the heads together.** Every session that shows the same model and sentence shares one
-activity id (``lmviz.chapters.attention_heads.activity_id``). In a class the store deals the
-heads out (``ClassStore.assign``: one each in a large room, several each in a small one, every
-head to two students once the room is twice the heads); each student's page shows what removing
-its heads does to the sentence's loss and to the model's next guess, and sends "done" for them
-(``ClassStore.report``); the projector fills the layer x head map as the reports arrive. The
-effects are computed once per (model, sentence) for the whole server (``_effects``: n_layer x
-n_head forward passes however many students ask). Alone, a student maps every head.
+activity id (``lmviz.chapters.attention_heads.activity_id`` of the model's shared name, the same in
+every process, and the sentence's tokens). In a class the sentence and the model are the
+lecturer's, whatever a follower's language or own model: the lecturer's page publishes them with
+its settings (the sentence box's ``?s=`` and ``?hmodel=``, ``session.shared_name``), and a
+follower's page maps heads of them (``session.bundle_named``) or waits until they arrive; a model
+trained in the lecturer's own session cannot be loaded by the room, and the lecturer is told so.
+The store deals the heads out (``ClassStore.assign``: one each in a large room, several each in a
+small one, every head to two students once the room is twice the heads); each student's page shows
+what removing its heads does to the sentence's loss and to the model's next guess, and sends "done"
+for them (``ClassStore.report``); the projector fills the layer x head map as the reports arrive
+and counts the students whose reports arrived. The effects are computed once per (model, sentence)
+for the whole server (``_effects``: n_layer x n_head forward passes however many students ask).
+Alone, a student maps every head.
 
 Nothing a student sends is drawn: a student sends an option id or an item number, checked by the
 store; token texts come from the lecturer's tokenizer and are drawn as literal text.
@@ -30,7 +36,8 @@ from __future__ import annotations
 import streamlit as st
 
 from lmviz.chapters import generation_room as gr
-from ui import classroom, render, session
+from lmviz.chapters.claims import room_favourite, room_surprise
+from ui import classroom, render, session, urlstate
 from ui.i18n import lang, listed, literal, t
 from ui.runtime import in_fragment_rerun
 from viz.attention import head_map_figure
@@ -68,8 +75,9 @@ def activity(b, sentence: str, ids: list[int], pos: int, tau: float) -> None:
     ch = gr.from_options(made.options, tau)      # the numbers as the room receives them
     p_actual = float(softmax_t(logits, max(tau, 1e-6))[actual])
     actual_opt = ch.options[ch.token_ids.index(actual)] if actual in ch.token_ids else gr.OTHER
-    st.markdown(t("gen.room_prompt", prompt=literal(prompt)))
     if classroom.following():
+        # the prompt is the one the lecturer's question carries, drawn in the answer box (this
+        # session's own prompt would say it twice, or another one before the lecturer's arrives)
         v = classroom.followed_view()
         q = v.question if v is not None else None
         if q is None or gr.parse_question(q.id) is None:
@@ -77,6 +85,7 @@ def activity(b, sentence: str, ids: list[int], pos: int, tau: float) -> None:
             return
         _answering(q.id)
         return
+    st.markdown(t("gen.room_prompt", prompt=literal(prompt)))
     lect = classroom.lecturing()
     if lect:
         _lecturer(lect, qid, ch, sentence, pos, actual_opt, p_actual)
@@ -199,10 +208,15 @@ def results(ch: gr.Choices, counts, actual_opt: str | None, p_actual: float | No
     if r.n == 0:
         st.info(t("gen.room_none"))
         return
-    st.markdown(t("gen.room_agree" if r.room_top == r.model_top else "gen.room_differ",
-                  room=lab[r.room_top], model=lab[r.model_top]))
-    st.markdown(t("gen.room_measures", h_room=f"{r.room_entropy:.2f}", h_model=f"{r.model_entropy:.2f}",
-                  ce=f"{r.model_on_room:.2f}", ce_back=f"{r.room_on_model:.2f}"))
+    st.markdown(render.claim(room_favourite(r.room_tops, r.model_top),
+                             room=listed(lab[o] for o in r.room_tops), model=lab[r.model_top]))
+    floored = [r.options.index(o) for o in r.floored]
+    sep = "" if lang() == "zh" else " "
+    st.markdown(sep.join([
+        t("gen.room_measures", h_room=f"{r.room_entropy:.2f}", h_model=f"{r.model_entropy:.2f}"),
+        render.claim(room_surprise(r.model_on_room, sum(r.room[i] for i in floored), len(floored), gr.FLOOR),
+                     toks=listed(lab[o] for o in r.floored)),
+        t("gen.room_back", ce_back=f"{r.room_on_model:.2f}")]))
     if r.room_finds:
         st.markdown(t("gen.room_finds", toks=listed(lab[o] for o in r.room_finds), pts=round(gr.GAP * 100)))
     if r.model_finds:
@@ -274,8 +288,60 @@ def _map(b, fx, reported, title: str) -> None:
         st.caption(t("att.hm_flat", spread=f"{spread:.3f}"))
 
 
-def heads_activity(b, ids: list[int]) -> None:
-    """The attention chapter's "map the heads together" for this session's role."""
+MODEL_PARAM = "hmodel"    # published by a lecturer on the map: the model's shared name (session.shared_name)
+
+
+def _heads_subject(default_text: str, param: str, max_chars: int):
+    """(model, its name, sentence) the heads are mapped on, or None having said why. In a class
+    they are the lecturer's, published with the lecturer's settings (the sentence box's ``param``
+    and ``MODEL_PARAM``), whatever the follower's language or own model: every follower must
+    compute the same activity id, or the room splits into classes of one. Alone or lecturing,
+    this session's model and the sentence of its box."""
+    if classroom.following():
+        v = classroom.followed_view()
+        settings = v.settings if v is not None else {}
+        text, name = settings.get(param), settings.get(MODEL_PARAM)
+        if not text or not name or len(text) > max_chars:
+            st.caption(t("att.hm_wait"))
+            return None
+        b = session.bundle_named(name)
+        if b is None:
+            st.warning(t("att.hm_no_model"))
+            return None
+        return b, name, text
+    b = session.try_live_bundle("att.no_model")
+    if b is None:
+        return None
+    raw = st.query_params.get(param)       # the box's value as the URL (and so the class) holds it
+    text = raw if raw and len(raw) <= max_chars else (st.session_state.get("att_text") or default_text)
+    urlstate.to_url(param, text)
+    name = session.shared_name(b)
+    if classroom.lecturing():
+        if name is None:
+            if MODEL_PARAM in st.query_params:
+                del st.query_params[MODEL_PARAM]
+            st.warning(t("att.hm_own_model"))
+            return None
+        urlstate.to_url(MODEL_PARAM, name)
+    return b, name or session.model_key(b), text
+
+
+def heads_section(default_text: str, *, param: str, max_chars: int) -> None:
+    """The attention chapter's "map the heads together": the sentence, then the activity for this
+    session's role."""
+    from lmviz.chapters.embedding import encode_for_model
+
+    got = _heads_subject(default_text, param, max_chars)
+    if got is None:
+        return
+    b, name, text = got
+    enc = encode_for_model(b.tokenizer, text, b.model.cfg.block_size)
+    st.markdown(t("att.hm_sentence", text=literal(b.tokenizer.decode(enc.ids))))
+    heads_activity(b, name, list(enc.ids))
+
+
+def heads_activity(b, name: str, ids: list[int]) -> None:
+    """The activity on ``ids`` of model ``b`` (``name``: its shared name) for this session's role."""
     cfg = b.model.cfg
     n = cfg.n_layer * cfg.n_head
     if len(ids) < 2:
@@ -284,7 +350,7 @@ def heads_activity(b, ids: list[int]) -> None:
     from lmviz.chapters.attention_heads import activity_id, heads_each
 
     fx = _effects(b.model, session.model_key(b), tuple(ids))
-    act = activity_id(session.model_key(b), ids)
+    act = activity_id(name, ids)
     if classroom.following():
         code = classroom.follow_code()
         v = classroom.followed_view()
@@ -341,7 +407,7 @@ def _heads_lecturer(act: str, ids: tuple[int, ...]) -> None:
     if not tl.ok:
         st.caption(t(f"class.reason.{tl.reason}"))
         return
-    st.markdown(t("att.hm_room", k=len(tl.counts), n=n, s=tl.students))
+    st.markdown(t("att.hm_room", k=len(tl.counts), n=n, r=tl.reported, s=tl.students))
     _map(b, fx, dict(tl.counts), t("att.hm_title_room", k=len(tl.counts), n=n))
     st.button(t("att.hm_fill"), key=f"att_hm_fill:{act}",
               on_click=lambda: st.session_state.__setitem__(f"att_hm_all:{act}", True))

@@ -115,6 +115,31 @@ def toy_or_live(name: str, label: str, option_names: dict, *, key: str, missing_
     return src, b.model, b.tokenizer, model_key(b), b
 
 
+def shared_name(bundle: Bundle) -> str | None:
+    """The name under which every session of this server (in any process) loads this same model:
+    "default" for the shipped one, a pretrained folder's path; None for a model only this session
+    holds (trained or uploaded here)."""
+    if bundle.source == "default":
+        return "default"
+    if bundle.source == "pretrained":
+        return str(bundle.meta.get("path", "")) or None
+    return None
+
+
+def bundle_named(name: str) -> Bundle | None:
+    """The model :func:`shared_name` calls ``name`` (a name another session published, e.g. a
+    lecturer's): the shipped model, or a pretrained folder this server lists; None for any other
+    name or a model that cannot be loaded."""
+    try:
+        if name == "default":
+            return default_bundle()
+        if name in {str(f.path) for f in pretrained_models()}:
+            return pretrained_bundle(name)
+    except Exception:  # noqa: BLE001 - a missing default or a refused folder: the page says so
+        return None
+    return None
+
+
 def model_key(bundle: Bundle) -> str:
     """A cache key that changes when the live model changes (default vs this session's)."""
     return f"{bundle.source}:{id(bundle.model)}"

@@ -238,9 +238,13 @@ def room_figure(labels: Sequence[str], room, model, *, names: tuple[str, str], y
     >>> f = room_figure(["学", "other"], [0.75, 0.25], [0.5, 0.5], names=("room", "model"))
     >>> [t.name for t in f.data], [float(v) for v in f.data[0].y]
     (['room', 'model'], [0.75, 0.25])
+    >>> list(room_figure(["a", "b"], [1.0, 0.0], [0.999, 0.001], names=("r", "m")).data[1].text)
+    ['1.00', '']
     """
     r, m = _np(room), _np(model)
-    bars = [go.Bar(x=list(labels), y=v, name=nm, marker_color=c, text=[f"{x:.2f}" for x in v],
+    # a bar too low to see has no number on top: side by side, two "0.00" ran into one another on
+    # a phone ("0.000.00"), and the hover still gives the value
+    bars = [go.Bar(x=list(labels), y=v, name=nm, marker_color=c, text=[f"{x:.2f}" if x >= 0.005 else "" for x in v],
                    textposition="outside", cliponaxis=False,
                    hovertemplate=f"{nm} · " + "%{x}: %{y:.3f}<extra></extra>")
             for v, nm, c in ((r, names[0], COLORS["chosen"]), (m, names[1], COLORS["token"]))]

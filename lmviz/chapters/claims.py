@@ -33,6 +33,8 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
     "context_use": ("level", "level_noisy"),
     "baseline": ("crossed", "not_yet", "no_data"),
     "pace": ("as_estimated", "faster", "slower", "measuring"),
+    "room_favourite": ("agree", "differ", "tie", "tie_model"),
+    "room_surprise": ("exact", "floored"),
 }
 
 
@@ -295,3 +297,41 @@ def pace(step_sps: float, estimated_sps: float, wall_sps: float, over_s: float, 
     r = a / e
     st = "faster" if r >= band else "slower" if r <= 1 / band else "as_estimated"
     return Claim("pace", st, {**vals, "ratio": r if st != "slower" else 1 / r})
+
+
+# ------------------------------------------------------------------ the room's favourite ---
+def room_favourite(room_tops: Sequence[str], model_top: str) -> Claim:
+    """The room's most chosen option(s) (lmviz.chapters.generation_room.RoomVsModel.room_tops)
+    against the model's most probable one: "agree" / "differ" for a single favourite; "tie" /
+    "tie_model" (the model's among them) when ``k`` options share the most answers, which the
+    page names instead of calling one of them the favourite. ValueError when nobody answered.
+
+    >>> room_favourite(["a"], "a").statement, room_favourite(["b"], "a").statement
+    ('agree', 'differ')
+    >>> room_favourite(["a", "b", "c"], "d").values["k"], room_favourite(["a", "b"], "b").statement
+    (3, 'tie_model')
+    """
+    tops = list(room_tops)
+    if not tops:
+        raise ValueError("nobody answered: the room has no favourite")
+    if len(tops) == 1:
+        return Claim("room_favourite", "agree" if tops[0] == model_top else "differ", {"k": 1})
+    return Claim("room_favourite", "tie_model" if model_top in tops else "tie", {"k": len(tops)})
+
+
+# ------------------------------------------------------------------ the room's surprise ----
+def room_surprise(ce_bits: float, floored_share: float, floored: int, floor: float) -> Claim:
+    """The model's cross-entropy on the room's answers (lmviz.chapters.generation_room.compare).
+    "exact" when every answer the room gave had a probability the model's thousandths show;
+    "floored" when ``floored`` chosen options (``floored_share`` of the answers) had one shown as
+    0.000 and were counted at ``floor``: with a true 0 the cross-entropy would be infinite, and the
+    sentence says so and what was counted instead.
+
+    >>> room_surprise(1.85, 0.0, 0, 0.0005).statement, room_surprise(5.85, 0.5, 1, 0.0005).statement
+    ('exact', 'floored')
+    """
+    ce = float(ce_bits)
+    if not math.isfinite(ce):
+        raise ValueError(f"the cross-entropy must be finite, got {ce}")
+    vals = {"ce": ce, "share": float(floored_share), "k": int(floored), "eps": float(floor)}
+    return Claim("room_surprise", "floored" if floored > 0 else "exact", vals)

@@ -9,7 +9,11 @@ one. From the counts and the model's probabilities this module computes what the
   token is its "other");
 - the room's entropy H(room) and the model's H(model) on the same choices, in bits;
 - the model's cross-entropy on the room's answers, H(room, model) = −Σ room · log2 model: how
-  many bits of surprise, per answer, the model pays for what the room said;
+  many bits of surprise, per answer, the model pays for what the room said. The model's
+  probabilities reach the room in thousandths (the option ids), so a choice the model all but
+  ruled out arrives as 0.000, and a room that picks it would make the sum infinite: such a
+  probability is counted at ``FLOOR`` (half a thousandth) and the choices it was applied to are
+  named (``RoomVsModel.floored``), for the page to say so;
 - the room's cross-entropy on the model, H(model, room⁺) with the room smoothed by add-one
   (a choice nobody picked would otherwise cost infinitely many bits);
 - which choices the room ranks high and the model low, and the other way round;
@@ -34,6 +38,8 @@ MAX_CHOICES = 8          # the model's top tokens offered as choices (the store 
 FEW_ANSWERS = 10         # fewer answers than this: the room's numbers are flagged as weak evidence
 SMOOTHING = 1.0          # add-one: the room's share used where a log of it is taken
 GAP = 0.15               # a share this much above (below) the model's probability: the room "finds" it
+FLOOR = 0.0005           # the model's probability counted for a choice shown as 0.000 (below half a
+                         # thousandth) in the model's cross-entropy on the room's answers
 
 
 QUESTION_PREFIX = "room."  # class-store question ids of this activity (never a lmviz.chapters.questions id)
@@ -172,7 +178,9 @@ def from_options(options: Sequence[str], temperature: float) -> Choices | None:
     if any(p is None for p in parsed):
         return None
     probs = tuple(p[1] for p in parsed)
-    return Choices(tuple(p[0] for p in parsed), probs, max(0.0, 1.0 - sum(probs)),
+    # "other" in thousandths too (1 − a sum of thousandths is not exactly one in floating point:
+    # 2e-16 would cost 52 bits as if it were a probability)
+    return Choices(tuple(p[0] for p in parsed), probs, max(0.0, round(1.0 - sum(probs), 3)),
                    float(temperature), tuple(p[2] for p in parsed))
 
 
@@ -218,9 +226,12 @@ class RoomVsModel:
     n: int                          # answers counted
     room_entropy: float             # H(room), bits
     model_entropy: float            # H(model) over the same options, bits
-    model_on_room: float            # H(room, model): the model's bits of surprise per room answer
+    model_on_room: float            # H(room, model): the model's bits of surprise per room answer,
+                                    # a probability below FLOOR counted as FLOOR (NaN when n = 0)
+    floored: tuple[str, ...]        # options the room picked that the model gave less than FLOOR
     room_on_model: float            # H(model, room smoothed add-one), bits
-    room_top: str                   # the room's favourite option ("" when nobody answered)
+    room_tops: tuple[str, ...]      # the options with the most answers (several: a tie; none when
+                                    # nobody answered)
     model_top: str                  # the model's most probable option
     room_finds: tuple[str, ...]     # options the room picked more often than the model's probability
                                     # by at least ``gap``, most underrated first
@@ -234,16 +245,20 @@ def compare(ch: Choices, counts: Mapping[str, int], gap: float = GAP) -> RoomVsM
     >>> ch = Choices((5, 9), (0.6, 0.3), 0.1, 1.0)
     >>> a, b, o = ch.options
     >>> r = compare(ch, {a: 2, b: 6, o: 2})
-    >>> r.room, r.room_top == b, r.model_top == a, r.room_finds == (b,), r.model_finds == (a,)
+    >>> r.room, r.room_tops == (b,), r.model_top == a, r.room_finds == (b,), r.model_finds == (a,)
     ((0.2, 0.6, 0.2), True, True, True, True)
-    >>> round(r.model_on_room, 3), r.weak
-    (1.854, False)
+    >>> round(r.model_on_room, 3), r.floored, r.weak
+    (1.854, (), False)
+    >>> z = compare(Choices((5, 9), (0.6, 0.4), 0.0, 1.0), {o: 1, a: 1})
+    >>> z.floored == (o,), round(z.model_on_room, 3), z.room_tops == (a, o)
+    (True, 5.851, True)
     """
     opts = ch.options
     cnt = tuple(max(0, int(counts.get(o, 0))) for o in opts)
     n = sum(cnt)
     room = tuple(c / n for c in cnt) if n else tuple(0.0 for _ in cnt)
     model = ch.model
+    top = max(cnt)
     diff = [r - m for r, m in zip(room, model)]
     room_finds = tuple(opts[i] for i in sorted(range(len(opts)), key=lambda i: -diff[i])
                        if n and diff[i] >= gap)
@@ -252,9 +267,10 @@ def compare(ch: Choices, counts: Mapping[str, int], gap: float = GAP) -> RoomVsM
     return RoomVsModel(
         options=opts, counts=cnt, room=room, model=model, n=n,
         room_entropy=entropy_bits(room), model_entropy=entropy_bits(model),
-        model_on_room=cross_entropy_bits(room, model) if n else math.nan,
+        model_on_room=cross_entropy_bits(room, [max(m, FLOOR) for m in model]) if n else math.nan,
+        floored=tuple(o for o, c, m in zip(opts, cnt, model) if c and m < FLOOR),
         room_on_model=cross_entropy_bits(model, smoothed(cnt)),
-        room_top=opts[max(range(len(opts)), key=lambda i: cnt[i])] if n else "",
+        room_tops=tuple(o for o, c in zip(opts, cnt) if n and c == top),
         model_top=opts[max(range(len(opts)), key=lambda i: model[i])],
         room_finds=room_finds, model_finds=model_finds, weak=n < FEW_ANSWERS)
 

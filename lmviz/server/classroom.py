@@ -244,6 +244,7 @@ class Tally:
     reason: str
     counts: Mapping[int, int] = field(default_factory=dict)  # item -> reports (items reported only)
     students: int = 0            # sessions that took items
+    reported: int = 0            # ... and of them, those that reported at least one item
 
 
 @dataclass(frozen=True)
@@ -1144,19 +1145,23 @@ class ClassStore:
             return OpResult(False, "too_many_answers", rec["version"])
         if done == 0:
             return OpResult(False, "already_answered", rec["version"])
+        if self._db.put_if_absent(f"repd:{c}:{activity}:{session_id}", 1, ttl):   # its first report
+            self._db.hincr(f"seq:{c}:{activity}", "reported", ttl)
         return OpResult(True, "", rec["version"])
 
     @_guarded(functools.partial(Tally, False, "store_unavailable"))
     def tally(self, code: str, secret: str, activity: Any) -> Tally:
-        """The lecturer's view of an activity: reports per item, and how many students took items."""
+        """The lecturer's view of an activity: reports per item, how many students took items and
+        how many of them reported."""
         c, rec, why = self._lecturer(code, secret)
         if rec is None:
             return Tally(False, why)
         if not _valid_id(activity):
             return Tally(False, "bad_question")
         h = self._db.hgetall(f"acth:{c}:{activity}")
+        seq = self._db.hgetall(f"seq:{c}:{activity}")
         return Tally(True, "", {int(k): int(v) for k, v in h.items() if str(k).isdigit()},
-                     int(self._db.hgetall(f"seq:{c}:{activity}").get("n", 0)))
+                     int(seq.get("n", 0)), int(seq.get("reported", 0)))
 
     # -- a room corpus: one sentence per student, shown only once the lecturer accepts it --------
     def clean_sentence(self, text: Any) -> str | None:
