@@ -466,8 +466,8 @@ def load(path, device=None, check_budget: bool = True):
             raise CheckpointError(reasons[0].key, **reasons[0].params)
     try:
         tok = HFTokenizer.from_file(info.path / "tokenizer.json", vocab_size=info.config.vocab_size)
-    except TokenizerError as e:
-        raise CheckpointError("hf.err_tokenizer", why=str(e)) from None
+    except TokenizerError as e:                            # its own sentence, in the page's language
+        raise CheckpointError(e.key, **e.params) from None
     if tok.vocab_size > info.config.vocab_size:
         _fail("tokenizer_size", n=tok.vocab_size, expected=info.config.vocab_size)
     keep = {"F16": torch.float16, "BF16": torch.bfloat16}.get(info.dtype) if dev.type == "cuda" else None
