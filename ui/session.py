@@ -152,14 +152,13 @@ def pretrained_models() -> list:
     return find_models()
 
 
-@st.cache_resource(max_entries=1, show_spinner=False)
 def pretrained_bundle(path: str) -> Bundle:
-    """A pretrained folder loaded once per server and shared read-only (eval mode, no_grad, like
-    the default). One at a time: choosing another releases it once no session shows it.
+    """A pretrained folder, one copy per server shared read-only by every session that shows it
+    (lmviz.hf_shared: freed when no session holds it, the budget counting every model loaded).
     Raises lmviz.checkpoint.CheckpointError (a sentence) when refused, the budget included."""
-    from lmviz.hf import load
+    from lmviz.hf_shared import load_shared
 
-    model, tok, meta = load(path)
+    model, tok, meta = load_shared(path)
     return Bundle(model, tok, {**meta, "path": path}, "pretrained")
 
 
