@@ -109,3 +109,21 @@ def test_a_refused_folder_is_a_sentence_in_the_sidebar(model_dir):
     assert "tiny-gpt2" in err and "scale_attn_by_inverse_layer_idx" in err and "没有加载" in err
     assert "lmviz_session_bundle" not in at.session_state
 
+
+def test_the_model_key_names_the_model_object_not_its_address():
+    """A cache key of the live model: the same for every session showing one shared copy, and
+    never that of a freed model whose address a new one took (a pretrained copy is freed when no
+    session holds it)."""
+    import gc
+
+    from tests.model_util import tiny_gpt
+    from ui.session import Bundle, model_key
+
+    m = tiny_gpt(5, 4)
+    key = model_key(Bundle(m, None, {}, "pretrained"))
+    assert model_key(Bundle(m, None, {"path": "x"}, "pretrained")) == key
+    del m
+    gc.collect()
+    later = [tiny_gpt(5, 4) for _ in range(20)]
+    assert all(model_key(Bundle(x, None, {}, "pretrained")) != key for x in later)
+    assert len({model_key(Bundle(x, None, {}, "pretrained")) for x in later}) == 20

@@ -10,7 +10,9 @@ The one place pages get shared objects from.
 """
 from __future__ import annotations
 
+import itertools
 import threading
+import weakref
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable
@@ -115,9 +117,21 @@ def toy_or_live(name: str, label: str, option_names: dict, *, key: str, missing_
     return src, b.model, b.tokenizer, model_key(b), b
 
 
+_SERIALS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # model -> its number in this process
+_SERIALS_LOCK = threading.Lock()
+_NEXT_SERIAL = itertools.count(1)
+
+
 def model_key(bundle: Bundle) -> str:
-    """A cache key that changes when the live model changes (default vs this session's)."""
-    return f"{bundle.source}:{id(bundle.model)}"
+    """A cache key that changes when the live model changes (default vs this session's), the same
+    for every session showing one shared model. A number given to each model object, not its
+    ``id()``: a freed model's address is reused by the next one (a pretrained copy is freed when
+    no session holds it), and a key made of it would hand the new model the old one's results."""
+    with _SERIALS_LOCK:
+        n = _SERIALS.get(bundle.model)
+        if n is None:
+            n = _SERIALS[bundle.model] = next(_NEXT_SERIAL)
+    return f"{bundle.source}:{n}"
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
