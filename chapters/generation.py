@@ -232,7 +232,7 @@ def _live_state(b, ids: list[int], seed: int) -> dict:
     """The stepper's session record; a new prompt, seed or model starts it afresh."""
     import torch
 
-    key = (b.source, id(b.model), tuple(ids), int(seed))
+    key = (session.model_key(b), tuple(ids), int(seed))
     s = st.session_state.get("gen_live")
     if s is None or s["key"] != key:
         s = {"key": key, "ids": list(ids), "n_prompt": len(ids), "steps": [],
@@ -432,7 +432,7 @@ def _live_search(b, prompt: str, depth: int, branch: int):
     of token ids: any tokenizer, characters or BPE)."""
     from lmviz.sampling import best_sequence, next_logits, softmax_t
 
-    key = ("gen_tree", b.source, id(b.model), prompt, depth, branch)
+    key = ("gen_tree", session.model_key(b), prompt, depth, branch)
     hit = st.session_state.get("gen_tree_cache")
     if hit is not None and hit[0] == key:
         return hit[1]

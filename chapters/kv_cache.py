@@ -57,7 +57,7 @@ def _toy_walk(n_new: int) -> dict:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _live_walk(prompt_ids: tuple[int, ...], n_new: int, source: str, model_id: int) -> dict:
+def _live_walk(prompt_ids: tuple[int, ...], n_new: int, model_key: str) -> dict:
     b = session.live_bundle()
     return _walk_record(b.model, b.tokenizer, list(prompt_ids), n_new)
 
@@ -182,7 +182,7 @@ def sec_live():
     with c3:
         layer = st.selectbox(t("kv.layer"), list(range(cfg.n_layer)), key="kv_live_layer",
                              format_func=lambda i: str(i + 1))
-    rec = _live_walk(tuple(ids), int(n_new), b.source, id(b.model))
+    rec = _live_walk(tuple(ids), int(n_new), session.model_key(b))
     step = st.select_slider(t("kv.step"), options=list(range(len(rec["spans"]))), key="kv_live_step")
     _draw_step(rec, step, "live", layers=[layer])
     render.caption(t("kv.live_note", layers=cfg.n_layer, heads=cfg.n_head, kv=cfg.n_kv_head, dh=cfg.head_dim))
@@ -318,7 +318,7 @@ def sec_speed():
     else:
         render.caption(t("kv.speed_on_timing", live=live_cfg.block_size, n=cfg.block_size, layers=cfg.n_layer,
                      d=cfg.d_model))
-    key = (b.source, id(b.model) if long_enough else "timing", n_prompt, n_new)
+    key = (session.model_key(b) if long_enough else "timing", n_prompt, n_new)
     store = _speed_store()
     retry = key not in store or store[key].snapshot().state in ("error", "stopped")
     if retry and st.button(t("kv.measure", n=n_new, device=device), key="kv_measure"):

@@ -433,22 +433,28 @@ def machine_bytes(device) -> int:
         return 8 * 2**30
 
 
-def budget(info: Inspection, device="cpu", total_bytes: int | None = None) -> list[limits.Reason]:
-    """Why this model may not load here (empty: it fits), from the inspection's numbers alone."""
+def budget(info: Inspection, device="cpu", total_bytes: int | None = None, loaded_bytes: int = 0,
+           loaded_count: int = 0) -> list[limits.Reason]:
+    """Why this model may not load here (empty: it fits), from the inspection's numbers alone and
+    the ``loaded_bytes`` of the ``loaded_count`` pretrained models this process holds already."""
     cfg = info.config
     on_gpu = str(device).startswith("cuda")
     per_weight = DTYPES.get(info.dtype, 4) if on_gpu else 4          # kept in its dtype on a GPU, fp32 on CPU
     return limits.pretrained_budget(
         params=info.n_params, bytes_per_weight=per_weight, largest=info.largest, n_layer=cfg.n_layer,
         kv_width=cfg.n_kv_head * cfg.head_dim, context=cfg.block_size, vocab=cfg.vocab_size,
-        device=device, total_bytes=machine_bytes(device) if total_bytes is None else total_bytes)
+        device=device, total_bytes=machine_bytes(device) if total_bytes is None else total_bytes,
+        loaded_bytes=loaded_bytes, loaded_count=loaded_count)
 
 
-def load(path, device=None, check_budget: bool = True):
+def load(path, device=None, check_budget: bool = True, total_bytes: int | None = None, loaded_bytes: int = 0,
+         loaded_count: int = 0):
     """(GPT in eval mode, HFTokenizer, meta) from a folder; refused folders raise CheckpointError.
 
     ``device``: lmviz.device() when None. On a GPU, bf16/fp16 weights keep their dtype; on the
-    CPU every weight is fp32.
+    CPU every weight is fp32. The budget (:func:`budget`) counts the models already loaded
+    (``loaded_bytes``, ``loaded_count``: ``lmviz.hf_shared`` passes them). The app loads through
+    ``lmviz.hf_shared.load_shared``, one copy per folder per process; this is one fresh copy.
     """
     import torch
     from safetensors import safe_open
@@ -461,13 +467,13 @@ def load(path, device=None, check_budget: bool = True):
     info = inspect(path)
     dev = torch.device(device) if device is not None else lmviz_device()
     if check_budget:
-        reasons = budget(info, dev)
+        reasons = budget(info, dev, total_bytes, loaded_bytes, loaded_count)
         if reasons:
             raise CheckpointError(reasons[0].key, **reasons[0].params)
     try:
         tok = HFTokenizer.from_file(info.path / "tokenizer.json", vocab_size=info.config.vocab_size)
-    except TokenizerError as e:
-        raise CheckpointError("hf.err_tokenizer", why=str(e)) from None
+    except TokenizerError as e:                            # its own sentence, in the page's language
+        raise CheckpointError(e.key, **e.params) from None
     if tok.vocab_size > info.config.vocab_size:
         _fail("tokenizer_size", n=tok.vocab_size, expected=info.config.vocab_size)
     keep = {"F16": torch.float16, "BF16": torch.bfloat16}.get(info.dtype) if dev.type == "cuda" else None

@@ -25,7 +25,9 @@ the bytes, ``token(i)`` a label that shows such bytes as ``<E5><AD>`` (never "�
 
 Everything in the file is checked before it is used (every field's type through
 ``lmviz.fields.typed``, sizes, ids, merges, the kinds of each step); what lmviz cannot reproduce
-exactly, or could not run in bounded time, is refused with a :class:`TokenizerError`.
+exactly, or could not run in bounded time, is refused with a :class:`TokenizerError`: a catalogue
+key (``hf.err_tok_*``) and its placeholders, so a page says it in its own language and ``str()``
+is the English sentence.
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ from pathlib import Path
 
 from .bpe import Token, byte_label
 from .fields import ABSENT, typed
+from .limits import SaidError
 
 MAX_TOKENIZER_BYTES = 64 * 2**20    # tokenizer.json (Qwen2's is 7 MB, Llama 3's 9 MB)
 MAX_VOCAB = 1_000_000               # token ids (Qwen2: 151,665; Gemma: 256,000)
@@ -69,15 +72,23 @@ KNOWN_PATTERNS = {GPT2_PATTERN: "GPT-2", LLAMA3_PATTERN: "Llama 3", QWEN2_PATTER
 WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
-class TokenizerError(ValueError):
-    """A tokenizer.json lmviz refuses; ``str()`` says why in one English sentence."""
+class TokenizerError(SaidError, ValueError):
+    """A tokenizer.json lmviz refuses: ``key`` is a catalogue key (``hf.err_tok_*``, or one of
+    ``lmviz.hf``'s file sentences), ``params`` its placeholders; ``str()`` is the English sentence."""
+
+
+def _name(s) -> str:
+    """A name read from the file (a step's kind) as it may be shown (``lmviz.checkpoint._name``)."""
+    from .checkpoint import _name
+
+    return _name(s)
 
 
 def _get(d, key: str, kind, default=ABSENT, where: str = ""):
     """A tokenizer.json field of type ``kind`` (lmviz.fields.typed); ``where`` names the object
     that holds it (``pre_tokenizer.pattern``), so the refusal says which field is wrong."""
     def fail(k):
-        raise TokenizerError(f"its field {where + '.' if where else ''}{k} is missing or has the wrong type")
+        raise TokenizerError("hf.err_tok_field", field=f"{where + '.' if where else ''}{k}")
 
     return typed(d, key, kind, default, fail=fail)
 
@@ -136,7 +147,7 @@ def _category_class(name: str) -> str:
     """The class body of Unicode general category ``name`` ("L", "N", "Lu", ...) (built once)."""
     cps = list(itertools.compress(range(_LAST_CP), map(operator.methodcaller("startswith", name), _categories())))
     if not cps:
-        raise TokenizerError(f"the tokenizer's regex names an unknown Unicode category ({name[:10]})")
+        raise TokenizerError("hf.err_tok_category", name=_name(name))
     return _ranges(cps)
 
 
@@ -150,7 +161,7 @@ def translate_regex(pattern: str) -> str:
     ['hi', ' 学生', ' 42']
     """
     if not isinstance(pattern, str) or len(pattern) > MAX_PATTERN_CHARS:
-        raise TokenizerError("the tokenizer's regex is missing or too long")
+        raise TokenizerError("hf.err_tok_regex_long", limit=MAX_PATTERN_CHARS)
     out, in_class = [], False
     for m in _TOKEN.finditer(pattern):
         tok = m.group(0)
@@ -160,13 +171,13 @@ def translate_regex(pattern: str) -> str:
             neg = tok[1] == "P"
             if in_class:
                 if neg:
-                    raise TokenizerError("the tokenizer's regex negates a Unicode category inside a class")
+                    raise TokenizerError("hf.err_tok_regex_class", part="\\P{…}")
                 out.append(body)
             else:
                 out.append(f"[{'^' if neg else ''}{body}]")
         elif tok in ("\\s", "\\S"):
             if in_class and tok == "\\S":
-                raise TokenizerError("the tokenizer's regex uses \\S inside a class")
+                raise TokenizerError("hf.err_tok_regex_class", part="\\S")
             out.append(WHITE_SPACE if in_class else f"[{'^' if tok == chr(92) + 'S' else ''}{WHITE_SPACE}]")
         elif tok == "[" and not in_class:
             in_class = True
@@ -178,8 +189,8 @@ def translate_regex(pattern: str) -> str:
             out.append(tok)
     try:
         re.compile("".join(out))
-    except re.error as e:
-        raise TokenizerError(f"the tokenizer's regex is not one lmviz can read ({str(e)[:60]})") from None
+    except re.error:
+        raise TokenizerError("hf.err_tok_regex_invalid") from None
     return "".join(out)
 
 
@@ -211,12 +222,12 @@ def _pre_tokenizer_steps(spec, where: str = "pre_tokenizer", depth: int = 0) -> 
     kind = _get(spec, "type", str, where=where)
     if kind == "Sequence":
         if depth >= MAX_NESTING:
-            raise TokenizerError("its pre-tokenizer nests Sequences too deeply")
+            raise TokenizerError("hf.err_tok_nesting", field="pre_tokenizer", limit=MAX_NESTING)
         subs = _get(spec, "pretokenizers", list, where=where)
         steps = [x for i, s in enumerate(subs)
                  for x in _pre_tokenizer_steps(s, f"{where}.pretokenizers[{i}]", depth + 1)]
         if len(steps) > MAX_STEPS:
-            raise TokenizerError(f"its pre-tokenizer has more than {MAX_STEPS} steps")
+            raise TokenizerError("hf.err_tok_steps", field="pre_tokenizer", limit=MAX_STEPS)
         return steps
     if kind == "ByteLevel":
         steps = [("prefix_space",)] if _get(spec, "add_prefix_space", bool, False, where) else []
@@ -226,22 +237,20 @@ def _pre_tokenizer_steps(spec, where: str = "pre_tokenizer", depth: int = 0) -> 
     if kind == "Split":
         pat = _get(spec, "pattern", dict, where=where)
         behavior = _get(spec, "behavior", str, where=where)
-        if behavior != "Isolated" or _get(spec, "invert", bool, False, where):
-            raise TokenizerError(f"the tokenizer splits text in a way lmviz does not reproduce ({behavior[:20]})")
+        invert = _get(spec, "invert", bool, False, where)
+        if behavior != "Isolated" or invert:
+            raise TokenizerError("hf.err_tok_split", behavior=_name(behavior), invert=str(invert).lower())
         regex = _get(pat, "Regex", str, None, f"{where}.pattern")
         if regex is not None:
             if regex not in KNOWN_PATTERNS:
-                *others, last = KNOWN_PATTERNS.values()
-                raise TokenizerError(f"its pre-tokenizer regex is not one lmviz runs: lmviz runs only those of "
-                                     f"{', '.join(others)} and {last}, because an unknown regex can take minutes "
-                                     "on one word")
+                raise TokenizerError("hf.err_tok_regex_unknown", families=", ".join(KNOWN_PATTERNS.values()))
             rx = translate_regex(regex)
         else:
             rx = re.escape(_get(pat, "String", str, where=f"{where}.pattern"))
         return [("split", re.compile(rx))]
     if kind == "Digits":
         return [("split", re.compile(r"\d" if _get(spec, "individual_digits", bool, False, where) else r"\d+"))]
-    raise TokenizerError(f"the tokenizer's pre-tokenizer kind is not one lmviz reproduces ({kind[:30]})")
+    raise TokenizerError("hf.err_tok_kind", field="pre_tokenizer", kind=_name(kind))
 
 
 def _normal_forms(spec, where: str = "normalizer", depth: int = 0) -> list[str]:
@@ -250,15 +259,15 @@ def _normal_forms(spec, where: str = "normalizer", depth: int = 0) -> list[str]:
     kind = _get(spec, "type", str, where=where)
     if kind == "Sequence":
         if depth >= MAX_NESTING:
-            raise TokenizerError("its normalizer nests Sequences too deeply")
+            raise TokenizerError("hf.err_tok_nesting", field="normalizer", limit=MAX_NESTING)
         subs = _get(spec, "normalizers", list, where=where)
         forms = [f for i, s in enumerate(subs) for f in _normal_forms(s, f"{where}.normalizers[{i}]", depth + 1)]
         if len(forms) > MAX_STEPS:
-            raise TokenizerError(f"its normalizer has more than {MAX_STEPS} steps")
+            raise TokenizerError("hf.err_tok_steps", field="normalizer", limit=MAX_STEPS)
         return forms
     if kind in NORMAL_FORMS:
         return [kind]
-    raise TokenizerError(f"the tokenizer's normalizer is not one lmviz reproduces ({kind[:30]})")
+    raise TokenizerError("hf.err_tok_kind", field="normalizer", kind=_name(kind))
 
 
 # -----------------------------------------------------------------------------
@@ -289,46 +298,46 @@ class HFTokenizer:
 
     def __init__(self, spec: dict, vocab_size: int | None = None):
         if not isinstance(spec, dict):
-            raise TokenizerError("tokenizer.json is not a JSON object")
+            raise TokenizerError("hf.err_json", name="tokenizer.json")
         model = _get(spec, "model", dict)
         if _get(model, "type", str, "BPE", "model") != "BPE" or "vocab" not in model:
-            raise TokenizerError("the tokenizer is not a BPE tokenizer (lmviz reads byte-level BPE only)")
+            raise TokenizerError("hf.err_tok_not_bpe")
         for k in ("continuing_subword_prefix", "end_of_word_suffix"):
             if _get(model, k, str, "", "model"):
-                raise TokenizerError(f"the tokenizer uses {k}, which byte-level BPE does not")
+                raise TokenizerError("hf.err_tok_subword", field=f"model.{k}")
         if _get(model, "byte_fallback", bool, False, "model") or _get(model, "dropout", (int, float), 0, "model"):
-            raise TokenizerError("the tokenizer uses byte fallback or dropout (a SentencePiece-style BPE)")
+            raise TokenizerError("hf.err_tok_byte_fallback")
         vocab = _get(model, "vocab", dict, where="model")
         if not 0 < len(vocab) <= MAX_VOCAB:
-            raise TokenizerError("the tokenizer's vocabulary is missing or too large")
+            raise TokenizerError("hf.err_tok_vocab_size", limit=MAX_VOCAB)
         byte_level = any(isinstance(spec.get(k), dict) and "ByteLevel" in json.dumps(spec.get(k))
                          for k in ("pre_tokenizer", "decoder"))
         if not byte_level:
-            raise TokenizerError("the tokenizer is not byte-level (no ByteLevel pre-tokenizer or decoder)")
+            raise TokenizerError("hf.err_tok_not_byte_level")
         self.pieces: dict[int, str] = {}            # id -> token string (byte-mapped characters)
         for t, i in vocab.items():
             if (not isinstance(t, str) or not t or len(t) > MAX_TOKEN_CHARS or not isinstance(i, int)
                     or isinstance(i, bool) or not 0 <= i < MAX_VOCAB or i in self.pieces):
-                raise TokenizerError("the tokenizer's vocabulary holds a bad entry")
+                raise TokenizerError("hf.err_tok_entry", field="model.vocab")
             self.pieces[i] = t
         self.ids = {t: i for i, t in self.pieces.items()}
         self.special: dict[str, int] = {}           # added tokens: content -> id, never split
         added = _get(spec, "added_tokens", list, [])
         if len(added) > MAX_ADDED_TOKENS:
-            raise TokenizerError(f"the tokenizer has more than {MAX_ADDED_TOKENS:,} added tokens")
+            raise TokenizerError("hf.err_tok_count", field="added_tokens", limit=MAX_ADDED_TOKENS)
         for k, a in enumerate(added):
             c, i = _get(a, "content", str, where=f"added_tokens[{k}]"), _get(a, "id", int, where=f"added_tokens[{k}]")
             if not c or len(c) > MAX_TOKEN_CHARS or not 0 <= i < MAX_VOCAB:
-                raise TokenizerError("the tokenizer's added tokens hold a bad entry")
+                raise TokenizerError("hf.err_tok_entry", field=f"added_tokens[{k}]")
             self.special[c] = i
         self.ranks: dict[tuple[str, str], int] = {}
         merges = _get(model, "merges", list, [], "model")
         if len(merges) > MAX_VOCAB:
-            raise TokenizerError("the tokenizer has too many merges")
+            raise TokenizerError("hf.err_tok_count", field="model.merges", limit=MAX_VOCAB)
         for r, m in enumerate(merges):
             pair = tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) if isinstance(m, list) else ()
             if len(pair) != 2 or not all(isinstance(p, str) for p in pair) or (pair[0] + pair[1]) not in self.ids:
-                raise TokenizerError(f"the tokenizer's merge {r + 1} is not a pair of tokens whose join is a token")
+                raise TokenizerError("hf.err_tok_merge", n=r + 1)
             self.ranks.setdefault(pair, r)
         self.ignore_merges = _get(model, "ignore_merges", bool, False, "model")
         self.forms = _normal_forms(_get(spec, "normalizer", dict, None))
@@ -348,13 +357,13 @@ class HFTokenizer:
         """Read and check ``tokenizer.json`` (at most MAX_TOKENIZER_BYTES)."""
         p = Path(path)
         if not p.is_file():
-            raise TokenizerError("the folder has no tokenizer.json")
+            raise TokenizerError("hf.err_no_tokenizer")
         if p.stat().st_size > MAX_TOKENIZER_BYTES:
-            raise TokenizerError(f"tokenizer.json is larger than {MAX_TOKENIZER_BYTES // 2**20} MB")
+            raise TokenizerError("hf.err_too_large", name="tokenizer.json", limit_mb=MAX_TOKENIZER_BYTES // 2**20)
         try:
             spec = json.loads(p.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
-            raise TokenizerError("tokenizer.json is not valid JSON") from None
+            raise TokenizerError("hf.err_json", name="tokenizer.json") from None
         return cls(spec, vocab_size)
 
     # -- views ---------------------------------------------------------------------------------

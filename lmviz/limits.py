@@ -274,38 +274,50 @@ MAX_PRETRAINED_LAYERS = 256        # config.json bounds, before any arithmetic (
 MAX_PRETRAINED_WIDTH = 32_768      # d_model (405B: 16,384)
 MAX_PRETRAINED_HEADS = 512         # query heads (405B: 128)
 MAX_PRETRAINED_VOCAB = 1_000_000   # tokens (Gemma: 256,000)
-MAX_MODEL_SHARE = 0.5              # a loaded pretrained model may take this share of the machine's
-#                                    memory (the GPU's own on cuda): the rest is the server's and
-#                                    the other sessions'
+MAX_MODEL_SHARE = 0.5              # the pretrained models loaded in this process, all of them
+#                                    together (one copy of each, shared by every session:
+#                                    lmviz.hf_shared), may take this share of the machine's memory
+#                                    (the GPU's own on cuda): the rest is the server's and the sessions'
 DRAW_TOKENS = 256                  # longest prompt a chapter draws on a pretrained model
 BUDGET_TOKENS = 128                # the prompt the time budget assumes (one chapter's forward pass)
 
 
 def pretrained_budget(params: int, bytes_per_weight: int, largest: int, n_layer: int, kv_width: int,
-                      context: int, vocab: int, device, total_bytes: int) -> list[Reason]:
+                      context: int, vocab: int, device, total_bytes: int, loaded_bytes: int = 0,
+                      loaded_count: int = 0) -> list[Reason]:
     """Why a pretrained model may not load here (empty: it fits), before a weight is read.
 
     Memory: the weights (``bytes_per_weight`` each: 4 on the CPU, where bf16/fp16 are upcast),
     the largest tensor twice more while it is read and converted, a KV cache of ``context``
     positions, DRAW_TOKENS rows of logits three times (logits, probabilities, a copy), and
-    OVERHEAD_BYTES; at most MAX_MODEL_SHARE of ``total_bytes``. Time: a forward pass over
+    OVERHEAD_BYTES; with the ``loaded_bytes`` of the ``loaded_count`` pretrained models already
+    loaded in this process, at most MAX_MODEL_SHARE of ``total_bytes``. Time: a forward pass over
     BUDGET_TOKENS tokens (2 FLOPs per parameter and token) at TRAIN_FLOPS within MAX_STEP_S.
 
     >>> [r.key for r in pretrained_budget(7_000_000_000, 4, 500_000_000, 32, 1024, 2048, 32000, "cpu", 24 * GiB)]
     ['hf.budget_memory', 'hf.budget_time']
     >>> pretrained_budget(124_000_000, 4, 38_000_000, 12, 768, 1024, 50257, "cpu", 24 * GiB)
     []
+    >>> [r.key for r in pretrained_budget(124_000_000, 4, 38_000_000, 12, 768, 1024, 50257, "cpu", 24 * GiB,
+    ...                                   loaded_bytes=11 * GiB, loaded_count=3)]
+    ['hf.budget_loaded']
     """
     kind = _kind(device)
     need = (params * bytes_per_weight + 2 * 4 * largest + 2 * n_layer * context * kv_width * bytes_per_weight
             + 3 * 4 * DRAW_TOKENS * vocab + OVERHEAD_BYTES)
     limit = MAX_MODEL_SHARE * total_bytes
     out = []
+    where = "GPU" if kind == "cuda" else "CPU"
     if need > limit:
         out.append(Reason("hf.budget_memory", {
             "need_gib": _gib(need), "limit_gib": _gib(limit), "total_gib": _gib(total_bytes),
             "share": round(100 * MAX_MODEL_SHARE), "params_b": round(params / 1e9, 2), "bytes": bytes_per_weight,
-            "where": "GPU" if kind == "cuda" else "CPU"}))
+            "where": where}))
+    elif need + loaded_bytes > limit:          # it fits alone, not beside the models already loaded
+        out.append(Reason("hf.budget_loaded", {
+            "need_gib": _gib(need), "loaded_gib": _gib(loaded_bytes), "count": loaded_count,
+            "limit_gib": _gib(limit), "total_gib": _gib(total_bytes), "share": round(100 * MAX_MODEL_SHARE),
+            "where": where}))
     seconds = 2.0 * params * BUDGET_TOKENS / TRAIN_FLOPS[kind]
     if seconds > MAX_STEP_S[kind]:
         out.append(Reason("hf.budget_time", {"seconds": round(seconds, 1), "tokens": BUDGET_TOKENS,

@@ -272,22 +272,53 @@ def test_regex_translation_covers_unicode_letters_numbers_and_white_space():
     rx = re.compile(translate_regex(r"\p{L}+|\p{N}+|\s+(?!\S)|\s+"))
     assert rx.findall("abc学生 ½Ⅻ42\x1c") == ["abc学生", " ", "½Ⅻ42"]    # U+001C is no space there
     assert not re.fullmatch(translate_regex(r"\s"), "\x1c")      # Unicode White_Space, not Python's \s
-    with pytest.raises(TokenizerError):
+    with pytest.raises(TokenizerError) as e:
         translate_regex("x" * 5000)
+    assert (e.value.key, e.value.params) == ("hf.err_tok_regex_long", {"limit": 2000})
+    assert str(e.value) == "tokenizer.json cannot be used: a regex in it is missing or longer than 2,000 characters."
 
 
 def test_tokenizer_refuses_what_it_cannot_reproduce():
     base = {"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "ByteLevel"},
             "decoder": {"type": "ByteLevel"}}
     HFTokenizer(base)
-    for bad in ({"model": {"type": "WordPiece", "vocab": {"a": 0}}},
-                {**base, "normalizer": {"type": "Lowercase"}},
-                {**base, "pre_tokenizer": {"type": "Whitespace"}},
-                {**base, "model": {**base["model"], "merges": ["a b"]}},
-                {**base, "model": {**base["model"], "byte_fallback": True}},
-                {"model": base["model"]}):
-        with pytest.raises(TokenizerError):
+    for bad, key, params in (
+            ({"model": {"type": "WordPiece", "vocab": {"a": 0}}}, "hf.err_tok_not_bpe", {}),
+            ({**base, "normalizer": {"type": "Lowercase"}}, "hf.err_tok_kind",
+             {"field": "normalizer", "kind": "Lowercase"}),
+            ({**base, "pre_tokenizer": {"type": "Whitespace"}}, "hf.err_tok_kind",
+             {"field": "pre_tokenizer", "kind": "Whitespace"}),
+            ({**base, "model": {**base["model"], "merges": ["a b"]}}, "hf.err_tok_merge", {"n": 1}),
+            ({**base, "model": {**base["model"], "byte_fallback": True}}, "hf.err_tok_byte_fallback", {}),
+            ({"model": base["model"]}, "hf.err_tok_not_byte_level", {}),
+            ({**base, "pre_tokenizer": {"type": "Split", "pattern": {"String": " "}, "behavior": "Removed"}},
+             "hf.err_tok_split", {"behavior": "Removed", "invert": "false"}),
+            ({**base, "normalizer": {"type": "<b>x</b>"}}, "hf.err_tok_kind",      # a name from the file, neutralised
+             {"field": "normalizer", "kind": "(unreadable name)"})):
+        with pytest.raises(TokenizerError) as e:
             HFTokenizer(bad)
+        assert (e.value.key, e.value.params) == (key, params)
+
+
+def test_every_tokenizer_refusal_is_a_sentence_in_both_languages():
+    """Each key hf_tokenizer raises has its sentence in English and Chinese, with the same
+    placeholders; a Chinese page says the whole refusal in Chinese (no English reason inside)."""
+    import re
+
+    from ui.i18n import catalogue, translate
+
+    import lmviz.hf_tokenizer as T
+
+    keys = set(re.findall(r'TokenizerError\("(hf\.err_\w+)"', Path(T.__file__).read_text(encoding="utf-8")))
+    assert len(keys) >= 18
+    for key in keys:
+        en, zh = catalogue("en").get(key), catalogue("zh").get(key)
+        assert en and zh, key
+        assert set(re.findall(r"{(\w+)", en)) == set(re.findall(r"{(\w+)", zh)), key
+    with pytest.raises(TokenizerError) as e:
+        HFTokenizer(_spec(added_tokens=5))
+    zh = translate(e.value.key, "zh", **e.value.params)
+    assert zh == "无法使用 tokenizer.json：其中的字段 added_tokens 缺失或类型不对。"
 
 
 # ---------------------------------------------------------------- border control --------------
@@ -526,7 +557,8 @@ def _split(pattern) -> dict:
 def test_a_tokenizer_field_of_the_wrong_type_is_a_sentence(over, field):
     with pytest.raises(TokenizerError) as e:
         HFTokenizer(_spec(**over))
-    assert str(e.value) == f"its field {field} is missing or has the wrong type"
+    assert (e.value.key, e.value.params) == ("hf.err_tok_field", {"field": field})
+    assert str(e.value) == f"tokenizer.json cannot be used: its field {field} is missing or has the wrong type."
 
 
 def test_only_the_known_split_regexes_run_and_a_backtracking_one_is_refused():
@@ -539,8 +571,10 @@ def test_only_the_known_split_regexes_run_and_a_backtracking_one_is_refused():
     for hostile in (HOSTILE_REGEX, r"\p{L}*\p{L}*\p{L}*\p{L}*\p{L}*!", LLAMA3_PATTERN + "|(a+)+b"):
         with pytest.raises(TokenizerError) as e:
             HFTokenizer(_spec(pre_tokenizer=_split({"Regex": hostile})))
-        assert str(e.value) == ("its pre-tokenizer regex is not one lmviz runs: lmviz runs only those of "
-                                "GPT-2, Llama 3 and Qwen2, because an unknown regex can take minutes on one word")
+        assert (e.value.key, e.value.params) == ("hf.err_tok_regex_unknown", {"families": "GPT-2, Llama 3, Qwen2"})
+        assert str(e.value) == ("tokenizer.json cannot be used: its pre-tokenizer regex is not one lmviz runs. lmviz "
+                                "runs only the regexes of GPT-2, Llama 3, Qwen2, because an unknown regex can take "
+                                "minutes on one word.")
 
 
 @needs_tok
@@ -566,12 +600,14 @@ def test_too_many_steps_added_tokens_or_nested_sequences_are_refused():
     for _ in range(40):
         deep = {"type": "Sequence", "pretokenizers": [deep]}
     added = [{"content": f"<{i}>", "id": i} for i in range(MAX_ADDED_TOKENS + 1)]
-    for over, said in (({"pre_tokenizer": many}, f"its pre-tokenizer has more than {MAX_STEPS} steps"),
-                       ({"pre_tokenizer": deep}, "its pre-tokenizer nests Sequences too deeply"),
-                       ({"added_tokens": added}, "the tokenizer has more than 1,024 added tokens")):
+    for over, key, said in (
+            ({"pre_tokenizer": many}, "hf.err_tok_steps", f"its pre_tokenizer has more than {MAX_STEPS} steps."),
+            ({"pre_tokenizer": deep}, "hf.err_tok_nesting", "its pre_tokenizer nests Sequences more than 3 deep."),
+            ({"added_tokens": added}, "hf.err_tok_count", "added_tokens holds more than 1,024 entries.")):
         with pytest.raises(TokenizerError) as e:
             HFTokenizer(_spec(**over))
-        assert str(e.value) == said
+        assert e.value.key == key
+        assert str(e.value) == "tokenizer.json cannot be used: " + said
 
 
 @needs_tok
@@ -582,9 +618,9 @@ def test_a_folder_with_a_backtracking_regex_is_refused_with_a_sentence(tmp_path,
     spec = json.loads((d / "tokenizer.json").read_text())
     (d / "tokenizer.json").write_text(json.dumps({**spec, "pre_tokenizer": _split({"Regex": HOSTILE_REGEX})}))
     e = _refusal(H.load, d, "cpu")
-    assert e.key == "hf.err_tokenizer"
-    assert str(e) == ("tokenizer.json cannot be used: its pre-tokenizer regex is not one lmviz runs: lmviz runs only "
-                      "those of GPT-2, Llama 3 and Qwen2, because an unknown regex can take minutes on one word.")
+    assert (e.key, e.params) == ("hf.err_tok_regex_unknown", {"families": "GPT-2, Llama 3, Qwen2"})
+    assert str(e) == ("tokenizer.json cannot be used: its pre-tokenizer regex is not one lmviz runs. lmviz runs only "
+                      "the regexes of GPT-2, Llama 3, Qwen2, because an unknown regex can take minutes on one word.")
 
 
 def _edit_header(path: Path, edit) -> None:

@@ -5,42 +5,11 @@ safetensors, and a hand-made byte-level tokenizer.json: no transformers, no toke
 import json
 
 import pytest
-import torch
 
-from lmviz.hf_tokenizer import BYTE_TO_CHAR
 from tests.apptest_util import all_text, open_page
+from tests.model_util import tiny_hf_folder
 
 V = 50257
-
-
-def _folder(root):
-    from safetensors.torch import save_file
-
-    d = root / "tiny-gpt2"
-    d.mkdir()
-    dm, P = 16, 1024
-    (d / "config.json").write_text(json.dumps({"model_type": "gpt2", "vocab_size": V, "n_positions": P, "n_embd": dm,
-                                               "n_layer": 1, "n_head": 2}))
-    shapes = {"wte.weight": (V, dm), "wpe.weight": (P, dm), "ln_f.weight": (dm,), "ln_f.bias": (dm,)}
-    for k, s in {"ln_1.weight": (dm,), "ln_1.bias": (dm,), "ln_2.weight": (dm,), "ln_2.bias": (dm,),
-                 "attn.c_attn.weight": (dm, 3 * dm), "attn.c_attn.bias": (3 * dm,), "attn.c_proj.weight": (dm, dm),
-                 "attn.c_proj.bias": (dm,), "mlp.c_fc.weight": (dm, 4 * dm), "mlp.c_fc.bias": (4 * dm,),
-                 "mlp.c_proj.weight": (4 * dm, dm), "mlp.c_proj.bias": (dm,)}.items():
-        shapes[f"h.0.{k}"] = s
-    g = torch.Generator().manual_seed(0)
-    save_file({k: 0.3 * torch.randn(s, generator=g) for k, s in shapes.items()}, str(d / "model.safetensors"))
-    vocab = {BYTE_TO_CHAR[b]: b for b in range(256)}
-    c = BYTE_TO_CHAR
-    merges = [("h", "e"), (c[0x20], "t"), (c[0xE5], c[0xAD])]          # "学" = E5 AD | A6: split inside
-    for a, b in merges:
-        vocab[a + b] = len(vocab)
-    vocab["<|endoftext|>"] = len(vocab)
-    (d / "tokenizer.json").write_text(json.dumps({
-        "added_tokens": [{"id": vocab["<|endoftext|>"], "content": "<|endoftext|>", "special": True}],
-        "normalizer": None, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
-        "decoder": {"type": "ByteLevel"},
-        "model": {"type": "BPE", "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]}}, ensure_ascii=False))
-    return d
 
 
 def _device_known():
@@ -61,13 +30,12 @@ def model_dir(tmp_path, monkeypatch):
     from ui import session
 
     _device_known()
-    d = _folder(tmp_path)
+    d = tiny_hf_folder(tmp_path, vocab=V)
     monkeypatch.setenv("LMVIZ_MODEL_DIR", str(tmp_path))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "no-cache"))
     session.pretrained_models.clear()
     yield d
     session.pretrained_models.clear()
-    session.pretrained_bundle.clear()
 
 
 def _menu(at):
@@ -124,6 +92,9 @@ def test_choosing_a_pretrained_folder_makes_it_every_chapters_model(model_dir):
     at.switch_page("chapters/generation.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert "tiny-gpt2, a pretrained GPT-2 model" in all_text(at)
+    # a second session that picks the folder shows the same loaded copy, not one of its own
+    other = _pick(str(model_dir), lang="zh").session_state["lmviz_session_bundle"]
+    assert other.model is b.model and other.tokenizer is b.tokenizer
     # back to the shipped model
     at = _pick("default", bundle=b)
     assert at.session_state["lmviz_session_bundle"] is None and _menu(at).value == "default"
@@ -152,3 +123,22 @@ def test_the_room_loads_a_model_by_its_shared_name(model_dir):
     for name in (str(model_dir.parent), "/etc", "session", ""):
         assert session.bundle_named(name) is None
     assert session.shared_name(session.Bundle(d.model, d.tokenizer, d.meta, "session")) is None
+
+
+def test_the_model_key_names_the_model_object_not_its_address():
+    """A cache key of the live model: the same for every session showing one shared copy, and
+    never that of a freed model whose address a new one took (a pretrained copy is freed when no
+    session holds it)."""
+    import gc
+
+    from tests.model_util import tiny_gpt
+    from ui.session import Bundle, model_key
+
+    m = tiny_gpt(5, 4)
+    key = model_key(Bundle(m, None, {}, "pretrained"))
+    assert model_key(Bundle(m, None, {"path": "x"}, "pretrained")) == key
+    del m
+    gc.collect()
+    later = [tiny_gpt(5, 4) for _ in range(20)]
+    assert all(model_key(Bundle(x, None, {}, "pretrained")) != key for x in later)
+    assert len({model_key(Bundle(x, None, {}, "pretrained")) for x in later}) == 20

@@ -10,7 +10,9 @@ The one place pages get shared objects from.
 """
 from __future__ import annotations
 
+import itertools
 import threading
+import weakref
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable
@@ -140,9 +142,21 @@ def bundle_named(name: str) -> Bundle | None:
     return None
 
 
+_SERIALS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # model -> its number in this process
+_SERIALS_LOCK = threading.Lock()
+_NEXT_SERIAL = itertools.count(1)
+
+
 def model_key(bundle: Bundle) -> str:
-    """A cache key that changes when the live model changes (default vs this session's)."""
-    return f"{bundle.source}:{id(bundle.model)}"
+    """A cache key that changes when the live model changes (default vs this session's), the same
+    for every session showing one shared model. A number given to each model object, not its
+    ``id()``: a freed model's address is reused by the next one (a pretrained copy is freed when
+    no session holds it), and a key made of it would hand the new model the old one's results."""
+    with _SERIALS_LOCK:
+        n = _SERIALS.get(bundle.model)
+        if n is None:
+            n = _SERIALS[bundle.model] = next(_NEXT_SERIAL)
+    return f"{bundle.source}:{n}"
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -177,14 +191,13 @@ def pretrained_models() -> list:
     return find_models()
 
 
-@st.cache_resource(max_entries=1, show_spinner=False)
 def pretrained_bundle(path: str) -> Bundle:
-    """A pretrained folder loaded once per server and shared read-only (eval mode, no_grad, like
-    the default). One at a time: choosing another releases it once no session shows it.
+    """A pretrained folder, one copy per server shared read-only by every session that shows it
+    (lmviz.hf_shared: freed when no session holds it, the budget counting every model loaded).
     Raises lmviz.checkpoint.CheckpointError (a sentence) when refused, the budget included."""
-    from lmviz.hf import load
+    from lmviz.hf_shared import load_shared
 
-    model, tok, meta = load(path)
+    model, tok, meta = load_shared(path)
     return Bundle(model, tok, {**meta, "path": path}, "pretrained")
 
 
