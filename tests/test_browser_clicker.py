@@ -16,6 +16,7 @@ import re
 import pytest
 
 from tests.browser_util import SLIDER, exceptions, shot, wait_idle
+from tests.test_browser_classroom import _until
 from ui.i18n import translate
 
 pytestmark = pytest.mark.browser
@@ -37,14 +38,6 @@ def _page_down(pg) -> None:
         arg=list(before), timeout=30_000, polling=50)
     pg.wait_for_timeout(300)
     wait_idle(pg)
-
-
-def _until(pg, cond, timeout_ms=20_000) -> bool:
-    for _ in range(timeout_ms // 250):
-        if cond():
-            return True
-        pg.wait_for_timeout(250)
-    return cond()
 
 
 def _main(pg) -> str:

@@ -18,6 +18,7 @@ import re
 import pytest
 
 from tests.browser_util import exceptions, shot, wait_idle
+from tests.test_browser_classroom import _until
 from tests.test_browser_phone import PHONE_UA
 from ui.i18n import translate
 
@@ -39,16 +40,6 @@ def _phone(browser):
     pg = ctx.new_page()
     pg.set_default_timeout(90_000)
     return ctx, pg
-
-
-def _until(pg, cond, timeout_ms=20_000, step_ms=250) -> bool:
-    waited = 0
-    while waited < timeout_ms:
-        if cond():
-            return True
-        pg.wait_for_timeout(step_ms)
-        waited += step_ms
-    return cond()
 
 
 def _text(pg) -> str:
