@@ -397,6 +397,16 @@ def code(text: str, **kwargs) -> None:
     handout.remember("code", f"code:{hash(text)}", text)
 
 
+def metric(label: str, value, *, at=None, **kwargs) -> None:
+    """``st.metric`` (in the column ``at``, or where the page is drawing), kept for the hand-out as
+    "label: value" with its ``delta``. Never pass raw user text."""
+    with at if at is not None else _nothing():
+        st.metric(label, value, **kwargs)
+        delta = kwargs.get("delta")
+        shown = (label, str(value), None if delta is None else str(delta))
+        handout.remember("metric", f"metric:{hash(shown)}", shown)
+
+
 def table(data, **kwargs) -> None:
     """``st.dataframe``, kept for the hand-out as an HTML table (built only when it is downloaded)."""
     st.dataframe(data, **kwargs)
