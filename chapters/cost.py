@@ -242,7 +242,7 @@ def sec_flash() -> None:
                                 x_title=t("cost.fig.key_tile"))
             render.plot(fig, key="cost_rowstats", filename="online-softmax")
         else:
-            st.info(t("cost.row_waiting", row=row))
+            render.info(t("cost.row_waiting", row=row))
     so_far = np.asarray(updates[-1].out) if updates else np.zeros_like(dense[row])
     fig = render.figure(vc.row_compare_figure, so_far, dense[row], names={"tiled": t("cost.fig.tiled_row"),
                                                                           "dense": t("cost.fig.dense_row")},

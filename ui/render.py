@@ -407,6 +407,14 @@ def metric(label: str, value, *, at=None, **kwargs) -> None:
         handout.remember("metric", f"metric:{hash(shown)}", shown)
 
 
+def info(text: str, **kwargs) -> None:
+    """``st.info`` for a line of the lesson (a stepper's state), kept for the hand-out as prose.
+    A notice about the app itself (no model yet, press a button) stays ``st.info``: it has no
+    place in a hand-out. Never pass raw user text."""
+    st.info(text, **kwargs)
+    handout.remember("md", f"info:{hash(text)}", text)
+
+
 def table(data, **kwargs) -> None:
     """``st.dataframe``, kept for the hand-out as an HTML table (built only when it is downloaded)."""
     st.dataframe(data, **kwargs)
