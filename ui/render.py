@@ -561,16 +561,24 @@ _PAGE_CSS = (
     # code wraps instead of scrolling sideways (a scrolling box must be reachable by keyboard)
     "[data-testid=stMain] pre{overflow:visible!important}"
     "[data-testid=stMain] pre code{white-space:pre-wrap!important;overflow-wrap:anywhere}"
-    # phones and tablets: Plotly's toolbar would sit over every chart's title (no hover on touch)
-    "@media (pointer:coarse){.modebar-container{display:none!important}}"
-    # narrow screens: columns stack, nothing wider than the screen, touch targets of 44 px
+    # phones and tablets: Plotly's toolbar would sit over every chart's title, and a heading's link
+    # icon is shown on hover only: an invisible 16 px target a finger lands on (no hover on touch)
+    "@media (pointer:coarse){.modebar-container,[data-testid=stHeaderActionElements]{display:none!important}}"
+    # narrow screens: columns stack, nothing wider than the screen, touch targets of 44 x 44 px
+    # (tests/test_browser_phone.py measures every chapter): every button (a number input's -/+,
+    # a select's arrow, a label's help icon, a table's toolbar, the sidebar's >>), link, text,
+    # number and select field, expander summary, radio or checkbox label, and a slider's track
     "@media (max-width:480px){"
     "[data-testid=stHorizontalBlock]{flex-direction:column!important;flex-wrap:wrap!important}"
     "[data-testid=stHorizontalBlock]>[data-testid=stColumn]{width:100%!important;flex:1 1 100%!important;min-width:0!important}"
-    "[data-testid=stMain] button,[data-testid=stSidebar] button,[data-testid=stSidebarNav] a"
+    ":is([data-testid=stMain],[data-testid=stSidebar],[data-testid=stHeader]) button{min-height:44px;min-width:44px}"
+    "[data-testid=stSidebarNav] a,[data-testid=stPageLink-NavLink]{min-height:44px;align-items:center}"
+    ":is([data-testid=stMain],[data-testid=stSidebar]) :is(label:has(input[type=radio]),label:has(input[type=checkbox]))"
+    "{min-height:44px;min-width:44px;align-items:center}"
+    ":is([data-testid=stNumberInputContainer],[data-testid=stTextInputRootElement],[data-testid=stSelectbox] [role=group],"
+    "[data-testid=stSlider] [role=group]>div,[data-testid=stExpander] summary,"
+    ":is([data-testid=stMain],[data-testid=stSidebar]) input:not([type=radio],[type=checkbox],[type=range]))"
     "{min-height:44px}"
-    "[data-testid=stMain] label:has(input[type=radio]),[data-testid=stMain] label:has(input[type=checkbox])"
-    "{min-height:44px;align-items:center}"
     "[data-testid=stMainBlockContainer]{overflow-x:hidden}"
     "}"
     # a chart's place on a student link's first screen (ui.first_screen)
