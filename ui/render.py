@@ -579,7 +579,10 @@ _PAGE_CSS = (
     "[data-testid=stSlider] [role=group]>div,[data-testid=stExpander] summary,"
     ":is([data-testid=stMain],[data-testid=stSidebar]) input:not([type=radio],[type=checkbox],[type=range]))"
     "{min-height:44px}"
-    "[data-testid=stMainBlockContainer]{overflow-x:hidden}"
+    # a chapter link's label wraps instead of being cut at the screen's edge
+    "[data-testid=stPageLink-NavLink] :is(span,div,p){white-space:normal!important}"
+    # clip, not hidden: a hidden overflow-x made the block a second scroller inside the page's own
+    "[data-testid=stMainBlockContainer]{overflow-x:clip}"
     "}"
     # a chart's place on a student link's first screen (ui.first_screen)
     f".{first_screen.PLACE_CLASS}{{display:flex;align-items:center;justify-content:center;border-radius:0.5rem;"
