@@ -239,10 +239,10 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
         rows = L.weights[h].sum(-1)
         above = float(L.weights[h].triu(1).abs().max()) if T > 1 else 0.0
         s_std, sc_std = float(L.scores[h].std()) if T > 1 else 0.0, float(L.scaled[h].std()) if T > 1 else 0.0
-        st.metric(t("att.m.shape"), f"[{T}, {T}]" if stage != "out" else f"[{T}, {dh}]")
-        st.metric(t("att.m.rowsum"), f"{float(rows.min()):.4f} … {float(rows.max()):.4f}")
-        st.metric(t("att.m.above"), f"{above:.1e}")
-        st.metric(t("att.m.std"), f"{s_std:.2f} → {sc_std:.2f}")
+        render.metric(t("att.m.shape"), f"[{T}, {T}]" if stage != "out" else f"[{T}, {dh}]")
+        render.metric(t("att.m.rowsum"), f"{float(rows.min()):.4f} … {float(rows.max()):.4f}")
+        render.metric(t("att.m.above"), f"{above:.1e}")
+        render.metric(t("att.m.std"), f"{s_std:.2f} → {sc_std:.2f}")
         last = L.weights[h][-1]
         top = last.argmax().item()
         render.caption(t("att.last_row", tok=render.escape(tokens[-1]), top=render.escape(tokens[top]),

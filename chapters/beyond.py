@@ -112,8 +112,8 @@ def sec_structure():
                                          title=t("bey.pos_loss_title")),
                     key="bey_posloss", filename="structure-loss")
         m1, m2 = st.columns(2)
-        m1.metric(t("bey.country_loss", model=names[0]), f"{sl.bigram[c]:.2f}")
-        m2.metric(t("bey.country_loss", model=names[1]), f"{sl.transformer[c]:.2f}")
+        render.metric(t("bey.country_loss", model=names[0]), f"{sl.bigram[c]:.2f}", at=m1)
+        render.metric(t("bey.country_loss", model=names[1]), f"{sl.transformer[c]:.2f}", at=m2)
         left, right = st.columns(2)
         with left:
             render.plot(render.figure(attention_figure, att.tokens, att.weights, att.city, row_label=t("bey.layer_head"),
@@ -215,8 +215,8 @@ def sec_robot():
                                    title=t("bey.binning_title", n=n_bins)),
                     key="bey_binning", filename="robot-binning")
     with right:
-        st.metric(t("bey.bin_width"), f"{cfg.bin_width:.4f}")
-        st.metric(t("bey.max_error"), f"{np.abs(rt.error).max():.4f}", help=t("bey.half_bin", h=rt.half_bin))
+        render.metric(t("bey.bin_width"), f"{cfg.bin_width:.4f}")
+        render.metric(t("bey.max_error"), f"{np.abs(rt.error).max():.4f}", help=t("bey.half_bin", h=rt.half_bin))
         render.md(t("bey.binning_md"))
     instr_names = {k: t(f"bey.instr_{k}") for k in INSTRUCTIONS}
     instr = st.radio(t("bey.instruction"), INSTRUCTIONS, format_func=instr_names.get, horizontal=True,
@@ -316,9 +316,9 @@ def _shift(model, tok, model_key: str, prompt: str, context: str, answer: str, n
                 key=key, filename=key)
     kl = float(np.sum(p1 * (np.log(p1 + 1e-12) - np.log(p0 + 1e-12))))
     c1, c2, c3 = st.columns(3)
-    c1.metric(t("bey.kl"), f"{kl:.3f}")
-    c2.metric(t("bey.ctx_read"), f"{len(ids) - len(prompt_ids)}")
-    c3.metric(t("bey.ctx_cut"), f"{cut}")
+    render.metric(t("bey.kl"), f"{kl:.3f}", at=c1)
+    render.metric(t("bey.ctx_read"), f"{len(ids) - len(prompt_ids)}", at=c2)
+    render.metric(t("bey.ctx_cut"), f"{cut}", at=c3)
     if cut:
         render.caption(t("bey.ctx_cut_note", cut=cut, block=block))
     render.unknown_chars(unknown)            # words of the context the model cannot read

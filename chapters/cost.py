@@ -242,7 +242,7 @@ def sec_flash() -> None:
                                 x_title=t("cost.fig.key_tile"))
             render.plot(fig, key="cost_rowstats", filename="online-softmax")
         else:
-            st.info(t("cost.row_waiting", row=row))
+            render.info(t("cost.row_waiting", row=row))
     so_far = np.asarray(updates[-1].out) if updates else np.zeros_like(dense[row])
     fig = render.figure(vc.row_compare_figure, so_far, dense[row], names={"tiled": t("cost.fig.tiled_row"),
                                                                           "dense": t("cost.fig.dense_row")},
@@ -252,9 +252,9 @@ def sec_flash() -> None:
     gap = float(np.abs(so_far - dense[row]).max())
     render.md(t("cost.row_exact" if row_done else "cost.row_partial", row=row, gap=f"{gap:.1e}"))
     m1, m2, m3 = st.columns(3)
-    m1.metric(t("cost.max_err"), f"{float(np.abs(out - dense).max()):.1e}")
-    m2.metric(t("cost.largest_block"), f"{tr.max_block_elems:,}", help=t("cost.largest_block_help"))
-    m3.metric(t("cost.full_matrix"), f"{n * n:,}")
+    render.metric(t("cost.max_err"), f"{float(np.abs(out - dense).max()):.1e}", at=m1)
+    render.metric(t("cost.largest_block"), f"{tr.max_block_elems:,}", help=t("cost.largest_block_help"), at=m2)
+    render.metric(t("cost.full_matrix"), f"{n * n:,}", at=m3)
     n_skip = sum(vi.skipped for vi in visits)
     render.md(t("cost.skipped_read", s=n_skip, n=len(visits)) if causal else t("cost.noncausal_read"))
 
@@ -352,7 +352,7 @@ def sec_budget() -> None:
         d_t = st.number_input(t("cost.tokens_b"), 0.001, 100_000.0, 140.0, key="cost_db")
     c = training_flops(n_b * 1e9, d_t * 1e9)
     with c3:
-        st.metric(t("cost.c_metric"), f"{c:.3g}")
+        render.metric(t("cost.c_metric"), f"{c:.3g}")
     render.md(t("cost.sixnd_read", n=_human(n_b * 1e9), d=_human(d_t * 1e9), c=_sci(c),
                 days=f"{c / (989e12 * 0.4) / 86400:,.1f}", r=f"{d_t / n_b:.3g}"))
     b = _bundle()
@@ -369,10 +369,10 @@ def sec_budget() -> None:
     cbud = 10 ** logc
     rule, fit = chinchilla_optimal(cbud), chinchilla_optimal_fit(cbud)
     m1, m2, m3 = st.columns(3)
-    m1.metric(t("cost.n_opt"), _human(rule.n_params))
-    m2.metric(t("cost.d_opt"), _human(rule.n_tokens))
-    m3.metric(t("cost.n_fit"), _human(fit.n_params),
-              help=t("cost.n_fit_help", r=f"{fit.tokens_per_param:.0f}"))
+    render.metric(t("cost.n_opt"), _human(rule.n_params), at=m1)
+    render.metric(t("cost.d_opt"), _human(rule.n_tokens), at=m2)
+    render.metric(t("cost.n_fit"), _human(fit.n_params),
+                  help=t("cost.n_fit_help", r=f"{fit.tokens_per_param:.0f}"), at=m3)
     cs = np.logspace(18, 26, 33)
     fig = render.figure(vc.chinchilla_figure, cs, [chinchilla_optimal(x).n_params for x in cs],
                         [chinchilla_optimal_fit(x).n_params for x in cs], CHINCHILLA_TABLE3, cbud,

@@ -94,9 +94,9 @@ def sec_live():
     V, d = b.model.cfg.vocab_size, b.model.cfg.d_model
     render.md(t("emb.live_text"))
     m1, m2, m3 = st.columns(3)
-    m1.metric(t("emb.m.shape"), f"[{V}, {d}]")
-    m2.metric(t("emb.m.numbers"), f"{V * d:,}")
-    m3.metric(t("emb.m.big"), f"{50000 * 768:,}", help=t("emb.m.big_help"))
+    render.metric(t("emb.m.shape"), f"[{V}, {d}]", at=m1)
+    render.metric(t("emb.m.numbers"), f"{V * d:,}", at=m2)
+    render.metric(t("emb.m.big"), f"{50000 * 768:,}", help=t("emb.m.big_help"), at=m3)
     text = urlstate.text(t("emb.live_input"), DEFAULT_TEXT[lang()], param="e", key="emb_text",
                          max_chars=MAX_CHARS)
     enc = encode_for_model(b.tokenizer, text, 32)

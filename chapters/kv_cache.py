@@ -259,9 +259,9 @@ def sec_memory():
     s = DTYPE_BYTES[dtype]
     total = kv_cache_bytes(B, L, n, hkv, dh, s)
     m1, m2, m3 = st.columns(3)
-    m1.metric(t("kv.bytes"), f"{total:,}")
-    m2.metric("GiB", f"{total / 2**30:,.3f}")
-    m3.metric(t("kv.per_token"), f"{total / max(n, 1) / 2**10:,.1f} KiB")
+    render.metric(t("kv.bytes"), f"{total:,}", at=m1)
+    render.metric("GiB", f"{total / 2**30:,.3f}", at=m2)
+    render.metric(t("kv.per_token"), f"{total / max(n, 1) / 2**10:,.1f} KiB", at=m3)
     render.md(t("kv.formula", B=B, L=L, n=f"{n:,}", hkv=hkv, dh=dh, s=f"{s:g}", total=f"{total:,}",
                   gib=f"{total / 2**30:,.3f}"))
     budget = st.number_input(t("kv.budget"), 0.5, 4096.0, 24.0, 0.5, key="kv_budget")

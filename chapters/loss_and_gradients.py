@@ -180,7 +180,7 @@ def sec_softmax():
     c1, c2 = st.columns([3, 1])
     with c1:
         render.table(rows, hide_index=True, width="stretch")
-    c2.metric(t("loss.loss_metric", name=ans), f"{ce.loss:.3f}")
+    render.metric(t("loss.loss_metric", name=ans), f"{ce.loss:.3f}", at=c2)
     ref = cross_entropy([2.0, 1.0, -1.0], 1)
     render.caption(t("loss.notes_check", p=", ".join(f"{p:.3f}" for p in ref.probs), pb=f"{ref.probs[1]:.3f}",
                  loss=f"{ref.loss:.2f}", torch=f"{ce.torch_loss:.4f}"))
@@ -216,12 +216,12 @@ def sec_ppl():
     render.unknown_chars(r.unknown, limit=20)
     base = _unigram(text, _baseline_names(src), b)
     c = st.columns(3)             # the measured numbers, then the two baselines beside the perplexity
-    c[0].metric(t("loss.mean_loss"), f"{r.mean_loss:.3f}")
-    c[1].metric(t("loss.ppl"), f"{r.ppl:.2f}")
-    c[2].metric(t("loss.bpc"), f"{r.bits_per_char:.2f}")
+    render.metric(t("loss.mean_loss"), f"{r.mean_loss:.3f}", at=c[0])
+    render.metric(t("loss.ppl"), f"{r.ppl:.2f}", at=c[1])
+    render.metric(t("loss.bpc"), f"{r.bits_per_char:.2f}", at=c[2])
     c = st.columns(3)
-    c[1].metric(t("loss.unigram_ppl"), f"{base.unigram_ppl:.1f}" if base is not None else "–")
-    c[2].metric(t("loss.uniform"), f"{r.vocab_size}")
+    render.metric(t("loss.unigram_ppl"), f"{base.unigram_ppl:.1f}" if base is not None else "–", at=c[1])
+    render.metric(t("loss.uniform"), f"{r.vocab_size}", at=c[2])
     render.caption(t("loss.ppl_caption", n=r.n_tokens, loss=f"{r.mean_loss:.3f}", ppl=f"{r.ppl:.2f}", v=r.vocab_size))
     _baselines_caption(r.mean_loss, r.ppl, base, src)
     _honesty_note(b, src, r.n_tokens)
@@ -261,9 +261,9 @@ def sec_mle():
     render.table(rows, hide_index=True, width="stretch", height=min(420, 38 + 35 * len(rows)))
     render.caption(t("loss.mle_table_caption", n=len(rows)))
     c = st.columns(3)
-    c[0].metric(t("loss.mle_mean"), f"{r.mean_nll:.4f}")
-    c[1].metric(t("loss.mle_model_loss"), f"{r.model_loss:.4f}")
-    c[2].metric(t("loss.mle_ppl"), f"{r.ppl:.2f}")
+    render.metric(t("loss.mle_mean"), f"{r.mean_nll:.4f}", at=c[0])
+    render.metric(t("loss.mle_model_loss"), f"{r.model_loss:.4f}", at=c[1])
+    render.metric(t("loss.mle_ppl"), f"{r.ppl:.2f}", at=c[2])
     render.md(t("loss.mle_numbers", n=r.n_tokens, windows=r.n_windows, block=r.block_size, total=r.total_nll,
                 mean=r.mean_nll, loss=r.model_loss, ppl=r.ppl))
     if r.truncated:

@@ -347,12 +347,12 @@ def _status(snap) -> None:
             render.caption(t("train.ft_unknown", n=info["n_unknown"], chars=literal(" ".join(info["unknown"]))))
     m = st.columns(4)
     ev = snap.evals[-1] if snap.evals else None
-    m[0].metric(t("train.m_train"), f"{snap.steps[-1].loss:.3f}" if snap.steps else "—")
-    m[1].metric(t("train.m_val"), f"{ev.val_loss:.3f}" if ev else "—",
-                delta=f"{ev.val_loss - snap.evals[0].val_loss:+.3f}" if ev and len(snap.evals) > 1 else None,
-                delta_color="inverse")
-    m[2].metric(t("train.m_ppl"), f"{ev.val_ppl:,.1f}" if ev else "—")
-    m[3].metric(t("train.m_tps"), f"{snap.tokens_per_s:,.0f}")
+    render.metric(t("train.m_train"), f"{snap.steps[-1].loss:.3f}" if snap.steps else "—", at=m[0])
+    render.metric(t("train.m_val"), f"{ev.val_loss:.3f}" if ev else "—",
+                  delta=f"{ev.val_loss - snap.evals[0].val_loss:+.3f}" if ev and len(snap.evals) > 1 else None,
+                  delta_color="inverse", at=m[1])
+    render.metric(t("train.m_ppl"), f"{ev.val_ppl:,.1f}" if ev else "—", at=m[2])
+    render.metric(t("train.m_tps"), f"{snap.tokens_per_s:,.0f}", at=m[3])
     base = info.get("baselines") if info else None
     if ev is not None and base is not None:     # a perplexity is never shown without its baselines
         render.caption(t("train.ppl_beside", ppl=ev.val_ppl, uniform_ppl=base.uniform_ppl,
@@ -442,7 +442,7 @@ def _form(samples) -> None:
 
     now, first = samples[-1], samples[0]
     f, f0 = form_share(now.prompt + now.text), form_share(first.prompt + first.text)
-    st.metric(t("train.m_form"), f"{f.share:.0%}" if f.n_lines else "—")
+    render.metric(t("train.m_form"), f"{f.share:.0%}" if f.n_lines else "—")
     if f.n_lines:
         render.caption(t("train.form_now", step=now.step, n_form=f.n_form, n_lines=f.n_lines, share=f.share,
                      step0=first.step, share0=f0.share, n_lines0=f0.n_lines))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
+import pytest
+
 from ui.handout import export_html
 
 
@@ -98,3 +100,57 @@ def test_items_come_in_page_order_and_a_redrawn_place_keeps_its_newest():
     assert not at.exception, [e.value for e in at.exception]
     title, items = at.session_state["out"]
     assert [obj for _, obj in items] == ["first", "second", "third", "new caption"]
+
+
+def _fragment(key: str, lang: str) -> str:
+    """The longest literal piece of a catalogue sentence (between its placeholders and bold)."""
+    import re
+
+    from ui.i18n import translate
+
+    return max((p.strip() for p in re.split(r"\{[^}]*\}|\*\*", translate(key, lang))), key=len)
+
+
+def _handout_of(page: str, lang: str, wrong: str | None = None) -> str:
+    """The hand-out a student alone would download from ``page`` in ``lang`` (every question
+    skipped, or ``wrong``: that question answered with a wrong option), as its text."""
+    from tests.apptest_util import open_page
+
+    from lmviz.chapters.questions import QUESTIONS
+    from ui.handout import current
+
+    extra = {}
+    if wrong:
+        q = next(q for q in QUESTIONS if q.id == wrong)
+        s = q.solve()
+        extra[f"class_solo:{q.id}:done"] = next(o.id for o in s.options if o.id != s.correct)
+    at = open_page(None, lang=lang)
+    for k, v in extra.items():
+        at.session_state[k] = v
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return export_html(*current(at.session_state["lmviz_export"]), lang)
+
+
+@pytest.mark.apptest
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_metrics_answers_heads_map_and_stepper_state_reach_the_handout(lang):
+    """Issue 52 item 10: a hand-out holds every st.metric's label and value, the revealed answer
+    in the page's language (the answer, not the reader's verdict on it), the heads map's prose
+    and the cost chapter's tile-stepper state line."""
+    from ui.i18n import translate
+
+    colon = "：" if lang == "zh" else ": "
+    att = _handout_of("chapters/attention.py", lang, wrong="att_scale")
+    assert f"{translate('att.m.shape', lang)}{colon}<strong>[" in att           # a metric: label and value
+    for key in ("att.hm_sentence", "att.hm_most", "att.hm_solo"):               # the heads map's prose
+        assert _fragment(key, lang) in att, key
+    answer = translate("class.answer_is", lang, answer="").rstrip("。. ")
+    assert att.count(answer) >= 2, answer                  # both questions' answers, skipped or not
+    assert _fragment("class.wrong", lang) not in att        # ("Not quite": the reader's verdict)
+
+    cost = _handout_of("chapters/cost.py", lang)
+    for key in ("cost.max_err", "cost.n_opt", "cost.c_metric"):
+        assert f"{translate(key, lang)}{colon}<strong>" in cost, key
+    assert _fragment("cost.row_waiting", lang) in cost                          # the stepper's state
+    assert answer in cost

@@ -623,6 +623,8 @@ def _reveal(q: qs.Question, mine: str | None, counts=None) -> None:
             st.error(t("class.wrong", answer=_label(q, right)), icon=":material/cancel:")
     else:
         st.success(t("class.answer_is", answer=_label(q, right)), icon=":material/check_circle:")
+    # the hand-out states the answer, not this reader's verdict on it
+    handout.remember("md", f"q:{q.id}:answer", t("class.answer_is", answer=_label(q, right)))
     if counts is not None:
         _histogram(q, counts, s.correct)
     text = t(q.explain_key, **s.explain_args)

@@ -25,7 +25,8 @@ def start(title: str) -> None:
 
 def remember(kind: str, ident: str, obj) -> None:
     """Keep one drawn item: kind "h" (heading), "md" (Markdown prose), "html" (markup built by
-    lmviz), "caption" (small print, Markdown), "tex" (a formula), "code", "table" ((data, show_index)) or "fig" ((figure, twin)).
+    lmviz), "caption" (small print, Markdown), "metric" ((label, value, delta or None)), "tex" (a
+    formula), "code", "table" ((data, show_index)) or "fig" ((figure, twin)).
     Called right after the item is drawn. An item recorded at the same place before (a fragment
     that redrew it with other text: a slider's caption, a section revealed by its question) is
     replaced, and the hand-out lists items in the order of their places on the page."""
@@ -129,6 +130,12 @@ def export_html(title: str, items, language: str) -> str:
             parts.append(f"<pre><code>{html.escape(obj)}</code></pre>")
         elif kind == "table":
             parts.append(_table_html(*obj))
+        elif kind == "metric":
+            label, value, delta = obj
+            colon = "：" if language == "zh" else ": "
+            change = "" if delta is None else f" ({html.escape(delta)})"
+            parts.append(f'<p class="metric">{html.escape(label)}{colon}<strong>{html.escape(value)}</strong>'
+                         f"{change}</p>")
         elif kind == "html":  # markup built by lmviz (text escaped where it was built)
             parts.append(f"<div>{obj}</div>")
         elif kind == "fig":

@@ -397,6 +397,24 @@ def code(text: str, **kwargs) -> None:
     handout.remember("code", f"code:{hash(text)}", text)
 
 
+def metric(label: str, value, *, at=None, **kwargs) -> None:
+    """``st.metric`` (in the column ``at``, or where the page is drawing), kept for the hand-out as
+    "label: value" with its ``delta``. Never pass raw user text."""
+    with at if at is not None else _nothing():
+        st.metric(label, value, **kwargs)
+        delta = kwargs.get("delta")
+        shown = (label, str(value), None if delta is None else str(delta))
+        handout.remember("metric", f"metric:{hash(shown)}", shown)
+
+
+def info(text: str, **kwargs) -> None:
+    """``st.info`` for a line of the lesson (a stepper's state), kept for the hand-out as prose.
+    A notice about the app itself (no model yet, press a button) stays ``st.info``: it has no
+    place in a hand-out. Never pass raw user text."""
+    st.info(text, **kwargs)
+    handout.remember("md", f"info:{hash(text)}", text)
+
+
 def table(data, **kwargs) -> None:
     """``st.dataframe``, kept for the hand-out as an HTML table (built only when it is downloaded)."""
     st.dataframe(data, **kwargs)
@@ -543,17 +561,28 @@ _PAGE_CSS = (
     # code wraps instead of scrolling sideways (a scrolling box must be reachable by keyboard)
     "[data-testid=stMain] pre{overflow:visible!important}"
     "[data-testid=stMain] pre code{white-space:pre-wrap!important;overflow-wrap:anywhere}"
-    # phones and tablets: Plotly's toolbar would sit over every chart's title (no hover on touch)
-    "@media (pointer:coarse){.modebar-container{display:none!important}}"
-    # narrow screens: columns stack, nothing wider than the screen, touch targets of 44 px
+    # phones and tablets: Plotly's toolbar would sit over every chart's title, and a heading's link
+    # icon is shown on hover only: an invisible 16 px target a finger lands on (no hover on touch)
+    "@media (pointer:coarse){.modebar-container,[data-testid=stHeaderActionElements]{display:none!important}}"
+    # narrow screens: columns stack, nothing wider than the screen, touch targets of 44 x 44 px
+    # (tests/test_browser_phone.py measures every chapter): every button (a number input's -/+,
+    # a select's arrow, a label's help icon, a table's toolbar, the sidebar's >>), link, text,
+    # number and select field, expander summary, radio or checkbox label, and a slider's track
     "@media (max-width:480px){"
     "[data-testid=stHorizontalBlock]{flex-direction:column!important;flex-wrap:wrap!important}"
     "[data-testid=stHorizontalBlock]>[data-testid=stColumn]{width:100%!important;flex:1 1 100%!important;min-width:0!important}"
-    "[data-testid=stMain] button,[data-testid=stSidebar] button,[data-testid=stSidebarNav] a"
+    ":is([data-testid=stMain],[data-testid=stSidebar],[data-testid=stHeader]) button{min-height:44px;min-width:44px}"
+    "[data-testid=stSidebarNav] a,[data-testid=stPageLink-NavLink]{min-height:44px;align-items:center}"
+    ":is([data-testid=stMain],[data-testid=stSidebar]) :is(label:has(input[type=radio]),label:has(input[type=checkbox]))"
+    "{min-height:44px;min-width:44px;align-items:center}"
+    ":is([data-testid=stNumberInputContainer],[data-testid=stTextInputRootElement],[data-testid=stSelectbox] [role=group],"
+    "[data-testid=stSlider] [role=group]>div,[data-testid=stExpander] summary,"
+    ":is([data-testid=stMain],[data-testid=stSidebar]) input:not([type=radio],[type=checkbox],[type=range]))"
     "{min-height:44px}"
-    "[data-testid=stMain] label:has(input[type=radio]),[data-testid=stMain] label:has(input[type=checkbox])"
-    "{min-height:44px;align-items:center}"
-    "[data-testid=stMainBlockContainer]{overflow-x:hidden}"
+    # a chapter link's label wraps instead of being cut at the screen's edge
+    "[data-testid=stPageLink-NavLink] :is(span,div,p){white-space:normal!important}"
+    # clip, not hidden: a hidden overflow-x made the block a second scroller inside the page's own
+    "[data-testid=stMainBlockContainer]{overflow-x:clip}"
     "}"
     # a chart's place on a student link's first screen (ui.first_screen)
     f".{first_screen.PLACE_CLASS}{{display:flex;align-items:center;justify-content:center;border-radius:0.5rem;"

@@ -281,11 +281,11 @@ def _map(b, fx, reported, title: str) -> None:
     worst = max(shown, key=lambda e: e.delta)
     changed = [e for e in shown if e.top != e.base_top]
     spread = max(e.delta for e in shown) - min(e.delta for e in shown)
-    st.markdown(t("att.hm_most", lh=_lh(worst), delta=f"{worst.delta:+.3f}", n=len(shown)))
-    st.markdown(t("att.hm_changes", n=len(changed), total=len(shown),
+    render.md(t("att.hm_most", lh=_lh(worst), delta=f"{worst.delta:+.3f}", n=len(shown)))
+    render.md(t("att.hm_changes", n=len(changed), total=len(shown),
                   heads=listed(_lh(e) for e in changed[:6])) if changed else t("att.hm_no_change", total=len(shown)))
     if spread < 0.01:
-        st.caption(t("att.hm_flat", spread=f"{spread:.3f}"))
+        render.caption(t("att.hm_flat", spread=f"{spread:.3f}"))
 
 
 MODEL_PARAM = "hmodel"    # published by a lecturer on the map: the model's shared name (session.shared_name)
@@ -336,7 +336,7 @@ def heads_section(default_text: str, *, param: str, max_chars: int) -> None:
         return
     b, name, text = got
     enc = encode_for_model(b.tokenizer, text, b.model.cfg.block_size)
-    st.markdown(t("att.hm_sentence", text=literal(b.tokenizer.decode(enc.ids))))
+    render.md(t("att.hm_sentence", text=literal(b.tokenizer.decode(enc.ids))))
     heads_activity(b, name, list(enc.ids))
 
 
@@ -360,9 +360,9 @@ def heads_activity(b, name: str, ids: list[int]) -> None:
         if not got.ok:
             st.warning(t(f"class.reason.{got.reason}"))
             return
-        st.markdown(t("att.hm_yours", n=len(got.items)))
+        render.md(t("att.hm_yours", n=len(got.items)))
         for i in got.items:
-            st.markdown("- " + _effect_md(b, fx[i]))
+            render.md("- " + _effect_md(b, fx[i]))
         key = f"att_hm_sent:{act}"
         if st.session_state.get(key):
             st.success(t("att.hm_sent"), icon=":material/check_circle:")
@@ -387,8 +387,8 @@ def heads_activity(b, name: str, ids: list[int]) -> None:
         return
     labels = {i: _lh(e) for i, e in enumerate(fx)}
     pick = st.selectbox(t("att.hm_pick"), list(labels), format_func=labels.__getitem__, key="att_hm_pick")
-    st.markdown(_effect_md(b, fx[pick]))
-    st.caption(t("att.hm_solo"))
+    render.md(_effect_md(b, fx[pick]))
+    render.caption(t("att.hm_solo"))
     _map(b, fx, None, t("att.hm_title_all", n=n))
 
 
@@ -407,7 +407,7 @@ def _heads_lecturer(act: str, ids: tuple[int, ...]) -> None:
     if not tl.ok:
         st.caption(t(f"class.reason.{tl.reason}"))
         return
-    st.markdown(t("att.hm_room", k=len(tl.counts), n=n, r=tl.reported, s=tl.students))
+    render.md(t("att.hm_room", k=len(tl.counts), n=n, r=tl.reported, s=tl.students))
     _map(b, fx, dict(tl.counts), t("att.hm_title_room", k=len(tl.counts), n=n))
     st.button(t("att.hm_fill"), key=f"att_hm_fill:{act}",
               on_click=lambda: st.session_state.__setitem__(f"att_hm_all:{act}", True))
