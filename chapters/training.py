@@ -258,11 +258,11 @@ def _live_body(snap) -> None:
     if snap is None:
         st.info(t("train.idle", n=session.max_trainings()))
         return
-    _status(snap)
+    if not _status(snap):
+        return
     session.publish_trained_model(snap, meta={"label": session.training_slot().label})
-    if snap.model is not None:
-        render.caption(t("train.published", step=snap.evals[-1].step if snap.evals else 0))
     if not snap.steps and not snap.evals:
+        _details(snap)
         return
     base = snap.info.get("baselines")         # lmviz.baselines.Baselines of this run's split
     # the parts that change at an evaluation (the perplexity panel, the attention map, the
@@ -271,6 +271,9 @@ def _live_body(snap) -> None:
         "train_hold", id(session.training_job()), (len(snap.evals), len(snap.samples)),
         (snap.evals, snap.attention, snap.samples), running=snap.state == "running")
     _curves(snap, base, evals)
+    # the numbers under the curves: after Start the loss chart is what the first screen shows
+    # (at 1440x900 these lines pushed it below the fold)
+    _details(snap)
     c1, c2 = st.columns([1, 1])
     with c1:
         _samples(samples, _corpus())
@@ -322,22 +325,32 @@ def _live_and_replay(snap) -> None:
     replay_section.draw()
 
 
-def _status(snap) -> None:
+def _status(snap) -> bool:
+    """The run's state line and pace; False while there is nothing more to draw (queued,
+    preparing)."""
     if snap.state == "queued":
         st.warning(t("train.queued", n=snap.queue_position, cap=session.max_trainings()))
-        return
+        return False
     if snap.state == "preparing":
         st.info(t("train.preparing"))
-        return
-    if snap.state == "error":
+        return False
+    if snap.state == "error":     # what it drew before it failed still follows
         st.error(t("train.error", msg=render.escape(said(snap.error or "?"))))
-        return
+        return True
     frac = snap.step / snap.max_steps if snap.max_steps else 0.0
     eta = "—" if snap.eta_s is None or snap.state != "running" else f"{snap.eta_s:.0f}"
     st.progress(min(1.0, frac), text=t("train.progress", step=snap.step, total=snap.max_steps,
                                        tps=f"{snap.tokens_per_s:,.0f}", eta=eta,
                                        state=t(f"train.state_{snap.state}")))
     _pace(snap)
+    return True
+
+
+def _details(snap) -> None:
+    """What the run is (size, vocabulary, device), its numbers now, and the model the other
+    chapters show."""
+    if snap.model is not None:
+        render.caption(t("train.published", step=snap.evals[-1].step if snap.evals else 0))
     info = snap.info
     if info:
         device = info["device"] + (t("train.own_process") if info.get("backend") == "process" else "")

@@ -68,8 +68,11 @@ def distribution_figure(labels, probs, *, x_title: str = "", y_title: str = "",
     probs = np.asarray(probs, dtype=float)
     colors = [COLORS["chosen"]] + [COLORS["token"]] * (len(probs) - 1)
     names = [f"{i + 1}. {lab}" for i, lab in enumerate(labels)]      # unique, though two tokens may read alike
+    # a small probability with two significant digits: at step 0 (near uniform over thousands of
+    # tokens) ten bars read "0.00"
     fig = go.Figure(go.Bar(x=names, y=probs,
-                           marker_color=colors, text=[f"{p:.2f}" for p in probs], textposition="outside",
+                           marker_color=colors, text=[f"{p:.2f}" if p >= 0.01 else f"{p:.2g}" for p in probs],
+                           textposition="outside",
                            hovertemplate=hover + "<extra></extra>"))
     # under each bar its token alone: with its rank ("1. 的") ten labels ran into each other at a
     # third of the page's width; the bars stand in rank order, and hovering one gives its rank
@@ -92,7 +95,9 @@ def loss_selection_chart(steps, losses, snap_steps, snap_losses, *, x_title: str
     snaps = pd.DataFrame({"step": np.asarray(snap_steps, dtype=float),
                           "loss": np.asarray([np.nan if v is None else v for v in snap_losses], dtype=float),
                           "what": snap_name}).dropna()
-    x = alt.X("step:Q", title=x_title, scale=alt.Scale(type="symlog"))
+    top = float(max(np.max(xs) if len(xs) else 0.0, max(snaps["step"], default=0.0)))
+    x = alt.X("step:Q", title=x_title, scale=alt.Scale(type="symlog"),
+              axis=alt.Axis(values=symlog_ticks(top), format=",.0f"))
     y = alt.Y("loss:Q", title=y_title, scale=alt.Scale(zero=False))
     brush = alt.selection_interval(encodings=["x"], name=SELECTION)
     base = alt.Chart(curve).mark_line(color=COLORS["train"], strokeWidth=1.5).encode(
@@ -101,6 +106,26 @@ def loss_selection_chart(steps, losses, snap_steps, snap_losses, *, x_title: str
         x=x, y=y, tooltip=[alt.Tooltip("step:Q", format=",.0f"), alt.Tooltip("loss:Q", format=".3f")])
     layers = [base, points] if len(curve) else [points]
     return alt.layer(layers[0].add_params(brush), *layers[1:]).properties(height=height).to_dict()
+
+
+def symlog_ticks(top: float) -> list[int]:
+    """Round steps for a symlog step axis from 0 to ``top``: 0, then 1-2-5 steps, at most 8 of
+    them past 0 (Vega's own ticks on a symlog scale bunched: "0 … 40 80 120 … 240").
+
+    >>> symlog_ticks(240)
+    [0, 1, 10, 100]
+    >>> symlog_ticks(1500), symlog_ticks(0)
+    ([0, 1, 10, 100, 1000], [0])
+    >>> symlog_ticks(60)
+    [0, 1, 2, 5, 10, 20, 50]
+    """
+    out, k = [0], 1
+    while k <= top:
+        out += [v for v in (k, 2 * k, 5 * k) if v <= top]
+        k *= 10
+    if len(out) > 8:                  # decades only: on a symlog axis 1-2-5 crowd past a few decades
+        out = [0] + [v for v in out[1:] if str(v).lstrip("1").strip("0") == ""]
+    return out
 
 
 def at_step(spec: dict, selected: float) -> dict:

@@ -37,23 +37,31 @@ from typing import Any, Callable
 from lmviz.server.tasks import FINAL, STATES, Cancelled, Task, check_cancel, is_active
 
 
-PACE_WINDOW_S = 20.0       # a run's pace is measured over its last 20 s of running
+PACE_WINDOW_S = 20.0       # a run's pace is measured over its last 20 s of running, or over the
+                           # last half of its running when that is longer (see pace)
 PACE_POINTS = 2048         # (seconds, steps) points kept: a chunk is >= a few ms, so > 20 s of them
+                           # (the half-run window then spans what is kept)
 
 
 def pace(points: list) -> tuple[float, float]:
     """(steps per second, seconds measured over) from (seconds of running, steps done) points,
-    oldest first, over the last PACE_WINDOW_S of them; (0.0, 0.0) before two points.
+    oldest first, over the last PACE_WINDOW_S of them or the last half of the run, whichever is
+    longer; (0.0, 0.0) before two points. The window grows with the run: a 20 s window alone
+    moved with every evaluation that fell in it, and a student watched the time left jump
+    509 -> 409 -> 171 -> 207 s; the last half still follows a change of the machine's load.
 
     >>> pace([(0.0, 0), (10.0, 100), (30.0, 500)])     # the last 20 s: 400 steps
     (20.0, 20.0)
+    >>> pace([(0.0, 0), (40.0, 400), (80.0, 1000)])     # 80 s run: the last 40 s, 600 steps
+    (15.0, 40.0)
     >>> pace([(0.0, 0), (2.0, 10)]), pace([(0.0, 0)])
     ((5.0, 2.0), (0.0, 0.0))
     """
     if len(points) < 2:
         return 0.0, 0.0
     t1, s1 = points[-1]
-    t0, s0 = next(((t, s) for t, s in points if t >= t1 - PACE_WINDOW_S), points[0])
+    window = max(PACE_WINDOW_S, (t1 - points[0][0]) / 2)
+    t0, s0 = next(((t, s) for t, s in points if t >= t1 - window), points[0])
     if (t0, s0) == (t1, s1):                    # the last chunk alone was longer than the window
         t0, s0 = points[-2]
     dt = t1 - t0
