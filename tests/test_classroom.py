@@ -778,8 +778,9 @@ def test_sentences_wait_for_the_lecturer_and_count_once(store, cls):
     assert store.submit(cls.code, "b:a", act, "  我喜欢学习\n语言模型  ").ok
     assert store.submit(cls.code, "b:a", act, "again").reason == "already_answered"
     assert store.submit(cls.code, "b:b", act, "<b>bold</b> & <script>x</script>").ok
-    assert store.submit(cls.code, "b:c", act, "x" * 201).reason == "too_long"
-    assert store.submit(cls.code, "b:c", act, "   ").reason == "bad_option"
+    assert store.submit(cls.code, "b:c", act, "x" * 201).reason == "text_too_long"
+    assert store.submit(cls.code, "b:c", act, "   ").reason == "empty"
+    assert store.submit(cls.code, "b:c", act, "\u200b\u202e\u2066\x00").reason == "empty"
     assert store.submit(cls.code, "b:c", act, 12).reason == "bad_option"
     mine = store.my_submission(cls.code, "b:a", act)
     assert (mine.text, mine.state) == ("我喜欢学习 语言模型", "pending")
@@ -789,11 +790,15 @@ def test_sentences_wait_for_the_lecturer_and_count_once(store, cls):
     assert store.queue(cls.code, "wrong", act).reason == "wrong_secret"
     first, second = q.items
     assert store.moderate(cls.code, cls.secret, act, first.id, True).ok
+    # the queue shows what the corpus will hold: the one cleaning rule, applied before storing
+    assert store.submit(cls.code, "b:d", act, "e\u0301vil\u202e txt.exe\u200b\n\u3000ok\x85").ok
+    assert store.queue(cls.code, cls.secret, act).items[-1].text == "évil txt.exe ok"
+    assert store.my_submission(cls.code, "b:d", act).text == "évil txt.exe ok"
     assert store.moderate(cls.code, cls.secret, act, second.id, False).ok
     assert store.moderate(cls.code, cls.secret, act, first.id, False).reason == "already_answered"
     assert store.moderate(cls.code, cls.secret, act, "nope", True).reason == "bad_option"
     assert store.moderate(cls.code, "wrong", act, first.id, True).reason == "wrong_secret"
-    assert [i.state for i in store.queue(cls.code, cls.secret, act).items] == ["accepted", "dropped"]
+    assert [i.state for i in store.queue(cls.code, cls.secret, act).items] == ["accepted", "dropped", "pending"]
     assert store.my_submission(cls.code, "b:a", act).state == "accepted"
 
 

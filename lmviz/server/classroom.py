@@ -83,10 +83,10 @@ bits) is never part of the student link, is stored only as a SHA-256 digest and 
 with ``hmac.compare_digest``. Every lecturer operation needs it. A student sends only a code, a
 session id (given by the server, not typed), a question id and an option id; option ids are
 checked against the open question's options. The one free-form thing a student sends is one
-sentence for the room's corpus (``submit``): cleaned, bounded in length and per class, stored
-under an HMAC of the sender, and pending until the lecturer accepts it. Nothing stored is ever
-meant to be rendered as HTML. Failed code look-ups are limited per
-session per minute.
+sentence for the room's corpus (``submit``): cleaned (:func:`lmviz.clean_text.clean_text`: no
+bidi, zero-width or control characters, NFC, whitespace folded), bounded in length and per class,
+stored under an HMAC of the sender, and pending until the lecturer accepts it. Nothing stored is
+ever meant to be rendered as HTML. Failed code look-ups are limited per session per minute.
 
 Hostile clients: "a session" is cheap (a new tab, a script), so the bounds that matter count
 browsers and addresses. A browser id is signed (:class:`BrowserIds`: only the server mints one);
@@ -114,6 +114,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
+from lmviz.clean_text import clean_text
+
 __all__ = [
     "ALPHABET", "CODE_LEN", "ClassLimits", "Backend", "BackendUnavailable", "MemoryBackend",
     "ClassStore", "Created", "OpResult", "FollowView", "QuestionView", "LecturerView", "Histogram",
@@ -140,6 +142,7 @@ REASONS = (
     "ended_by_lecturer", "lecturer_gone", "too_long", "bad_state", "bad_question", "no_question",
     "other_question", "closed", "bad_option", "already_answered", "too_many_answers",
     "too_many_questions", "store_unavailable", "too_many_classes", "reclaimed", "store_restarted", "too_fast",
+    "empty", "text_too_long",
 )
 
 
@@ -1164,14 +1167,6 @@ class ClassStore:
                      int(seq.get("n", 0)), int(seq.get("reported", 0)))
 
     # -- a room corpus: one sentence per student, shown only once the lecturer accepts it --------
-    def clean_sentence(self, text: Any) -> str | None:
-        """A sentence as the store keeps it: whitespace runs (newlines too) made one space,
-        control characters dropped, stripped; None when empty or longer than the bound."""
-        if not isinstance(text, str) or len(text) > 4 * self.limits.max_sentence_chars:
-            return None
-        out = " ".join(_CONTROL_RE.sub(" ", text).split())
-        return out if 0 < len(out) <= self.limits.max_sentence_chars else None
-
     @_guarded(_OP_DOWN)
     def submit(self, code: Any, session_id: Any, activity: Any, text: Any, address: str = "") -> OpResult:
         """One student's sentence for the room's corpus: once per voter, bounded in length and
@@ -1180,10 +1175,10 @@ class ClassStore:
         if rec is None:
             return OpResult(False, why)
         lim = self.limits
-        sentence = self.clean_sentence(text)
-        if sentence is None:
-            return OpResult(False, "too_long" if isinstance(text, str) and text.strip() else "bad_option",
-                            rec["version"])
+        sentence = clean_text(text, lim.max_sentence_chars)    # what the queue shows is what is used
+        if not sentence:
+            why = "empty" if sentence == "" else "text_too_long" if isinstance(text, str) else "bad_option"
+            return OpResult(False, why, rec["version"])
         if self._too_fast(session_id, self._address(address)):
             return OpResult(False, "too_fast", rec["version"])
         sid = self._sender(session_id)
