@@ -112,7 +112,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
 
 from lmviz.clean_text import clean_text
 
@@ -542,26 +542,31 @@ def address_key(raw: Any) -> str:
     return str(ip)
 
 
-def client_address(peer: str | None, forwarded: Sequence[str], behind_proxy: bool | None = None) -> str:
+def client_address(peer: str | None, forwarded: Sequence[str], trusted: Collection[str] | None = None) -> str:
     """The address a request's client is counted by (:func:`address_key`), from its peer address
-    and its X-Forwarded-For headers (a session's websocket, or a student link's request). Behind
-    nginx (deploy/) requests come from the proxy: a loopback address, or a private one when
-    ``behind_proxy`` (by default: ``LMVIZ_BEHIND_PROXY=1``) says that only a proxy reaches this
-    replica; then the last X-Forwarded-For entry is the client, as nginx saw it (the template
-    appends ``$remote_addr``; entries before it are the client's own claims and are ignored). Any
-    other peer's X-Forwarded-For is ignored: a client on the same network could claim any address.
+    and its X-Forwarded-For headers (a session's websocket, or a student link's request).
 
-    >>> client_address("127.0.0.1", ["6.6.6.6, 203.0.113.7"]), client_address("198.51.100.2", ["6.6.6.6"])
-    ('203.0.113.7', '198.51.100.2')
+    X-Forwarded-For is believed only from a peer in ``trusted`` (by default
+    ``LMVIZ_TRUSTED_PROXIES``, comma-separated addresses; unset: none, as for ``streamlit run
+    serve.py`` with nobody in front): behind nginx (deploy/) requests come from the proxy, and the
+    last X-Forwarded-For entry is the client as nginx saw it (the template appends
+    ``$remote_addr``; entries before it are the client's own claims and are ignored). From any
+    other peer, a loopback one included, X-Forwarded-For is ignored and the peer is the client:
+    anyone who reaches the server directly could claim any address.
+
+    >>> client_address("127.0.0.1", ["6.6.6.6, 203.0.113.7"], {"127.0.0.1"})
+    '203.0.113.7'
+    >>> client_address("127.0.0.1", ["6.6.6.6"], set()), client_address("198.51.100.2", ["6.6.6.6"], {"127.0.0.1"})
+    ('127.0.0.1', '198.51.100.2')
     """
     import ipaddress
 
+    from lmviz.server.env import env_addresses
+
     peer = peer or "127.0.0.1"      # Streamlit gives None for a loopback peer
-    if behind_proxy is None:
-        behind_proxy = os.environ.get("LMVIZ_BEHIND_PROXY") == "1"
+    trusted = env_addresses("LMVIZ_TRUSTED_PROXIES") if trusted is None else trusted
     try:
-        ip = ipaddress.ip_address(peer)
-        proxied = ip.is_loopback or (ip.is_private and behind_proxy)
+        proxied = str(ipaddress.ip_address(peer)) in trusted
     except ValueError:
         proxied = False
     if proxied and forwarded:
