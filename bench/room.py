@@ -65,7 +65,7 @@ def burst(n: int, work) -> tuple[float, list]:
 
 def make_store(redis_url: str | None, n: int) -> ClassStore:
     limits = ClassLimits(max_answers_per_address=n * 4, answers_per_address_per_min=n * 20,
-                         max_answers_per_class=n * 40)
+                         max_answers_per_class=n * 40, max_counts_per_address=n * 40)
     if redis_url:
         import secrets
 
