@@ -153,7 +153,7 @@ def train_on_room(store, n):
     def student(i):
         text = markup if i % 10 == 5 else (f"我喜欢学习第{i}个词元" if i % 2 else f"I love token number {i}")
         r = store.submit(cls.code, f"b:st{i}", ROOM_ACTIVITY, text, address="10.0.0.1")
-        return (r.ok if text != markup else r.reason == "too_long"), text != markup, time.perf_counter()
+        return (r.ok if text != markup else r.reason == "text_too_long"), text != markup, time.perf_counter()
 
     took, res = burst(n, student)
     last = max(r[2] for r in res)
