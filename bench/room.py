@@ -65,7 +65,7 @@ def burst(n: int, work) -> tuple[float, list]:
 
 def make_store(redis_url: str | None, n: int) -> ClassStore:
     limits = ClassLimits(max_answers_per_address=n * 4, answers_per_address_per_min=n * 20,
-                         max_answers_per_class=n * 40)
+                         max_answers_per_class=n * 40, max_counts_per_address=n * 40)
     if redis_url:
         import secrets
 
@@ -153,7 +153,7 @@ def train_on_room(store, n):
     def student(i):
         text = markup if i % 10 == 5 else (f"我喜欢学习第{i}个词元" if i % 2 else f"I love token number {i}")
         r = store.submit(cls.code, f"b:st{i}", ROOM_ACTIVITY, text, address="10.0.0.1")
-        return (r.ok if text != markup else r.reason == "too_long"), text != markup, time.perf_counter()
+        return (r.ok if text != markup else r.reason == "text_too_long"), text != markup, time.perf_counter()
 
     took, res = burst(n, student)
     last = max(r[2] for r in res)

@@ -18,8 +18,9 @@
 #                      each in a process of its own: LMVIZ_TRAIN_PROCESS, default 1);
 #                      default: a Ray head when $LMVIZ_PYTHON has ray, else none (with a note)
 #   LMVIZ_RAY_CPUS     CPUs of the local Ray head = concurrent trainings (default 2)
-# Each replica gets LMVIZ_REPLICA=a, b, ... (for its logs only), LMVIZ_REDIS_URL and, with Ray,
-# LMVIZ_RAY_ADDRESS (every training of every replica runs on the Ray head, 1 CPU each).
+# Each replica gets LMVIZ_REPLICA=a, b, ... (for its logs only), LMVIZ_REDIS_URL,
+# LMVIZ_TRUSTED_PROXIES=127.0.0.1 (nginx's address: the replica believes its X-Forwarded-For) and,
+# with Ray, LMVIZ_RAY_ADDRESS (every training of every replica runs on the Ray head, 1 CPU each).
 # Logs: $LMVIZ_CLUSTER_DIR/{replica-a.log,redis.log,ray.log,nginx-access.log,nginx-error.log}.
 set -euo pipefail
 
@@ -232,7 +233,7 @@ sys.exit(0 if ray.cluster_resources().get('CPU', 0) > 0 else 1)" >> "$RUN/ray.lo
     # one simple command in the background, so that $! is the Streamlit process itself
     LMVIZ_REPLICA=$name LMVIZ_REDIS_URL="redis://127.0.0.1:$redis_port/0" LMVIZ_CLASS_KEY=$class_key \
       LMVIZ_RAY_ADDRESS=$ray_address LMVIZ_THREADS=${LMVIZ_THREADS:-1} \
-      LMVIZ_TRAIN_PROCESS=${LMVIZ_TRAIN_PROCESS:-1} \
+      LMVIZ_TRAIN_PROCESS=${LMVIZ_TRAIN_PROCESS:-1} LMVIZ_TRUSTED_PROXIES=127.0.0.1 \
       nohup "$PY" -m streamlit run "$ROOT/serve.py" --server.headless=true --server.port="$port" \
         --server.address=127.0.0.1 --browser.gatherUsageStats=false --server.maxUploadSize="$upload_mb" \
         > "$RUN/replica-$name.log" 2>&1 < /dev/null &

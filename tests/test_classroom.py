@@ -403,6 +403,22 @@ def test_backend_semantics(clock, new_backend):
         db.put("bad", {1, 2}, None)          # only JSON records: what Redis could hold too
 
 
+def test_a_counted_write_names_the_counter_at_its_bound(clock, new_backend):
+    """put_once_counted: 1 stored, 0 taken, -1 guard moved, -1-i the i-th counter at its bound
+    (the store tells the sender whose share it was); nothing is written when refused."""
+    db = new_backend(clock)
+    db.put("g", {"status": "live"}, None)
+    guard = ("g", "status", "live")
+    counters = [("c1", 2), ("c2", 1)]
+    assert db.put_once_counted("k1", "v", 60, "h", "f", counters, guard, clock()) == 1
+    assert db.put_once_counted("k1", "v", 60, "h", "f", [("c1", 9)], guard, clock()) == 0
+    assert db.put_once_counted("k2", "v", 60, "h", "f", counters, guard, clock()) == -3   # c2 is full
+    assert db.put_once_counted("k2", "v", 60, "h", "f", [("c9", 5), ("c1", 1)], guard, clock()) == -3
+    assert db.put_once_counted("k2", "v", 60, "h", "f", [("c1", 1)], None, clock()) == -2
+    assert db.put_once_counted("k2", "v", 60, "h", "f", [], ("g", "status", "ended"), clock()) == -1
+    assert db.get("k2") is None and db.hgetall("h") == {"f": 1} and (db.get("c1"), db.get("c2")) == (1, 1)
+
+
 def test_memory_backend_sweeps_expired_keys(clock):
     s = ClassStore(clock=clock)
     for i in range(400):                     # 400 sessions each fail once: 400 short-lived keys
@@ -554,10 +570,65 @@ def test_one_client_cannot_fill_a_question_for_the_others(clock, make):
     s.open_question(c.code, c.secret, "q1", ["a", "b"])
     votes = [s.answer(c.code, f"s:script{i}", "q1", "a", address="198.51.100.9") for i in range(500)]
     assert sum(v.ok for v in votes) == 10
-    assert {v.reason for v in votes if not v.ok} == {"too_many_answers"}
+    assert {v.reason for v in votes if not v.ok} == {"address_share"}
     real = s.answer(c.code, "b:aRealStudent0001", "q1", "b", address="203.0.113.5")
     assert real.ok
     assert dict(s.histogram(c.code, c.secret).counts) == {"a": 10, "b": 1}
+
+
+# -- a share per sender: the probe of issue 55 (every number here is the store's default) --------
+FLOOD, REAL = "198.51.100.9", "203.0.113.5"
+
+
+def test_a_flood_of_sentences_from_one_address_leaves_the_corpus_to_the_others(store, cls):
+    """620 sentences from one address, a new cookie-less voter each, filled max_sentences (600)
+    and the next real student was refused. Now the address gets its share, then a sentence."""
+    lim = store.limits
+    got = [store.submit(cls.code, f"s:script{i}", "corpus.room", f"spam {i}", address=FLOOD) for i in range(620)]
+    assert sum(r.ok for r in got) == lim.max_sentences_per_address == 400
+    assert {r.reason for r in got if not r.ok} == {"address_share"}
+    assert store.submit(cls.code, "b:aRealStudent0001", "corpus.room", "我来自另一个网络", address=REAL).ok
+    assert 300 <= lim.max_sentences_per_address < lim.max_sentences     # a 300-student NAT room fits
+
+
+def test_cookie_less_voters_of_one_address_are_bounded_on_one_question(store, cls):
+    store.open_question(cls.code, cls.secret, "q1", OPTS)
+    votes = [store.answer(cls.code, f"s:tab{i}", "q1", "rises", address=FLOOD) for i in range(500)]
+    assert sum(v.ok for v in votes) == store.limits.max_answers_per_address == 400
+    assert votes[-1].reason == "address_share"
+    assert store.answer(cls.code, "b:aRealStudent0001", "q1", "falls", address=REAL).ok
+    assert dict(store.histogram(cls.code, cls.secret).counts) == {"rises": 400, "falls": 1, "same": 0}
+
+
+def test_cookie_less_head_reports_of_one_address_are_bounded(clock, make):
+    """300 cookie-less sessions of one address, each taking 16 heads (the most a student may)
+    and reporting them all: 4800 reports, bounded by the address's share of the activity."""
+    s = make(clock, answers_per_address_per_min=100_000)   # the share is under test, not the pace
+    c = s.create_class()
+    act, lim = "heads.abc", s.limits
+    sent = []
+    for i in range(300):
+        items = s.assign(c.code, f"s:tab{i}", act, 144, lim.max_items_per_student).items
+        sent += [s.report(c.code, f"s:tab{i}", act, j, address=FLOOD) for j in items]
+    assert len(sent) == 4800 and sum(r.ok for r in sent) == lim.max_reports_per_address == 1000
+    assert {r.reason for r in sent if not r.ok} == {"address_share"}
+    mine = s.assign(c.code, "b:aRealStudent0001", act, 144, 1).items[0]
+    assert s.report(c.code, "b:aRealStudent0001", act, mine, address=REAL).ok
+    assert sum(s.tally(c.code, c.secret, act).counts.values()) == 1001
+
+
+def test_the_class_total_is_shared_per_voter_and_per_address(clock, make):
+    """A voter that invents activity ids, or an address flooding question after question, meets
+    its share of the class total; a sender of another address is still counted."""
+    s = make(clock, max_counts_per_voter=5, max_counts_per_address=12, max_answers_per_class=30,
+             answers_per_voter_per_min=1000)
+    c = s.create_class()
+    mine = [s.submit(c.code, "b:oneBrowser00001", f"corpus.x{i}", "hi", address=FLOOD).reason for i in range(7)]
+    assert mine == [""] * 5 + ["voter_share"] * 2
+    others = [s.submit(c.code, f"s:x{i}", "corpus.y", "hi", address=FLOOD).reason for i in range(10)]
+    assert others == [""] * 7 + ["address_share"] * 3            # 5 + 7 = the address's 12
+    assert s.open_question(c.code, c.secret, "q1", OPTS).ok
+    assert s.answer(c.code, "s:someone", "q1", "same", address=REAL).ok
 
 
 def test_answer_attempts_are_rate_limited_per_voter_and_per_address(clock, make):
@@ -778,8 +849,9 @@ def test_sentences_wait_for_the_lecturer_and_count_once(store, cls):
     assert store.submit(cls.code, "b:a", act, "  我喜欢学习\n语言模型  ").ok
     assert store.submit(cls.code, "b:a", act, "again").reason == "already_answered"
     assert store.submit(cls.code, "b:b", act, "<b>bold</b> & <script>x</script>").ok
-    assert store.submit(cls.code, "b:c", act, "x" * 201).reason == "too_long"
-    assert store.submit(cls.code, "b:c", act, "   ").reason == "bad_option"
+    assert store.submit(cls.code, "b:c", act, "x" * 201).reason == "text_too_long"
+    assert store.submit(cls.code, "b:c", act, "   ").reason == "empty"
+    assert store.submit(cls.code, "b:c", act, "\u200b\u202e\u2066\x00").reason == "empty"
     assert store.submit(cls.code, "b:c", act, 12).reason == "bad_option"
     mine = store.my_submission(cls.code, "b:a", act)
     assert (mine.text, mine.state) == ("我喜欢学习 语言模型", "pending")
@@ -789,11 +861,15 @@ def test_sentences_wait_for_the_lecturer_and_count_once(store, cls):
     assert store.queue(cls.code, "wrong", act).reason == "wrong_secret"
     first, second = q.items
     assert store.moderate(cls.code, cls.secret, act, first.id, True).ok
+    # the queue shows what the corpus will hold: the one cleaning rule, applied before storing
+    assert store.submit(cls.code, "b:d", act, "e\u0301vil\u202e txt.exe\u200b\n\u3000ok\x85").ok
+    assert store.queue(cls.code, cls.secret, act).items[-1].text == "évil txt.exe ok"
+    assert store.my_submission(cls.code, "b:d", act).text == "évil txt.exe ok"
     assert store.moderate(cls.code, cls.secret, act, second.id, False).ok
     assert store.moderate(cls.code, cls.secret, act, first.id, False).reason == "already_answered"
     assert store.moderate(cls.code, cls.secret, act, "nope", True).reason == "bad_option"
     assert store.moderate(cls.code, "wrong", act, first.id, True).reason == "wrong_secret"
-    assert [i.state for i in store.queue(cls.code, cls.secret, act).items] == ["accepted", "dropped"]
+    assert [i.state for i in store.queue(cls.code, cls.secret, act).items] == ["accepted", "dropped", "pending"]
     assert store.my_submission(cls.code, "b:a", act).state == "accepted"
 
 

@@ -88,6 +88,19 @@ def test_two_stores_on_one_redis_share_a_class(server):
     assert a.lecturer_view(c.code, c.secret).followers == 1
 
 
+def test_an_address_share_holds_across_replicas(server):
+    """One address flooding sentences through two replicas gets one share between them (the
+    counters live in Redis); a student of another address is still counted."""
+    clock = Clock(2_000_000.0)
+    a, b = (ClassStore(redis_util.backend(clock, server, "share:"), clock=clock) for _ in range(2))
+    c = a.create_class()
+    got = [(a if i % 2 else b).submit(c.code, f"s:x{i}", "corpus.room", f"spam {i}", address="198.51.100.9")
+           for i in range(620)]
+    assert sum(r.ok for r in got) == a.limits.max_sentences_per_address
+    assert {r.reason for r in got if not r.ok} == {"address_share"}
+    assert b.submit(c.code, "b:aRealStudent0001", "corpus.room", "hello", address="203.0.113.5").ok
+
+
 @pytest.mark.cluster
 def test_every_key_gets_a_real_ttl(server):
     """Redis frees what nobody reads again: no key without an expiry."""

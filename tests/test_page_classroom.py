@@ -280,17 +280,21 @@ class _Headers(dict):
         return [v for k, v in self.items() if k.lower() == key.lower()]
 
 
-@pytest.mark.parametrize("peer,forwarded,want", [
-    ("93.184.216.34", None, "93.184.216.34"),                    # a direct client
-    (None, None, "127.0.0.1"),                               # loopback (Streamlit says None)
-    (None, "198.51.100.1, 203.0.113.7", "203.0.113.7"),      # behind nginx: the entry nginx added
-    ("10.0.0.2", "203.0.113.7", "203.0.113.7"),              # nginx on the private network ...
-    ("10.0.0.3", "203.0.113.7", "10.0.0.3"),                 # ... only when the replica says so
-    ("93.184.216.34", "198.51.100.1", "93.184.216.34"),          # a public client's own claim: ignored
-    (None, "not-an-address", "127.0.0.1"),
-    (None, "2001:db8:1:2::99", "2001:db8:1:2::/64"),
+@pytest.mark.parametrize("peer,forwarded,trusted,want", [
+    ("93.184.216.34", None, "", "93.184.216.34"),                       # a direct client
+    (None, None, "", "127.0.0.1"),                                      # loopback (Streamlit says None)
+    (None, "198.51.100.1, 203.0.113.7", "127.0.0.1", "203.0.113.7"),    # behind nginx: the entry nginx added
+    (None, "198.51.100.1, 203.0.113.7", "", "127.0.0.1"),               # a spoof from loopback, no proxy set
+    ("127.0.0.1", "203.0.113.7", "10.0.0.2", "127.0.0.1"),              # ... or another proxy set
+    ("10.0.0.2", "203.0.113.7", "127.0.0.1,10.0.0.2", "203.0.113.7"),   # nginx on the private network ...
+    ("10.0.0.3", "203.0.113.7", "10.0.0.2", "10.0.0.3"),                # ... only the one the replica names
+    ("93.184.216.34", "198.51.100.1", "10.0.0.2", "93.184.216.34"),     # a public client's own claim: ignored
+    (None, "not-an-address", "127.0.0.1", "127.0.0.1"),
+    (None, "2001:db8:1:2::99", "127.0.0.1", "2001:db8:1:2::/64"),
 ])
-def test_the_client_address_behind_a_proxy_is_the_one_nginx_saw(monkeypatch, peer, forwarded, want):
+def test_the_client_address_behind_a_proxy_is_the_one_nginx_saw(monkeypatch, peer, forwarded, trusted, want):
+    """X-Forwarded-For is believed only from a peer in LMVIZ_TRUSTED_PROXIES (unset: from none,
+    loopback included), so a spoofed header reaching the server directly changes nothing."""
     from types import SimpleNamespace
 
     from ui import classroom
@@ -299,7 +303,10 @@ def test_the_client_address_behind_a_proxy_is_the_one_nginx_saw(monkeypatch, pee
     if forwarded:
         headers["X-Forwarded-For"] = forwarded
     monkeypatch.setattr(classroom.st, "context", SimpleNamespace(headers=headers, ip_address=peer))
-    monkeypatch.setenv("LMVIZ_BEHIND_PROXY", "0" if peer == "10.0.0.3" else "1")
+    if trusted:
+        monkeypatch.setenv("LMVIZ_TRUSTED_PROXIES", trusted)
+    else:
+        monkeypatch.delenv("LMVIZ_TRUSTED_PROXIES", raising=False)
     assert classroom.client_address() == want
 
 

@@ -30,9 +30,9 @@ The shared state lives in :class:`lmviz.server.classroom.ClassStore` (one per pr
   applies nothing; "Rejoin" catches up at once.
 - **Who is who**: an answer counts once per browser, through the signed cookie ``lmviz_id``
   that serve.py's page routes hand out (``browser``; without one, once per session), and the
-  store bounds classes and answers per client address (``client_address``: behind nginx, the
-  address nginx saw). URL parameters that are secrets (``SECRET_PARAMS``: ``run``) are never
-  published to the class.
+  store bounds classes and answers per client address (``client_address``: behind nginx named
+  in ``LMVIZ_TRUSTED_PROXIES``, the address nginx saw). URL parameters that are secrets
+  (``SECRET_PARAMS``: ``run``) are never published to the class.
 - **Predict, then reveal**: ``ui.render.run_sections`` draws each chapter's questions
   (``lmviz.chapters.questions``) just before the section that answers them, and leaves that section out of
   the page (not drawn at all, so its numbers are not in the browser) until :func:`revealed`: in a
@@ -169,7 +169,8 @@ def voter() -> str:
 
 def client_address() -> str:
     """The client's address as the store's bounds count it
-    (:func:`lmviz.server.classroom.client_address`: behind a proxy, the last X-Forwarded-For)."""
+    (:func:`lmviz.server.classroom.client_address`: from a proxy in ``LMVIZ_TRUSTED_PROXIES``,
+    the last X-Forwarded-For; else the peer)."""
     from lmviz.server.classroom import client_address as address_of
 
     try:

@@ -37,6 +37,7 @@ import streamlit as st
 
 from lmviz.chapters import generation_room as gr
 from lmviz.chapters.claims import room_favourite, room_surprise
+from lmviz.clean_text import clean_text
 from ui import classroom, render, session, urlstate
 from ui.i18n import lang, listed, literal, t
 from ui.runtime import in_fragment_rerun
@@ -468,7 +469,7 @@ def room_corpus() -> str | None:
     st.caption(t("tok.room_solo"))
     text = st.text_area(t("tok.room_solo_label"), value=t("tok.room_solo_default"), height=120,
                         max_chars=20 * store.limits.max_sentence_chars, key="tok_room_solo")
-    lines = [store.clean_sentence(x) for x in text.splitlines()]
+    lines = [clean_text(x, store.limits.max_sentence_chars) for x in text.splitlines()]
     kept = [x for x in lines if x]
     return "\n".join(kept) or None
 

@@ -31,7 +31,8 @@ now)``                                  of zs, only while every z has fewer than
                                         1 stored, 0 key taken, -i the i-th zset (1-based) is full
 ``put_once_counted(k, v, ttl, h, f,     store an answer once, ``hincr(h, f)`` and ``incr`` each counter,
 counters, guard, now)``                 only while every counter is below its bound and the guard
-                                        record's field is unchanged; 1, 0 taken, -1 full, -2 guard moved
+                                        record's field is unchanged; 1, 0 taken, -1 guard moved,
+                                        -1-i the i-th counter (1-based) is at its bound
 ``zadd_bounded(key, m, s, max, now)``   ``zadd`` only while fewer than ``max`` members are live; returns
                                         the live count after it
 =====================================  =================================================================
@@ -63,8 +64,10 @@ an event, not at its next check.
 
 Keys (``{c}`` a class code, ``{q}`` a question id, ``{s}`` a session id):
 ``class:{c}`` the class record; ``ans:{c}:{q}:{s}`` one student's answer (an option id);
-``hist:{c}:{q}`` counts per option id; ``n:{c}:{q}`` answers to one question; ``n:{c}`` answers
-in the class; ``n:{c}:{q}:{a}`` answers to one question from one client address;
+``hist:{c}:{q}`` counts per option id; ``n:{c}:{q}`` answers to one question (or reports or
+sentences of one activity ``{x}``); ``n:{c}`` everything counted in the class; ``n:{c}:{q}:{a}``
+answers to one question (or of one activity) from one client address; ``sh:{c}:{a}`` everything
+counted from one address or voter (its share of the class, ``{a}`` keyed as below);
 ``fol:{c}`` followers (zset); ``classes`` live classes (zset); ``own:{a}`` live classes of one
 browser or address (zset); ``fail:{s}`` failed code look-ups of a session in the current minute;
 ``rl:{a}`` answer attempts of a voter or address in the current minute; for a room activity
@@ -83,16 +86,17 @@ bits) is never part of the student link, is stored only as a SHA-256 digest and 
 with ``hmac.compare_digest``. Every lecturer operation needs it. A student sends only a code, a
 session id (given by the server, not typed), a question id and an option id; option ids are
 checked against the open question's options. The one free-form thing a student sends is one
-sentence for the room's corpus (``submit``): cleaned, bounded in length and per class, stored
-under an HMAC of the sender, and pending until the lecturer accepts it. Nothing stored is ever
-meant to be rendered as HTML. Failed code look-ups are limited per
-session per minute.
+sentence for the room's corpus (``submit``): cleaned (:func:`lmviz.clean_text.clean_text`: no
+bidi, zero-width or control characters, NFC, whitespace folded), bounded in length and per class,
+stored under an HMAC of the sender, and pending until the lecturer accepts it. Nothing stored is
+ever meant to be rendered as HTML. Failed code look-ups are limited per session per minute.
 
 Hostile clients: "a session" is cheap (a new tab, a script), so the bounds that matter count
 browsers and addresses. A browser id is signed (:class:`BrowserIds`: only the server mints one);
-an answer counts once per voter (the browser, every tab of it), at most
-``max_answers_per_address`` per question from one address, and attempts are rate-limited per
-voter and per address. Classes are bounded per browser and per address, and a full store
+an answer counts once per voter (the browser, every tab of it), and everything a class counts
+(answers, sentences, head reports, and all of them together) is bounded per voter and per
+address as well as in all (``ClassLimits``' shares): one sender reaching its share is told so
+and nobody else is refused. Attempts are rate-limited per voter and per address. Classes are bounded per browser and per address, and a full store
 reclaims a class whose lecturer went silent or that nobody follows before it refuses anyone.
 
 Nothing here raises on a student's or lecturer's bad input: every operation returns a record
@@ -112,7 +116,9 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
+
+from lmviz.clean_text import clean_text
 
 __all__ = [
     "ALPHABET", "CODE_LEN", "ClassLimits", "Backend", "BackendUnavailable", "MemoryBackend",
@@ -140,6 +146,7 @@ REASONS = (
     "ended_by_lecturer", "lecturer_gone", "too_long", "bad_state", "bad_question", "no_question",
     "other_question", "closed", "bad_option", "already_answered", "too_many_answers",
     "too_many_questions", "store_unavailable", "too_many_classes", "reclaimed", "store_restarted", "too_fast",
+    "empty", "text_too_long", "voter_share", "address_share",
 )
 
 
@@ -153,17 +160,39 @@ class ClassLimits:
     max_value_len: int = 500             # characters per parameter value (urlstate keeps <= 500)
     max_questions: int = 40              # distinct questions one class may open
     max_options: int = 8                 # options per question
+    # Shares. Everything a class counts (answers, sentences, head reports, and all of them
+    # together) is bounded in all (a memory bound), per voter (a browser, every tab of it; a
+    # session without the cookie is a voter of its own, so what bounds a cookie-less flood is its
+    # address) and per client address. An address's share is a fraction of the total that a
+    # 300-student room behind one NAT address still fits, so one flooding address never uses up
+    # a count for the others: it gets "address_share", everyone else goes on.
     max_answers_per_question: int = 2000  # answers counted per question (a memory bound) ...
-    max_answers_per_address: int = 400   # ... and per question from one client address, so that one
-                                         # scripted client cannot fill the question for the others
-    max_answers_per_class: int = 8000    # answers counted per class, all questions together
+    max_answers_per_address: int = 400   # ... and per question from one client address: 1/5 of
+                                         # it (a 300-student NAT room answers, with 100 to spare;
+                                         # five flooding addresses are needed to fill a question)
+    max_answers_per_class: int = 12000   # everything counted per class, all questions, sentences
+                                         # and reports together (a memory bound) ...
+    max_counts_per_address: int = 6000   # ... and from one client address: 1/2 of it. A 300-student
+                                         # NAT room answering 15 questions, a sentence and up to 3
+                                         # heads each sends <= 5700; a flood leaves the other half
+    max_counts_per_voter: int = 200      # ... and from one voter: 40 questions (max_questions), a
+                                         # sentence and 16 heads (max_items_per_student) in each of
+                                         # ten activities fit; a voter that invents activity ids
+                                         # cannot fill the class
     answers_per_voter_per_min: int = 20  # answer attempts of one browser per minute
     answers_per_address_per_min: int = 1200  # answer attempts of one client address per minute (a
                                          # hall behind one NAT address answers within a minute)
     max_items: int = 1024                # items one room activity hands out (the heads of a model)
     max_items_per_student: int = 16      # ... and how many one student takes
+    max_reports_per_activity: int = 2000  # head reports counted per activity (a memory bound) ...
+    max_reports_per_address: int = 1000  # ... and per activity from one address: 1/2 of it. A
+                                         # 300-student NAT room reports 300 x heads_each(n, 300):
+                                         # 300 for up to 300 heads, 900 for up to 900
     max_sentence_chars: int = 200        # one sentence a student sends for the room's corpus
-    max_sentences: int = 600             # sentences one class may gather (one per student)
+    max_sentences: int = 800             # sentences one class may gather (one per student) ...
+    max_sentences_per_address: int = 400  # ... and from one client address: 1/2 of them (a
+                                         # 300-student NAT room sends its 300; after a flood of one
+                                         # address 400 students of other addresses still send)
     max_followers: int = 500             # followers counted per class (more still follow, uncounted)
     follower_ttl_s: float = 30.0         # a follower not seen for this long is no longer counted
     lookup_failures_per_min: int = 10    # failed code look-ups per session per minute
@@ -342,9 +371,10 @@ class _Compound:
         if guard is not None:
             rec = self.get(guard[0])
             if not isinstance(rec, dict) or rec.get(guard[1]) != guard[2]:
-                return -2
-        if any((self.get(k) or 0) >= bound for k, bound in counters):
-            return -1
+                return -1
+        for i, (k, bound) in enumerate(counters, 1):
+            if (self.get(k) or 0) >= bound:
+                return -1 - i
         if not self.put_if_absent(key, value, ttl_s):
             return 0
         self.hincr(hkey, hfield, ttl_s)
@@ -539,26 +569,31 @@ def address_key(raw: Any) -> str:
     return str(ip)
 
 
-def client_address(peer: str | None, forwarded: Sequence[str], behind_proxy: bool | None = None) -> str:
+def client_address(peer: str | None, forwarded: Sequence[str], trusted: Collection[str] | None = None) -> str:
     """The address a request's client is counted by (:func:`address_key`), from its peer address
-    and its X-Forwarded-For headers (a session's websocket, or a student link's request). Behind
-    nginx (deploy/) requests come from the proxy: a loopback address, or a private one when
-    ``behind_proxy`` (by default: ``LMVIZ_BEHIND_PROXY=1``) says that only a proxy reaches this
-    replica; then the last X-Forwarded-For entry is the client, as nginx saw it (the template
-    appends ``$remote_addr``; entries before it are the client's own claims and are ignored). Any
-    other peer's X-Forwarded-For is ignored: a client on the same network could claim any address.
+    and its X-Forwarded-For headers (a session's websocket, or a student link's request).
 
-    >>> client_address("127.0.0.1", ["6.6.6.6, 203.0.113.7"]), client_address("198.51.100.2", ["6.6.6.6"])
-    ('203.0.113.7', '198.51.100.2')
+    X-Forwarded-For is believed only from a peer in ``trusted`` (by default
+    ``LMVIZ_TRUSTED_PROXIES``, comma-separated addresses; unset: none, as for ``streamlit run
+    serve.py`` with nobody in front): behind nginx (deploy/) requests come from the proxy, and the
+    last X-Forwarded-For entry is the client as nginx saw it (the template appends
+    ``$remote_addr``; entries before it are the client's own claims and are ignored). From any
+    other peer, a loopback one included, X-Forwarded-For is ignored and the peer is the client:
+    anyone who reaches the server directly could claim any address.
+
+    >>> client_address("127.0.0.1", ["6.6.6.6, 203.0.113.7"], {"127.0.0.1"})
+    '203.0.113.7'
+    >>> client_address("127.0.0.1", ["6.6.6.6"], set()), client_address("198.51.100.2", ["6.6.6.6"], {"127.0.0.1"})
+    ('127.0.0.1', '198.51.100.2')
     """
     import ipaddress
 
+    from lmviz.server.env import env_addresses
+
     peer = peer or "127.0.0.1"      # Streamlit gives None for a loopback peer
-    if behind_proxy is None:
-        behind_proxy = os.environ.get("LMVIZ_BEHIND_PROXY") == "1"
+    trusted = env_addresses("LMVIZ_TRUSTED_PROXIES") if trusted is None else trusted
     try:
-        ip = ipaddress.ip_address(peer)
-        proxied = ip.is_loopback or (ip.is_private and behind_proxy)
+        proxied = str(ipaddress.ip_address(peer)) in trusted
     except ValueError:
         proxied = False
     if proxied and forwarded:
@@ -1064,19 +1099,33 @@ class ClassStore:
         ttl = self._ttl_live() + self.limits.max_age_s
         # counted only while the question is still the one checked above (the class's version
         # is unchanged: no reveal, close or other question in between, in any process)
-        got = self._db.put_once_counted(
-            f"ans:{c}:{q['id']}:{session_id}", option_id, ttl, f"hist:{c}:{q['id']}", option_id,
-            [(f"n:{c}:{q['id']}", lim.max_answers_per_question),
-             (f"n:{c}", lim.max_answers_per_class)]
-            + ([(f"n:{c}:{q['id']}:{who}", lim.max_answers_per_address)] if who else []),
-            (f"class:{c}", "version", rec["version"]), self._clock())
-        if got == -2:
+        why = self._count(c, f"ans:{c}:{q['id']}:{session_id}", option_id, ttl, f"hist:{c}:{q['id']}",
+                          option_id, f"n:{c}:{q['id']}", lim.max_answers_per_question,
+                          lim.max_answers_per_address, session_id, who,
+                          (f"class:{c}", "version", rec["version"]))
+        if why == "moved":
             raise _Conflict(c)
-        if got == -1:
-            return OpResult(False, "too_many_answers", rec["version"])
-        if got == 0:
-            return OpResult(False, "already_answered", rec["version"])
-        return OpResult(True, "", rec["version"])
+        return OpResult(not why, why, rec["version"])
+
+    def _count(self, c: str, key: str, value: Any, ttl: float, hkey: str, hfield: str, item: str,
+               item_max: int, item_max_per_address: int, voter: str, who: str,
+               guard: tuple[str, str, Any]) -> str:
+        """Store ``key`` once and count it (``hincr(hkey, hfield)``) within every share of its
+        sender: the voter's and the address's (``who``, none without one) share of the class,
+        the address's share of ``item`` (a question or activity), then ``item``'s and the class's
+        totals. "" when counted, else the reason: "already_answered", "voter_share",
+        "address_share", "too_many_answers" (a total: the class is full for everyone), or
+        "moved" (the guard record changed)."""
+        lim = self.limits
+        counters = [(f"sh:{c}:{self._client('v', voter)}", lim.max_counts_per_voter, "voter_share")]
+        if who:
+            counters += [(f"sh:{c}:{who}", lim.max_counts_per_address, "address_share"),
+                         (f"{item}:{who}", item_max_per_address, "address_share")]
+        counters += [(item, item_max, "too_many_answers"),
+                     (f"n:{c}", lim.max_answers_per_class, "too_many_answers")]
+        got = self._db.put_once_counted(key, value, ttl, hkey, hfield, [(k, b) for k, b, _ in counters],
+                                        guard, self._clock())
+        return "" if got == 1 else "already_answered" if got == 0 else "moved" if got == -1 else counters[-got - 2][2]
 
     # -- a room activity that hands out items (the attention chapter's heads) ------------------
     def _activity(self, code: Any, session_id: Any, activity: Any) -> tuple[str | None, dict | None, str]:
@@ -1135,16 +1184,12 @@ class ClassStore:
         if self._too_fast(who=self._address(address)):
             return OpResult(False, "too_fast", rec["version"])
         ttl = self._ttl_live() + lim.max_age_s
-        done = self._db.put_once_counted(
-            f"rep:{c}:{activity}:{session_id}:{item}", 1, ttl, f"acth:{c}:{activity}", str(item),
-            [(f"n:{c}:{activity}", lim.max_answers_per_question), (f"n:{c}", lim.max_answers_per_class)],
-            (f"class:{c}", "status", "live"), self._clock())
-        if done == -2:
-            return OpResult(False, "ended", rec["version"])
-        if done == -1:
-            return OpResult(False, "too_many_answers", rec["version"])
-        if done == 0:
-            return OpResult(False, "already_answered", rec["version"])
+        why = self._count(c, f"rep:{c}:{activity}:{session_id}:{item}", 1, ttl, f"acth:{c}:{activity}",
+                          str(item), f"n:{c}:{activity}", lim.max_reports_per_activity,
+                          lim.max_reports_per_address, session_id, self._address(address),
+                          (f"class:{c}", "status", "live"))
+        if why:
+            return OpResult(False, "ended" if why == "moved" else why, rec["version"])
         if self._db.put_if_absent(f"repd:{c}:{activity}:{session_id}", 1, ttl):   # its first report
             self._db.hincr(f"seq:{c}:{activity}", "reported", ttl)
         return OpResult(True, "", rec["version"])
@@ -1164,14 +1209,6 @@ class ClassStore:
                      int(seq.get("n", 0)), int(seq.get("reported", 0)))
 
     # -- a room corpus: one sentence per student, shown only once the lecturer accepts it --------
-    def clean_sentence(self, text: Any) -> str | None:
-        """A sentence as the store keeps it: whitespace runs (newlines too) made one space,
-        control characters dropped, stripped; None when empty or longer than the bound."""
-        if not isinstance(text, str) or len(text) > 4 * self.limits.max_sentence_chars:
-            return None
-        out = " ".join(_CONTROL_RE.sub(" ", text).split())
-        return out if 0 < len(out) <= self.limits.max_sentence_chars else None
-
     @_guarded(_OP_DOWN)
     def submit(self, code: Any, session_id: Any, activity: Any, text: Any, address: str = "") -> OpResult:
         """One student's sentence for the room's corpus: once per voter, bounded in length and
@@ -1180,24 +1217,20 @@ class ClassStore:
         if rec is None:
             return OpResult(False, why)
         lim = self.limits
-        sentence = self.clean_sentence(text)
-        if sentence is None:
-            return OpResult(False, "too_long" if isinstance(text, str) and text.strip() else "bad_option",
-                            rec["version"])
+        sentence = clean_text(text, lim.max_sentence_chars)    # what the queue shows is what is used
+        if not sentence:
+            why = "empty" if sentence == "" else "text_too_long" if isinstance(text, str) else "bad_option"
+            return OpResult(False, why, rec["version"])
         if self._too_fast(session_id, self._address(address)):
             return OpResult(False, "too_fast", rec["version"])
         sid = self._sender(session_id)
         ttl = self._ttl_live() + lim.max_age_s
-        got = self._db.put_once_counted(
-            f"sub:{c}:{activity}:{sid}", {"t": sentence, "state": "pending"}, ttl, f"subn:{c}:{activity}",
-            "n", [(f"n:{c}:{activity}", lim.max_sentences), (f"n:{c}", lim.max_answers_per_class)],
-            (f"class:{c}", "status", "live"), self._clock())
-        if got == -2:
-            return OpResult(False, "ended", rec["version"])
-        if got == -1:
-            return OpResult(False, "too_many_answers", rec["version"])
-        if got == 0:
-            return OpResult(False, "already_answered", rec["version"])
+        why = self._count(c, f"sub:{c}:{activity}:{sid}", {"t": sentence, "state": "pending"}, ttl,
+                          f"subn:{c}:{activity}", "n", f"n:{c}:{activity}", lim.max_sentences,
+                          lim.max_sentences_per_address, session_id, self._address(address),
+                          (f"class:{c}", "status", "live"))
+        if why:
+            return OpResult(False, "ended" if why == "moved" else why, rec["version"])
         # the queue's order is the order sent: the n-th sentence's expiry score is n ms later
         n = self._db.hincr(f"subs:{c}:{activity}", "seq", ttl)
         self._db.zadd(f"subq:{c}:{activity}", sid, self._clock() + ttl + n / 1000)

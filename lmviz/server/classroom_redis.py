@@ -145,18 +145,19 @@ return 1
 """
 
 # KEYS: key, hkey, guard key ('' field = no guard), counter keys...
-# ARGV: now, expires_at, px, json, hfield, guard field, guard expected (json), bounds... -> 1/0/-1/-2
+# ARGV: now, expires_at, px, json, hfield, guard field, guard expected (json), bounds...
+# -> 1 stored, 0 taken, -1 guard moved, -1-j the j-th counter (KEYS[3 + j]) at its bound
 _PUT_ONCE_COUNTED = _LIVE + """
 local now = tonumber(ARGV[1])
 if ARGV[6] ~= '' then
   local g = live(KEYS[3], now)
-  if not g then return -2 end
+  if not g then return -1 end
   local ok, rec = pcall(cjson.decode, g)
-  if not ok or type(rec) ~= 'table' or rec[ARGV[6]] ~= cjson.decode(ARGV[7]) then return -2 end
+  if not ok or type(rec) ~= 'table' or rec[ARGV[6]] ~= cjson.decode(ARGV[7]) then return -1 end
 end
 for i = 4, #KEYS do
   local n = tonumber(live(KEYS[i], now) or '0')
-  if n >= tonumber(ARGV[4 + i]) then return -1 end
+  if n >= tonumber(ARGV[4 + i]) then return 2 - i end
 end
 if live(KEYS[1], now) then return 0 end
 put(KEYS[1], ARGV[2], ARGV[3], ARGV[4])

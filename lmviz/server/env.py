@@ -1,4 +1,5 @@
-"""Numbers the server reads from its environment (``LMVIZ_*``): a positive value, else the default.
+"""Numbers and addresses the server reads from its environment (``LMVIZ_*``): a positive value,
+else the default; a list of addresses, else none.
 
 >>> import os; os.environ["LMVIZ_DOCTEST_N"] = " 3 "; env_count("LMVIZ_DOCTEST_N", 4)
 3
@@ -6,6 +7,8 @@
 (4, 0.5)
 >>> os.environ["LMVIZ_DOCTEST_N"] = "²"; env_count("LMVIZ_DOCTEST_N", 4), env_float("LMVIZ_DOCTEST_N", 0.5)
 (4, 0.5)
+>>> os.environ["LMVIZ_DOCTEST_A"] = " 127.0.0.1, ::1 ,nginx, 10.0.0.02"; sorted(env_addresses("LMVIZ_DOCTEST_A"))
+['127.0.0.1', '::1']
 """
 from __future__ import annotations
 
@@ -28,3 +31,17 @@ def env_count(name: str, default: int) -> int:
         return v if v > 0 else default
     except ValueError:
         return default
+
+
+def env_addresses(name: str) -> frozenset[str]:
+    """The IP addresses in a comma-separated list from the environment (the proxies a replica
+    trusts), each as :mod:`ipaddress` writes it; entries that are not an address are left out."""
+    import ipaddress
+
+    out = set()
+    for raw in os.environ.get(name, "").split(","):
+        try:
+            out.add(str(ipaddress.ip_address(raw.strip())))
+        except ValueError:
+            continue
+    return frozenset(out)
