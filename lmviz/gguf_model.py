@@ -301,7 +301,9 @@ def config_dict(meta: dict, tied: bool) -> dict:
     if arch != "llama":
         _fail("gguf_arch", kind=_name(arch))
     p = "llama."
-    tokens = _field(meta, "tokenizer.ggml.tokens", list)
+    tokens = _field(meta, "tokenizer.ggml.tokens", list)       # its length: the vocabulary when llama.vocab_size is absent
+    if not tokens or not all(isinstance(t, str) and t for t in tokens):
+        _fail("gguf_field", field="tokenizer.ggml.tokens")
     d = _count(meta, p + "embedding_length", limits.MAX_PRETRAINED_WIDTH)
     h = _count(meta, p + "attention.head_count", limits.MAX_PRETRAINED_HEADS)
     hkv = _count(meta, p + "attention.head_count_kv", h, h)
@@ -338,11 +340,11 @@ def tokenizer_spec(meta: dict, vocab_size: int) -> dict:
     model = _field(meta, "tokenizer.ggml.model", str)
     pre = _field(meta, "tokenizer.ggml.pre", str, "gpt2")
     if model != "gpt2" or pre not in PRE_TOKENIZERS:
-        _fail("gguf_tokenizer", kind=_name(f"{model}/{pre}"), known=", ".join(f"gpt2/{x}" for x in PRE_TOKENIZERS))
+        _fail("gguf_tokenizer", kind=f"{_name(model)}/{_name(pre)}", known=", ".join(f"gpt2/{x}" for x in PRE_TOKENIZERS))
     tokens = _field(meta, "tokenizer.ggml.tokens", list)
     merges = _field(meta, "tokenizer.ggml.merges", list)
     types = _field(meta, "tokenizer.ggml.token_type", list, [1] * len(tokens))
-    if not tokens or len(tokens) > vocab_size or not all(isinstance(t, str) and t for t in tokens):
+    if len(tokens) > vocab_size:
         _fail("gguf_field", field="tokenizer.ggml.tokens")
     if len(types) != len(tokens) or not all(isinstance(x, int) and not isinstance(x, bool) for x in types):
         _fail("gguf_field", field="tokenizer.ggml.token_type")

