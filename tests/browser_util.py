@@ -208,3 +208,18 @@ def axe_violations(page, axe_js: str) -> list[dict]:
         .map(v => ({id: v.id, impact: v.impact, n: v.nodes.length,
                     nodes: v.nodes.slice(0, 4).map(n => [n.target.join(' '), (n.failureSummary || '').slice(0, 160)])}));
     }""")
+
+
+def end_class(page, lang: str = "en") -> None:
+    """The lecturer ends its class (a class whose lecturer's tab closes stays live three minutes,
+    and one address may run a bounded number of live classes: a suite's later class tests would
+    be refused). Best effort: a test that failed may have left the page in any state."""
+    from ui.i18n import translate
+
+    try:
+        button = page.get_by_role("button", name=translate("class.end", lang))
+        if button.count():
+            button.first.click(timeout=5_000)
+            wait_idle(page, timeout_ms=20_000)
+    except Exception:  # noqa: BLE001 - cleanup: the test's own assertion says what went wrong
+        pass

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from tests.browser_util import SLIDER, exceptions, shot, wait_idle
+from tests.browser_util import SLIDER, end_class, exceptions, shot, wait_idle
 from tests.test_browser_classroom import _until
 from ui.i18n import translate
 
@@ -134,5 +134,6 @@ def test_a_clicker_asks_the_room_reveals_and_moves_on(server, browser):
         shot(lec, "clicker-class-answer-section-en")
         assert exceptions(lec) == [] and exceptions(ph) == []
     finally:
+        end_class(lec, "en")
         lctx.close()
         pctx.close()

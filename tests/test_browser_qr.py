@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from tests.browser_util import SHOTS, exceptions, shot, wait_idle
+from tests.browser_util import SHOTS, end_class, exceptions, shot, wait_idle
 from ui.i18n import translate
 
 pytestmark = pytest.mark.browser
@@ -76,5 +76,6 @@ def test_the_projectors_qr_code_decodes_to_the_student_link_a_phone_follows(serv
         assert exceptions(ph) == [] and exceptions(lec) == []
         shot(ph, "class-qr-phone-followed")
     finally:
+        end_class(lec, "zh")
         lctx.close()
         pctx.close()

@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from tests.browser_util import exceptions, shot, wait_idle
+from tests.browser_util import end_class, exceptions, shot, wait_idle
 from tests.test_browser_classroom import _until
 from tests.test_browser_phone import PHONE_UA
 from ui.i18n import translate
@@ -157,6 +157,7 @@ def test_the_room_maps_the_lecturers_heads_whatever_its_language(server, browser
         assert _sees(zh, translate("att.hm_sentence", "zh", text=sentence))
         shot(zh, "room-heads-phone-zh")
     finally:
+        end_class(lec, "en")
         for ctx in (lctx, ectx, zctx):
             ctx.close()
 
@@ -209,5 +210,6 @@ def test_the_room_plays_the_language_model_and_sees_a_tie(server, browser):
         zh.get_by_text(translate("class.asked", "zh")).first.scroll_into_view_if_needed()
         shot(zh, "room-lm-phone-zh")
     finally:
+        end_class(lec, "en")
         for ctx in (lctx, ectx, zctx):
             ctx.close()

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from tests.browser_util import exceptions, shot, wait_idle
+from tests.browser_util import end_class, exceptions, shot, wait_idle
 from tests.test_browser_classroom import _page, _text, _until
 from ui.i18n import translate
 
@@ -133,5 +133,6 @@ def test_the_room_learns_merges_from_its_sentences_and_fine_tunes_on_them(server
         shot(zh, "room-train-follower-end-zh")
         shot(en, "room-train-follower-end-en")
     finally:
+        end_class(lec, "en")
         for ctx in (lctx, ectx, zctx):
             ctx.close()
