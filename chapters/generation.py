@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import html
+from contextlib import nullcontext
 
 import numpy as np
 import streamlit as st
@@ -503,26 +504,29 @@ def sec_room() -> None:
     b = _bundle()
     if b is None:
         return
-    sentence = urlstate.text(t("gen.room_sentence"), t("gen.room_sentence_default"), param="rs",
-                             key="gen_room_sentence", max_chars=ROOM_MAX)
-    # the room reads a prefix of at most block_size tokens and guesses the one after it
-    ctx = fit_context(b.tokenizer, sentence, b.model.cfg.block_size + 1, keep="start")
-    render.unknown_chars(ctx.unknown)
-    render.context_cut(ctx)
-    ids = ctx.ids
-    if len(ids) < 2:
-        st.info(t("gen.room_short"))
-        return
-    last = len(ids) - 1
-    if st.session_state.get("gen_room_pos", 0) > last:    # a shorter sentence: stay inside it
-        st.session_state["gen_room_pos"] = last
-    c1, c2 = st.columns(2)
-    with c1:
-        pos = urlstate.slider(t("gen.room_pos"), 1, last, last, 1, param="rpos", key="gen_room_pos",
-                              help=t("gen.room_pos_help")) if last > 1 else 1
-    with c2:
-        tau = urlstate.slider(t("gen.room_tau"), 0.1, 2.0, 1.0, 0.1, param="rtau", key="gen_room_tau")
-    room.activity(b, sentence, ids, int(pos), round(float(tau), 2))
+    slot = room.answer_slot()
+    with room.settings_box():
+        sentence = urlstate.text(t("gen.room_sentence"), t("gen.room_sentence_default"), param="rs",
+                                 key="gen_room_sentence", max_chars=ROOM_MAX)
+        # the room reads a prefix of at most block_size tokens and guesses the one after it
+        ctx = fit_context(b.tokenizer, sentence, b.model.cfg.block_size + 1, keep="start")
+        render.unknown_chars(ctx.unknown)
+        render.context_cut(ctx)
+        ids = ctx.ids
+        if len(ids) < 2:
+            st.info(t("gen.room_short"))
+            return
+        last = len(ids) - 1
+        if st.session_state.get("gen_room_pos", 0) > last:    # a shorter sentence: stay inside it
+            st.session_state["gen_room_pos"] = last
+        c1, c2 = st.columns(2)
+        with c1:
+            pos = urlstate.slider(t("gen.room_pos"), 1, last, last, 1, param="rpos", key="gen_room_pos",
+                                  help=t("gen.room_pos_help")) if last > 1 else 1
+        with c2:
+            tau = urlstate.slider(t("gen.room_tau"), 0.1, 2.0, 1.0, 0.1, param="rtau", key="gen_room_tau")
+    with slot if slot is not None else nullcontext():
+        room.activity(b, sentence, ids, int(pos), round(float(tau), 2))
 
 
 SECTIONS = [

@@ -61,7 +61,7 @@ def test_the_room_learns_merges_from_its_sentences_and_fine_tunes_on_them(server
         # each student opens the student link and sends one sentence
         for pg, lg in ((en, "en"), (zh, "zh")):
             pg.goto(server.url("", follow=code, lang=lg), wait_until="domcontentloaded")
-            box = pg.locator("[data-testid=stTextInput] input")
+            box = pg.locator(".st-key-tok_room_sentence input")
             following = translate("class.following", lg, cls=code).replace("**", "")
             assert _until(pg, lambda: "/tokenization" in pg.url and box.count() > 0
                           and following in _text(pg), 30_000), lg
@@ -69,8 +69,11 @@ def test_the_room_learns_merges_from_its_sentences_and_fine_tunes_on_them(server
             box.first.fill(SENTENCES[lg])
             box.first.press("Enter")
             wait_idle(pg)
-            pg.get_by_role("button", name=translate("class.send", lg)).click()
-            assert _until(pg, lambda: translate("tok.room_state_pending", lg) in _text(pg), 20_000), lg
+            send = pg.locator(".st-key-tok_room_send button")
+            assert send.inner_text().strip().endswith(translate("tok.room_send", lg))
+            send.click()
+            assert _until(pg, lambda: translate("tok.room_state_pending", lg) in _text(pg), 20_000), \
+                (lg, box.count() and box.first.input_value(), _text(pg)[-1500:])
         shot(zh, "room-train-follower-sent-zh")
 
         # the lecturer accepts both: the queue, the corpus and its merges follow

@@ -139,7 +139,7 @@ def test_budget_sentences_exist_in_both_languages():
 
 
 _MEASURE = r"""
-import json, resource, sys
+import json, sys
 import torch
 torch.set_num_threads(1)
 from lmviz.train import Trainer, make_config, corpus_text
@@ -151,7 +151,9 @@ def rss():
 base = rss()
 tr = Trainer(text, cfg, device="cpu")
 tr.step(2)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# the peak of this address space (VmHWM): ru_maxrss would carry the parent's peak at the fork
+# over the exec, and a test session that has loaded a 135 M-parameter model made it 1.9 GB
+peak = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
 e = estimate(cfg, tr.tokenizer.vocab_size, "cpu")
 # the estimate without the app's display copy and download blob, which this process does not keep
 est = (e.state_bytes - OVERHEAD_BYTES) * 4 // STATE_FLOATS_PER_PARAM + OVERHEAD_BYTES + e.activation_bytes

@@ -33,6 +33,8 @@ store; token texts come from the lecturer's tokenizer and are drawn as literal t
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import streamlit as st
 
 from lmviz.chapters import generation_room as gr
@@ -55,6 +57,19 @@ def _label(ch: gr.Choices, opt: str) -> str:
     if opt == gr.OTHER:
         return t("gen.room_other")
     return visible(ch.texts[ch.options.index(opt)]) or "∅"
+
+
+def answer_slot():
+    """Where a follower's answer box goes: above the section's settings (the lecturer's sentence,
+    position and temperature, which a follower takes from the lecturer), which
+    :func:`settings_box` folds; on a phone they pushed the choices two screens down. None for
+    the lecturer and a student alone, whose settings come first."""
+    return st.container() if classroom.following() else None
+
+
+def settings_box():
+    """The section's settings: folded under a line on a follower's page, as they are."""
+    return st.expander(t("gen.room_settings"), expanded=False) if classroom.following() else nullcontext()
 
 
 def activity(b, sentence: str, ids: list[int], pos: int, tau: float) -> None:
@@ -439,7 +454,7 @@ def room_corpus() -> str | None:
             if not r.ok:
                 st.session_state["tok_room_why"] = r.reason
 
-        st.button(t("class.send"), key="tok_room_send", type="primary", on_click=send)
+        st.button(t("tok.room_send"), key="tok_room_send", type="primary", on_click=send)
         why = st.session_state.pop("tok_room_why", None)
         if why:
             st.warning(t(f"class.reason.{why}"))
