@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,20 @@ class Server:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+
+
+@contextmanager
+def own_server():
+    """A server of a test module's own, for class activities that count what one address sends
+    and runs (live classes, answers, sentences per address): on the suite's shared server every
+    earlier class test, all from 127.0.0.1, counts too. Use it as the module's ``server`` (and
+    give the module a ``browser`` fixture that takes the session's ``chromium``)."""
+    require_browser()
+    srv = Server()
+    try:
+        yield srv
+    finally:
+        srv.stop()
 
 
 def wait_idle(page, timeout_ms: int = 90_000) -> None:

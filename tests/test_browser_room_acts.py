@@ -17,12 +17,25 @@ import re
 
 import pytest
 
-from tests.browser_util import end_class, exceptions, shot, wait_idle
+from tests.browser_util import end_class, exceptions, own_server, shot, wait_idle
 from tests.test_browser_classroom import _until
 from tests.test_browser_phone import PHONE_UA
 from ui.i18n import translate
 
 pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def server():
+    """This module's own server (tests.browser_util.own_server): the suite's shared one has
+    counted every earlier class test's classes and senders from this address."""
+    with own_server() as srv:
+        yield srv
+
+
+@pytest.fixture
+def browser(server, chromium):
+    return chromium
 
 LIVE = ":not([data-lmviz-off] *)"     # an element of the page as drawn now (not a stale one)
 
