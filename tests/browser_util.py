@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -87,18 +86,24 @@ class Server:
             self.proc.kill()
 
 
-@contextmanager
+@pytest.fixture(scope="module", name="server")
 def own_server():
     """A server of a test module's own, for class activities that count what one address sends
     and runs (live classes, answers, sentences per address): on the suite's shared server every
-    earlier class test, all from 127.0.0.1, counts too. Use it as the module's ``server`` (and
-    give the module a ``browser`` fixture that takes the session's ``chromium``)."""
+    earlier class test, all from 127.0.0.1, counts too. A module takes it, and the browser that
+    goes with it, by importing both: ``from tests.browser_util import own_browser, own_server``."""
     require_browser()
     srv = Server()
     try:
         yield srv
     finally:
         srv.stop()
+
+
+@pytest.fixture(name="browser")
+def own_browser(server, chromium):
+    """The session's Chromium, for a module on its own server (:func:`own_server`)."""
+    return chromium
 
 
 def wait_idle(page, timeout_ms: int = 90_000) -> None:

@@ -15,24 +15,12 @@ import re
 
 import pytest
 
-from tests.browser_util import SLIDER, end_class, exceptions, own_server, shot, wait_idle
+from tests.browser_util import SLIDER, end_class, exceptions, own_browser, own_server, shot, wait_idle  # noqa: F401 - own_browser, own_server: this module's fixtures
 from tests.test_browser_classroom import _until
 from ui.i18n import translate
 
 pytestmark = pytest.mark.browser
 
-
-@pytest.fixture(scope="module")
-def server():
-    """This module's own server (tests.browser_util.own_server): the suite's shared one has
-    counted every earlier class test's classes and senders from this address."""
-    with own_server() as srv:
-        yield srv
-
-
-@pytest.fixture
-def browser(server, chromium):
-    return chromium
 
 _LIVE = ":not([data-lmviz-off] *)"     # an element of the step on screen (slides.js hides the rest)
 

@@ -15,24 +15,12 @@ import re
 
 import pytest
 
-from tests.browser_util import end_class, exceptions, own_server, shot, wait_idle
+from tests.browser_util import end_class, exceptions, own_browser, own_server, shot, wait_idle  # noqa: F401 - own_browser, own_server: this module's fixtures
 from tests.test_browser_classroom import _page, _text, _until
 from ui.i18n import translate
 
 pytestmark = pytest.mark.browser
 
-
-@pytest.fixture(scope="module")
-def server():
-    """This module's own server (tests.browser_util.own_server): the suite's shared one has
-    counted every earlier class test's classes and senders from this address."""
-    with own_server() as srv:
-        yield srv
-
-
-@pytest.fixture
-def browser(server, chromium):
-    return chromium
 
 # long enough together for a fine-tune of the shipped model (its 64-token windows need at least
 # 130 tokens of text; two short lines stop the run with that sentence)
