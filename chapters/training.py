@@ -196,6 +196,14 @@ def sec_setup() -> None:
         st.error("\n\n".join([t("train.budget_refused")] + sentences))
         st.session_state["train_setup"] = None
         return
+    if start is not None:                     # a fine-tune's text in the model's tokens, before Start
+        from lmviz.train import finetune_shortfall
+
+        few = finetune_shortfall(text, start.tokenizer, plan.cfg.block_size)
+        if few is not None:
+            st.warning(t("train.err_short_text", n=few[0], need=few[1], block=plan.cfg.block_size))
+            st.session_state["train_setup"] = None
+            return
     if sentences:                             # only the batch was too large: lowered, and said so
         st.warning("\n\n".join(sentences))
     est = plan.budget.estimate                # what the run states its measured pace beside

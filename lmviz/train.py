@@ -31,7 +31,7 @@ import torch
 
 from .bpe import TrainedBPE
 from .data import split
-from .limits import CONFIG_BOUNDS, check_budget
+from .limits import CONFIG_BOUNDS, SaidError, check_budget
 from .model import GPT, GPTConfig, init_weights
 from .sampling import generate, model_step
 from .cancel import check_cancel
@@ -354,8 +354,7 @@ class Trainer:
         check_cancel(cancel)
         n_val = max(cfg.block_size + 1, int(len(ids) * cfg.val_frac))
         if len(ids) - n_val < cfg.block_size + 1:
-            raise ValueError(f"the text gives {len(ids):,} tokens; with block_size {cfg.block_size} it needs "
-                             f"at least {2 * (cfg.block_size + 1):,} (more text, or a smaller block size)")
+            raise TextTooShort(len(ids), cfg.block_size)
         train_ids, val_ids = split(ids, cfg.val_frac, n_val=n_val)
         self.train_ids, self.val_ids = train_ids.to(self.device), val_ids.to(self.device)
         self.gen = torch.Generator().manual_seed(cfg.seed)                    # weights and batches
@@ -517,6 +516,41 @@ def default_prompt(text: str, corpus: str | None = None) -> str:
 
 OWN = "own"                              # the user's own text as the corpus (the training chapter's upload)
 FIXED_TOKENIZER = {"poetry": "char"}     # corpora that bring their own tokenizer: the user's choice is ignored
+
+
+def tokens_needed(block_size: int) -> int:
+    """The fewest tokens a text must give to be trained on with windows of ``block_size``: one
+    window and its next token for training, one for the held-out tail (``lmviz.data.split``).
+
+    >>> tokens_needed(64)
+    130
+    """
+    return 2 * (block_size + 1)
+
+
+class TextTooShort(SaidError, ValueError):
+    """A text too short for the run's windows, said in the page's language."""
+
+    def __init__(self, n: int, block_size: int):
+        super().__init__("train.err_short_text", n=n, block=block_size, need=tokens_needed(block_size))
+
+
+def finetune_shortfall(text: str, tokenizer, block_size: int) -> tuple[int, int] | None:
+    """(tokens ``text`` gives under a fine-tuned model's ``tokenizer``, the fewest it needs) when
+    the text is too short to fine-tune on (what the trainer would refuse at Start), else None:
+    the room's sentences and "my own text" say so before the press. Characters outside the
+    vocabulary are left out, as the fine-tune does.
+
+    >>> from lmviz.tokenizer import CharTokenizer
+    >>> finetune_shortfall("abcabc", CharTokenizer("abc"), 4)
+    (6, 10)
+    """
+    need = tokens_needed(block_size)
+    head = text[:64 * need]                 # a long text is settled by its start (a page asks on every run)
+    n = len(tokenizer.encode_lossy(head)[0])
+    if n < need and len(head) < len(text):  # mostly characters the vocabulary lacks: the whole text
+        n = len(tokenizer.encode_lossy(text)[0])
+    return (n, need) if n < need else None
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,14 @@ def test_a_sentence_waits_for_the_lecturer_then_joins_the_corpus():
     assert not lec.exception, [e.value for e in lec.exception]
     assert translate("tok.room_corpus", "en", n=1, chars=len(secret)) in all_text(lec)
     assert "tok_room_train" in keys(lec)
+    # one sentence is too few to fine-tune the model on: said before the press, the press disabled
+    from lmviz.checkpoint import load_default
+    from lmviz.train import tokens_needed
+
+    model, tokenizer, _ = load_default()
+    n, need = len(tokenizer.encode_lossy(secret)[0]), tokens_needed(model.cfg.block_size)
+    assert n < need and translate("tok.room_short", "en", n=n, need=need) in all_text(lec)
+    assert lec.button(key="tok_room_train").disabled
     fol.run()
     assert translate("tok.room_state_accepted", "zh") in all_text(fol)
 

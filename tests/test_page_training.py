@@ -373,6 +373,26 @@ def test_the_current_model_can_be_fine_tuned_on_ones_own_text():
     assert poll(at, lambda a: button(a, "train_start").disabled is False)
 
 
+def test_a_finetune_on_a_text_too_short_says_so_before_start():
+    """Three short lines (a room that accepted few sentences): the count in the model's tokens and
+    the least a run needs, in the page's language, and Start stays disabled (before, Start raised
+    an English error from the trainer)."""
+    from lmviz.checkpoint import load_default
+    from lmviz.train import tokens_needed
+
+    model, tokenizer, _ = load_default()          # the model the page fine-tunes (nothing else picked)
+    at = open_page(PAGE, "zh", corpus="own", preset="tiny")
+    at.text_area(key="train_own_text").input("猫坐着。\n狗跑了。\n鸟飞了。").run()
+    at.toggle(key="train_finetune").set_value(True).run()
+    assert not at.exception
+    block = model.cfg.block_size
+    n = len(tokenizer.encode_lossy("猫坐着。\n狗跑了。\n鸟飞了。")[0])
+    assert n < tokens_needed(block)
+    said = translate("train.err_short_text", "zh", n=n, need=tokens_needed(block), block=block)
+    assert said in [w.value for w in at.warning]
+    assert at.session_state["train_setup"] is None and button(at, "train_start").disabled
+
+
 def test_a_paused_run_has_no_timer(monkeypatch):
     """While the run is paused the live section has no timer (nothing moves but a press, here or in
     another tab, and the job's watch pushes that: test_page_replay's websocket test), and it

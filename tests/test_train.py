@@ -156,8 +156,11 @@ def test_unknown_preset_or_field_and_short_text_are_refused():
         make_config("huge")
     with pytest.raises(ValueError, match="unknown setting"):
         make_config("tiny", layers=3)
-    with pytest.raises(ValueError, match="more text, or a smaller block size"):
+    with pytest.raises(ValueError, match="Add more text, or lower the context length") as e:
         Trainer("abc", small(), device="cpu")
+    # said in the page's language (a SaidError): its numbers are the text's and the config's
+    assert e.value.key == "train.err_short_text"
+    assert e.value.params == {"n": 3, "block": small().block_size, "need": 2 * (small().block_size + 1)}
     with pytest.raises(ValueError, match="empty"):
         Trainer("   ", small(), device="cpu")
 
@@ -386,3 +389,19 @@ def test_plan_finetune_refuses_a_shape_lmviz_does_not_train():
     with pytest.raises(ValueError, match="shape"):
         base = Trainer(TEXT, small(max_steps=1), device="cpu")
         Trainer(TEXT, small(d_model=32), device="cpu", tokenizer=base.tokenizer, start=base.model)
+
+
+def test_a_finetune_text_too_short_is_found_before_start():
+    """The room's few sentences, or a short own text: the page says so before the press, with the
+    count in the fine-tuned model's own tokens and the trainer's own bound."""
+    from lmviz.tokenizer import CharTokenizer
+    from lmviz.train import finetune_shortfall, tokens_needed
+
+    tok = CharTokenizer("abc ")
+    assert finetune_shortfall("abc " * 3, tok, 8) == (12, tokens_needed(8)) == (12, 18)
+    assert finetune_shortfall("abc " * 5, tok, 8) is None
+    # characters outside the vocabulary give no token: a long text of them is still too short
+    assert finetune_shortfall("ab" + "猫" * 5000, tok, 8) == (2, 18)
+    with pytest.raises(ValueError) as e:      # what the trainer refuses is exactly what was found
+        Trainer("abc " * 4, small(block_size=8), device="cpu", tokenizer=tok)
+    assert e.value.params["need"] == 18 and e.value.params["n"] == 16

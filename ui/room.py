@@ -472,8 +472,11 @@ def room_corpus() -> str | None:
             return None
         st.caption(t("tok.room_corpus", n=len(accepted), chars=sum(len(s) for s in accepted)))
         corpus = "\n".join(accepted)
+        short = _finetune_shortfall(corpus)
+        if short is not None:          # what the training page would refuse: said before the press
+            render.caption(t("tok.room_short", n=short[0], need=short[1]))
         if st.button(t("tok.room_train"), key="tok_room_train", icon=":material/model_training:",
-                     help=t("tok.room_train_help")):
+                     help=t("tok.room_train_help"), disabled=short is not None):
             # the one training loop, slot and budget: the training chapter with this as "my own text",
             # fine-tuning the model the chapters show
             # (handed over in a key of its own, which the training page turns into its widgets'
@@ -487,6 +490,18 @@ def room_corpus() -> str | None:
     lines = [clean_text(x, store.limits.max_sentence_chars) for x in text.splitlines()]
     kept = [x for x in lines if x]
     return "\n".join(kept) or None
+
+
+def _finetune_shortfall(corpus: str) -> tuple[int, int] | None:
+    """(tokens, the fewest needed) when the room's sentences are too few to fine-tune the model
+    the chapters show (lmviz.train.finetune_shortfall), else None (enough, or a model that is not
+    fine-tuned here: the training page says so)."""
+    from lmviz.train import finetune_overrides, finetune_shortfall
+
+    b = session.try_live_bundle()
+    if b is None or finetune_overrides(b.model.cfg) is None:
+        return None
+    return finetune_shortfall(corpus, b.tokenizer, b.model.cfg.block_size)
 
 
 @st.fragment(run_every=classroom.TICK_S)
