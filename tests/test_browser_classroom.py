@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tests.browser_util import SLIDER, exceptions, shot, wait_idle
+from tests.browser_util import SLIDER, end_class, exceptions, shot, wait_idle
 from ui.i18n import translate
 
 pytestmark = pytest.mark.browser
@@ -25,7 +25,9 @@ def _page(browser, width=1280, height=800):
     return ctx, pg
 
 
-def _until(pg, cond, timeout_ms=15_000, step_ms=250) -> bool:
+def _until(pg, cond, timeout_ms=60_000, step_ms=250) -> bool:
+    """Poll `cond` until it holds or `timeout_ms` passes (generous: a wait that succeeds returns
+    at once, and CI runs the suite on a loaded 2-core machine)."""
     waited = 0
     while waited < timeout_ms:
         if cond():
@@ -36,12 +38,16 @@ def _until(pg, cond, timeout_ms=15_000, step_ms=250) -> bool:
 
 
 def _text(pg) -> str:
-    return pg.locator("[data-testid=stMain]").inner_text()
+    """The page's text ("" while Streamlit swaps the page for another: a wait polls again)."""
+    from playwright.sync_api import Error
+
+    try:
+        return pg.locator("[data-testid=stMain]").inner_text(timeout=5_000)
+    except Error:
+        return ""
 
 
 @pytest.mark.parametrize("lect_lang,fol_lang", [("en", "zh"), ("zh", "en")])
-@pytest.mark.xfail(strict=False, reason="the zh lecturer / en follower case failed once in a full run and passes alone "
-                   "(timing under load); open in issue 24")
 def test_a_class_follows_answers_and_ends(server, browser, lect_lang, fol_lang):
     L = lambda key, **kw: translate(key, lect_lang, **kw)   # noqa: E731
     F = lambda key, **kw: translate(key, fol_lang, **kw)    # noqa: E731
@@ -69,7 +75,7 @@ def test_a_class_follows_answers_and_ends(server, browser, lect_lang, fol_lang):
         # the student opens the link on the home page: taken to /generation and the question
         fol.goto(server.url("", follow=code, lang=fol_lang), wait_until="domcontentloaded")
         send = fol.get_by_role("button", name=F("class.send"))
-        assert _until(fol, lambda: "/generation" in fol.url and send.count() > 0, 20_000)
+        assert _until(fol, lambda: "/generation" in fol.url and send.count() > 0, 60_000), _text(fol)[:1500]
         wait_idle(fol)
         assert F("gen.title") in _text(fol)
         assert F("class.following", cls=code).replace("**", "") in _text(fol)
@@ -84,14 +90,14 @@ def test_a_class_follows_answers_and_ends(server, browser, lect_lang, fol_lang):
         wait_idle(fol)
         # the projector shows how many answered, not how they answered
         answered = L("class.answered_n", n=1).replace("**", "")
-        assert _until(lec, lambda: answered in _text(lec), 10_000)
+        assert _until(lec, lambda: answered in _text(lec), 60_000), _text(lec)[-1500:]
         assert L("class.answers", n=1) not in _text(lec)
         shot(lec, f"class-lecturer-histogram-{lect_lang}")
         shot(fol, f"class-follower-answered-{fol_lang}")
         lec.get_by_role("button", name=L("class.reveal_all")).click()
         wait_idle(lec)
         right = F("class.right", answer=F("q.gen_tau_half.opt.rises"))
-        assert _until(fol, lambda: right in _text(fol) and fol.locator(SLIDER).count() > 0, 10_000)
+        assert _until(fol, lambda: right in _text(fol) and fol.locator(SLIDER).count() > 0, 60_000), _text(fol)[:1500]
         shot(fol, f"class-follower-revealed-{fol_lang}")
 
         # the lecturer moves τ (with the mouse: in presenter mode the keys step the slides)
@@ -111,7 +117,7 @@ def test_a_class_follows_answers_and_ends(server, browser, lect_lang, fol_lang):
             tau2 = lec.locator(SLIDER).first.input_value()
             assert tau2 != tau
             assert _until(fol, lambda: fol.locator(SLIDER).count() > 0
-                          and fol.locator(SLIDER).first.input_value() == tau2, 10_000)
+                          and fol.locator(SLIDER).first.input_value() == tau2, 60_000), tau2
 
         # the lecturer steps past the chapter's last section: the follower changes chapter too
         for _ in range(60):     # slide by slide (ui/render.py's presenter steps)
@@ -121,19 +127,20 @@ def test_a_class_follows_answers_and_ends(server, browser, lect_lang, fol_lang):
             lec.wait_for_timeout(500)
             wait_idle(lec)
         assert "/kv-cache" in lec.url
-        assert _until(fol, lambda: "/kv-cache" in fol.url and F("kv.title") in _text(fol), 15_000)
-        assert _until(fol, lambda: F("class.asked") not in _text(fol), 5_000)   # last chapter's question put away
+        assert _until(fol, lambda: "/kv-cache" in fol.url and F("kv.title") in _text(fol), 60_000), (fol.url, _text(fol)[:1500])
+        assert _until(fol, lambda: F("class.asked") not in _text(fol), 30_000)   # last chapter's question put away
         shot(fol, f"class-follower-next-chapter-{fol_lang}")
 
         # the class ends: a note, not an error
         lec.get_by_role("button", name=L("class.end")).click()
         wait_idle(lec)
         note = F("class.reason.ended_by_lecturer")
-        assert _until(fol, lambda: note in _text(fol), 10_000)
+        assert _until(fol, lambda: note in _text(fol), 60_000), _text(fol)[:1500]
         wait_idle(fol)
         assert exceptions(fol) == [] and exceptions(lec) == []
         shot(fol, f"class-follower-ended-{fol_lang}")
     finally:
+        end_class(lec, lect_lang)        # a failed run's class would count against later class tests
         lctx.close()
         fctx.close()
 

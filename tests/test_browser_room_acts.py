@@ -17,25 +17,13 @@ import re
 
 import pytest
 
-from tests.browser_util import end_class, exceptions, own_server, shot, wait_idle
+from tests.browser_util import end_class, exceptions, own_browser, own_server, shot, wait_idle  # noqa: F401 - own_browser, own_server: this module's fixtures
 from tests.test_browser_classroom import _until
 from tests.test_browser_phone import PHONE_UA
 from ui.i18n import translate
 
 pytestmark = pytest.mark.browser
 
-
-@pytest.fixture(scope="module")
-def server():
-    """This module's own server (tests.browser_util.own_server): the suite's shared one has
-    counted every earlier class test's classes and senders from this address."""
-    with own_server() as srv:
-        yield srv
-
-
-@pytest.fixture
-def browser(server, chromium):
-    return chromium
 
 LIVE = ":not([data-lmviz-off] *)"     # an element of the page as drawn now (not a stale one)
 
@@ -175,8 +163,6 @@ def test_the_room_maps_the_lecturers_heads_whatever_its_language(server, browser
             ctx.close()
 
 
-@pytest.mark.xfail(strict=False, reason="failed once in the full suite (CI, 2026-12-06 09:45) while passing alone "
-                   "four times and in the full suite once; open, named in that stop's note")
 def test_the_room_plays_the_language_model_and_sees_a_tie(server, browser):
     lctx, lec = _desktop(browser)
     ectx, en = _desktop(browser)
@@ -202,7 +188,10 @@ def test_the_room_plays_the_language_model_and_sees_a_tie(server, browser):
             send.first.click()
             assert _until(pg, lambda: send.count() == 0)
         answered = translate("class.answered_n", "en", n=2)
-        assert _until(lec, lambda: _plain(answered) in _plain(_text(lec))), _text(lec)[-1500:]
+        # generous: on CI's loaded 2-core machine the projector's count took longer than 15 s once
+        # (its text was being swapped, "", at the last look)
+        assert _until(lec, lambda: _plain(answered) in _plain(_text(lec)), 60_000), \
+            (lec.url, _text(lec)[-1500:] or lec.locator("body").inner_text()[-1500:])
         _step_to(lec, answered)
         assert _sees(lec, answered)
         _button(lec, translate("class.reveal_all", "en")).first.click()
