@@ -228,9 +228,13 @@ def _start() -> None:
     if setup is None:
         return
     corpus, preset, cfg, text, start, est_step_s = setup
+    from ui import classroom
+
     kind = "finetune" if start is not None else corpus
+    # a class's lecturer (the fine-tune on the room's sentences included) waits ahead of students' runs
     session.start_training(_make_trainer(corpus, cfg, text, start), label=f"{kind}/{preset}",
-                           meta={"corpus": corpus, "preset": preset, "est_step_s": est_step_s})
+                           meta={"corpus": corpus, "preset": preset, "est_step_s": est_step_s,
+                                 "lecturer": classroom.lecturing() is not None})
 
 
 def _reset() -> None:

@@ -229,6 +229,39 @@ def test_the_phase_preparing_reads_as_a_state_and_active_is_decided_once():
     assert '"preparing", "running", "paused")' not in src
 
 
+def test_a_lecturers_task_waits_ahead_of_the_students_and_interrupts_none():
+    """Issue 55: a class's lecturer (priority 0) is not queued behind the students' runs (1): it
+    takes the first place in line, behind any earlier lecturer's, and the running task runs on."""
+    from lmviz.server.train_job import TrainingJob
+
+    sem = threading.BoundedSemaphore(1)
+    release = threading.Event()
+    ran = []
+
+    def work(name):
+        def w(ctx):
+            ran.append(name)
+            while not release.is_set():
+                ctx.check()
+                time.sleep(0.005)
+        return w
+
+    a = Task(work("student-a"), sem).start()
+    assert wait_for(lambda: a.state == "running")
+    b, c = (Task(work(n), sem).start() for n in ("student-b", "student-c"))
+    assert wait_for(lambda: (b.queue_position(), c.queue_position()) == (1, 2))
+    lect = Task(work("lecturer"), sem, priority=0).start()
+    lect2 = Task(work("lecturer-2"), sem, priority=0).start()
+    assert [x.queue_position() for x in (lect, lect2, b, c)] == [1, 2, 3, 4]
+    assert a.state == "running"                      # nobody's run is interrupted
+    release.set()
+    assert all(x.join(10) for x in (a, b, c, lect, lect2))
+    assert ran == ["student-a", "lecturer", "lecturer-2", "student-b", "student-c"]
+    # a training job takes its place from what it trains: a lecturer's run (chapters/training.py)
+    assert TrainingJob(lambda cancel: None, sem, meta={"lecturer": True}).priority == 0
+    assert TrainingJob(lambda cancel: None, sem, meta={"lecturer": False}).priority == 1
+
+
 def test_a_task_cancelled_while_queued_reads_stopped_at_once_and_leaves_the_line():
     sem = threading.BoundedSemaphore(1)
     gate, release = threading.Event(), threading.Event()

@@ -26,7 +26,9 @@ The lifecycle (one for every task: a chapter's measurement, a local training, a 
 - The worker never calls Streamlit (it has no script context). State changes happen under one
   lock; ``snapshot()`` copies them under it, so a page never sees a half-written state.
 - A shared ``threading.BoundedSemaphore`` caps concurrent tasks across all sessions. A task waits
-  its turn in first-come order (``queue_position`` 1, 2, ...) and gives the slot back when it
+  its turn in first-come order (``queue_position`` 1, 2, ...) within its ``priority`` (0 before
+  1: a class's lecturer is not queued behind the students' runs; a running task is never
+  interrupted) and gives the slot back when it
   ends, however it ends (done, stopped, error). A task cancelled while queued never runs.
   A subclass with another kind of slot (a Ray actor the cluster places) overrides
   ``_acquire`` / ``_release`` and keeps the rest.
@@ -275,9 +277,11 @@ class Task:
     """One piece of long work on a worker thread (see the module docstring)."""
 
     def __init__(self, work: Callable[[TaskContext], Any], semaphore: threading.BoundedSemaphore | None = None,
-                 *, name: str = "lmviz-task", total: int = 0, poll_s: float = 0.05, phase: str = ""):
+                 *, name: str = "lmviz-task", total: int = 0, poll_s: float = 0.05, phase: str = "",
+                 priority: int = 1):
         self._work = work
         self._sem = semaphore
+        self.priority = priority              # place in line: 0 goes ahead of every waiting 1 (a lecturer)
         self._name = name
         self._poll_s = poll_s                 # how often a queued task looks at its turn
         self._lock = threading.RLock()        # the state below (a subclass keeps its records under it too)
@@ -421,7 +425,8 @@ class Task:
         leaves the line, however it ends)."""
         if self._sem is not None:
             with _QUEUE_LOCK:
-                _QUEUES.setdefault(id(self._sem), []).append(self)
+                q = _QUEUES.setdefault(id(self._sem), [])
+                q.insert(next((k for k, t in enumerate(q) if t.priority > self.priority), len(q)), self)
 
     def _acquire(self) -> bool:
         """Block until this task holds its slot; False when it was cancelled meanwhile."""
@@ -442,10 +447,15 @@ class Task:
                 with _QUEUE_LOCK:
                     first = _QUEUES.get(key, [None])[0] is self
                 if first and self._sem.acquire(timeout=self._poll_s):
+                    with _QUEUE_LOCK:                 # a lecturer's task may have gone ahead meanwhile
+                        first = _QUEUES.get(key, [None])[0] is self
                     if self._stop.is_set():           # cancelled while it waited for the slot
                         self._sem.release()
                         return False
-                    return True
+                    if first:
+                        return True
+                    self._sem.release()
+                    continue
                 if not first:
                     time.sleep(self._poll_s)
             return False

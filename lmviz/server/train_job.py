@@ -112,8 +112,10 @@ class TrainingJob(Task):
     def __init__(self, make_trainer: Callable[..., Any], semaphore: threading.BoundedSemaphore | None = None,
                  chunk: int = 5, poll_s: float = 0.05, on_eval: Callable[[Any], None] | None = None,
                  meta: dict | None = None):
-        super().__init__(self._work, semaphore, name="lmviz-training", poll_s=poll_s, phase="preparing")
-        self.meta = dict(meta or {})          # what is trained (corpus, preset, label): set once, read by pages
+        # a class's lecturer's run (meta "lecturer") waits ahead of the students' runs
+        super().__init__(self._work, semaphore, name="lmviz-training", poll_s=poll_s, phase="preparing",
+                         priority=0 if (meta or {}).get("lecturer") else 1)
+        self.meta = dict(meta or {})          # what is trained (corpus, preset, label, lecturer): set once, read by pages
         self._make = make_trainer
         self._chunk = chunk                   # steps between looks at pause/cancel
         self._on_eval = on_eval               # optional hook(trainer) after each evaluation (tests)
