@@ -596,9 +596,10 @@ def page_chrome() -> None:
 
 
 _PRESENT_CSS = (
-    # text for the back of a room: 28 px body text at 1080p, scaling with the window (a floor of
-    # 28 px at 720p was tried: a chart's side text in a column then ran past the slide's bottom)
-    "html{font-size:min(3.0vh,1.6875vw)}"
+    # text for the back of a room: body text 3 % of the window's height (32 px at 1080p), never
+    # under 28 px (a 720p projector is as big as a 1080p one); a row of columns that then runs
+    # past the slide's bottom is drawn smaller by assets/js/slides.js
+    "html{font-size:max(28px,min(3.0vh,1.6875vw))}"
     "[data-testid=stMainBlockContainer]{padding-top:3rem}"
     "h1{font-size:2rem!important}h2{font-size:1.6rem!important}"
     "[data-testid=stHeader]{height:2.5rem}"

@@ -59,10 +59,7 @@
     const h = document.querySelector("[data-testid=stHeader]");
     return h ? h.getBoundingClientRect().height : 0;
   }
-  function layout() {
-    const m = main(), its = items();
-    if (!m || !its.length) { S.steps = []; return; }
-    const base = m.getBoundingClientRect().top - m.scrollTop, room = m.clientHeight - headerH() - 12;
+  function pack(its, base, room) {
     const sec = new URLSearchParams(location.search).get("sec") || "1";
     const steps = [];
     let cur = null;
@@ -93,6 +90,34 @@
       cur.n[k] = (cur.n[k] || 0) + 1;
     }
     if (cur && cur.els.length) steps.push(cur);
+    return steps;
+  }
+  function fit(steps, base, room) {
+    // a step still taller than the slide (an item that cannot be split: a row of columns, a chart
+    // with its text beside it, or a chart with its slider): its tallest item is drawn smaller
+    // (CSS zoom) so that the step fits, the one place the type may go under 28 px. True when an
+    // item changed (the items below it moved: pack again)
+    let changed = false;
+    const h = el => el.getBoundingClientRect().height;
+    for (const st of steps) {
+      const els = st.els.filter(el => !twin(el));      // a chart's text twin is out of the flow
+      if (!els.length) continue;
+      const over = Math.max(...els.map(el => el.getBoundingClientRect().bottom - base)) - st.top - room;
+      if (over <= 1) continue;
+      const big = els.reduce((a, el) => (h(el) > h(a) ? el : a));
+      const z0 = parseFloat(big.style.zoom) || 1, hb = h(big);
+      const z = Math.max(0.5, Math.floor(z0 * Math.max(1, hb - over) / hb * 1000) / 1000);
+      if (z < z0 - 0.001) { big.style.zoom = String(z); changed = true; }
+    }
+    return changed;
+  }
+  function layout() {
+    const m = main(), its = items();
+    if (!m || !its.length) { S.steps = []; return; }
+    const base = m.getBoundingClientRect().top - m.scrollTop, room = m.clientHeight - headerH() - 12;
+    for (const el of its) el.style.zoom = "";
+    let steps = pack(its, base, room);
+    for (let pass = 0; pass < 3 && fit(steps, base, room); pass++) steps = pack(its, base, room);
     S.steps = steps;
   }
   function off(el, yes) {
