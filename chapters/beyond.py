@@ -14,7 +14,7 @@ from lmviz.chapters.claims import answer_shift, context_use, robot
 from lmviz.chapters.examples import CHAT_QUESTION, default_for, model_languages
 from lmviz.tokenizer import fit_context
 from ui import session, render, urlstate
-from ui.i18n import lang, t
+from ui.i18n import lang, language_names, listed, t
 from viz.beyond import (
     attention_figure, loss_curve_figure, position_loss_figure, summary_figure, bin_probs_figure,
     binning_figure, rollout_figure, token_row_figure, shift_figure, scores_figure, context_figure,
@@ -485,7 +485,7 @@ def sec_chat():
                              max_chars=CHAT_MAX_CHARS)
     known = model_languages(b.meta)
     if known is not None and lang() not in known:
-        render.caption(t("bey.chat_lang_note", name=name, langs=", ".join(known)))
+        render.caption(t("bey.chat_lang_note", name=name, langs=language_names(known)))
     if not question.strip():
         st.warning(t("bey.empty_stem"))
         return
@@ -500,7 +500,7 @@ def sec_chat():
     chat_ids, plain_ids = tok.encode(text), tok.encode(question)
     marked = frozenset(i for i in chat_ids if i in names)
     render.md(t("bey.chat_tokens", name=name, n=len(chat_ids), q=len(plain_ids), k=len(marked),
-                specials=t("bey.chat_list_sep").join(f"`{names[i]}`" for i in sorted(marked))))
+                specials=listed(f"`{names[i]}`" for i in sorted(marked))))
     st.html(_chips(tok, chat_ids, marked))
     stops = tuple(sorted({i for i in (eot, b.meta.get("eos_token_id")) if i is not None}))
     key = (session.model_key(b), question)

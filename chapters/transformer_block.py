@@ -10,7 +10,7 @@ import streamlit as st
 
 from lmviz.chapters.examples import CONTEXTS, LENS_PROMPT, default_for, model_languages
 from ui import session, render, urlstate
-from ui.i18n import lang, t
+from ui.i18n import lang, language_names, t
 from viz.pipeline import Stage, pipeline_figure
 from viz.theme import TOKEN_CYCLE
 from viz.tokenization import visible
@@ -78,7 +78,8 @@ def sec_shapes():
 
 @st.fragment
 def _stream(tr, tokens):
-    pos = urlstate.slider(t("blk.position"), 1, len(tokens), len(tokens), param="bp", key="blk_pos")
+    # keyed by the length: another model's (or text's) tokens start at their own end, never past it
+    pos = urlstate.slider(t("blk.position"), 1, len(tokens), len(tokens), param="bp", key=f"blk_pos:{len(tokens)}")
     i = pos - 1
     labels, vals = [t("blk.st.embed")], [float(tr.x0[i].norm())]
     for li, L in enumerate(tr.layers, start=1):
@@ -235,7 +236,7 @@ def sec_lens():
     in_lang, default = default_for(LENS_PROMPT, lang(), b.meta)
     text = urlstate.text(t("blk.lens_prompt"), default, param="lp", key=f"blk_lens:{in_lang}", max_chars=MAX_CHARS)
     if known is not None and lang() not in known:
-        render.caption(t("blk.lens_lang_note", name=name, langs=", ".join(known)))
+        render.caption(t("blk.lens_lang_note", name=name, langs=language_names(known)))
     enc = encode_for_model(b.tokenizer, text, b.model.cfg.block_size)
     render.unknown_chars(enc.unknown)
     render.context_cut(enc.context)

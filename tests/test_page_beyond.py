@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.apptest_util import all_text, decode, figures, open_page, poll_until, title_of
-from ui.i18n import translate
+from ui.i18n import language_names, translate
 
 PAGE = "chapters/beyond.py"
 pytestmark = pytest.mark.apptest
@@ -282,7 +282,8 @@ def test_smollm2_chat_template_as_tokens_and_the_question_with_and_without_it(la
     tok, meta = b.tokenizer, b.meta
     q = next(w for w in at.text_input if str(w.key).startswith("bey_chat_q:")).value
     assert q == "What is the capital of France?"
-    note = translate("bey.chat_lang_note", lang, name="SmolLM2-135M-Instruct", langs="en")
+    note = translate("bey.chat_lang_note", lang, name="SmolLM2-135M-Instruct",
+                     langs=language_names(("en",), lang))
     assert (note in all_text(at)) == (lang == "zh")
     wait_for(at, lambda a: translate("bey.chat_with", lang) in all_text(a), 120)
     chips = " ".join(h.proto.body for h in at.get("html"))

@@ -7,7 +7,7 @@ import pytest
 
 from tests.apptest_util import all_text, decode, figures, open_page, title_of
 from tests.test_page_attention import live_model  # noqa: F401  (default model or a stand-in)
-from ui.i18n import translate
+from ui.i18n import language_names, translate
 
 PAGE = "chapters/transformer_block.py"
 pytestmark = pytest.mark.apptest
@@ -38,7 +38,7 @@ def test_shapes_stream_norms_context(lang):
     stream = figures(at)[1]
     assert len(decode(stream["data"][0]["y"])) == 2 + 2 * cfg.n_layer
     before = decode(stream["data"][0]["y"]).astype(float)
-    at.slider(key="blk_pos").set_value(1).run()
+    at.slider(key=f"blk_pos:{n}").set_value(1).run()
     no_errors(at)
     assert not np.allclose(decode(figures(at)[1]["data"][0]["y"]).astype(float), before)
     # LayerNorm/RMSNorm example on the default vector
@@ -176,6 +176,7 @@ def test_logit_lens_on_smollm2_names_paris(lang):
     b = at.session_state["lmviz_session_bundle"]
     prompt, answer, sentence, lead = _lens_checked(at, b.model, b.tokenizer, lang)
     assert prompt == "The capital of France is" and answer == "␣Paris"
-    note = translate("blk.lens_lang_note", lang, name="SmolLM2-135M-Instruct", langs="en")
+    note = translate("blk.lens_lang_note", lang, name="SmolLM2-135M-Instruct",
+                     langs=language_names(("en",), lang))
     assert (note in all_text(at)) == (lang == "zh")
     assert "SmolLM2-135M-Instruct" in title_of(_lens_fig(at))
