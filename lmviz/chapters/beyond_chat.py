@@ -9,8 +9,9 @@ question asked as plain text and inside the template, each answered greedily:
 - a short greedy answer that stops at end-of-turn / end-of-text        -> :func:`greedy_answer`
 
 The template is a Jinja text from the model's file: it is rendered in Jinja's immutable sandbox,
-only if it is short, has no macro, no nested or recursive loop and no loop over anything but the
-messages, and its output is bounded; otherwise :class:`TemplateRefused` (a sentence).
+only when what it can do is bounded by its own length (see ``_checked``: no macro, one pass over
+the messages, small numbers, filters and string methods that do not grow text, no ``set`` chain
+that doubles a string) and its output is short; otherwise :class:`TemplateRefused` (a sentence).
 """
 from __future__ import annotations
 
@@ -30,10 +31,23 @@ class TemplateRefused(SaidError, ValueError):
     """A chat template lmviz does not render; ``key`` says why in the page's language."""
 
 
+BIG = 10_000         # the largest number a template may write or compute (a width, a count)
+# the filters a chat template may use: none of them makes a string much longer than its input
+FILTERS = frozenset({"trim", "upper", "lower", "capitalize", "title", "length", "count", "string", "first", "last",
+                     "default", "d", "join", "list", "items", "selectattr", "rejectattr", "map", "select", "reject",
+                     "tojson", "escape", "e", "safe", "int", "float", "abs", "round", "unique", "sort", "reverse",
+                     "dictsort", "attr", "striptags", "min", "max", "sum", "bool"})
+# string methods that may grow a string far past its length (a width or a repetition)
+GROWING = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs", "replace", "format", "format_map", "join"})
+
+
 def _checked(template: str):
-    """The parsed template, or TemplateRefused: no macro or call block, no recursive or nested
-    loop, and every loop over a name (``messages``) or its attribute: one pass over a short
-    list, so its rendering time is bounded by its length."""
+    """The parsed template, or TemplateRefused. What it may do is bounded by its own length:
+    no macro, call block or import; each loop a single pass over a name (``messages``) or its
+    item, never nested nor recursive, never over a range; no number above BIG written or computed;
+    only FILTERS; no GROWING string method; no ``set`` that grows a value another ``set`` made
+    (a chain of ``set b = a ~ a`` doubles at each step); no ``*`` or ``**`` on strings or lists,
+    and no ``+`` that makes a string longer than MAX_PROMPT_CHARS."""
     from jinja2 import nodes
     from jinja2.exceptions import TemplateSyntaxError
     from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -42,7 +56,35 @@ def _checked(template: str):
         raise TemplateRefused("bey.chat_err_none")
     if len(template) > MAX_TEMPLATE_CHARS:
         raise TemplateRefused("bey.chat_err_long", n=len(template), limit=MAX_TEMPLATE_CHARS)
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+
+    def refuse(*_args, **_kwargs):
+        raise TemplateRefused("bey.chat_err_shape")
+
+    class Bounded(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "**", "+", "-", "%", "/", "//"})
+
+        def call_binop(self, context, operator, left, right):
+            numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (left, right))
+            if operator != "+" and not numbers:
+                refuse()                                   # "ab" * 9999, "%99999s" % x: strings that grow
+            if operator == "**" and (abs(left) > BIG or abs(right) > 64):
+                refuse()
+            out = super().call_binop(context, operator, left, right)
+            if isinstance(out, (int, float)) and abs(out) > BIG:
+                refuse()
+            if isinstance(out, (str, list, tuple)) and len(out) > MAX_PROMPT_CHARS:
+                raise TemplateRefused("bey.chat_err_long", n=len(out), limit=MAX_PROMPT_CHARS)
+            return out
+
+        def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - jinja2's own signature
+            if getattr(__obj, "__name__", "") in GROWING and isinstance(getattr(__obj, "__self__", None), str) or \
+                    any(isinstance(a, (int, float)) and abs(a) > BIG for a in (*args, *kwargs.values())):
+                refuse()
+            return super().call(__context, __obj, *args, **kwargs)
+
+    env = Bounded(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    for name in ("range", "lipsum", "cycler", "joiner"):       # what could loop or write text of its own
+        env.globals.pop(name, None)
 
     def raise_exception(message=""):              # what transformers gives a template to refuse a conversation
         raise TemplateRefused("bey.chat_err_render")
@@ -53,22 +95,27 @@ def _checked(template: str):
     except (TemplateSyntaxError, RecursionError):
         raise TemplateRefused("bey.chat_err_syntax") from None
     if any(True for _ in ast.find_all((nodes.Macro, nodes.CallBlock, nodes.Extends, nodes.Include, nodes.Import,
-                                       nodes.FromImport))):
-        raise TemplateRefused("bey.chat_err_shape")
+                                       nodes.FromImport, nodes.FilterBlock))):
+        refuse()
     for loop in ast.find_all(nodes.For):
         if loop.recursive or any(True for _ in loop.find_all(nodes.For)) or \
                 not isinstance(loop.iter, (nodes.Name, nodes.Getattr, nodes.Getitem)):
-            raise TemplateRefused("bey.chat_err_shape")
-    # a product or power may not build a huge string or number (the sandbox allows them)
-    env.intercepted_binops = frozenset({"*", "**"})
-
-    def call_binop(context, operator, left, right):
-        if operator == "**" or any(isinstance(x, (str, list, tuple)) for x in (left, right)) or \
-                any(isinstance(x, (int, float)) and abs(x) > 1e6 for x in (left, right)):
-            raise TemplateRefused("bey.chat_err_shape")
-        return left * right
-
-    env.call_binop = call_binop
+            refuse()
+    for c in ast.find_all(nodes.Const):
+        if isinstance(c.value, (int, float)) and not isinstance(c.value, bool) and abs(c.value) > BIG:
+            refuse()
+    for f in ast.find_all(nodes.Filter):
+        if f.name not in FILTERS:
+            refuse()
+    sets = [*ast.find_all(nodes.Assign), *ast.find_all(nodes.AssignBlock)]
+    made = {n.name for a in sets for n in (a.target, *a.target.find_all((nodes.Name, nodes.NSRef)))
+            if isinstance(n, (nodes.Name, nodes.NSRef))}
+    for a in sets:
+        value = a.node if isinstance(a, nodes.Assign) else nodes.Output(a.body)
+        grows = isinstance(a, nodes.AssignBlock) or isinstance(value, (nodes.Concat, nodes.Add, nodes.Mul)) or \
+            any(True for _ in value.find_all((nodes.Concat, nodes.Add, nodes.Mul)))
+        if grows and any(n.name in made for n in (value, *value.find_all(nodes.Name)) if isinstance(n, nodes.Name)):
+            refuse()
     return env.from_string(template)
 
 
