@@ -470,7 +470,7 @@ def _chat_status(snap) -> None:
 def sec_chat():
     from lmviz.chapters.beyond_chat import MAX_NEW_TOKENS, TemplateRefused, both_answers, end_of_turn, templated
 
-    render.md(t("bey.chat_md"))
+    render.md(t("bey.chat_md", n=MAX_NEW_TOKENS))
     b = _bundle()
     if b is None:
         st.info(t("bey.no_model"))
