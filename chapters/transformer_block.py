@@ -1,18 +1,20 @@
 """Chapter 5 · The Transformer block: the residual stream's shapes ([n, d] through the blocks,
-[n, |V|] at the head), LayerNorm vs RMSNorm on one vector (LayerNorm/RMSNorm example), and contextual vectors: the same
-word at the same position after two left contexts, cosine per layer on the live model."""
+[n, |V|] at the head), LayerNorm vs RMSNorm on one vector (LayerNorm/RMSNorm example), contextual vectors: the same
+word at the same position after two left contexts, cosine per layer on the live model, and the logit lens: every
+layer's stream read through the final norm and the unembedding."""
 from __future__ import annotations
 
 import re
 
 import streamlit as st
 
-from lmviz.chapters.examples import CONTEXTS
+from lmviz.chapters.examples import CONTEXTS, LENS_PROMPT, default_for, model_languages
 from ui import session, render, urlstate
-from ui.i18n import lang, t
+from ui.i18n import lang, language_names, t
 from viz.pipeline import Stage, pipeline_figure
 from viz.theme import TOKEN_CYCLE
-from viz.transformer_block import stream_figure, norms_figure, cosine_figure
+from viz.tokenization import visible
+from viz.transformer_block import stream_figure, norms_figure, cosine_figure, lens_figure
 
 render.page_header("blk.title", "blk.intro")
 
@@ -76,7 +78,8 @@ def sec_shapes():
 
 @st.fragment
 def _stream(tr, tokens):
-    pos = urlstate.slider(t("blk.position"), 1, len(tokens), len(tokens), param="bp", key="blk_pos")
+    # keyed by the length: another model's (or text's) tokens start at their own end, never past it
+    pos = urlstate.slider(t("blk.position"), 1, len(tokens), len(tokens), param="bp", key=f"blk_pos:{len(tokens)}")
     i = pos - 1
     labels, vals = [t("blk.st.embed")], [float(tr.x0[i].norm())]
     for li, L in enumerate(tr.layers, start=1):
@@ -197,8 +200,86 @@ def context_sentence(tokenizer, ids_a, ids_b, n_word: int, cc, labels: list[str]
                            cmin=f(c.lowest), where=labels[c.lowest_stage], cf=f(c.final))
 
 
+LENS_COLS = 16          # positions the lens grid shows (the last ones; the model reads the whole prompt)
+LENS_CELL_CHARS = 8     # characters of a token shown in a cell (the hover has it whole)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _lens(_model, model_key: str, ids: tuple[int, ...]):
+    from lmviz.chapters.transformer_block import logit_lens
+
+    return logit_lens(_model, _trace(_model, model_key, ids))
+
+
+def _model_name(b) -> str:
+    """The current model's name, from its own records."""
+    if b.source == "pretrained":
+        return render.escape(str(b.meta.get("name", "")))
+    return t("blk.lens_model_session" if b.source == "session" else "blk.lens_model_default")
+
+
+def _cell(label: str) -> str:
+    label = visible(label) or "∅"
+    return label if len(label) <= LENS_CELL_CHARS else label[:LENS_CELL_CHARS - 1] + "…"
+
+
+def sec_lens():
+    from lmviz.chapters.embedding import encode_for_model
+    from lmviz.chapters.transformer_block import lens_lead
+
+    b = _bundle()
+    if b is None:
+        return
+    render.md(t("blk.lens_text"))
+    name = _model_name(b)
+    known = model_languages(b.meta)
+    in_lang, default = default_for(LENS_PROMPT, lang(), b.meta)
+    text = urlstate.text(t("blk.lens_prompt"), default, param="lp", key=f"blk_lens:{in_lang}", max_chars=MAX_CHARS)
+    if known is not None and lang() not in known:
+        render.caption(t("blk.lens_lang_note", name=name, langs=language_names(known)))
+    enc = encode_for_model(b.tokenizer, text, b.model.cfg.block_size)
+    render.unknown_chars(enc.unknown)
+    render.context_cut(enc.context)
+    if not enc.ids:
+        st.warning(t("blk.empty"))
+        return
+    lens = _lens(b.model, _key(b), tuple(enc.ids))
+    T = len(enc.ids)
+    first_col = max(0, T - LENS_COLS)
+    rows = [t("blk.lens_row_embed")] + [t("common.layer_n", n=k) for k in range(1, len(lens.rows))]
+    tok = b.tokenizer.token
+    cells = [[_cell(tok(int(i))) for i in line[first_col:]] for line in lens.top_ids.tolist()]
+    cols = [f"{visible(tok(i))}" for i in enc.ids[first_col:]]
+    lead = lens_lead(lens)
+    fig = render.figure(lens_figure, rows, cols, cells, lens.top_probs[:, first_col:].numpy(),
+                        mark=(lead.first, T - 1 - first_col), x_title=t("blk.lens_x"), y_title=t("blk.lens_y"),
+                        hover=t("blk.lens_hover"), colorbar_title=t("blk.lens_colorbar"),
+                        title=t("blk.lens_fig", name=name))
+    render.plot(fig, key="blk_lens", filename="logit-lens")
+    if first_col:
+        render.caption(t("blk.lens_cut", n=T - first_col, total=T))
+    render.md(lens_sentence(lens, lead, rows, tok, tok(enc.ids[-1])))
+    render.caption(t("blk.lens_caveat"))
+
+
+def lens_sentence(lens, lead, rows: list[str], tok, last: str) -> str:
+    """The sentence under the lens grid, from the grid: where the model's answer at the last
+    position first leads, from where it stays ahead, and what leads the row before it."""
+    q = lambda s: _md(visible(s))  # noqa: E731
+    where = lambda r: t("blk.lens_at_embed") if r == 0 else t("blk.lens_after", layer=rows[r])  # noqa: E731
+    fmt = dict(last=q(last), tok=q(tok(lead.token)), p_final=f"{lead.p_final:.3f}", p_first=f"{lead.p_first:.3f}",
+               first=where(lead.first), stays=rows[lead.stays])
+    last_row = len(lens.rows) - 1
+    if lead.first == last_row:
+        before = int(lens.top_ids[last_row - 1, -1])
+        return t("blk.lens_lead_last", prev=q(tok(before)), p_prev=f"{float(lens.top_probs[last_row - 1, -1]):.3f}",
+                 before=where(last_row - 1), **fmt)
+    return t("blk.lens_lead_stays" if lead.first == lead.stays else "blk.lens_lead_back", **fmt)
+
+
 render.run_sections([
     ("blk.sec_shapes", sec_shapes),
     ("blk.sec_norms", sec_norms),
     ("blk.sec_context", sec_context),
+    ("blk.sec_lens", sec_lens),
 ])

@@ -437,6 +437,9 @@ def tokenizer(g: GGUFFile, vocab_size: int):
     except TokenizerError as e:
         raise CheckpointError(e.key, **e.params) from None
     extra = {"format": "gguf", "chat_template": _field(g.meta, "tokenizer.chat_template", str, "")}
+    langs = g.meta.get("general.languages")        # what the file says the model learned (left out when odd)
+    if isinstance(langs, list) and 0 < len(langs) <= 64 and all(isinstance(x, str) and 0 < len(x) <= 16 for x in langs):
+        extra["text_languages"] = tuple(langs)
     for key in ("bos_token_id", "eos_token_id"):
         v = _field(g.meta, f"tokenizer.ggml.{key}", int, -1)
         if v >= vocab_size:

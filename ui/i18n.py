@@ -74,6 +74,13 @@ def listed(items, code: str | None = None) -> str:
     return ("、" if (code or lang()) == "zh" else ", ").join(str(x) for x in items)
 
 
+def language_names(codes, code: str | None = None) -> str:
+    """Language codes from a model's records (ISO 639-1) as the page names them, listed: "English" /
+    "英文"; a code the app does not speak stays as it is."""
+    code = code or lang()
+    return listed([translate(f"common.language.{c}", code) if c in LANGS else c for c in codes], code)
+
+
 def literal(value: str) -> str:
     """``value`` as Markdown that renders as exactly that text: an inline code span (inside one
     nothing is a link, image, emphasis, HTML, emoji, math or colour directive).

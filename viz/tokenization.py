@@ -97,10 +97,11 @@ def tradeoff_figure(table_params: list[int], tokens_per_char: list[float], vocab
 
 
 def token_chips_html(tokens, *, id_word: str = "ID", bytes_word: str = "bytes",
-                     unk_color: str = COLORS["negative"]) -> str:
+                     unk_color: str = COLORS["negative"], marked=frozenset()) -> str:
     """Coloured chips, one per token, ID below; hover (title) shows the ID and the bytes.
 
-    tokens: records with .id, .text, .raw, .unk (lmviz.bpe.Token). All text is escaped.
+    tokens: records with .id, .text, .raw, .unk (lmviz.bpe.Token). All text is escaped. A token
+    whose ID is in ``marked`` (a chat template's special tokens) is outlined and bold.
 
     >>> from types import SimpleNamespace as T
     >>> "&lt;b&gt;" in token_chips_html([T(id=3, text="<b>", raw=b"<b>", unk=False)])
@@ -112,8 +113,9 @@ def token_chips_html(tokens, *, id_word: str = "ID", bytes_word: str = "bytes",
         hexes = " ".join(f"{b:02X}" for b in tok.raw)
         tip = html.escape(f"{id_word} {tok.id} · {bytes_word}: {hexes}", quote=True)
         label = html.escape(visible(tok.text))
+        mark = f"outline:2px solid {COLORS['chosen']};font-weight:700;" if tok.id in marked else ""
         parts.append(
-            f'<span title="{tip}" style="display:inline-block;margin:2px 1px;padding:1px 4px;'
+            f'<span title="{tip}" style="display:inline-block;margin:2px 1px;padding:1px 4px;{mark}'
             f'border-radius:4px;background:{bg};color:#111;font-family:monospace;'
             f'white-space:pre;text-align:center;line-height:1.2">{label}'
             f'<br><span style="font-size:0.7em;color:#444">{tok.id}</span></span>')

@@ -1,5 +1,6 @@
 """Figures of the Transformer-block chapter: norms step by step (LayerNorm/RMSNorm example), the residual stream's
-size through the blocks, and the cosine of one token's vectors in two contexts (contextual-vector example)."""
+size through the blocks, the cosine of one token's vectors in two contexts (contextual-vector example), and
+the logit lens (each block's stream read as a next-token guess)."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
@@ -45,3 +46,30 @@ def cosine_figure(stage_labels: list[str], cosines: list[float], *, y_title: str
     span = max(0.02, 1.0 - lo)            # zoomed to the values (they are printed at each point)
     fig.update_yaxes(title=y_title, range=[lo - 0.4 * span, 1.0 + 0.25 * span])
     return theme.apply(fig, height=360, title=title)
+
+
+def lens_figure(row_labels: list[str], col_labels: list[str], cells: list[list[str]], probs, *,
+                mark: tuple[int, int] | None = None, x_title: str = "", y_title: str = "", hover: str = "",
+                colorbar_title: str = "", title: str = "") -> go.Figure:
+    """The logit lens: one row per place the residual stream was read (the first at the bottom),
+    one column per position; each cell names the top next token read there (``cells``), coloured
+    by its probability (``probs`` [R,T]). ``mark`` (row, column) outlines one cell. ``hover``: a
+    Plotly hover template over %{customdata[0]} (the row's label), %{customdata[1]} (the column's),
+    %{text} and %{z}."""
+    z = _np(probs).astype(float)
+    R, T = z.shape
+    where = [[[row_labels[r], col_labels[c]] for c in range(T)] for r in range(R)]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=list(range(T)), y=list(range(R)), text=cells, texttemplate="%{text}", customdata=where,
+        textfont=dict(size=11 if T <= 10 else 9), zmin=0.0, zmax=1.0, colorscale=theme.HEATMAP,
+        colorbar=dict(title=colorbar_title, thickness=12),
+        hovertemplate=(hover or "%{customdata[0]} · %{customdata[1]}: %{text} %{z:.3f}") + "<extra></extra>"))
+    if mark is not None:
+        r, c = mark
+        fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
+                      line=dict(color=COLORS["chosen"], width=3))
+    fig.update_xaxes(title=x_title, tickmode="array", tickvals=list(range(T)), ticktext=col_labels,
+                     showgrid=False, tickangle=0 if T <= 12 else None)
+    fig.update_yaxes(title=y_title, tickmode="array", tickvals=list(range(R)), ticktext=row_labels,
+                     showgrid=False, tickfont=dict(size=10 if R > 16 else 12))
+    return theme.apply(fig, height=int(min(900, max(300, 110 + 22 * R))), title=title)

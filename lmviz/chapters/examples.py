@@ -28,3 +28,45 @@ def teacher_forcing_pairs(lang: str) -> int:
     (5, 4)
     """
     return len(TOY_SENTENCE.get(lang, TOY_SENTENCE["en"]).split()) - 1
+
+
+# transformer block, the logit lens: a prompt whose next token is a fact the model must recall
+# (no trailing space: a real tokenizer carries the space in the next token, " Paris")
+LENS_PROMPT = {"en": "The capital of France is", "zh": "床前明月光，疑是地上"}
+
+# beyond, the chat template: one question asked with and without the instruct model's template
+CHAT_QUESTION = {"en": "What is the capital of France?", "zh": "法国的首都是哪里？"}
+
+
+def model_languages(meta: dict | None) -> tuple[str, ...] | None:
+    """The languages a model's own records say it learned (ISO codes), None when they do not say:
+    a GGUF file's ``general.languages`` (``text_languages``), the shipped model's per-language
+    records (``languages``).
+
+    >>> model_languages({"text_languages": ["en"]}), model_languages({"languages": {"en": {}, "zh": {}}})
+    (('en',), ('en', 'zh'))
+    >>> model_languages({"family": "llama"}) is None
+    True
+    """
+    meta = meta or {}
+    for key in ("text_languages", "languages"):
+        v = meta.get(key)
+        if isinstance(v, (list, tuple, dict)) and v and all(isinstance(x, str) for x in v):
+            return tuple(str(x) for x in v)
+    return None
+
+
+def default_for(table: dict[str, str], lang: str, meta: dict | None) -> tuple[str, str]:
+    """(the language of the default, the default) of ``table`` for a page in ``lang``: the page's
+    own, unless the model's records list the languages it learned and ``lang`` is not among them
+    (then English, when it learned English).
+
+    >>> default_for(LENS_PROMPT, "zh", {"text_languages": ["en"]})
+    ('en', 'The capital of France is')
+    >>> default_for(LENS_PROMPT, "zh", {"languages": {"en": {}, "zh": {}}})[0], default_for(LENS_PROMPT, "zh", {})[0]
+    ('zh', 'zh')
+    """
+    known = model_languages(meta)
+    if known is not None and lang not in known and "en" in known:
+        return "en", table["en"]
+    return (lang, table[lang]) if lang in table else ("en", table["en"])

@@ -3,6 +3,7 @@ token's vector changes with its context, layer by layer.
 
 - LayerNorm vs RMSNorm on one vector, step by step     -> :func:`norm_steps`
 - the same token in two sentences, cosine per layer    -> :func:`contextual_cosine`
+- the logit lens: every layer's stream read as a guess  -> :func:`logit_lens`, :func:`lens_lead`
 """
 from __future__ import annotations
 
@@ -125,3 +126,77 @@ def context_curve(cc: ContextCosine, tol: float = 5e-4) -> ContextCurve:
     return ContextCurve(embed=cc.cosine[0], with_pos=cc.cosine[1], blocks=list(cc.cosine[2:-1]),
                         final=cc.cosine[-1], lowest=after[k], lowest_stage=k + 2,
                         changed=any(abs(c - cc.cosine[1]) > tol for c in after))
+
+
+# -----------------------------------------------------------------------------
+# the logit lens: the residual stream after each block read through the final norm and the
+# unembedding, as if the model stopped there
+
+@dataclass(frozen=True)
+class LogitLens:
+    rows: list[str]           # where each row's stream was read: "embed", then "block 1" .. "block L"
+    top_ids: torch.Tensor     # [R,T] long: the most probable next token at each row and position
+    top_probs: torch.Tensor   # [R,T] its probability (softmax over the whole vocabulary)
+    last_probs: torch.Tensor  # [R] the probability of the final row's top token at the last position, row by row
+
+
+@torch.no_grad()
+def lens_logits(model, h: torch.Tensor) -> torch.Tensor:
+    """Logits [T,V] (float32, CPU) of residual-stream rows ``h`` [T,d]: the model's own final norm
+    and unembedding, as its forward pass applies them after the last block."""
+    w = model.lm_head.weight
+    return model.lm_head(model.ln_f(h.to(w.device, w.dtype))).float().cpu()
+
+
+@torch.no_grad()
+def logit_lens(model, trace) -> LogitLens:
+    """The logit lens of a forward trace (``lmviz.model.ModelTrace``): the block input (token
+    embedding, plus positions where the model adds them) and each block's output, each read as
+    the final hidden state. The last row is the model's own next-token distribution.
+
+    >>> from lmviz.model import GPT, GPTConfig
+    >>> m = GPT(GPTConfig(vocab_size=7, block_size=8, n_layer=2, n_head=2, n_kv_head=2, d_model=8)).eval()
+    >>> lens = logit_lens(m, m.forward_trace(torch.tensor([1, 2, 3])))
+    >>> lens.rows, tuple(lens.top_ids.shape)
+    (['embed', 'block 1', 'block 2'], (3, 3))
+    """
+    streams = [trace.x0] + [layer.resid_out for layer in trace.layers]
+    tops, probs, rows = [], [], []
+    for h in streams:
+        p = torch.softmax(lens_logits(model, h), dim=-1)          # [T,V], one row of the grid at a time
+        v, i = p.max(dim=-1)
+        tops.append(i)
+        probs.append(v)
+        rows.append(p[-1])                                        # the last position's distribution
+    target = int(tops[-1][-1])
+    return LogitLens(rows=["embed"] + [f"block {k + 1}" for k in range(len(trace.layers))],
+                     top_ids=torch.stack(tops), top_probs=torch.stack(probs),
+                     last_probs=torch.stack([r[target] for r in rows]))
+
+
+@dataclass(frozen=True)
+class LensLead:
+    token: int                # the final row's top token at the last position (the model's answer)
+    first: int                # the first row where it is the top token at the last position
+    stays: int                # the first row from which it stays the top token through the last row
+    p_first: float            # its probability at row ``first``
+    p_final: float            # its probability at the last row (the model's own)
+
+
+def lens_lead(lens: LogitLens) -> LensLead:
+    """Where the model's answer at the last position first leads the lens, and from where it
+    stays ahead: the numbers the page's sentence quotes.
+
+    >>> lens = LogitLens(["embed", "block 1", "block 2", "block 3"], torch.tensor([[4], [9], [4], [9]]),
+    ...                  torch.tensor([[0.5], [0.2], [0.3], [0.6]]), torch.tensor([0.01, 0.2, 0.1, 0.6]))
+    >>> lens_lead(lens)
+    LensLead(token=9, first=1, stays=3, p_first=0.2, p_final=0.6)
+    """
+    col = [int(x) for x in lens.top_ids[:, -1]]
+    token = col[-1]
+    first = col.index(token)
+    stays = len(col) - 1
+    while stays > 0 and col[stays - 1] == token:
+        stays -= 1
+    return LensLead(token=token, first=first, stays=stays, p_first=round(float(lens.last_probs[first]), 6),
+                    p_final=round(float(lens.last_probs[-1]), 6))
