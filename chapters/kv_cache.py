@@ -338,11 +338,12 @@ def sec_memory():
 SPEED_PURPOSE = "kv-speed"          # this session's measurement task (ui.session.session_task)
 
 
-def _speed_work(model, prompt: list[int], n_new: int, device: str):
+def _speed_work(model, prompt: list[int], n_new: int, device: str, deadline_s: float):
     def work(ctx):
         from lmviz.chapters.kv_cache import measure_decode
 
-        return measure_decode(model, prompt, n_new, device, cancel=ctx.cancelled, on_step=ctx.progress)
+        return measure_decode(model, prompt, n_new, device, cancel=ctx.cancelled, on_step=ctx.progress,
+                              deadline_s=deadline_s)
     return work
 
 
@@ -395,7 +396,7 @@ def sec_speed():
     def snapshot():
         if st.session_state.get("kv_speed_on") != key:
             return None
-        return session.session_task(SPEED_PURPOSE, key, _speed_work(model, ids, n_new, device),
+        return session.session_task(SPEED_PURPOSE, key, _speed_work(model, ids, n_new, device, 2 * plan.budget_s),
                                     name="lmviz-kv-speed", total=n_new - 1)
 
     def show(snap):
@@ -437,6 +438,8 @@ def _draw_speed(r, cfg) -> None:
                   u=f"{r.total_uncached_s:.3f}", x=f"{r.speedup:.1f}", device=r.device))
     render.md(t("kv.speed_same" if r.same_tokens else "kv.speed_differ", n=len(r.tokens),
                 k=sum(a != b for a, b in zip(r.tokens, r.uncached_tokens))))
+    if len(r.tokens) < r.asked:
+        render.caption(t("kv.speed_deadline", n=len(r.tokens), asked=r.asked))
     render.caption(t("kv.speed_warmup", w=gc.dropped, a=lens[0], b=lens[-1]))
     fc0, fc1 = flops[0][0], flops[0][-1]
     fu0, fu1 = flops[1][0], flops[1][-1]

@@ -320,6 +320,7 @@ class DecodeTiming:
     device: str                # where it ran
     tokens: list[int] = ()     # the greedy tokens the cached run decoded (prefill's first, then each step's)
     uncached_tokens: list[int] = ()  # the arg-max the uncached run read at each of the same steps
+    asked: int = 0             # tokens asked for (more than len(tokens) when a deadline cut the run short)
 
     @property
     def same_tokens(self) -> bool:
@@ -338,11 +339,13 @@ def _sync(dev):
 
 @torch.no_grad()
 def measure_decode(model: GPT, prompt: list[int], n_new: int, device_name: str = "CPU", cancel=None,
-                   on_step=None) -> DecodeTiming:
+                   on_step=None, deadline_s: float | None = None) -> DecodeTiming:
     """Generate n_new tokens greedily twice, step by step, with and without a KV cache, timing
     every step (the two runs alternate step by step, so both see the same machine load). The
     uncached run reads its arg-max at every step too (``uncached_tokens``): the same tokens.
-    ``cancel`` is asked before each step (lmviz.cancel); ``on_step(done)`` after each."""
+    ``cancel`` is asked before each step (lmviz.cancel); ``on_step(done)`` after each.
+    ``deadline_s``: once the timed steps have taken that long (a server busier than its estimate),
+    stop after at least WARMUP_STEPS + 4 of them; ``asked`` keeps n_new."""
     if len(prompt) + n_new > model.cfg.block_size and model.cfg.pos == "learned":
         raise ValueError(f"prompt + new tokens ({len(prompt) + n_new}) exceed block_size {model.cfg.block_size}")
     dev = model.device
@@ -351,8 +354,11 @@ def measure_decode(model: GPT, prompt: list[int], n_new: int, device_name: str =
     seq = list(prompt) + [greedy(logits)]
     first = greedy(model(torch.tensor([prompt], device=dev))[0][0, -1])              # its uncached twin
     lens, c_ms, u_ms, u_tok = [], [], [], [first]
+    start = time.perf_counter()
     for i in range(n_new - 1):
         check_cancel(cancel)
+        if deadline_s is not None and i >= WARMUP_STEPS + 4 and time.perf_counter() - start > deadline_s:
+            break
         x = torch.tensor([[seq[-1]]], device=dev)
         _sync(dev); t0 = time.perf_counter()
         logits = model.forward_cached(x, cache)[0, -1]
@@ -366,7 +372,7 @@ def measure_decode(model: GPT, prompt: list[int], n_new: int, device_name: str =
         if on_step is not None:
             on_step(i + 1)
     return DecodeTiming(lens, c_ms, u_ms, sum(c_ms) / 1e3, sum(u_ms) / 1e3, device_name,
-                        seq[len(prompt):], u_tok)
+                        seq[len(prompt):], u_tok, n_new)
 
 
 # The speed measurement needs a context long enough for the cache to matter; the shipped model's
