@@ -530,15 +530,21 @@ def _decoded(purpose: str, key, fn, total: int):
 
 def _continuation_html(b, prompt_ids, tokens, fork: int, colour: str) -> str:
     """The prompt's end in grey, then each generated token with its step number; from ``fork`` on
-    the tokens are underlined in ``colour`` (the forced one bold). User text escaped."""
+    the tokens are underlined in ``colour`` (the forced one bold). A piece that is not whole UTF-8
+    (a byte-level BPE's part of a character) is shown as its bytes, a line break as ↵. User text escaped."""
     tok = b.tokenizer
-    head = b.tokenizer.decode(list(prompt_ids))
+
+    def piece(x: int) -> str:
+        text = tok.decode([x])
+        return visible(tok.token(x)) if "\ufffd" in text else text.replace("\n", "↵")
+
+    head = tok.decode(list(prompt_ids)).replace("\n", "↵")
     head = ("…" + head[-40:]) if len(head) > 40 else head
     parts = []
     for i, x in enumerate(tokens):
         style = f"border-bottom:3px solid {colour};" if i >= fork >= 0 else ""
         style += "font-weight:bold;" if i == fork else ""
-        parts.append(f"<span style='{style}white-space:pre-wrap'>{html.escape(tok.decode([x]))}"
+        parts.append(f"<span style='{style}white-space:pre-wrap'>{html.escape(piece(x))}"
                      f"<sub style='color:#888;font-size:0.6em'>{i + 1}</sub></span>")
     return ("<div style='font-family:monospace;font-size:1.05rem;border:1px solid #ddd;border-radius:6px;"
             f"padding:0.5rem;line-height:1.9'><span style='color:#666;white-space:pre-wrap'>{html.escape(head)}</span>"

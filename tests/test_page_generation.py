@@ -359,9 +359,16 @@ def test_branch_on_another_token_with_smollm2(lang):
     from tests.apptest_util import poll_until
 
     at = _smol_page(PAGE, lang)
-    at.text_input(key="gen_prompt").set_value("The sky is").run()
+    # English: a prompt where a branch wins (tests/test_chapter_generation_branch.py); Chinese: the
+    # default prompt, whose continuation is byte pieces of characters
+    prompt = "The sky is" if lang == "en" else translate("gen.prompt_default", lang)
+    at.text_input(key="gen_prompt").set_value(prompt).run()
     assert poll_until(at, lambda a: len(_metric_values(a, lang, 12)) == 2, timeout=240), all_text(at)[-400:]
     b = at.session_state["lmviz_session_bundle"]
-    _check_branch_section(at, lang, b.model, b.tokenizer, "The sky is")
+    _check_branch_section(at, lang, b.model, b.tokenizer, prompt)
     spec = fig_by_key(at, "gen_branch_fig")
     assert "SmolLM2-135M-Instruct" in spec["layout"]["title"]["text"]
+    shown = " ".join(h.proto.body for h in at.get("html"))
+    assert "\ufffd" not in shown                          # a piece of a character is shown as its bytes
+    if lang == "zh":
+        assert "&lt;E" in shown
