@@ -195,7 +195,7 @@ def test_cached_decode_gives_the_uncached_tokens():
     with pytest.raises(Cancelled):
         measure_decode(m, [3, 1], 20, cancel=lambda: True)
     cut = measure_decode(m, [3, 1], 40, deadline_s=0.0)    # a server slower than estimated
-    assert len(cut.tokens) == kv_demo.WARMUP_STEPS + 4 + 1 and cut.asked == 40 and cut.same_tokens
+    assert len(cut.tokens) == kv_demo.WARMUP_STEPS + 8 + 1 and cut.asked == 40 and cut.same_tokens
 
 
 def test_smollm2_cached_decode_gives_the_uncached_tokens(smol):

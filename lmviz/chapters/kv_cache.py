@@ -345,7 +345,7 @@ def measure_decode(model: GPT, prompt: list[int], n_new: int, device_name: str =
     uncached run reads its arg-max at every step too (``uncached_tokens``): the same tokens.
     ``cancel`` is asked before each step (lmviz.cancel); ``on_step(done)`` after each.
     ``deadline_s``: once the timed steps have taken that long (a server busier than its estimate),
-    stop after at least WARMUP_STEPS + 4 of them; ``asked`` keeps n_new."""
+    stop after at least WARMUP_STEPS + 8 of them (8 steps fitted); ``asked`` keeps n_new."""
     if len(prompt) + n_new > model.cfg.block_size and model.cfg.pos == "learned":
         raise ValueError(f"prompt + new tokens ({len(prompt) + n_new}) exceed block_size {model.cfg.block_size}")
     dev = model.device
@@ -357,7 +357,7 @@ def measure_decode(model: GPT, prompt: list[int], n_new: int, device_name: str =
     start = time.perf_counter()
     for i in range(n_new - 1):
         check_cancel(cancel)
-        if deadline_s is not None and i >= WARMUP_STEPS + 4 and time.perf_counter() - start > deadline_s:
+        if deadline_s is not None and i >= WARMUP_STEPS + 8 and time.perf_counter() - start > deadline_s:
             break
         x = torch.tensor([[seq[-1]]], device=dev)
         _sync(dev); t0 = time.perf_counter()
