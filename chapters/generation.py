@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import html
+import itertools
 from contextlib import nullcontext
 
 import numpy as np
@@ -19,7 +20,7 @@ from lmviz.numfmt import short
 from lmviz.tokenizer import fit_context
 from ui import session, render, urlstate
 from ui.i18n import lang, listed, t, translate
-from viz.generation import (candidates_figure, filter_figure, greedy_steps_figure, prob_bars,
+from viz.generation import (branch_figure, candidates_figure, filter_figure, greedy_steps_figure, prob_bars,
                             temperature_curves_figure, tree_figure)
 from viz.tokenization import visible
 
@@ -318,15 +319,21 @@ def _running_text_html(b, s: dict) -> str:
             f"<span style='background:#FBE3C0'>{html.escape(new)}</span><span style='color:#D55E00'>▌</span></div>")
 
 
+def _model_caption(b) -> str:
+    """"Model: …": the current model named from its own record (pretrained, trained here, shipped)."""
+    if b.source == "pretrained":
+        return t("gen.live_model_pretrained", name=render.escape(b.meta.get("name", "")),
+                 family=b.meta.get("family_name", ""), params=f"{b.model.num_params():,}")
+    return t("gen.live_model_session") if b.source == "session" else t("gen.live_model_default")
+
+
 def sec_live() -> None:
     render.md(t("gen.live_intro"))
     render.md(t("gen.note_many"))
     b = _bundle()
     if b is None:
         return
-    render.caption(t("gen.live_model_pretrained", name=render.escape(b.meta.get("name", "")), family=b.meta.get("family_name", ""),
-                 params=f"{b.model.num_params():,}") if b.source == "pretrained"
-               else t("gen.live_model_session") if b.source == "session" else t("gen.live_model_default"))
+    render.caption(_model_caption(b))
     c1, c2 = st.columns([3, 1])
     with c1:
         prompt = urlstate.text(t("gen.prompt"), t("gen.prompt_default"), param="prompt",
@@ -493,6 +500,132 @@ def sec_tree() -> None:
     render.md(t("gen.tree_caveat"))
 
 
+# ---------------------------------------------------------------- branch on another token -------
+BRANCH_INLINE_S = 1.5               # seconds a decode may take in the page's own run before it becomes a task
+
+
+def _decode_work(fn):
+    """A task's work: ``fn(cancel)``, its progress counted at each model call (the core asks its
+    ``cancel`` callback before every one)."""
+    def work(ctx):
+        calls = itertools.count(1)
+        return fn(lambda: ctx.progress(next(calls)) or ctx.cancelled())
+    return work
+
+
+def _decoded(purpose: str, key, fn, total: int):
+    """The result of ``fn(cancel)`` for ``key``: at once when it is cached or quick, else None
+    while it runs as this session's task (a progress bar, the page redrawn when it ends)."""
+    def snap():
+        return session.session_task(purpose, key, _decode_work(fn), name="lmviz-gen-branch", total=total,
+                                    inline_s=BRANCH_INLINE_S)
+
+    now = snap()
+    if now.state == "done":
+        return now.result
+    session.poll(snap, lambda s: session.task_status(s, queued_key="gen.branch_queued", running_key="gen.branch_running",
+                                                     error_key="gen.branch_error"), every=0.7)
+    return None
+
+
+def _continuation_html(b, prompt_ids, tokens, fork: int, colour: str) -> str:
+    """The prompt's end in grey, then each generated token with its step number; from ``fork`` on
+    the tokens are underlined in ``colour`` (the forced one bold). A piece that is not whole UTF-8
+    (a byte-level BPE's part of a character) is shown as its bytes, a line break as ↵. User text escaped."""
+    tok = b.tokenizer
+
+    def piece(x: int) -> str:
+        text = tok.decode([x])
+        return visible(tok.token(x)) if "\ufffd" in text else text.replace("\n", "↵")
+
+    head = tok.decode(list(prompt_ids)).replace("\n", "↵")
+    head = ("…" + head[-40:]) if len(head) > 40 else head
+    parts = []
+    for i, x in enumerate(tokens):
+        style = f"border-bottom:3px solid {colour};" if i >= fork >= 0 else ""
+        style += "font-weight:bold;" if i == fork else ""
+        parts.append(f"<span style='{style}white-space:pre-wrap'>{html.escape(piece(x))}"
+                     f"<sub style='color:#888;font-size:0.6em'>{i + 1}</sub></span>")
+    return ("<div style='font-family:monospace;font-size:1.05rem;border:1px solid #ddd;border-radius:6px;"
+            f"padding:0.5rem;line-height:1.9'><span style='color:#666;white-space:pre-wrap'>{html.escape(head)}</span>"
+            + "".join(parts) + "</div>")
+
+
+@st.fragment
+def sec_branch() -> None:
+    from lmviz.chapters.generation_branch import BRANCH_LEN
+
+    render.md(t("gen.branch_intro", n=BRANCH_LEN))
+    b = _bundle()
+    if b is None:
+        return
+    render.caption(_model_caption(b))
+    cfg, tok = b.model.cfg, b.tokenizer
+    prompt = st.session_state.get("gen_prompt") or t("gen.prompt_default")   # the live section's prompt
+    room = cfg.block_size - BRANCH_LEN + 1 if cfg.pos == "learned" else cfg.block_size
+    fit = fit_context(tok, prompt, max(1, room), keep="end")
+    if not fit.ids:
+        st.warning(t("gen.err_empty"))
+        return
+    render.context_cut(fit)
+    ids = tuple(fit.ids)
+    mk = session.model_key(b)
+
+    def greedy_fn(cancel):
+        from lmviz.chapters.generation_branch import greedy_run
+
+        return greedy_run(b.model, ids, BRANCH_LEN, cancel=cancel)
+
+    run = _decoded("gen-branch-run", (mk, ids), greedy_fn, BRANCH_LEN)
+    if run is None:
+        return
+    g = run.path
+    n = len(g.tokens)
+    c1, c2 = st.columns([2, 3])
+    with c1:
+        step = st.select_slider(t("gen.branch_step"), options=list(range(n)), key="gen_branch_step",
+                                format_func=lambda i: f"{i + 1} · {visible(tok.token(g.tokens[i]))}")
+    cands, probs = run.top[step], run.top_probs[step]
+    labels = {c: f"{visible(tok.token(c))} ({short(p, lang())})" for c, p in zip(cands, probs)}
+    with c2:
+        token = st.radio(t("gen.branch_pick", step=step + 1), list(cands), index=min(1, len(cands) - 1),
+                         horizontal=True, key=f"gen_branch_pick_{step}", format_func=labels.get)
+
+    def branch_fn(cancel):
+        from lmviz.chapters.generation_branch import branch_from
+
+        return branch_from(b.model, run, step, token, cancel=cancel)
+
+    br = _decoded("gen-branch", (mk, ids, step, int(token)), branch_fn, max(1, n - step - 1))
+    if br is None:
+        return
+    forced = render.escape(visible(tok.token(br.chosen)))
+    left, right = st.columns(2)
+    for col, head, cont, colour in ((left, t("gen.branch_greedy"), br.greedy, "#0072B2"),
+                                    (right, t("gen.branch_branch", tok=forced, step=step + 1), br.branch, "#D55E00")):
+        with col:
+            render.md(head)
+            st.html(_continuation_html(b, ids, cont.tokens, step if cont is br.branch else -1, colour))
+            render.metric(t("gen.branch_sum", n=n), f"{cont.total:.3f}".replace("-", "−"))
+    cum_g = np.cumsum(br.greedy.logprobs)
+    cum_b = np.cumsum(br.branch.logprobs)
+    name = b.meta.get("name") if b.source == "pretrained" else t("gen.branch_this_model")
+    render.plot(render.figure(branch_figure, [f"{i + 1}" for i in range(n)], cum_g, cum_b, step,
+                              names=(t("gen.fig.greedy_path"), t("gen.fig.branch_path", tok=visible(tok.token(br.chosen)))),
+                              x_title=t("gen.fig.branch_x"), y_title=t("gen.fig.branch_y"),
+                              title=t("gen.fig.branch_title", model=name)),
+                key="gen_branch_fig", filename="branch-on-another-token")
+    if br.chosen == g.tokens[step]:
+        render.md(t("gen.branch_same", tok=forced, step=step + 1))
+    else:
+        fmt = dict(tok=forced, step=step + 1, gtok=render.escape(visible(tok.token(g.tokens[step]))),
+                   p=short(probs[cands.index(br.chosen)], lang()), pg=short(probs[0], lang()),
+                   b=f"{br.branch.total:.3f}".replace("-", "−"), g=f"{br.greedy.total:.3f}".replace("-", "−"),
+                   x=short(float(np.exp(abs(br.margin))), lang()), n=n)
+        render.md(t("gen.branch_wins" if br.margin > 0 else "gen.branch_loses", **fmt))
+    render.caption(t("gen.branch_note", n=n, shared=step))
+
+
 ROOM_MAX = 120                      # characters of the room's sentence
 
 
@@ -536,6 +669,7 @@ SECTIONS = [
     ("gen.sec_live", sec_live),
     ("gen.sec_room", sec_room),
     ("gen.sec_tree", sec_tree),
+    ("gen.sec_branch", sec_branch),
 ]
 
 

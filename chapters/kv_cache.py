@@ -219,6 +219,55 @@ def sec_why():
                   rows=listed(changed)))
 
 
+def _model_name(b) -> str:
+    """The current model's name: a pretrained one's own, else the model menu's word for it."""
+    if b.source == "pretrained":
+        return str(b.meta.get("name", "")) or t("model.default")
+    return t("model.session") if b.source == "session" else t("model.default")
+
+
+def _size(n: float) -> str:
+    """Bytes as the notes write a cache: KiB, MiB or GiB."""
+    for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= k:
+            return f"{n / k:,.{0 if n % k == 0 else 1}f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def _current_model_bytes() -> None:
+    """The current model's KV bytes per token, from its own config, beside the notes' 2 GiB example."""
+    from lmviz.chapters.kv_cache import MODEL_SHAPES, dtype_name, model_kv
+
+    b = session.try_live_bundle(None)
+    if b is None:
+        return
+    cfg = b.model.cfg
+    here = model_kv(cfg, dtype_name(b.model.wte.weight.dtype), cfg.block_size)
+    shape = MODEL_SHAPES["notes"]
+    notes = model_kv(shape, shape.dtype, shape.n_tokens)
+    half = model_kv(cfg, notes.dtype, notes.context)             # the notes' format and length
+    name = render.escape(_model_name(b))
+    render.md(t("kv.model_bytes", name=name, L=here.n_layer, hkv=here.n_kv_head, dh=here.head_dim,
+                s=f"{here.bytes_per_element:g}", dtype=here.dtype, pt=f"{here.per_token:,}",
+                kib=f"{here.per_token / 2**10:,.1f}", ctx=f"{here.context:,}", ctx_size=_size(here.at_context)))
+    ratio = notes.at_context / half.at_context
+    render.md(t("kv.model_vs_notes_smaller" if ratio >= 1 else "kv.model_vs_notes_larger", dtype=notes.dtype,
+                n=f"{notes.context:,}", size=_size(half.at_context), notes=_size(notes.at_context),
+                pt=f"{half.per_token:,}", notes_pt=f"{notes.per_token:,}", x=f"{max(ratio, 1 / ratio):,.1f}"))
+    if here.n_kv_head == here.n_head:
+        render.md(t("kv.model_mha", hq=here.n_head))
+    else:
+        render.md(t("kv.model_mqa" if here.n_kv_head == 1 else "kv.model_gqa", hq=here.n_head, hkv=here.n_kv_head,
+                    g=here.group, mha=f"{here.mha_per_token:,}", pt=f"{here.per_token:,}"))
+    cols = [t("kv.col.what"), "L", "H_q", "H_kv", "d_h", "s", t("kv.col.per_token"), t("kv.col.tokens"), t("kv.col.cache")]
+    rows = [(t("kv.row.here", name=_model_name(b), dtype=here.dtype), here),
+            (t("kv.row.notes_format", name=_model_name(b), dtype=half.dtype), half),
+            (t("kv.preset_notes"), notes)]
+    render.table([dict(zip(cols, (label, k.n_layer, k.n_head, k.n_kv_head, k.head_dim, f"{k.bytes_per_element:g}",
+                                  f"{k.per_token:,}", f"{k.context:,}", _size(k.at_context)))) for label, k in rows],
+                 hide_index=True, width="stretch")
+
+
 def _apply_preset():
     from lmviz.chapters.kv_cache import MODEL_SHAPES
 
@@ -232,6 +281,7 @@ def sec_memory():
     from lmviz.chapters.kv_cache import MODEL_SHAPES, attention_variants
 
     render.md(t("kv.mem_intro"))
+    _current_model_bytes()
     names = list(MODEL_SHAPES)
     if "kv_L" not in st.session_state:  # first run (or a shared link): fill the sliders from the preset
         urlstate.seed_from_url("preset", "kv_preset", KV_PRESET, str, lambda v: v in names)
@@ -285,16 +335,23 @@ def sec_memory():
 
 
 # ---------------------------------------------------------------- measured speed ----
-@st.cache_resource(show_spinner=False)
-def _speed_store() -> dict:
-    """Measurement tasks shared by all sessions, by (model, prompt length, tokens): key -> Task."""
-    return {}
+SPEED_PURPOSE = "kv-speed"          # this session's measurement task (ui.session.session_task)
 
 
-def _speed_work(model, prompt: list[int], n_new: int, device: str):
-    from lmviz.chapters.kv_cache import measure_decode
+def _speed_work(model, prompt: list[int], n_new: int, device: str, deadline_s: float):
+    def work(ctx):
+        from lmviz.chapters.kv_cache import measure_decode
 
-    return measure_decode(model, prompt, n_new, device)
+        return measure_decode(model, prompt, n_new, device, cancel=ctx.cancelled, on_step=ctx.progress,
+                              deadline_s=deadline_s)
+    return work
+
+
+def _stop_speed() -> None:
+    """Stop: the measurement's task is cancelled and no longer asked for (a press of Measure starts one)."""
+    session.task_slots().cancel(SPEED_PURPOSE)
+    st.session_state["kv_speed_on"] = None
+    st.session_state["kv_speed_stopped"] = True
 
 
 def sec_speed():
@@ -304,51 +361,65 @@ def sec_speed():
     except Exception:  # noqa: BLE001
         st.warning(t("kv.no_live"))
         return
-    from lmviz.chapters.kv_cache import SPEED_CONFIG, SPEED_MIN_CONTEXT, SPEED_PROMPT
+    from lmviz.chapters.kv_cache import SPEED_CONFIG, SPEED_MIN_CONTEXT, SPEED_PROMPT, plan_speed, speed_model
 
     device = lmviz.device_name()
     live_cfg = b.model.cfg
     # a context long enough for the cache to matter: the live model's, or lmviz's timing model's
     long_enough = live_cfg.block_size >= SPEED_MIN_CONTEXT or live_cfg.pos != "learned"
-    cfg = live_cfg if long_enough else SPEED_CONFIG
-    n_prompt = SPEED_PROMPT
-    n_new = (cfg.block_size if cfg.pos == "learned" else 512) - n_prompt   # fill the context
     if long_enough:
-        render.caption(t("kv.speed_on_live", n=cfg.block_size))
+        model = b.model
+        render.caption(t("kv.speed_on_live", n=live_cfg.block_size))
     else:
-        render.caption(t("kv.speed_on_timing", live=live_cfg.block_size, n=cfg.block_size, layers=cfg.n_layer,
-                     d=cfg.d_model))
+        model = speed_model()
+        render.caption(t("kv.speed_on_timing", live=live_cfg.block_size, n=SPEED_CONFIG.block_size,
+                         layers=SPEED_CONFIG.n_layer, d=SPEED_CONFIG.d_model))
+    cfg = model.cfg
+    n_prompt = SPEED_PROMPT
+    wanted = (cfg.block_size if cfg.pos == "learned" else 512) - n_prompt   # fill the context
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    plan = plan_speed(cfg, weight_bytes, n_prompt, wanted, model.device)
+    if plan.cut:
+        render.caption(t("kv.speed_cut", n=plan.n_new, wanted=plan.wanted, est=f"{plan.est_s:.0f}",
+                         full=_duration(plan.est_wanted_s), budget=f"{plan.budget_s:g}", prompt=n_prompt))
+    n_new = plan.n_new
     key = (session.model_key(b) if long_enough else "timing", n_prompt, n_new)
-    store = _speed_store()
-    retry = key not in store or store[key].snapshot().state in ("error", "stopped")
-    if retry and st.button(t("kv.measure", n=n_new, device=device), key="kv_measure"):
-        if any(task.snapshot().active for task in list(store.values())):
-            st.info(t("kv.busy"))
-        else:
-            if long_enough:
-                model = b.model
-                ids = ((b.tokenizer.encode_lossy(t("kv.default_prompt"))[0] or [0]) * n_prompt)[:n_prompt]
-            else:
-                from lmviz.chapters.kv_cache import speed_model
+    if st.button(t("kv.measure", n=n_new, device=device), key="kv_measure", icon=":material/timer:"):
+        session.task_slots().cancel(SPEED_PURPOSE)          # a fresh measurement, not a stopped one's
+        st.session_state["kv_speed_on"] = key
+        st.session_state["kv_speed_stopped"] = False
+    if long_enough:
+        ids = ((b.tokenizer.encode_lossy(t("kv.default_prompt"))[0] or [0]) * n_prompt)[:n_prompt]
+    else:
+        ids = list(range(n_prompt))
 
-                model, ids = speed_model(), list(range(n_prompt))
-            store[key] = session.start_task(lambda ctx: _speed_work(model, ids, n_new, device), name="lmviz-kv-speed")
-            st.session_state["kv_speed_job"] = store[key]
+    def snapshot():
+        if st.session_state.get("kv_speed_on") != key:
+            return None
+        return session.session_task(SPEED_PURPOSE, key, _speed_work(model, ids, n_new, device, 2 * plan.budget_s),
+                                    name="lmviz-kv-speed", total=n_new - 1)
 
     def show(snap):
-        if snap is not None and snap.state == "error":
-            st.error(t("kv.speed_error", err=render.escape(said(snap.error or "?"))))
+        if snap is None:
+            render.caption(t("kv.speed_stopped" if st.session_state.get("kv_speed_stopped") else "kv.speed_none"))
             return
-        if snap is not None and snap.active:
-            st.info(t("kv.measuring", device=device))
-            return
-        r = snap.result if snap is not None else None
-        if r is None:
-            render.caption(t("kv.speed_none"))
-            return
-        _draw_speed(r, cfg)
+        if snap.active:
+            st.button(t("kv.stop"), key="kv_speed_stop", on_click=_stop_speed, icon=":material/stop:")
+        done = session.task_status(snap, queued_key="kv.speed_queued", running_key="kv.measuring",
+                                   error_key="kv.speed_error", device=device)
+        if done and snap.result is not None:
+            _draw_speed(snap.result, cfg)
 
-    session.poll(lambda: store[key].snapshot() if key in store else None, show, every=0.7)
+    session.poll(snapshot, show, every=0.7)
+
+
+def _duration(seconds: float) -> str:
+    """An estimate's length in words: seconds, minutes or hours."""
+    if seconds < 90:
+        return t("kv.secs", n=f"{seconds:.0f}")
+    if seconds < 5400:
+        return t("kv.mins", n=f"{seconds / 60:.0f}")
+    return t("kv.hours", n=f"{seconds / 3600:.1f}")
 
 
 def _draw_speed(r, cfg) -> None:
@@ -365,6 +436,10 @@ def _draw_speed(r, cfg) -> None:
                 key="kv_speed", filename="kv-speed")
     render.md(t("kv.speed_result", n=len(r.cache_len) + 1, c=f"{r.total_cached_s:.3f}",
                   u=f"{r.total_uncached_s:.3f}", x=f"{r.speedup:.1f}", device=r.device))
+    render.md(t("kv.speed_same" if r.same_tokens else "kv.speed_differ", n=len(r.tokens),
+                k=sum(a != b for a, b in zip(r.tokens, r.uncached_tokens))))
+    if len(r.tokens) < r.asked:
+        render.caption(t("kv.speed_deadline", n=len(r.tokens), asked=r.asked))
     render.caption(t("kv.speed_warmup", w=gc.dropped, a=lens[0], b=lens[-1]))
     fc0, fc1 = flops[0][0], flops[0][-1]
     fu0, fu1 = flops[1][0], flops[1][-1]

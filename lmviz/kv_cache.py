@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .cancel import check_cancel
 from .sampling import greedy, next_logits
 
 # bytes per element of common storage formats (FP4 packs two numbers in a byte)
@@ -158,10 +159,12 @@ def _prompt_ids(idx) -> list[int]:
 
 
 @torch.no_grad()
-def generate_cached(model, idx, n_new: int, max_len: int | None = None, record: bool = False) -> Generation:
+def generate_cached(model, idx, n_new: int, max_len: int | None = None, record: bool = False,
+                    cancel=None) -> Generation:
     """Greedy decoding with a KV cache: one prefill over the prompt, then one token per step.
 
     Raises ValueError when prompt + n_new does not fit the cache (block_size by default).
+    ``cancel`` (lmviz.cancel) is asked before every model call.
     """
     prompt = _prompt_ids(idx)
     need = len(prompt) + max(n_new - 1, 0)
@@ -174,6 +177,7 @@ def generate_cached(model, idx, n_new: int, max_len: int | None = None, record: 
     out, logits_steps = [], []
     x = torch.tensor([prompt], dtype=torch.long, device=dev)
     for _ in range(n_new):
+        check_cancel(cancel)
         logits = model.forward_cached(x, cache)[0, -1]          # [V]
         nxt = greedy(logits)
         logits_steps.append(logits.float().cpu())

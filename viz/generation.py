@@ -252,3 +252,24 @@ def room_figure(labels: Sequence[str], room, model, *, names: tuple[str, str], y
     top = float(max(r.max(initial=0), m.max(initial=0)))
     return theme.apply(fig, height=height, title=title, barmode="group", xaxis=dict(type="category"),
                        yaxis=dict(title=y_title, range=[0, max(0.2, min(1.0, top) * 1.18)]))
+
+
+def branch_figure(steps: Sequence[str], greedy_cum, branch_cum, fork: int, *, names: tuple[str, str],
+                  x_title: str, y_title: str, title: str | None = None) -> go.Figure:
+    """Branch on another token: the running sum of ln p along both continuations (one point per
+    generated token, ``steps`` its labels), the step where the branch leaves greedy marked.
+
+    >>> f = branch_figure(["1", "2"], [-0.5, -2.0], [-1.0, -1.2], 0, names=("g", "b"), x_title="", y_title="")
+    >>> [len(t.y) for t in f.data], f.data[1].line.color == COLORS["chosen"]
+    ([2, 2], True)
+    """
+    fig = _figure()
+    for name, ys, colour, dash in ((names[0], greedy_cum, COLORS["query"], "solid"),
+                                   (names[1], branch_cum, COLORS["chosen"], "dash")):
+        fig.add_trace(go.Scatter(x=list(range(1, len(ys) + 1)), y=_np(ys), name=name, mode="lines+markers",
+                                 line=dict(color=colour, dash=dash, width=3), customdata=list(steps),
+                                 hovertemplate="%{customdata}: Σ ln p = %{y:.3f}<extra>" + name + "</extra>"))
+    fig.add_vline(x=fork + 1, line=dict(color=COLORS["neutral"], dash="dot"))
+    fig.update_xaxes(title=x_title, tickmode="array", tickvals=list(range(1, len(steps) + 1)))
+    fig.update_yaxes(title=y_title)
+    return theme.apply(fig, height=340, title=title)

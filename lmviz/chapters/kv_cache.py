@@ -25,8 +25,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from lmviz import limits
+from lmviz.cancel import check_cancel
 from lmviz.data import pad_batch
-from lmviz.kv_cache import KVCache, CacheSnapshot, generate_cached, kv_cache_bytes
+from lmviz.kv_cache import DTYPE_BYTES, KVCache, CacheSnapshot, generate_cached, kv_cache_bytes
 from lmviz.model import GPT, GPTConfig
 from lmviz.sampling import greedy, next_logits
 from lmviz.tokenizer import TOY_ZH, WordTokenizer
@@ -259,6 +261,52 @@ def attention_variants(batch: int, n_layer: int, n_tokens: int, n_head: int, n_k
     return out
 
 
+@dataclass(frozen=True)
+class ModelKV:
+    """The KV cache of one model's shape: what one token costs and how its query heads share K and V."""
+    n_layer: int              # L, transformer blocks (each keeps its own cache)
+    n_head: int               # query heads per layer
+    n_kv_head: int            # KV heads per layer (== n_head: MHA; fewer: GQA; 1: MQA)
+    head_dim: int             # d_h
+    dtype: str                # storage format of the cache ("FP32", "FP16", ...)
+    bytes_per_element: float  # s
+    per_token: int            # bytes of one token's K and V in every layer: 2 x L x H_kv x d_h x s
+    mha_per_token: int        # the same with one KV head per query head
+    context: int              # the tokens counted below
+    at_context: int           # bytes of a cache of `context` tokens (batch 1)
+
+    @property
+    def group(self) -> int:
+        """Query heads that read each KV head (1: MHA)."""
+        return self.n_head // max(self.n_kv_head, 1)
+
+
+def model_kv(shape, dtype: str, context: int) -> ModelKV:
+    """The cache of ``shape`` (anything with n_layer, n_head, n_kv_head, head_dim: a GPTConfig, a
+    ModelShape) in ``dtype`` (a DTYPE_BYTES name), per token and for ``context`` tokens.
+
+    SmolLM2-135M's shape in FP32, as lmviz holds it on the CPU: 30 x 3 x 64 x 2 x 4 bytes a token.
+    >>> k = model_kv(ModelShape(30, 9, 3, 64, 2048, "FP32"), "FP32", 2048)
+    >>> k.per_token, k.group, k.mha_per_token // k.per_token
+    (46080, 3, 3)
+    >>> model_kv(MODEL_SHAPES["notes"], "FP16", 16384).at_context == 2 * 2**30   # the notes' 2 GiB
+    True
+    """
+    s = DTYPE_BYTES[dtype]
+    L, H, Hkv, dh = int(shape.n_layer), int(shape.n_head), int(shape.n_kv_head), int(shape.head_dim)
+    return ModelKV(L, H, Hkv, dh, dtype, s, kv_cache_bytes(1, L, 1, Hkv, dh, s), kv_cache_bytes(1, L, 1, H, dh, s),
+                   int(context), kv_cache_bytes(1, L, int(context), Hkv, dh, s))
+
+
+def dtype_name(torch_dtype) -> str:
+    """The DTYPE_BYTES name of a torch dtype (what a model's KVCache.for_model stores).
+
+    >>> dtype_name(torch.float32), dtype_name(torch.bfloat16)
+    ('FP32', 'BF16')
+    """
+    return {torch.float32: "FP32", torch.float16: "FP16", torch.bfloat16: "BF16"}[torch_dtype]
+
+
 # -----------------------------------------------------------------------------
 # measured speed (decode-speed example)
 
@@ -270,6 +318,14 @@ class DecodeTiming:
     total_cached_s: float      # sum of cached_ms (prefill excluded), in seconds
     total_uncached_s: float    # sum of uncached_ms, in seconds
     device: str                # where it ran
+    tokens: list[int] = ()     # the greedy tokens the cached run decoded (prefill's first, then each step's)
+    uncached_tokens: list[int] = ()  # the arg-max the uncached run read at each of the same steps
+    asked: int = 0             # tokens asked for (more than len(tokens) when a deadline cut the run short)
+
+    @property
+    def same_tokens(self) -> bool:
+        """True when both runs chose the same token at every step (cached-equals-uncached example)."""
+        return list(self.tokens) == list(self.uncached_tokens)
 
     @property
     def speedup(self) -> float:
@@ -282,28 +338,41 @@ def _sync(dev):
 
 
 @torch.no_grad()
-def measure_decode(model: GPT, prompt: list[int], n_new: int, device_name: str = "CPU") -> DecodeTiming:
+def measure_decode(model: GPT, prompt: list[int], n_new: int, device_name: str = "CPU", cancel=None,
+                   on_step=None, deadline_s: float | None = None) -> DecodeTiming:
     """Generate n_new tokens greedily twice, step by step, with and without a KV cache, timing
-    every step (the two runs alternate step by step, so both see the same machine load)."""
+    every step (the two runs alternate step by step, so both see the same machine load). The
+    uncached run reads its arg-max at every step too (``uncached_tokens``): the same tokens.
+    ``cancel`` is asked before each step (lmviz.cancel); ``on_step(done)`` after each.
+    ``deadline_s``: once the timed steps have taken that long (a server busier than its estimate),
+    stop after at least WARMUP_STEPS + 8 of them (8 steps fitted); ``asked`` keeps n_new."""
     if len(prompt) + n_new > model.cfg.block_size and model.cfg.pos == "learned":
         raise ValueError(f"prompt + new tokens ({len(prompt) + n_new}) exceed block_size {model.cfg.block_size}")
     dev = model.device
     cache = KVCache.for_model(model, max_len=len(prompt) + n_new)
     logits = model.forward_cached(torch.tensor([prompt], device=dev), cache)[0, -1]  # prefill, untimed
     seq = list(prompt) + [greedy(logits)]
-    lens, c_ms, u_ms = [], [], []
-    for _ in range(n_new - 1):
+    first = greedy(model(torch.tensor([prompt], device=dev))[0][0, -1])              # its uncached twin
+    lens, c_ms, u_ms, u_tok = [], [], [], [first]
+    start = time.perf_counter()
+    for i in range(n_new - 1):
+        check_cancel(cancel)
+        if deadline_s is not None and i >= WARMUP_STEPS + 8 and time.perf_counter() - start > deadline_s:
+            break
         x = torch.tensor([[seq[-1]]], device=dev)
         _sync(dev); t0 = time.perf_counter()
         logits = model.forward_cached(x, cache)[0, -1]
         nxt = greedy(logits); _sync(dev); t1 = time.perf_counter()
         full, _ = model(torch.tensor([seq], device=dev))              # the whole context, uncropped
-        greedy(full[0, -1]); _sync(dev); t2 = time.perf_counter()
+        u_tok.append(greedy(full[0, -1])); _sync(dev); t2 = time.perf_counter()
         lens.append(len(seq))
         c_ms.append((t1 - t0) * 1e3)
         u_ms.append((t2 - t1) * 1e3)
         seq.append(nxt)
-    return DecodeTiming(lens, c_ms, u_ms, sum(c_ms) / 1e3, sum(u_ms) / 1e3, device_name)
+        if on_step is not None:
+            on_step(i + 1)
+    return DecodeTiming(lens, c_ms, u_ms, sum(c_ms) / 1e3, sum(u_ms) / 1e3, device_name,
+                        seq[len(prompt):], u_tok, n_new)
 
 
 # The speed measurement needs a context long enough for the cache to matter; the shipped model's
@@ -320,6 +389,64 @@ def speed_model(seed: int = 0) -> GPT:
     """A random-weight GPT of SPEED_CONFIG, eval mode, on CPU (built in well under a second)."""
     torch.manual_seed(seed)
     return GPT(SPEED_CONFIG).eval()
+
+
+@dataclass(frozen=True)
+class SpeedPlan:
+    """How many decode steps one press of "measure" times on a model, and what that leaves out."""
+    n_prompt: int          # prompt tokens before the timed steps
+    n_new: int             # tokens decoded each way (the timed steps are n_new - 1)
+    wanted: int            # tokens that would fill the context (the measurement without a budget)
+    est_s: float           # estimated seconds of this measurement, both runs
+    est_wanted_s: float    # estimated seconds of `wanted`
+    budget_s: float        # lmviz.limits.MEASURE_S of this device kind
+
+    @property
+    def cut(self) -> bool:
+        return self.n_new < self.wanted
+
+
+def _step_s(cfg: GPTConfig, weight_bytes: int, n_context: int, cached: bool, kind: str) -> float:
+    """Estimated seconds of one decode step: its FLOPs or its read of every weight, whichever is
+    slower, plus each layer's fixed cost (lmviz.limits)."""
+    return (max(step_flops(cfg, n_context, cached) / limits.DECODE_FLOPS[kind],
+                weight_bytes / limits.WEIGHT_READ_BYTES_S[kind]) + cfg.n_layer * limits.LAYER_CALL_S[kind])
+
+
+def measure_seconds(cfg: GPTConfig, weight_bytes: int, n_prompt: int, n_new: int, kind: str = "cpu") -> float:
+    """Estimated seconds of measure_decode(n_prompt, n_new): the prefill, then n_new - 1 steps each way."""
+    total = 2 * _step_s(cfg, weight_bytes, n_prompt, False, kind)         # prefill + its uncached twin
+    for n in range(n_prompt + 1, n_prompt + n_new):
+        total += _step_s(cfg, weight_bytes, n, True, kind) + _step_s(cfg, weight_bytes, n, False, kind)
+    return total
+
+
+def plan_speed(cfg: GPTConfig, weight_bytes: int, n_prompt: int, wanted: int, device="cpu",
+               budget_s: float | None = None) -> SpeedPlan:
+    """The most decode steps (at most ``wanted``, at least WARMUP_STEPS + 4 so a line can be fitted)
+    whose estimated time fits the budget (lmviz.limits.MEASURE_S); ``weight_bytes``: the model's
+    weights as stored (every one is read at each step).
+
+    >>> small = plan_speed(SPEED_CONFIG, 4 * 900_000, SPEED_PROMPT, 504, budget_s=1e9)
+    >>> small.n_new, small.cut
+    (504, False)
+    >>> plan_speed(SPEED_CONFIG, 4 * 900_000, SPEED_PROMPT, 504, budget_s=0.0).n_new == WARMUP_STEPS + 4
+    True
+    """
+    kind = "cuda" if str(device).startswith("cuda") else "cpu"
+    budget = limits.MEASURE_S[kind] if budget_s is None else float(budget_s)
+    floor = min(wanted, WARMUP_STEPS + 4)
+    lo, hi = floor, wanted                    # the estimate grows with n_new: bisect for the largest that fits
+    if measure_seconds(cfg, weight_bytes, n_prompt, hi, kind) <= budget:
+        lo = hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if measure_seconds(cfg, weight_bytes, n_prompt, mid, kind) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return SpeedPlan(n_prompt, lo, wanted, measure_seconds(cfg, weight_bytes, n_prompt, lo, kind),
+                     measure_seconds(cfg, weight_bytes, n_prompt, wanted, kind), budget)
 
 
 def step_flops(cfg: GPTConfig, n_context: int, cached: bool) -> int:
