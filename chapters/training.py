@@ -15,7 +15,7 @@ from lmviz.chapters.claims import baseline, pace
 from lmviz.chapters.examples import DEFAULT_SETUP
 from lmviz.numfmt import duration, short
 from lmviz.tokenizer import CharTokenizer
-from ui import session, render, urlstate
+from ui import classroom, session, render, urlstate
 from ui import replay_section
 from ui.i18n import lang, literal, said, t
 from viz.training import loss_figure, ppl_lr_figure, attention_figure, entropy
@@ -228,8 +228,6 @@ def _start() -> None:
     if setup is None:
         return
     corpus, preset, cfg, text, start, est_step_s = setup
-    from ui import classroom
-
     kind = "finetune" if start is not None else corpus
     # a class's lecturer (the fine-tune on the room's sentences included) waits ahead of students' runs
     session.start_training(_make_trainer(corpus, cfg, text, start), label=f"{kind}/{preset}",

@@ -280,7 +280,7 @@ def test_job_reports_errors_without_raising():
     job = TrainingJob(lambda: Trainer("abc", small(), device="cpu"), sem).start()
     assert job.join(10)
     s = job.snapshot()
-    assert s.state == "error" and "block size" in s.error
+    assert s.state == "error" and "context length" in s.error
     assert sem.acquire(blocking=False)            # slot released after the error
 
 
