@@ -80,34 +80,80 @@ def heatmap(M, *, x_labels=None, y_labels=None, title: str = "", x_title: str = 
     return go.Figure(trace, layout)
 
 
+HEADS_PER_ROW = 8    # the heads of a layer wrap after this many panels (12 heads: 2 rows of 6)
+
+
+def _span(x0: float, x1: float) -> list[float]:
+    """A Plotly domain [x0, x1] inside [0, 1]: sums of gaps and widths land a rounding error past
+    1 (1.0000000000000002 for 12 heads), which Plotly refuses.
+
+    >>> _span(0.9441, 1.0000000000000002)
+    [0.9441, 1.0]
+    """
+    return [min(1.0, max(0.0, round(x0, 6))), min(1.0, max(0.0, round(x1, 6)))]
+
+
+def grid_domains(n: int, per_row: int = HEADS_PER_ROW, gap_x: float = 0.03,
+                 gap_y: float = 0.12) -> list[tuple[list[float], list[float]]]:
+    """(x domain, y domain) of ``n`` panels in rows of at most ``per_row``, the rows as even as
+    possible, row 1 at the top; every domain inside [0, 1] and of positive size for any ``n``.
+
+    >>> [len({tuple(y) for _, y in grid_domains(h)}) for h in (1, 8, 9, 12, 32)]   # rows
+    [1, 1, 2, 2, 4]
+    >>> all(0 <= a < b <= 1 and 0 <= c < d <= 1 for h in range(1, 65) for (a, b), (c, d) in grid_domains(h))
+    True
+    """
+    if n < 1:
+        return []
+    rows = -(-n // per_row)
+    cols = -(-n // rows)
+    gx = min(gap_x, 0.5 / max(cols - 1, 1))          # the gaps take at most half the width
+    gy = min(gap_y, 0.5 / max(rows - 1, 1)) if rows > 1 else 0.0
+    w = (1 - gx * (cols - 1)) / cols
+    h = (1 - gy * (rows - 1)) / rows
+    out = []
+    for i in range(n):
+        r, c = divmod(i, cols)
+        x0, y1 = c * (w + gx), 1 - r * (h + gy)
+        out.append((_span(x0, x0 + w), _span(y1 - h, y1)))
+    return out
+
+
 def heads_figure(weights, labels, head_titles: list[str], *, x_title: str = "", y_title: str = "",
                  highlight: int | None = None) -> go.Figure:
-    """All heads of a layer side by side: weights [H, T, T], one heatmap per head (shared 0..1).
+    """All heads of a layer: weights [H, T, T], one heatmap per head (shared 0..1), in rows of at
+    most ``HEADS_PER_ROW`` (:func:`grid_domains`).
 
-    The axes are laid out by hand (make_subplots costs ~10x more to build)."""
+    The axes are laid out by hand (make_subplots costs ~10x more to build).
+
+    >>> import numpy as np
+    >>> f = heads_figure(np.full((12, 3, 3), 1 / 3), list("abc"), [str(h) for h in range(12)])
+    >>> len(f.data), max(f.layout[f"xaxis{h}"].domain[1] for h in range(2, 13))
+    (12, 1.0)
+    """
     W = _np(weights).astype(float)
     H, T, _ = W.shape
-    gap = 0.03
-    width = (1 - gap * (H - 1)) / H
+    cells = grid_domains(H)
+    rows = len({tuple(y) for _, y in cells})
     traces, axes, notes = [], {}, []
-    for h in range(H):
+    for h, (dx, dy) in enumerate(cells):
         sx = "" if h == 0 else str(h + 1)
-        x0 = h * (width + gap)
+        first_col = dx[0] == 0.0
         traces.append(go.Heatmap(z=W[h], x=list(range(T)), y=list(range(T)), zmin=0, zmax=1,
                                  xaxis=f"x{sx}", yaxis=f"y{sx}", colorscale=theme.HEATMAP,
                                  showscale=h == H - 1, colorbar=dict(thickness=12),
                                  hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
-        axes[f"xaxis{sx}"] = dict(domain=[x0, x0 + width], anchor=f"y{sx}", showticklabels=T <= 24,
+        axes[f"xaxis{sx}"] = dict(domain=dx, anchor=f"y{sx}", showticklabels=T <= 24 and rows == 1,
                                   tickangle=0, tickfont=dict(size=10),
-                                  title=x_title if h == 0 else None, **_ticks(labels, T, 24))
-        axes[f"yaxis{sx}"] = dict(domain=[0, 1], anchor=f"x{sx}", autorange="reversed", tickfont=dict(size=10),
-                                  showticklabels=h == 0, title=y_title if h == 0 else None,
+                                  title=x_title if h == 0 and rows == 1 else None, **_ticks(labels, T, 24))
+        axes[f"yaxis{sx}"] = dict(domain=dy, anchor=f"x{sx}", autorange="reversed", tickfont=dict(size=10),
+                                  showticklabels=first_col, title=y_title if h == 0 else None,
                                   **_ticks(labels, T, 24))
         chosen = h == highlight
-        notes.append(dict(text=head_titles[h], x=x0 + width / 2, y=1.0, xref="paper", yref="paper",
+        notes.append(dict(text=head_titles[h], x=(dx[0] + dx[1]) / 2, y=dy[1], xref="paper", yref="paper",
                           xanchor="center", yanchor="bottom", showarrow=False,
                           font=dict(size=15 if chosen else 14, color=COLORS["chosen"] if chosen else "#333")))
-    layout = theme.layout(height=340, annotations=notes, **axes)
+    layout = theme.layout(height=340 if rows == 1 else 60 + 230 * rows, annotations=notes, **axes)
     layout["margin"] = dict(l=10, r=10, t=40, b=10)
     return go.Figure(traces, layout)
 
@@ -234,8 +280,9 @@ def multi_head_figure(mh, tokens: list[str], *, head_titles: list[str], heads_ti
     d = cat.shape[1]
     lim1 = float(np.abs(cat).max()) or 1.0
     lim2 = float(np.abs(proj).max()) or 1.0
-    gap_h, gap_b = 0.006, 0.04                        # between heads, between the three blocks
+    gap_b = 0.04                                      # between the three blocks
     block = (1 - 2 * gap_b) / 3
+    gap_h = min(0.006, 0.3 * block / max(H - 1, 1))   # between heads: at most 30 % of the block
     wh = (block - gap_h * (H - 1)) / H
     traces, axes, notes = [], {}, []
     panels = [(heads[h], h * (wh + gap_h), wh, head_titles[h], 1) for h in range(H)]
@@ -245,7 +292,7 @@ def multi_head_figure(mh, tokens: list[str], *, head_titles: list[str], heads_ti
         traces.append(go.Heatmap(z=Z, x=list(range(Z.shape[1])), y=list(range(T)), xaxis=f"x{sx}", yaxis=f"y{sx}",
                                  coloraxis="coloraxis" if ax == 1 else "coloraxis2",
                                  hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>"))
-        axes[f"xaxis{sx}"] = dict(domain=[x0, x0 + w], anchor=f"y{sx}", showticklabels=False, showgrid=False)
+        axes[f"xaxis{sx}"] = dict(domain=_span(x0, x0 + w), anchor=f"y{sx}", showticklabels=False, showgrid=False)
         axes[f"yaxis{sx}"] = dict(domain=[0, 0.9], anchor=f"x{sx}", autorange="reversed", showgrid=False,
                                   showticklabels=k == 0, tickfont=dict(size=10), **_ticks(tokens, T, 24))
         notes.append(dict(text=title, x=x0 + w / 2, y=0.905, xref="paper", yref="paper", xanchor="center",
