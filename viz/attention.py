@@ -237,17 +237,29 @@ def softmax_pair_figure(raw, scaled, *, x_title: str, y_title: str, names: tuple
 
 def pronoun_figure(share, row, tokens: list[str], ref_span: tuple[int, int], best: tuple[int, int], *,
                    layer_labels: list[str], head_labels: list[str], grid_title: str, row_title: str,
-                   y_title: str) -> go.Figure:
+                   y_title: str, margin: bool = False) -> go.Figure:
     """Why attention: left, the share of attention from the pronoun that lands on the referent,
-    for every layer (rows) and head (columns); right, the row of the head with the largest share,
-    over the tokens it can see (the referent's bars highlighted)."""
+    for every layer (rows) and head (columns) -- with ``margin``, that share minus the share on
+    the control word (-1..1, diverging); right, the row of head ``best`` over the tokens it can
+    see (the referent's bars highlighted). Taller with many layers (30 rows for SmolLM2).
+
+    >>> import numpy as np
+    >>> f = pronoun_figure(np.zeros((30, 9)), np.full(3, 1 / 3), list("abc"), (0, 1), (24, 4),
+    ...                    layer_labels=[str(i) for i in range(30)], head_labels=[str(i) for i in range(9)],
+    ...                    grid_title="", row_title="", y_title="", margin=True)
+    >>> f.layout.height, f.data[0].zmin
+    (700, -1)
+    """
     S = _np(share).astype(float)
     r = _np(row).astype(float)
     L, H = S.shape
     a, b = ref_span
     colors = [COLORS["chosen"] if a <= i < b else COLORS["neutral"] for i in range(len(r))]
-    grid = go.Heatmap(z=S, x=head_labels, y=layer_labels, zmin=0, zmax=1, colorscale=theme.HEATMAP,
-                      text=[[f"{v:.2f}" for v in line] for line in S], texttemplate="%{text}",
+    fmt = "{:+.2f}" if margin else "{:.2f}"
+    grid = go.Heatmap(z=S, x=head_labels, y=layer_labels, zmin=-1 if margin else 0, zmax=1,
+                      colorscale=theme.DIVERGING if margin else theme.HEATMAP, reversescale=margin,
+                      text=[[fmt.format(v) for v in line] for line in S], texttemplate="%{text}",
+                      textfont=dict(size=9 if L * H > 64 else 12),
                       showscale=False, xaxis="x", yaxis="y", hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>")
     bars = go.Bar(x=list(range(len(r))), y=r, marker_color=colors, xaxis="x2", yaxis="y2",
                   text=[f"{v:.2f}" if v >= 0.05 else "" for v in r], textposition="outside",
@@ -257,7 +269,7 @@ def pronoun_figure(share, row, tokens: list[str], ref_span: tuple[int, int], bes
              dict(text=row_title, x=0.69, y=1.0, xref="paper", yref="paper", xanchor="center",
                   yanchor="bottom", showarrow=False, font=dict(size=14))]
     layout = theme.layout(
-        height=360, annotations=notes, showlegend=False,
+        height=max(360, 100 + 20 * L), annotations=notes, showlegend=False,
         xaxis=dict(domain=[0, 0.3], anchor="y", side="bottom", tickangle=0),
         yaxis=dict(domain=[0, 0.92], anchor="x", autorange="reversed"),
         xaxis2=dict(domain=[0.38, 1], anchor="y2", tickangle=0, **_ticks(tokens[:len(r)], len(r), 40)),
@@ -333,3 +345,42 @@ def head_map_figure(delta, layer_labels: list[str], head_labels: list[str], *, t
                                hovertemplate="%{y} · %{x}: %{z:+.4f}<extra></extra>"))
     return theme.apply(fig, height=max(220, 70 * D.shape[0] + 90), title=title,
                        yaxis=dict(autorange="reversed", type="category"), xaxis=dict(type="category"))
+
+
+GROUP_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999")
+
+
+def gqa_figure(n_head: int, n_kv_head: int, *, query_labels: list[str], kv_labels: list[str],
+               query_title: str, kv_title: str, title: str = "") -> go.Figure:
+    """Grouped-query attention in one layer: ``n_head`` query heads (top row) each joined to the
+    key/value head it reads (bottom row), query head h reading K/V head h // (n_head / n_kv_head),
+    as the model's ``repeat_interleave`` does; one colour per group.
+
+    >>> f = gqa_figure(9, 3, query_labels=[f"Q{i}" for i in range(9)], kv_labels=["A", "B", "C"],
+    ...                query_title="q", kv_title="kv")
+    >>> len(f.data), [round(x, 1) for x in f.data[-1].x]   # 9 links, the query row, the K/V row
+    (11, [1.0, 4.0, 7.0])
+    """
+    if n_kv_head < 1 or n_head % n_kv_head:
+        raise ValueError(f"{n_head} query heads cannot share {n_kv_head} key/value heads evenly")
+    g = n_head // n_kv_head
+    kv_x = [k * g + (g - 1) / 2 for k in range(n_kv_head)]           # each K/V head under its group
+    color = [GROUP_COLORS[(h // g) % len(GROUP_COLORS)] for h in range(n_head)]
+    links = [go.Scatter(x=[h, kv_x[h // g]], y=[1, 0], mode="lines", line=dict(color=color[h], width=2),
+                        hoverinfo="skip", showlegend=False) for h in range(n_head)]
+    size = max(10, min(34, int(520 / n_head)))
+    queries = go.Scatter(x=list(range(n_head)), y=[1] * n_head, mode="markers+text", text=query_labels,
+                         textposition="top center", marker=dict(symbol="square", size=size, color=color),
+                         hovertext=query_labels, hoverinfo="text", showlegend=False, cliponaxis=False)
+    kvs = go.Scatter(x=kv_x, y=[0] * n_kv_head, mode="markers+text", text=kv_labels, textposition="bottom center",
+                     marker=dict(symbol="square", size=size + 8,
+                                 color=[GROUP_COLORS[k % len(GROUP_COLORS)] for k in range(n_kv_head)]),
+                     hovertext=kv_labels, hoverinfo="text", showlegend=False, cliponaxis=False)
+    notes = [dict(text=query_title, x=0, y=1, xref="paper", yref="y", xanchor="left", yanchor="bottom",
+                  yshift=26, showarrow=False, font=dict(size=13)),
+             dict(text=kv_title, x=0, y=0, xref="paper", yref="y", xanchor="left", yanchor="top",
+                  yshift=-26, showarrow=False, font=dict(size=13))]
+    fig = go.Figure(links + [queries, kvs])
+    fig.update_xaxes(visible=False, range=[-0.8, n_head - 0.2])
+    fig.update_yaxes(visible=False, range=[-0.55, 1.55])
+    return theme.apply(fig, height=300, title=title or None, annotations=notes)
