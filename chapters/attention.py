@@ -138,8 +138,9 @@ def sec_why():
     fig = render.figure(pronoun_figure, mg.margin if mg is not None else p.share,
                         mg.row if mg is not None else p.row, enc.tokens, p.ref_span, shown,
                         layer_labels=[t("common.layer_n", n=i + 1) for i in range(L)],
-                        head_labels=[t("common.head_n", n=i + 1) for i in range(H)],
-                        grid_title=grid_title,
+                        # more than 4 columns in a third of the width: numbers under the axis's name
+                        head_labels=[t("common.head_n", n=i + 1) if H <= 4 else str(i + 1) for i in range(H)],
+                        x_title=t("att.head") if H > 4 else "", grid_title=grid_title,
                         row_title=t("att.why_row", lh=label(shown), qtok=qtok, pron=render.escape(pron)),
                         y_title=t("att.weight"), margin=mg is not None)
     render.plot(fig, key="att_why", filename="attention-pronoun")
@@ -202,7 +203,8 @@ def sec_multi_head():
         render.code("\n↓\n".join(t("att.mh_shape", name=t(f"att.mh_step_{s.name}"),
                                     shape=" × ".join(map(str, s.shape))) for s in mh.shapes), language=None)
     fig = render.figure(multi_head_figure, mh, enc.tokens,
-                        head_titles=[t("common.head_n", n=h + 1) for h in range(H)],
+                        # more than 6 heads in a third of the width: their numbers alone
+                        head_titles=[t("common.head_n", n=h + 1) if H <= 6 else str(h + 1) for h in range(H)],
                         heads_title=f"{t('att.mh_step_heads')} [{H}×{T}×{dh}]",
                         concat_title=f"{t('att.mh_step_concat')} [{T}×{d}]",
                         proj_title=f"{t('att.mh_step_projected')} [{T}×{d}]")

@@ -237,7 +237,7 @@ def softmax_pair_figure(raw, scaled, *, x_title: str, y_title: str, names: tuple
 
 def pronoun_figure(share, row, tokens: list[str], ref_span: tuple[int, int], best: tuple[int, int], *,
                    layer_labels: list[str], head_labels: list[str], grid_title: str, row_title: str,
-                   y_title: str, margin: bool = False) -> go.Figure:
+                   y_title: str, margin: bool = False, x_title: str = "") -> go.Figure:
     """Why attention: left, the share of attention from the pronoun that lands on the referent,
     for every layer (rows) and head (columns) -- with ``margin``, that share minus the share on
     the control word (-1..1, diverging); right, the row of head ``best`` over the tokens it can
@@ -270,7 +270,7 @@ def pronoun_figure(share, row, tokens: list[str], ref_span: tuple[int, int], bes
                   yanchor="bottom", showarrow=False, font=dict(size=14))]
     layout = theme.layout(
         height=max(360, 100 + 20 * L), annotations=notes, showlegend=False,
-        xaxis=dict(domain=[0, 0.3], anchor="y", side="bottom", tickangle=0),
+        xaxis=dict(domain=[0, 0.3], anchor="y", side="bottom", tickangle=0, title=x_title or None),
         yaxis=dict(domain=[0, 0.92], anchor="x", autorange="reversed"),
         xaxis2=dict(domain=[0.38, 1], anchor="y2", tickangle=0, **_ticks(tokens[:len(r)], len(r), 40)),
         yaxis2=dict(domain=[0, 0.92], anchor="x2", range=[0, 1.12], title=y_title))
@@ -376,11 +376,12 @@ def gqa_figure(n_head: int, n_kv_head: int, *, query_labels: list[str], kv_label
                      marker=dict(symbol="square", size=size + 8,
                                  color=[GROUP_COLORS[k % len(GROUP_COLORS)] for k in range(n_kv_head)]),
                      hovertext=kv_labels, hoverinfo="text", showlegend=False, cliponaxis=False)
-    notes = [dict(text=query_title, x=0, y=1, xref="paper", yref="y", xanchor="left", yanchor="bottom",
-                  yshift=26, showarrow=False, font=dict(size=13)),
-             dict(text=kv_title, x=0, y=0, xref="paper", yref="y", xanchor="left", yanchor="top",
-                  yshift=-26, showarrow=False, font=dict(size=13))]
+    # the rows' names centred above the query labels and below the K/V labels, clear of both
+    notes = [dict(text=query_title, x=0.5, y=1, xref="paper", yref="y", xanchor="center", yanchor="bottom",
+                  yshift=size / 2 + 26, showarrow=False, font=dict(size=13, color="#555")),
+             dict(text=kv_title, x=0.5, y=0, xref="paper", yref="y", xanchor="center", yanchor="top",
+                  yshift=-(size / 2 + 30), showarrow=False, font=dict(size=13, color="#555"))]
     fig = go.Figure(links + [queries, kvs])
     fig.update_xaxes(visible=False, range=[-0.8, n_head - 0.2])
-    fig.update_yaxes(visible=False, range=[-0.55, 1.55])
-    return theme.apply(fig, height=300, title=title or None, annotations=notes)
+    fig.update_yaxes(visible=False, range=[-0.9, 1.9])
+    return theme.apply(fig, height=360, title=title or None, annotations=notes)
