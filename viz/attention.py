@@ -247,8 +247,8 @@ def pronoun_figure(share, row, tokens: list[str], ref_span: tuple[int, int], bes
     >>> f = pronoun_figure(np.zeros((30, 9)), np.full(3, 1 / 3), list("abc"), (0, 1), (24, 4),
     ...                    layer_labels=[str(i) for i in range(30)], head_labels=[str(i) for i in range(9)],
     ...                    grid_title="", row_title="", y_title="", margin=True)
-    >>> f.layout.height, f.data[0].zmin
-    (700, -1)
+    >>> f.layout.height, f.data[0].zmin, f.layout.xaxis.type
+    (700, -1, 'category')
     """
     S = _np(share).astype(float)
     r = _np(row).astype(float)
@@ -270,8 +270,9 @@ def pronoun_figure(share, row, tokens: list[str], ref_span: tuple[int, int], bes
                   yanchor="bottom", showarrow=False, font=dict(size=14))]
     layout = theme.layout(
         height=max(360, 100 + 20 * L), annotations=notes, showlegend=False,
-        xaxis=dict(domain=[0, 0.3], anchor="y", side="bottom", tickangle=0, title=x_title or None),
-        yaxis=dict(domain=[0, 0.92], anchor="x", autorange="reversed"),
+        # categories: head labels "1".."9" would otherwise make a numeric axis ticked 2, 4, 6, 8
+        xaxis=dict(domain=[0, 0.3], anchor="y", side="bottom", tickangle=0, title=x_title or None, type="category"),
+        yaxis=dict(domain=[0, 0.92], anchor="x", autorange="reversed", type="category"),
         xaxis2=dict(domain=[0.38, 1], anchor="y2", tickangle=0, **_ticks(tokens[:len(r)], len(r), 40)),
         yaxis2=dict(domain=[0, 0.92], anchor="x2", range=[0, 1.12], title=y_title))
     layout["margin"] = dict(l=10, r=10, t=40, b=10)
