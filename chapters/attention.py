@@ -13,7 +13,7 @@ from ui import session, render, urlstate
 from ui.i18n import lang, t
 from viz.attention import (
     pronoun_figure, multi_head_figure, heads_figure, heatmap, weighted_sum_figure,
-    saturation_figure, variance_figure, softmax_pair_figure,
+    saturation_figure, variance_figure, softmax_pair_figure, gqa_figure,
 )
 
 render.page_header("att.title", "att.intro")
@@ -96,7 +96,7 @@ def _md(text: str) -> str:
 
 # ---------------------------------------------------------------- sections ----------------
 def sec_why():
-    from lmviz.chapters.attention_pronoun import pronoun_case
+    from lmviz.chapters.attention_pronoun import pronoun_case, pronoun_words
     from lmviz.chapters.embedding import encode_for_model
 
     render.md(t("att.why_text"))
@@ -118,25 +118,31 @@ def sec_why():
         ctrl = urlstate.text(t("att.why_ctrl"), CONTROL[lang()], param="pc", key="att_p_ctrl", max_chars=20,
                              help=t("att.why_ctrl_help"))
     n = model.cfg.block_size
-    enc, er, ep, ec = (encode_for_model(tok, x, n) for x in (text, ref, pron, ctrl))
+    enc = encode_for_model(tok, text, n)
     render.unknown_chars(enc.unknown)
     render.context_cut(enc.context)
-    readable = lambda e: e.ids if e.ids and not e.unknown else []  # noqa: E731
-    case = pronoun_case(lambda ids: _trace(model, key, ids), enc.ids, readable(er), readable(ep),
-                        readable(ec), n)
+    # the words as they stand in the sentence (" Anna" for a byte-level tokenizer, "Anna" alone for a character one)
+    ref_ids, pron_ids, ctrl_ids = pronoun_words(tok, enc.ids, ref, pron, ctrl)
+    case = pronoun_case(lambda ids: _trace(model, key, ids), enc.ids, ref_ids, pron_ids, ctrl_ids, n)
     if case is None:
         st.warning(t("att.why_missing", ref=_md(ref), pron=_md(pron)))
         return
-    p, q = case.attention, case.query_pos
+    p, q, mg = case.attention, case.query_pos, case.margin
     qtok = render.escape(enc.tokens[q])
     L, H = p.share.shape
-    lh = t("common.layer_head", layer=p.best[0] + 1, head=p.best[1] + 1)
-    fig = render.figure(pronoun_figure, p.share, p.row, enc.tokens, p.ref_span, p.best,
+    label = lambda lh: t("common.layer_head", layer=lh[0] + 1, head=lh[1] + 1)  # noqa: E731
+    lh = label(p.best)
+    shown = mg.best if mg is not None else p.best                  # the head drawn on the right: the test's
+    grid_title = (t("att.why_grid_margin", ref=render.escape(ref), ctrl=render.escape(ctrl)) if mg is not None
+                  else t("att.why_grid", ref=render.escape(ref)))
+    fig = render.figure(pronoun_figure, mg.margin if mg is not None else p.share,
+                        mg.row if mg is not None else p.row, enc.tokens, p.ref_span, shown,
                         layer_labels=[t("common.layer_n", n=i + 1) for i in range(L)],
-                        head_labels=[t("common.head_n", n=i + 1) for i in range(H)],
-                        grid_title=t("att.why_grid", ref=render.escape(ref)),
-                        row_title=t("att.why_row", lh=lh, qtok=qtok, pron=render.escape(pron)),
-                        y_title=t("att.weight"))
+                        # more than 4 columns in a third of the width: numbers under the axis's name
+                        head_labels=[t("common.head_n", n=i + 1) if H <= 4 else str(i + 1) for i in range(H)],
+                        x_title=t("att.head") if H > 4 else "", grid_title=grid_title,
+                        row_title=t("att.why_row", lh=label(shown), qtok=qtok, pron=render.escape(pron)),
+                        y_title=t("att.weight"), margin=mg is not None)
     render.plot(fig, key="att_why", filename="attention-pronoun")
     f = lambda x: f"{x:.2f}"  # noqa: E731
     msg = t("att.why_result", pron=_md(pron), q=q + 1, qtok=_md(enc.tokens[q]), p=f(case.p_pronoun),
@@ -146,8 +152,22 @@ def sec_why():
     if control is None:
         st.warning(t("att.why_ctrl_missing", ctrl=_md(ctrl), ref=_md(ref)))
     else:
+        from lmviz.chapters import attention as A
+
+        best_l, best_h = mg.best
+        render.md(t(f"att.why_margin.{mg.verdict}", n=mg.n_heads, ref=_md(ref), ctrl=_md(ctrl), pron=_md(pron),
+                    lh=label(mg.best), share=f(float(mg.referent[best_l, best_h])),
+                    control=f(float(mg.control[best_l, best_h])), margin=f(mg.best_margin),
+                    hi=f(A.MARGIN_EVIDENCE), lo=f(A.MARGIN_WEAK), null_n=A.NULL_SENTENCES,
+                    null_hi=A.NULL_AT_EVIDENCE, null_lo=A.NULL_AT_WEAK, null_below=A.NULL_SENTENCES - A.NULL_AT_WEAK,
+                    null_model=A.NULL_MODEL, null_heads=A.NULL_HEADS))
+        if mg.n_heads != A.NULL_HEADS:
+            render.caption(t("att.why_margin_heads", n=mg.n_heads, null_model=A.NULL_MODEL, null_heads=A.NULL_HEADS,
+                             lo=f(A.MARGIN_WEAK), hi=f(A.MARGIN_EVIDENCE),
+                             stricter=t("att.why_margin_stricter" if mg.n_heads < A.NULL_HEADS
+                                        else "att.why_margin_looser")))
         c = pronoun(control.referent, control.control, control.recency, control.uniform)
-        render.md(render.claim(c, ref=_md(ref), ctrl=_md(ctrl), pron=_md(pron), lh=lh, dist=control.distance))
+        render.md(render.claim(c, ref=_md(ref), ctrl=_md(ctrl), pron=_md(pron), lh=label(mg.best), dist=control.distance))
     if src == "toy":
         from lmviz.chapters.attention_pronoun import ToyTrainConfig
 
@@ -183,7 +203,8 @@ def sec_multi_head():
         render.code("\n↓\n".join(t("att.mh_shape", name=t(f"att.mh_step_{s.name}"),
                                     shape=" × ".join(map(str, s.shape))) for s in mh.shapes), language=None)
     fig = render.figure(multi_head_figure, mh, enc.tokens,
-                        head_titles=[t("common.head_n", n=h + 1) for h in range(H)],
+                        # more than 6 heads in a third of the width: their numbers alone
+                        head_titles=[t("common.head_n", n=h + 1) if H <= 6 else str(h + 1) for h in range(H)],
                         heads_title=f"{t('att.mh_step_heads')} [{H}×{T}×{dh}]",
                         concat_title=f"{t('att.mh_step_concat')} [{T}×{d}]",
                         proj_title=f"{t('att.mh_step_projected')} [{T}×{d}]")
@@ -194,6 +215,25 @@ def sec_multi_head():
         render.caption(t("att.mh_check", err=err))
     else:
         st.warning(t("att.mh_check_bad", err=err))
+    _kv_heads(b)
+
+
+def _kv_heads(b):
+    """How the model's query heads read keys and values, from its config: GQA or MQA drawn, MHA said."""
+    cfg = b.model.cfg
+    h, kv = cfg.n_head, cfg.n_kv_head
+    own = str(b.meta.get("name", "")) if b.source == "pretrained" else ""    # a pretrained model's own name
+    if kv == h:
+        render.md(t("att.gqa_mha", name_lower=_md(own) if own else t("att.gqa_this_model_lower"), h=h))
+        return
+    fig = render.figure(gqa_figure, h, kv, query_labels=[t("att.gqa_q_n", n=i + 1) for i in range(h)],
+                        kv_labels=[t("att.gqa_kv_n", n=i + 1) for i in range(kv)],
+                        query_title=t("att.gqa_q_row"), kv_title=t("att.gqa_kv_row"),
+                        title=t("att.gqa_fig_title", name=render.escape(own) if own else t("att.gqa_this_model"),
+                                h=h, kv=kv))
+    render.plot(fig, key="att_gqa", filename="grouped-query-attention")
+    render.md(t("att.gqa_mqa" if kv == 1 else "att.gqa_gqa", name=_md(own) if own else t("att.gqa_this_model"),
+                layers=cfg.n_layer, h=h, kv=kv, g=h // kv, ratio=h // kv))
 
 
 

@@ -46,9 +46,10 @@ def tiny_trainer(max_steps: int, text: str = TRAIN_TEXT, eval_every: int = 10):
     return partial(make_trainer, OWN, cfg, text)
 
 
-def tiny_hf_folder(root, name: str = "tiny-gpt2", vocab: int = 50257):
-    """A tiny GPT-2 Hugging Face folder under ``root``: config.json, model.safetensors (one layer,
-    width 16, 1,024 positions, a ``vocab``-row table, seeded) and a hand-made byte-level
+def tiny_hf_folder(root, name: str = "tiny-gpt2", vocab: int = 50257, n_layer: int = 1, n_head: int = 2,
+                   dm: int = 16):
+    """A tiny GPT-2 Hugging Face folder under ``root``: config.json, model.safetensors (``n_layer``
+    layers of ``n_head`` heads, width ``dm``, 1,024 positions, a ``vocab``-row table, seeded) and a hand-made byte-level
     tokenizer.json (256 bytes, 3 merges -- 学 is split inside its bytes -- and <|endoftext|>).
     Written with safetensors alone: no transformers, no tokenizers."""
     import json
@@ -60,15 +61,16 @@ def tiny_hf_folder(root, name: str = "tiny-gpt2", vocab: int = 50257):
 
     d = root / name
     d.mkdir()
-    dm, P = 16, 1024
+    P = 1024
     (d / "config.json").write_text(json.dumps({"model_type": "gpt2", "vocab_size": vocab, "n_positions": P,
-                                               "n_embd": dm, "n_layer": 1, "n_head": 2}))
+                                               "n_embd": dm, "n_layer": n_layer, "n_head": n_head}))
     shapes = {"wte.weight": (vocab, dm), "wpe.weight": (P, dm), "ln_f.weight": (dm,), "ln_f.bias": (dm,)}
     for k, s in {"ln_1.weight": (dm,), "ln_1.bias": (dm,), "ln_2.weight": (dm,), "ln_2.bias": (dm,),
                  "attn.c_attn.weight": (dm, 3 * dm), "attn.c_attn.bias": (3 * dm,), "attn.c_proj.weight": (dm, dm),
                  "attn.c_proj.bias": (dm,), "mlp.c_fc.weight": (dm, 4 * dm), "mlp.c_fc.bias": (4 * dm,),
                  "mlp.c_proj.weight": (4 * dm, dm), "mlp.c_proj.bias": (dm,)}.items():
-        shapes[f"h.0.{k}"] = s
+        for layer in range(n_layer):
+            shapes[f"h.{layer}.{k}"] = s
     g = torch.Generator().manual_seed(0)
     save_file({k: 0.3 * torch.randn(s, generator=g) for k, s in shapes.items()}, str(d / "model.safetensors"))
     c = BYTE_TO_CHAR

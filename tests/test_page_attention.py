@@ -99,20 +99,25 @@ def _case(model, tok, text, ref, pron, ctrl):
     """The page's pronoun test recomputed outside the page (lmviz.chapters.attention_pronoun)."""
     import torch
 
-    from lmviz.chapters.attention_pronoun import pronoun_case
+    from lmviz.chapters.attention_pronoun import pronoun_case, pronoun_words
 
     def trace(ids):
         with torch.no_grad():
             return model.forward_trace(torch.tensor(ids))
-    return pronoun_case(trace, tok.encode(text), tok.encode(ref), tok.encode(pron), tok.encode(ctrl),
-                        model.cfg.block_size)
+    ids = tok.encode(text)
+    return pronoun_case(trace, ids, *pronoun_words(tok, ids, ref, pron, ctrl), model.cfg.block_size)
 
 
 def _check_pronoun_figure(at, lang, case, text_tokens):
-    p = case.attention
+    """The grid is every head's referent-minus-control margin, the row the best margin head's; the
+    sentences name the head that looks most at the referent and the head with the best margin."""
+    from lmviz.chapters import attention as A
+
+    p, m = case.attention, case.margin
     fig = figures(at)[0]
     grid = decode(fig["data"][0]["z"]).astype(float)
-    np.testing.assert_allclose(grid, p.share.numpy(), atol=1e-3)
+    np.testing.assert_allclose(grid, m.margin.numpy(), atol=1e-3)
+    np.testing.assert_allclose(decode(fig["data"][1]["y"]).astype(float), m.row.numpy(), atol=1e-3)
     lh = translate("common.layer_head", lang, layer=p.best[0] + 1, head=p.best[1] + 1)
     q = case.query_pos
     _, ref, pron = PRONOUN_DEFAULT[lang]
@@ -121,10 +126,20 @@ def _check_pronoun_figure(at, lang, case, text_tokens):
                      unif=f"{p.uniform:.2f}")
     assert want in all_text(at)
     assert abs(decode(fig["data"][1]["y"]).astype(float).sum() - 1) < 1e-3   # one attention row
-    return lh
+    lhm = translate("common.layer_head", lang, layer=m.best[0] + 1, head=m.best[1] + 1)
+    f = lambda x: f"{x:.2f}"  # noqa: E731
+    ctrl = CONTROL_DEFAULT[lang]
+    verdict = translate(f"att.why_margin.{m.verdict}", lang, n=grid.size, ref=ref, ctrl=ctrl, pron=pron, lh=lhm,
+                        share=f(float(m.referent[m.best])), control=f(float(m.control[m.best])),
+                        margin=f(m.best_margin), hi=f(A.MARGIN_EVIDENCE), lo=f(A.MARGIN_WEAK),
+                        null_n=A.NULL_SENTENCES, null_hi=A.NULL_AT_EVIDENCE, null_lo=A.NULL_AT_WEAK,
+                        null_below=A.NULL_SENTENCES - A.NULL_AT_WEAK, null_model=A.NULL_MODEL,
+                        null_heads=A.NULL_HEADS)
+    assert verdict in all_text(at)
+    return lhm
 
 
-from chapters.attention import PRONOUN as PRONOUN_DEFAULT  # noqa: E402
+from chapters.attention import CONTROL as CONTROL_DEFAULT, PRONOUN as PRONOUN_DEFAULT  # noqa: E402
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -236,16 +251,23 @@ def test_pronoun_claim_is_tested_against_a_control_and_the_look_back(lang):
     no_errors(at)
     text, ref, pron = PRONOUN[lang]
     case = _case(toy.model, toy.tokenizer, text, ref, pron, CONTROL[lang])
-    c, p = case.control, case.attention
+    c, m = case.control, case.margin
     claim = pronoun(c.referent, c.control, c.recency, c.uniform)
     assert claim.key == "claim.pronoun.referent"
-    lh = translate("common.layer_head", lang, layer=p.best[0] + 1, head=p.best[1] + 1)
+    lh = translate("common.layer_head", lang, layer=m.best[0] + 1, head=m.best[1] + 1)   # the margin's head
     fmt = lambda cl, ctrl: translate(cl.key, lang, **{**dict(cl.values), "ref": ref, "ctrl": ctrl,  # noqa: E731
                                                        "pron": pron, "lh": lh, "dist": c.distance})
     assert fmt(claim, CONTROL[lang]) in all_text(at)
     at.text_input(key="att_p_ctrl").input(ref).run()
     no_errors(at)
-    same = _case(toy.model, toy.tokenizer, text, ref, pron, ref).control
-    assert fmt(pronoun(same.referent, same.control, same.recency, same.uniform), ref) in all_text(at)
+    same_case = _case(toy.model, toy.tokenizer, text, ref, pron, ref)
+    same = same_case.control
+    assert same_case.margin.best_margin == 0 and same_case.margin.verdict == "none"
+    lh_same = translate("common.layer_head", lang, layer=same_case.margin.best[0] + 1,
+                        head=same_case.margin.best[1] + 1)
+    same_claim = pronoun(same.referent, same.control, same.recency, same.uniform)
+    assert same_claim.statement != "referent"
+    assert translate(same_claim.key, lang, **{**dict(same_claim.values), "ref": ref, "ctrl": ref, "pron": pron,
+                                              "lh": lh_same, "dist": same.distance}) in all_text(at)
     assert translate("claim.pronoun.referent", lang, **{**dict(claim.values), "ref": ref, "ctrl": ref, "pron": pron,
                                                           "lh": lh, "dist": c.distance}) not in all_text(at)

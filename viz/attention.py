@@ -80,34 +80,80 @@ def heatmap(M, *, x_labels=None, y_labels=None, title: str = "", x_title: str = 
     return go.Figure(trace, layout)
 
 
+HEADS_PER_ROW = 8    # the heads of a layer wrap after this many panels (12 heads: 2 rows of 6)
+
+
+def _span(x0: float, x1: float) -> list[float]:
+    """A Plotly domain [x0, x1] inside [0, 1]: sums of gaps and widths land a rounding error past
+    1 (1.0000000000000002 for 12 heads), which Plotly refuses.
+
+    >>> _span(0.9441, 1.0000000000000002)
+    [0.9441, 1.0]
+    """
+    return [min(1.0, max(0.0, round(x0, 6))), min(1.0, max(0.0, round(x1, 6)))]
+
+
+def grid_domains(n: int, per_row: int = HEADS_PER_ROW, gap_x: float = 0.03,
+                 gap_y: float = 0.12) -> list[tuple[list[float], list[float]]]:
+    """(x domain, y domain) of ``n`` panels in rows of at most ``per_row``, the rows as even as
+    possible, row 1 at the top; every domain inside [0, 1] and of positive size for any ``n``.
+
+    >>> [len({tuple(y) for _, y in grid_domains(h)}) for h in (1, 8, 9, 12, 32)]   # rows
+    [1, 1, 2, 2, 4]
+    >>> all(0 <= a < b <= 1 and 0 <= c < d <= 1 for h in range(1, 65) for (a, b), (c, d) in grid_domains(h))
+    True
+    """
+    if n < 1:
+        return []
+    rows = -(-n // per_row)
+    cols = -(-n // rows)
+    gx = min(gap_x, 0.5 / max(cols - 1, 1))          # the gaps take at most half the width
+    gy = min(gap_y, 0.5 / max(rows - 1, 1)) if rows > 1 else 0.0
+    w = (1 - gx * (cols - 1)) / cols
+    h = (1 - gy * (rows - 1)) / rows
+    out = []
+    for i in range(n):
+        r, c = divmod(i, cols)
+        x0, y1 = c * (w + gx), 1 - r * (h + gy)
+        out.append((_span(x0, x0 + w), _span(y1 - h, y1)))
+    return out
+
+
 def heads_figure(weights, labels, head_titles: list[str], *, x_title: str = "", y_title: str = "",
                  highlight: int | None = None) -> go.Figure:
-    """All heads of a layer side by side: weights [H, T, T], one heatmap per head (shared 0..1).
+    """All heads of a layer: weights [H, T, T], one heatmap per head (shared 0..1), in rows of at
+    most ``HEADS_PER_ROW`` (:func:`grid_domains`).
 
-    The axes are laid out by hand (make_subplots costs ~10x more to build)."""
+    The axes are laid out by hand (make_subplots costs ~10x more to build).
+
+    >>> import numpy as np
+    >>> f = heads_figure(np.full((12, 3, 3), 1 / 3), list("abc"), [str(h) for h in range(12)])
+    >>> len(f.data), max(f.layout[f"xaxis{h}"].domain[1] for h in range(2, 13))
+    (12, 1.0)
+    """
     W = _np(weights).astype(float)
     H, T, _ = W.shape
-    gap = 0.03
-    width = (1 - gap * (H - 1)) / H
+    cells = grid_domains(H)
+    rows = len({tuple(y) for _, y in cells})
     traces, axes, notes = [], {}, []
-    for h in range(H):
+    for h, (dx, dy) in enumerate(cells):
         sx = "" if h == 0 else str(h + 1)
-        x0 = h * (width + gap)
+        first_col = dx[0] == 0.0
         traces.append(go.Heatmap(z=W[h], x=list(range(T)), y=list(range(T)), zmin=0, zmax=1,
                                  xaxis=f"x{sx}", yaxis=f"y{sx}", colorscale=theme.HEATMAP,
                                  showscale=h == H - 1, colorbar=dict(thickness=12),
                                  hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
-        axes[f"xaxis{sx}"] = dict(domain=[x0, x0 + width], anchor=f"y{sx}", showticklabels=T <= 24,
+        axes[f"xaxis{sx}"] = dict(domain=dx, anchor=f"y{sx}", showticklabels=T <= 24 and rows == 1,
                                   tickangle=0, tickfont=dict(size=10),
-                                  title=x_title if h == 0 else None, **_ticks(labels, T, 24))
-        axes[f"yaxis{sx}"] = dict(domain=[0, 1], anchor=f"x{sx}", autorange="reversed", tickfont=dict(size=10),
-                                  showticklabels=h == 0, title=y_title if h == 0 else None,
+                                  title=x_title if h == 0 and rows == 1 else None, **_ticks(labels, T, 24))
+        axes[f"yaxis{sx}"] = dict(domain=dy, anchor=f"x{sx}", autorange="reversed", tickfont=dict(size=10),
+                                  showticklabels=first_col, title=y_title if h == 0 else None,
                                   **_ticks(labels, T, 24))
         chosen = h == highlight
-        notes.append(dict(text=head_titles[h], x=x0 + width / 2, y=1.0, xref="paper", yref="paper",
+        notes.append(dict(text=head_titles[h], x=(dx[0] + dx[1]) / 2, y=dy[1], xref="paper", yref="paper",
                           xanchor="center", yanchor="bottom", showarrow=False,
                           font=dict(size=15 if chosen else 14, color=COLORS["chosen"] if chosen else "#333")))
-    layout = theme.layout(height=340, annotations=notes, **axes)
+    layout = theme.layout(height=340 if rows == 1 else 60 + 230 * rows, annotations=notes, **axes)
     layout["margin"] = dict(l=10, r=10, t=40, b=10)
     return go.Figure(traces, layout)
 
@@ -191,17 +237,29 @@ def softmax_pair_figure(raw, scaled, *, x_title: str, y_title: str, names: tuple
 
 def pronoun_figure(share, row, tokens: list[str], ref_span: tuple[int, int], best: tuple[int, int], *,
                    layer_labels: list[str], head_labels: list[str], grid_title: str, row_title: str,
-                   y_title: str) -> go.Figure:
+                   y_title: str, margin: bool = False, x_title: str = "") -> go.Figure:
     """Why attention: left, the share of attention from the pronoun that lands on the referent,
-    for every layer (rows) and head (columns); right, the row of the head with the largest share,
-    over the tokens it can see (the referent's bars highlighted)."""
+    for every layer (rows) and head (columns) -- with ``margin``, that share minus the share on
+    the control word (-1..1, diverging); right, the row of head ``best`` over the tokens it can
+    see (the referent's bars highlighted). Taller with many layers (30 rows for SmolLM2).
+
+    >>> import numpy as np
+    >>> f = pronoun_figure(np.zeros((30, 9)), np.full(3, 1 / 3), list("abc"), (0, 1), (24, 4),
+    ...                    layer_labels=[str(i) for i in range(30)], head_labels=[str(i) for i in range(9)],
+    ...                    grid_title="", row_title="", y_title="", margin=True)
+    >>> f.layout.height, f.data[0].zmin, f.layout.xaxis.type
+    (700, -1, 'category')
+    """
     S = _np(share).astype(float)
     r = _np(row).astype(float)
     L, H = S.shape
     a, b = ref_span
     colors = [COLORS["chosen"] if a <= i < b else COLORS["neutral"] for i in range(len(r))]
-    grid = go.Heatmap(z=S, x=head_labels, y=layer_labels, zmin=0, zmax=1, colorscale=theme.HEATMAP,
-                      text=[[f"{v:.2f}" for v in line] for line in S], texttemplate="%{text}",
+    fmt = "{:+.2f}" if margin else "{:.2f}"
+    grid = go.Heatmap(z=S, x=head_labels, y=layer_labels, zmin=-1 if margin else 0, zmax=1,
+                      colorscale=theme.DIVERGING if margin else theme.HEATMAP, reversescale=margin,
+                      text=[[fmt.format(v) for v in line] for line in S], texttemplate="%{text}",
+                      textfont=dict(size=9 if L * H > 64 else 12),
                       showscale=False, xaxis="x", yaxis="y", hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>")
     bars = go.Bar(x=list(range(len(r))), y=r, marker_color=colors, xaxis="x2", yaxis="y2",
                   text=[f"{v:.2f}" if v >= 0.05 else "" for v in r], textposition="outside",
@@ -211,9 +269,10 @@ def pronoun_figure(share, row, tokens: list[str], ref_span: tuple[int, int], bes
              dict(text=row_title, x=0.69, y=1.0, xref="paper", yref="paper", xanchor="center",
                   yanchor="bottom", showarrow=False, font=dict(size=14))]
     layout = theme.layout(
-        height=360, annotations=notes, showlegend=False,
-        xaxis=dict(domain=[0, 0.3], anchor="y", side="bottom", tickangle=0),
-        yaxis=dict(domain=[0, 0.92], anchor="x", autorange="reversed"),
+        height=max(360, 100 + 20 * L), annotations=notes, showlegend=False,
+        # categories: head labels "1".."9" would otherwise make a numeric axis ticked 2, 4, 6, 8
+        xaxis=dict(domain=[0, 0.3], anchor="y", side="bottom", tickangle=0, title=x_title or None, type="category"),
+        yaxis=dict(domain=[0, 0.92], anchor="x", autorange="reversed", type="category"),
         xaxis2=dict(domain=[0.38, 1], anchor="y2", tickangle=0, **_ticks(tokens[:len(r)], len(r), 40)),
         yaxis2=dict(domain=[0, 0.92], anchor="x2", range=[0, 1.12], title=y_title))
     layout["margin"] = dict(l=10, r=10, t=40, b=10)
@@ -234,8 +293,9 @@ def multi_head_figure(mh, tokens: list[str], *, head_titles: list[str], heads_ti
     d = cat.shape[1]
     lim1 = float(np.abs(cat).max()) or 1.0
     lim2 = float(np.abs(proj).max()) or 1.0
-    gap_h, gap_b = 0.006, 0.04                        # between heads, between the three blocks
+    gap_b = 0.04                                      # between the three blocks
     block = (1 - 2 * gap_b) / 3
+    gap_h = min(0.006, 0.3 * block / max(H - 1, 1))   # between heads: at most 30 % of the block
     wh = (block - gap_h * (H - 1)) / H
     traces, axes, notes = [], {}, []
     panels = [(heads[h], h * (wh + gap_h), wh, head_titles[h], 1) for h in range(H)]
@@ -245,7 +305,7 @@ def multi_head_figure(mh, tokens: list[str], *, head_titles: list[str], heads_ti
         traces.append(go.Heatmap(z=Z, x=list(range(Z.shape[1])), y=list(range(T)), xaxis=f"x{sx}", yaxis=f"y{sx}",
                                  coloraxis="coloraxis" if ax == 1 else "coloraxis2",
                                  hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>"))
-        axes[f"xaxis{sx}"] = dict(domain=[x0, x0 + w], anchor=f"y{sx}", showticklabels=False, showgrid=False)
+        axes[f"xaxis{sx}"] = dict(domain=_span(x0, x0 + w), anchor=f"y{sx}", showticklabels=False, showgrid=False)
         axes[f"yaxis{sx}"] = dict(domain=[0, 0.9], anchor=f"x{sx}", autorange="reversed", showgrid=False,
                                   showticklabels=k == 0, tickfont=dict(size=10), **_ticks(tokens, T, 24))
         notes.append(dict(text=title, x=x0 + w / 2, y=0.905, xref="paper", yref="paper", xanchor="center",
@@ -286,3 +346,43 @@ def head_map_figure(delta, layer_labels: list[str], head_labels: list[str], *, t
                                hovertemplate="%{y} · %{x}: %{z:+.4f}<extra></extra>"))
     return theme.apply(fig, height=max(220, 70 * D.shape[0] + 90), title=title,
                        yaxis=dict(autorange="reversed", type="category"), xaxis=dict(type="category"))
+
+
+GROUP_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999")
+
+
+def gqa_figure(n_head: int, n_kv_head: int, *, query_labels: list[str], kv_labels: list[str],
+               query_title: str, kv_title: str, title: str = "") -> go.Figure:
+    """Grouped-query attention in one layer: ``n_head`` query heads (top row) each joined to the
+    key/value head it reads (bottom row), query head h reading K/V head h // (n_head / n_kv_head),
+    as the model's ``repeat_interleave`` does; one colour per group.
+
+    >>> f = gqa_figure(9, 3, query_labels=[f"Q{i}" for i in range(9)], kv_labels=["A", "B", "C"],
+    ...                query_title="q", kv_title="kv")
+    >>> len(f.data), [round(x, 1) for x in f.data[-1].x]   # 9 links, the query row, the K/V row
+    (11, [1.0, 4.0, 7.0])
+    """
+    if n_kv_head < 1 or n_head % n_kv_head:
+        raise ValueError(f"{n_head} query heads cannot share {n_kv_head} key/value heads evenly")
+    g = n_head // n_kv_head
+    kv_x = [k * g + (g - 1) / 2 for k in range(n_kv_head)]           # each K/V head under its group
+    color = [GROUP_COLORS[(h // g) % len(GROUP_COLORS)] for h in range(n_head)]
+    links = [go.Scatter(x=[h, kv_x[h // g]], y=[1, 0], mode="lines", line=dict(color=color[h], width=2),
+                        hoverinfo="skip", showlegend=False) for h in range(n_head)]
+    size = max(10, min(34, int(520 / n_head)))
+    queries = go.Scatter(x=list(range(n_head)), y=[1] * n_head, mode="markers+text", text=query_labels,
+                         textposition="top center", marker=dict(symbol="square", size=size, color=color),
+                         hovertext=query_labels, hoverinfo="text", showlegend=False, cliponaxis=False)
+    kvs = go.Scatter(x=kv_x, y=[0] * n_kv_head, mode="markers+text", text=kv_labels, textposition="bottom center",
+                     marker=dict(symbol="square", size=size + 8,
+                                 color=[GROUP_COLORS[k % len(GROUP_COLORS)] for k in range(n_kv_head)]),
+                     hovertext=kv_labels, hoverinfo="text", showlegend=False, cliponaxis=False)
+    # the rows' names centred above the query labels and below the K/V labels, clear of both
+    notes = [dict(text=query_title, x=0.5, y=1, xref="paper", yref="y", xanchor="center", yanchor="bottom",
+                  yshift=size / 2 + 26, showarrow=False, font=dict(size=13, color="#555")),
+             dict(text=kv_title, x=0.5, y=0, xref="paper", yref="y", xanchor="center", yanchor="top",
+                  yshift=-(size / 2 + 30), showarrow=False, font=dict(size=13, color="#555"))]
+    fig = go.Figure(links + [queries, kvs])
+    fig.update_xaxes(visible=False, range=[-0.8, n_head - 0.2])
+    fig.update_yaxes(visible=False, range=[-0.9, 1.9])
+    return theme.apply(fig, height=360, title=title or None, annotations=notes)

@@ -19,12 +19,14 @@ lmviz.chapters.attention_pronoun`` retrains it (a few seconds) and writes
 from __future__ import annotations
 
 import random
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from lmviz.chapters.attention import PronounAttention, PronounControl, find_span, pronoun_attention, pronoun_control
+from lmviz.chapters.attention import (PronounAttention, PronounControl, PronounMargin, find_span, pronoun_attention,
+                                     pronoun_control, pronoun_margin)
 from lmviz.data import pad_batch
 from lmviz.model import GPT
 from lmviz.tokenizer import WordTokenizer
@@ -180,7 +182,51 @@ class PronounCase:
     query_pos: int                   # the position that writes the pronoun (pron_span[0] - 1)
     p_pronoun: float                 # the model's probability of the pronoun's first token there
     attention: PronounAttention      # every head's share on the referent from query_pos
-    control: PronounControl | None   # None when the control word cannot stand in the referent's place
+    control: PronounControl | None   # the margin's best head tested; None when the control word cannot stand
+    #                                  in the referent's place
+    margin: PronounMargin | None     # every head's referent-minus-control margin; None with no control
+
+
+def word_ids(tokenizer, ids, word: str, start: int = 0, spaced: bool | None = None) -> list[int]:
+    """The ids of ``word`` as it stands in ``ids`` (at or after ``start``): the word alone, or,
+    when that does not occur, with the leading space a byte-level tokenizer folds into a word's
+    piece (" Anna", not "Anna"). ``spaced`` forces one form (the control takes the referent's).
+    [] when the tokenizer cannot read the word (an unknown character of a character model).
+
+    >>> from lmviz.tokenizer import WordTokenizer
+    >>> tok = WordTokenizer(["I", "met", "Anna"], sep=" "); word_ids(tok, tok.encode("I met Anna"), "Anna")
+    [2]
+    """
+    from lmviz.chapters.embedding import encode_for_model
+
+    forms = []
+    for space in ((False, True) if spaced is None else (spaced,)):
+        enc = encode_for_model(tokenizer, (" " if space else "") + word, 4 * len(word) + 8)
+        forms.append(enc.ids if enc.ids and not enc.unknown and not enc.truncated else [])
+    for f in forms:
+        if f and find_span(ids, f, start) is not None:
+            return f
+    return forms[0]
+
+
+def pronoun_words(tokenizer, ids, ref: str, pron: str, ctrl: str) -> tuple[list[int], list[int], list[int]]:
+    """(referent, pronoun, control) ids as they stand in the sentence ``ids`` (:func:`word_ids`),
+    the control written as the referent is (with a leading space when the referent has one).
+
+    >>> from lmviz.tokenizer import WordTokenizer
+    >>> tok = WordTokenizer(["I", "met", "Anna", "and", "she", "cup"], sep=" ")
+    >>> pronoun_words(tok, tok.encode("I met Anna and she"), "Anna", "she", "cup")
+    ([2], [4], [5])
+    """
+    spaced = False
+    r = word_ids(tokenizer, ids, ref, spaced=False)
+    if not r or find_span(ids, r) is None:
+        r2 = word_ids(tokenizer, ids, ref, spaced=True)
+        if r2 and find_span(ids, r2) is not None:
+            r, spaced = r2, True
+    span = find_span(ids, r) if r else None
+    p = word_ids(tokenizer, ids, pron, span[1] if span else 0)
+    return r, p, word_ids(tokenizer, [], ctrl, spaced=spaced) if ctrl else []
 
 
 def pronoun_case(trace, ids, ref_ids, pron_ids, ctrl_ids, block_size: int) -> PronounCase | None:
@@ -201,18 +247,77 @@ def pronoun_case(trace, ids, ref_ids, pron_ids, ctrl_ids, block_size: int) -> Pr
     weights = [L.weights for L in tr.layers]
     att = pronoun_attention(weights, q, span)
     p_pron = float(tr.probs[q, ids[pspan[0]]])
-    control = None
+    control = margin = None
     if ctrl_ids:
         cids = (ids[:span[0]] + list(ctrl_ids) + ids[span[1]:])[:block_size]
         cspan = (span[0], span[0] + len(ctrl_ids))
         cp = find_span(cids, pron_ids, cspan[1])
         if cp is not None:
-            ctr = trace(tuple(cids))
-            control = pronoun_control(att, weights, [L.weights for L in ctr.layers], cp[0] - 1, cspan)
-    return PronounCase(ids, span, pspan, q, p_pron, att, control)
+            cw = [L.weights for L in trace(tuple(cids)).layers]
+            margin = pronoun_margin(weights, q, span, cw, cp[0] - 1, cspan)
+            control = pronoun_control(att, weights, cw, cp[0] - 1, cspan, head=margin.best)
+    return PronounCase(ids, span, pspan, q, p_pron, att, control, margin)
 
 
-if __name__ == "__main__":  # rebuild the shipped toy weights
+@dataclass(frozen=True)
+class MarginCalibration:
+    """The null experiment behind lmviz.chapters.attention.MARGIN_EVIDENCE: the best margin over
+    all heads in sentences with a person and in the same sentences with an object in its place."""
+    person: list[float]     # per sentence, the best margin with the person in its place
+    objects: list[float]    # per sentence, the best margin with an object there (no referent)
+
+
+def calibration_sentences(n: int, seed: int = 0) -> list[tuple[str, str, str, str, str]]:
+    """``n`` English sentences of the toy's patterns as prose (no space before "." or "'s"):
+    (with the person, the person, the pronoun, with an object in the person's place, that object),
+    and a third object for the control. Leading spaces as a byte-level tokenizer reads them."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        tpl = rng.choice(TEMPLATES["en"])
+        pron = rng.choice(["he", "she"])
+        person = rng.choice(NAMES["en"][pron])
+        o, o2, o3 = rng.sample(OBJECTS["en"], 3)
+
+        def fill(who):
+            t = tpl.format(P=who, pr=pron, O=o, O2=o2).replace(" .", ".").replace(" 's", "'s")
+            return t[0].upper() + t[1:]
+        first = tpl.startswith("{P}")
+        the = "The " if first else " the "
+        out.append((fill(person), ("" if first else " ") + person, " " + pron, fill("the " + o2),
+                    the + o2, the + o3))
+    return out
+
+
+@torch.no_grad()
+def margin_calibration(model: GPT, tokenizer, n: int = 100, seed: int = 0) -> MarginCalibration:
+    """The best referent-minus-control margin over all heads of ``model`` in ``n`` sentences
+    (:func:`calibration_sentences`), with the person and with an object in its place (another
+    object as the control either way): how large a margin a swap of words gives with no referent."""
+    def trace(ids):
+        return model.forward_trace(torch.tensor(ids, dtype=torch.long))
+
+    person, objects = [], []
+    for s, p, pron, s0, o, ctrl in calibration_sentences(n, seed):
+        for text, ref, out in ((s, p, person), (s0, o, objects)):
+            ids = tokenizer.encode(text)
+            case = pronoun_case(trace, ids, tokenizer.encode(ref), tokenizer.encode(pron), tokenizer.encode(ctrl),
+                                model.cfg.block_size)
+            if case is not None and case.margin is not None:
+                out.append(case.margin.best_margin)
+    return MarginCalibration(person, objects)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["calibrate"]:   # the margin threshold, on a model file or folder
+    from lmviz.chapters.attention import MARGIN_EVIDENCE, MARGIN_WEAK
+    from lmviz.hf import load
+
+    m, tok, _ = load(sys.argv[2], device="cpu")
+    cal = margin_calibration(m, tok)
+    for name, v in (("person", cal.person), ("objects", cal.objects)):
+        print(f"{name}: {len(v)} sentences, best margin >= {MARGIN_EVIDENCE}: {sum(x >= MARGIN_EVIDENCE for x in v)}, "
+              f">= {MARGIN_WEAK}: {sum(x >= MARGIN_WEAK for x in v)}, median {sorted(v)[len(v) // 2]:.3f}")
+elif __name__ == "__main__":  # rebuild the shipped toy weights
     from lmviz.checkpoint import save_checkpoint
     from lmviz.chapters.claims import pronoun
 
