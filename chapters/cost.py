@@ -73,7 +73,7 @@ def _timing_view(series) -> None:
         fig = render.figure(vc.timing_figure, [r.n for r in rows], [r.t_scores for r in rows], [r.t_full for r in rows],
                             names={"scores": t("cost.fig.scores"), "full": t("cost.fig.full"),
                                    "guide": t("cost.fig.n2_guide")},
-                            x_title=t("cost.fig.n"), y_title=t("cost.fig.ms"), full_spread=(lo, hi))
+                            x_title=t("cost.fig.n"), y_title=t("cost.fig.ms"), full_spread=(lo, hi), lang=lang())
         render.plot(fig, key="cost_timing", filename="attention-time")
     with c2:
         table = {
@@ -289,7 +289,7 @@ def sec_traffic() -> None:
                         names={"dense": t("cost.fig.dense_bytes"), "tiled": t("cost.fig.tiled_bytes"),
                                "flops": t("cost.fig.flops_both")},
                         x_title=t("cost.fig.n"), bytes_title=t("cost.fig.mib"),
-                        flops_title=t("cost.fig.flops"))
+                        flops_title=t("cost.fig.flops"), lang=lang())
     render.plot(fig, key="cost_traffic", filename="traffic")
     i = ns.index(4096)
     render.md(t("cost.traffic_read", block=block, kb=sram, n=ns[i], dense=_mib(dense[i]),
@@ -318,7 +318,7 @@ def sec_where() -> None:
     recs = [layer_flops(n, d, r, kv) for n in ns]
     names = {p: t(f"cost.part.{p}") for p in ("attention", "projections", "mlp")}
     fig = render.figure(vc.flops_share_figure, recs, names=names, x_title=t("cost.fig.n"), y_title=t("cost.fig.share"),
-                        crossover=cross, crossover_text=t("cost.fig.crossover", n=f"{cross:g}"))
+                        crossover=cross, crossover_text=t("cost.fig.crossover", n=f"{cross:g}"), lang=lang())
     render.plot(fig, key="cost_share", filename="flops-share")
     n = urlstate.slider(t("cost.prefill_n"), 16, 4096, 512, 16, param="pn", key="cost_pn")
     pre, dec = layer_flops(n, d, r, kv), decode_step_flops(n, d, r, kv)
@@ -326,7 +326,7 @@ def sec_where() -> None:
     with c1:
         fig = render.figure(vc.prefill_decode_figure, pre, dec, names=names,
                             groups=[t("cost.fig.prefill", n=n), t("cost.fig.decode", n=n)],
-                            y_title=t("cost.fig.flops_layer"))
+                            y_title=t("cost.fig.flops_layer"), lang=lang())
         render.plot(fig, key="cost_prefill", filename="prefill-vs-decode")
     with c2:
         render.md(t("cost.prefill_read", n=n, pre=_human(pre.total * cfg.n_layer),
@@ -378,7 +378,7 @@ def sec_budget() -> None:
                         [chinchilla_optimal_fit(x).n_params for x in cs], CHINCHILLA_TABLE3, cbud,
                         names={"rule": t("cost.fig.rule"), "fit": t("cost.fig.fit"),
                                "table": t("cost.fig.table3"), "now": t("cost.fig.budget")},
-                        x_title=t("cost.fig.compute"), y_title=t("cost.fig.params"))
+                        x_title=t("cost.fig.compute"), y_title=t("cost.fig.params"), lang=lang())
     render.plot(fig, key="cost_chinchilla", filename="chinchilla")
     render.md(t("cost.chinchilla_read", c=_sci(cbud), n=_human(rule.n_params), d=_human(rule.n_tokens),
                 nf=_human(fit.n_params)))

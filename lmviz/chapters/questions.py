@@ -430,7 +430,7 @@ def _kv_bytes() -> Solution:
     return Solution(opts, correct,
                     {"L": str(s.n_layer), "n": f"{s.n_tokens:,}", "H": str(s.n_head),
                      "Hkv": str(s.n_kv_head), "d": str(s.head_dim), "dtype": s.dtype},
-                    {"L": str(s.n_layer), "n": str(s.n_tokens), "Hkv": str(s.n_kv_head),
+                    {"L": str(s.n_layer), "n": f"{s.n_tokens:,}", "Hkv": str(s.n_kv_head),
                      "d": str(s.head_dim), "s": _num(b), "bytes": f"{right:,}", "gib": _gib(right)},
                     {"bytes": right})
 
