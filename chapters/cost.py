@@ -19,7 +19,7 @@ from lmviz.tokenizer import fit_context
 from ui import session, render, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import t
-from ui.i18n import lang, catalogue
+from ui.i18n import catalogue, device, lang
 from viz import cost as vc
 from viz.tokenization import visible
 
@@ -94,7 +94,7 @@ def _timing_view(series) -> None:
 def sec_measured() -> None:
     render.md(t("cost.measured_intro"))
     name = _device_name()
-    render.caption(t("common.device", name=name))
+    render.caption(t("common.device", name=device(name)))
     snap = _bench_snapshot()
     busy = snap is not None and snap.active
     label = t("cost.measure_again" if snap is not None else "cost.measure",
