@@ -469,7 +469,7 @@ def _cost_double_n() -> Solution:
     cands = {"x2": 2.0, "x4": 4.0, "x8": 8.0}   # linear, quadratic, cubic in n
     opts, correct = _choices(cands, lambda x: f"{x:g}×", _match(cands, r))
     return Solution(opts, correct,
-                    {"n": str(COST_N), "n2": str(2 * COST_N), "d": str(COST_D)},
+                    {"n": f"{COST_N:,}", "n2": f"{2 * COST_N:,}", "d": str(COST_D)},
                     {"f1": f"{f1:,}", "f2": f"{f2:,}", "ratio": f"{r:g}", "lin": f"{lin:g}"},
                     {"ratio": r, "linear_ratio": lin})
 
