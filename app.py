@@ -18,7 +18,7 @@ warmup.lower_if_warm_visit(st.context.headers)   # the server's own first visit 
 
 from ui import classroom, first_screen, render, session
 from ui.chapters import registered
-from ui.i18n import LANG_NAMES, LANGS, t
+from ui.i18n import LANG_NAMES, LANGS, device, t
 from ui.runtime import bounded_runs, in_fragment_rerun, kept_downloads, page_run, patient_reruns
 
 patient_reruns()    # a fragment's rerun never drops the end of the run before it (ui.runtime)
@@ -88,7 +88,7 @@ with st.sidebar:
         if name is None:
             st.caption(t("common.device_loading"))
             return
-        st.caption(t("common.device", name=name))
+        st.caption(t("common.device", name=device(name)))
         if polling and in_fragment_rerun():
             # only from the fragment's own timer tick: a full rerun started in the middle of an
             # app run would swallow a button click of that run

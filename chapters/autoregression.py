@@ -160,7 +160,9 @@ def sec_teacher():
         toks = [b.tokenizer.token(i) for i in ids[:TF_TOKENS]]
         if len(toks) >= 2:
             tf = teacher_forcing(toks)
-            render.md(t("ar.tf_live", n=len(tf.pairs), k=len(toks), total=len(ids)))
+            # the cut is said only where something was cut (a sentence of 12 tokens is shown whole)
+            render.md(t("ar.tf_live" if len(toks) < len(ids) else "ar.tf_live_all", n=len(tf.pairs), k=len(toks),
+                        total=len(ids)))
             render.table([{"": t("ar.col.input"), **{str(i + 1): repr(v)[1:-1] for i, v in enumerate(tf.inputs)}},
                           {"": t("ar.col.label"), **{str(i + 1): repr(v)[1:-1] for i, v in enumerate(tf.labels)}}],
                          hide_index=True, width="stretch")
@@ -182,7 +184,9 @@ def sec_parallel():
     render.metric(t("ar.par_diff"), f"{c.max_diff:.1e}", at=c2)
     render.metric(t("ar.par_future"), f"{c.future_diff:.1e}", help=t("ar.par_future_help"), at=c3)
     render.caption(t("ar.par_caption", n=c.n, last=f"{c.last_diff:.2f}"))
-    render.caption(t("ar.par_cut", n=c.n, total=len(b.tokenizer.encode_lossy(_sentence())[0]), cap=MAX_TOKENS_PARALLEL))
+    total = len(b.tokenizer.encode_lossy(_sentence())[0])
+    render.caption(t("ar.par_cut" if c.n < total else "ar.par_all", n=c.n, total=total,
+                     cap=min(MAX_TOKENS_PARALLEL, b.model.cfg.block_size)))
     render.md(t("ar.gen_md"))
 
 
@@ -217,7 +221,7 @@ def sec_mask():
                             title=t("ar.fig.live_attn", layer=layer + 1, head=head + 1))
         render.plot(fig, key="ar_live_attn", filename="causal-attention-live")
         render.caption(t("ar.live_attn_caption", above=f"{float(np.triu(w, 1).sum()):g}"))
-        render.caption(t("ar.attn_cut", k=len(ids), total=total))
+        render.caption(t("ar.attn_cut" if len(ids) < total else "ar.attn_all", k=len(ids), total=total))
     att = by_slug("attention")
     if att.exists:
         st.page_link(att.file, label=t("ar.to_attention"), icon=":material/arrow_forward:")

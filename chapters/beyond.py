@@ -393,7 +393,7 @@ def sec_window():
     entries = L * hkv * n * n                           # attention scores per full forward
     render.plot(render.figure(context_figure, n, kv, entries, block, x_label=t("bey.ctx_len"),
                                names=(t("bey.kv_bytes"), t("bey.score_entries")),
-                               limit_label=t("bey.trained_limit", n=block), title=t("bey.window_title")),
+                               limit_label=t("bey.trained_limit", n=block), title=t("bey.window_title"), lang=lang()),
                 key="bey_window", filename="context-window")
     render.caption(t("bey.window_caption", L=L, h=hkv, dh=dh))
     if b is not None:

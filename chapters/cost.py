@@ -19,7 +19,7 @@ from lmviz.tokenizer import fit_context
 from ui import session, render, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import t
-from ui.i18n import lang, catalogue
+from ui.i18n import catalogue, device, lang
 from viz import cost as vc
 from viz.tokenization import visible
 
@@ -73,7 +73,7 @@ def _timing_view(series) -> None:
         fig = render.figure(vc.timing_figure, [r.n for r in rows], [r.t_scores for r in rows], [r.t_full for r in rows],
                             names={"scores": t("cost.fig.scores"), "full": t("cost.fig.full"),
                                    "guide": t("cost.fig.n2_guide")},
-                            x_title=t("cost.fig.n"), y_title=t("cost.fig.ms"), full_spread=(lo, hi))
+                            x_title=t("cost.fig.n"), y_title=t("cost.fig.ms"), full_spread=(lo, hi), lang=lang())
         render.plot(fig, key="cost_timing", filename="attention-time")
     with c2:
         table = {
@@ -88,17 +88,17 @@ def _timing_view(series) -> None:
         render.table(table, hide_index=True, width="stretch")
     last = rows[-1]
     render.md(render.claim(power_law(series.ns, series.full_times())))
-    render.md(t("cost.measured_read", n=last.n, mib=_mib(last.matrix_bytes), n4=4096, mib4=_mib(4096 ** 2 * 4)))
+    render.md(t("cost.measured_read", n=f"{last.n:,}", mib=_mib(last.matrix_bytes), n4=f"{4096:,}", mib4=_mib(4096 ** 2 * 4)))
 
 
 def sec_measured() -> None:
     render.md(t("cost.measured_intro"))
     name = _device_name()
-    render.caption(t("common.device", name=name))
+    render.caption(t("common.device", name=device(name)))
     snap = _bench_snapshot()
     busy = snap is not None and snap.active
     label = t("cost.measure_again" if snap is not None else "cost.measure",
-              k=len(BENCH_NS), n0=BENCH_NS[0], n1=BENCH_NS[-1], rounds=BENCH_ROUNDS)
+              k=len(BENCH_NS), n0=f"{BENCH_NS[0]:,}", n1=f"{BENCH_NS[-1]:,}", rounds=BENCH_ROUNDS)
     if st.button(label, key="cost_measure", disabled=busy, icon=":material/timer:"):
         st.session_state["cost_bench"] = session.start_task(_measure, name="lmviz-cost-bench",
                                                             total=BENCH_ROUNDS)
@@ -289,10 +289,10 @@ def sec_traffic() -> None:
                         names={"dense": t("cost.fig.dense_bytes"), "tiled": t("cost.fig.tiled_bytes"),
                                "flops": t("cost.fig.flops_both")},
                         x_title=t("cost.fig.n"), bytes_title=t("cost.fig.mib"),
-                        flops_title=t("cost.fig.flops"))
+                        flops_title=t("cost.fig.flops"), lang=lang())
     render.plot(fig, key="cost_traffic", filename="traffic")
     i = ns.index(4096)
-    render.md(t("cost.traffic_read", block=block, kb=sram, n=ns[i], dense=_mib(dense[i]),
+    render.md(t("cost.traffic_read", block=block, kb=sram, n=f"{ns[i]:,}", dense=_mib(dense[i]),
                 tiled=_mib(tiled[i]), x=f"{dense[i] / tiled[i]:.1f}", flops=_human(flops[i]),
                 f2=_human(attention_flops(2 * ns[i], d))))
     render.caption(t("cost.traffic_caveat"))
@@ -312,24 +312,24 @@ def sec_where() -> None:
     d, r, kv = cfg.d_model, float(cfg.mlp_ratio), cfg.n_kv_head / cfg.n_head
     cross = attention_dominates_from(d, r)
     render.md(t("cost.where_intro", d=d, L=cfg.n_layer, r=cfg.mlp_ratio, H=cfg.n_head,
-                Hkv=cfg.n_kv_head, cross=f"{cross:g}", T=cfg.block_size,
+                Hkv=cfg.n_kv_head, cross=f"{cross:,g}", T=f"{cfg.block_size:,}",
                 share=f"{100 * layer_flops(cfg.block_size, d, r, kv).attention_share:.0f}"))
     ns = [2 ** i for i in range(4, 14)]
     recs = [layer_flops(n, d, r, kv) for n in ns]
     names = {p: t(f"cost.part.{p}") for p in ("attention", "projections", "mlp")}
     fig = render.figure(vc.flops_share_figure, recs, names=names, x_title=t("cost.fig.n"), y_title=t("cost.fig.share"),
-                        crossover=cross, crossover_text=t("cost.fig.crossover", n=f"{cross:g}"))
+                        crossover=cross, crossover_text=t("cost.fig.crossover", n=f"{cross:,g}"), lang=lang())
     render.plot(fig, key="cost_share", filename="flops-share")
     n = urlstate.slider(t("cost.prefill_n"), 16, 4096, 512, 16, param="pn", key="cost_pn")
     pre, dec = layer_flops(n, d, r, kv), decode_step_flops(n, d, r, kv)
     c1, c2 = st.columns([3, 2])
     with c1:
         fig = render.figure(vc.prefill_decode_figure, pre, dec, names=names,
-                            groups=[t("cost.fig.prefill", n=n), t("cost.fig.decode", n=n)],
-                            y_title=t("cost.fig.flops_layer"))
+                            groups=[t("cost.fig.prefill", n=f"{n:,}"), t("cost.fig.decode", n=f"{n:,}")],
+                            y_title=t("cost.fig.flops_layer"), lang=lang())
         render.plot(fig, key="cost_prefill", filename="prefill-vs-decode")
     with c2:
-        render.md(t("cost.prefill_read", n=n, pre=_human(pre.total * cfg.n_layer),
+        render.md(t("cost.prefill_read", n=f"{n:,}", pre=_human(pre.total * cfg.n_layer),
                     dec=_human(dec.total * cfg.n_layer), x=f"{pre.total / dec.total:.0f}",
                     head=_human(2 * d * cfg.vocab_size)))
     render.caption(t("cost.where_caveat"))
@@ -378,7 +378,7 @@ def sec_budget() -> None:
                         [chinchilla_optimal_fit(x).n_params for x in cs], CHINCHILLA_TABLE3, cbud,
                         names={"rule": t("cost.fig.rule"), "fit": t("cost.fig.fit"),
                                "table": t("cost.fig.table3"), "now": t("cost.fig.budget")},
-                        x_title=t("cost.fig.compute"), y_title=t("cost.fig.params"))
+                        x_title=t("cost.fig.compute"), y_title=t("cost.fig.params"), lang=lang())
     render.plot(fig, key="cost_chinchilla", filename="chinchilla")
     render.md(t("cost.chinchilla_read", c=_sci(cbud), n=_human(rule.n_params), d=_human(rule.n_tokens),
                 nf=_human(fit.n_params)))

@@ -10,7 +10,7 @@ from lmviz.chapters.questions import KV_PRESET
 from lmviz.tokenizer import fit_context
 from ui import session, render, urlstate
 from ui.chapters import by_slug, registered
-from ui.i18n import listed, said, t
+from ui.i18n import lang, listed, said, t
 from viz.kv_cache import (
     cache_figure, next_token_figure, query_figure, recompute_figure, edit_figure, bytes_figure,
     variants_figure, speed_figure,
@@ -323,7 +323,7 @@ def sec_memory():
               for v in variants]
     c1, c2 = st.columns([3, 2])
     with c1:
-        render.plot(render.figure(bytes_figure, grid, series, n, x_label=t("kv.tokens"), y_label="GiB"), key="kv_bytes",
+        render.plot(render.figure(bytes_figure, grid, series, n, x_label=t("kv.tokens"), y_label="GiB", lang=lang()), key="kv_bytes",
                     filename="kv-bytes")
     with c2:
         render.plot(render.figure(variants_figure, [f"{v.name} · {v.n_kv_head}" for v in variants], [v.bytes / 2**30 for v in variants],
@@ -432,7 +432,7 @@ def _draw_speed(r, cfg) -> None:
                               x_label=t("kv.ctx_len"), y_label="ms", title=t("kv.speed_title", device=r.device),
                               fits=tuple([g.intercept_ms + g.slope_ms * n for n in lens] for g in (gc, gu)),
                               fit_names=(t("kv.fit_with"), t("kv.fit_without")), flops=flops, flop_names=(t("kv.flops_with"), t("kv.flops_without")),
-                              flop_label=t("kv.flops_axis")),
+                              flop_label=t("kv.flops_axis"), lang=lang()),
                 key="kv_speed", filename="kv-speed")
     render.md(t("kv.speed_result", n=len(r.cache_len) + 1, c=f"{r.total_cached_s:.3f}",
                   u=f"{r.total_uncached_s:.3f}", x=f"{r.speedup:.1f}", device=r.device))

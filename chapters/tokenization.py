@@ -294,7 +294,7 @@ def _tradeoff_section() -> None:
     pts, n_train, n_held = res
     fig = render.figure(tradeoff_figure, [p.table_params for p in pts], [p.tokens_per_char for p in pts],
                         [p.vocab_size for p in pts], x_title=t("tok.fig.params", d=d),
-                        y_title=t("tok.fig.tpc"), title=t("tok.fig.tradeoff_title"))
+                        y_title=t("tok.fig.tpc"), title=t("tok.fig.tradeoff_title"), lang=lang())
     render.plot(fig, key="tok_tradeoff", filename="bpe-vocab-tradeoff")
     render.caption(t("tok.tradeoff_note", train=n_train, held=n_held))
 

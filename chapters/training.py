@@ -17,7 +17,7 @@ from lmviz.numfmt import duration, short
 from lmviz.tokenizer import CharTokenizer
 from ui import classroom, session, render, urlstate
 from ui import replay_section
-from ui.i18n import lang, literal, said, t
+from ui.i18n import device, lang, literal, said, t
 from viz.training import loss_figure, ppl_lr_figure, attention_figure, entropy
 
 MAX_OWN_CHARS = 200_000          # text area: longer pasted text is cut here, with a message
@@ -207,7 +207,7 @@ def sec_setup() -> None:
     if sentences:                             # only the batch was too large: lowered, and said so
         st.warning("\n\n".join(sentences))
     est = plan.budget.estimate                # what the run states its measured pace beside
-    render.caption(t("train.plan_time", device="GPU" if est.device == "cuda" else "CPU",
+    render.caption(t("train.plan_time", device=device(est.device),
                      step_s=short(est.step_s, lang()), steps=plan.cfg.max_steps,
                      total=duration(est.step_s * plan.cfg.max_steps, lang()),
                      gflops=limits.TRAIN_FLOPS[est.device] / 1e9))
@@ -363,9 +363,9 @@ def _details(snap) -> None:
         render.caption(t("train.published", step=snap.evals[-1].step if snap.evals else 0))
     info = snap.info
     if info:
-        device = info["device"] + (t("train.own_process") if info.get("backend") == "process" else "")
+        where = device(info["device"]) + (t("train.own_process") if info.get("backend") == "process" else "")
         render.caption(t("train.info", params=f"{info['params']:,}", vocab=info["vocab_size"],
-                     tokens=f"{info['train_tokens']:,}", device=device))
+                     tokens=f"{info['train_tokens']:,}", device=where))
         if info.get("unknown"):
             render.caption(t("train.ft_unknown", n=info["n_unknown"], chars=literal(" ".join(info["unknown"]))))
     m = st.columns(4)

@@ -135,3 +135,69 @@ def fill(text: str, params: dict) -> str:
     ('Kept: 1 token', '1,200 tokens')
     """
     return _PLURAL.sub(lambda m: m.group(2) if params.get(m.group(1)) == 1 else m.group(3), text).format(**params)
+
+
+def tick_label(x: float, lang: str = "en") -> str:
+    """A tick's or a bar's number read exactly: in the language's units (:func:`magnitude`) where
+    three significant digits say it exactly, else a whole number in full with thousands commas (the
+    catalogues write ``{n:,}`` in both languages), else three significant digits.
+
+    >>> [tick_label(v, "zh") for v in (1e4, 2.1e5, 1e8, 1e12, 65536, 5000, 0.5)]
+    ['1 万', '21 万', '1 亿', '1 万亿', '65,536', '5,000', '0.5']
+    >>> [tick_label(v) for v in (1e4, 2.1e5, 1e8, 1e12, 65536, 256, 1.5e3, 1024)]
+    ['10 K', '210 K', '100 M', '1 T', '65,536', '256', '1.5 K', '1,024']
+    >>> tick_label(6.71e7, "zh"), tick_label(1.34e8, "zh"), tick_label(1.34e8)
+    ('6710 万', '1.34 亿', '134 M')
+    """
+    if not math.isfinite(x):
+        return str(x)
+    units = _ZH if lang == "zh" else _EN
+    if x == int(x) and abs(x) < units[-1][1]:
+        return f"{int(x):,}"
+    for digits in range(1, 4):
+        if x == 0 or math.isclose(float(f"{x:.{digits}g}"), x, rel_tol=1e-9):
+            return magnitude(x, lang, digits)
+    return f"{int(x):,}" if x == int(x) and abs(x) < 1e15 else magnitude(x, lang)
+
+
+def _nice_step(span: float, most: int) -> float:
+    """The smallest of 1, 2, 2.5, 5 × 10ᵏ that cuts ``span`` into at most ``most`` - 1 steps."""
+    raw = span / max(1, most - 1)
+    e = 10 ** math.floor(math.log10(raw))
+    return next(m * e for m in (1, 2, 2.5, 5, 10) if m * e >= raw)
+
+
+def axis_ticks(lo: float, hi: float, lang: str = "en", *, log: bool = False, at=None,
+               most: int = 7) -> dict:
+    """An axis's ticks as Plotly's ``tickmode="array"`` keys, every label written by
+    :func:`tick_label` in ``lang`` (万/亿 on a Chinese chart, K/M/B/T on an English one): the one
+    way a chart in lmviz labels its numbers. ``at``: the positions (else chosen over ``lo``..``hi``:
+    on a log axis each power of ten, every other one or more when there are over ``most``, with
+    2 and 5 × between when the span is under two decades; on a linear axis round steps, one beyond
+    each end so that Plotly's padding still shows a tick; Plotly draws none outside the range).
+
+    >>> axis_ticks(1e4, 1e12, "zh", log=True)["ticktext"]
+    ['1 万', '100 万', '1 亿', '100 亿', '1 万亿']
+    >>> axis_ticks(1e4, 1e6, log=True)["ticktext"]
+    ['10 K', '100 K', '1 M']
+    >>> axis_ticks(2.1e5, 2.5e5, "zh")["ticktext"]
+    ['20 万', '21 万', '22 万', '23 万', '24 万', '25 万', '26 万']
+    >>> axis_ticks(0, 0, "zh", at=[256, 65536])
+    {'tickmode': 'array', 'tickvals': [256, 65536], 'ticktext': ['256', '65,536']}
+    >>> axis_ticks(3e4, 9e4, "zh", log=True)["ticktext"]
+    ['1 万', '2 万', '5 万', '10 万']
+    """
+    if at is not None:
+        vals = list(at)
+    elif log:
+        lo, hi = max(lo, 1e-300), max(hi, lo)
+        e0, e1 = math.floor(math.log10(lo) + 1e-9), math.ceil(math.log10(hi) - 1e-9)
+        step = max(1, -(-(e1 - e0) // (most - 1)))
+        vals = [10.0 ** e for e in range(e0, e1 + 1, step)]
+        if e1 - e0 < 2:
+            vals = sorted(v * m for v in vals for m in (1, 2, 5) if v * m <= 10.0 ** e1)
+    else:
+        step = _nice_step(hi - lo, most - 2) if hi > lo else (abs(lo) or 1.0)
+        first = math.floor(lo / step) - (1 if lo < 0 or lo - step >= 0 else 0)
+        vals = [float(f"{k * step:.12g}") for k in range(first, math.ceil(hi / step) + 2)]
+    return dict(tickmode="array", tickvals=vals, ticktext=[tick_label(v, lang) for v in vals])

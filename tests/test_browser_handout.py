@@ -120,3 +120,27 @@ def test_every_press_downloads_while_another_session_keeps_running(server, brows
         ctx.close()
     assert len(moved) >= 4                     # the other session did keep running
     assert got == [True] * 4
+
+
+def test_inline_and_displayed_formulas_are_typeset_offline(chromium, tmp_path):
+    """Issue 56 item 11: a formula inside prose ($…$, as the /generation hand-out's temperature
+    formula) is typeset inline by the inlined KaTeX, a displayed one as a display, with no network."""
+    from ui.handout import export_html
+    from ui.i18n import translate
+
+    prose = translate("gen.temp_intro", "zh", z="[2, 1]", p="[0.73, 0.27]")
+    doc = export_html("t", [("md", prose), ("tex", r"L=-\frac{1}{N}\sum_t \ln p_t")], "zh")
+    path = tmp_path / "handout.html"
+    path.write_text(doc, encoding="utf-8")
+    ctx = chromium.new_context(offline=True)
+    try:
+        pg = ctx.new_page()
+        pg.goto(path.as_uri())
+        pg.wait_for_selector(".tex .katex")
+        inline = pg.locator('span.tex[data-display="0"]')
+        assert inline.count() == 1 and inline.locator(".katex").count() == 1
+        assert inline.locator(".katex-display").count() == 0                 # in the line, not a display
+        assert pg.locator('div.tex[data-display="1"] .katex-display').count() == 1
+        assert "τ" in inline.inner_text() and "\\tau" not in pg.inner_text("body")
+    finally:
+        ctx.close()

@@ -103,3 +103,38 @@ def test_loss_is_shown_beside_uniform_and_unigram_baselines(lang):
         assert rep.heldout_loss < rep.unigram < rep.uniform
         assert translate("ar.base_default", lang, held=f"{rep.heldout_loss:.3f}", hppl=f"{rep.heldout_ppl:,.1f}",
                          uni=f"{rep.unigram:.3f}", unippl=f"{rep.unigram_ppl:,.1f}") in text
+
+
+def _said(text: str, key: str, lang: str) -> list[dict]:
+    """The numbers of each place ``text`` says the catalogue sentence ``key`` (its {fields} read back)."""
+    import re
+
+    template = translate(key, lang, **{f: f"\0{f}\0" for f in ("n", "k", "total", "cap")})
+    pattern = re.escape(template)
+    for f in ("n", "k", "total", "cap"):
+        pattern = pattern.replace(re.escape(f"\0{f}\0"), f"(?P<{f}>\\d+)", 1).replace(re.escape(f"\0{f}\0"), f"(?P={f})")
+    return [{k: int(v) for k, v in m.groupdict().items()} for m in re.finditer(pattern, text)]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_cut_is_said_only_when_something_is_cut(lang):
+    """Issue 56 item 3: "只取前 12 个" / "12 个 token 中的前 12 个" was printed for a sentence of 12
+    tokens. The teacher-forcing table (12 tokens), the one-pass check (32) and the attention map
+    (24) each say the cut when the sentence is longer, and say "all" when it fits."""
+    from tests.apptest_util import all_text
+
+    at = open_page(PAGE, lang)
+    families = (("ar.tf_live", "ar.tf_live_all", "k"), ("ar.par_cut", "ar.par_all", "n"),
+                ("ar.attn_cut", "ar.attn_all", "k"))
+    seen = {False: 0, True: 0}
+    for text in ("the cat", "the cat sat on the mat", "Return the number of items in the list, and more."):
+        at.text_input(key="ar_text").set_value(text).run()
+        assert not at.exception
+        page = all_text(at)
+        for cut_key, all_key, shown in families:
+            cut, whole = _said(page, cut_key, lang), _said(page, all_key, lang)
+            assert len(cut) + len(whole) == 1, (text, cut_key, cut, whole)
+            for m in cut:
+                assert m[shown] < m["total"], (text, cut_key, m)   # a cut names fewer than the whole
+            seen[bool(cut)] += 1
+    assert seen[True] >= 3 and seen[False] >= 3   # both sides of each sentence were drawn

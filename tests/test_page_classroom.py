@@ -373,3 +373,20 @@ def test_the_classs_own_rerun_landing_on_the_page_left_is_not_exploring(ours, wa
     at = AppTest.from_function(_a_run_on_another_page, args=(ours,), default_timeout=TIMEOUT).run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.markdown[0].value == want
+
+
+def test_model_setup_advice_is_for_the_server_not_a_classs_students(lecture, monkeypatch):
+    """Issue 56 item 9: the sidebar's sentence on adding a pretrained model (set-up advice, the
+    environment variable only in docs/models.md) shows to a visitor alone, never to a class's
+    students."""
+    import ui.session
+
+    monkeypatch.setattr(ui.session, "pretrained_models", lambda: [])
+    advice = translate("model.none_found", "zh")
+    assert "LMVIZ_" not in advice and "docs/models.md" in advice
+
+    def sidebar(at) -> str:
+        return " ".join(str(c.value) for c in at.sidebar.caption)
+    assert advice in sidebar(open_page(None, lang="zh"))
+    _, code = lecture
+    assert advice not in sidebar(join(code, lang="zh"))

@@ -115,3 +115,33 @@ def test_streamlits_uploader_button_speaks_the_page_language():
     assert f'content:"{translate("common.upload_button", "zh")}"' in css
     assert "stFileUploaderDropzoneInstructions]{display:none}" in css   # "64MB per file" hidden
     assert css.startswith("<style>") and css.endswith("</style>") and css.count("<") == 2
+
+
+def _handout_text(doc: str) -> str:
+    """A hand-out's text as a reader sees it once KaTeX has run: its formulas (``.tex`` elements,
+    typeset when the file opens), scripts (plotly.js, each chart's data) and markup removed."""
+    body = doc.split("</head>", 1)[1]
+    body = re.sub(r"<script\b.*?</script>", " ", body, flags=re.S)
+    body = re.sub(r'<(span|div) class="tex"[^>]*>.*?</\1>', " ", body, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+@pytest.mark.apptest
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("chapter", PAGES, ids=[c.slug or "home" for c in PAGES])
+def test_the_handout_typesets_every_formula(chapter, lang):
+    """Issue 56 item 11: a formula in prose ($…$, the notes' temperature formula on /generation)
+    was printed as raw, half-escaped TeX in the hand-out. Every chapter's hand-out (from the same
+    run as the checks above) leaves no TeX outside its formula elements, and carries KaTeX when
+    it has one."""
+    from ui.handout import current
+
+    at = _run(chapter.file, lang)
+    doc = export_html(*current(at.session_state["lmviz_export"]), lang)
+    text = _handout_text(doc)
+    for tex in ("$", r"\frac", r"\tau", r"\exp", r"\sum"):
+        assert tex not in text, (tex, text[max(0, text.find(tex) - 80):text.find(tex) + 80])
+    if 'class="tex"' in doc:
+        assert "katex.render" in doc
+    if chapter.file == "chapters/generation.py":     # the notes' temperature formula, inline
+        assert r'data-display="0" data-tex="p_i = \exp(z_i/\tau)\,/\,\sum_j \exp(z_j/\tau)"' in doc

@@ -49,7 +49,9 @@ def test_start_poll_stop_tiny(lang):
 
     plan = plan_training("toy", "tiny", {"tokenizer": "char"})
     est = plan.budget.estimate
-    assert translate("train.plan_time", lang, device="CPU", step_s=short(est.step_s, lang),
+    from ui.i18n import device
+
+    assert translate("train.plan_time", lang, device=device("cpu", lang), step_s=short(est.step_s, lang),
                      steps=plan.cfg.max_steps, total=duration(est.step_s * plan.cfg.max_steps, lang),
                      gflops=limits.TRAIN_FLOPS["cpu"] / 1e9) in all_text(at)
     button(at, "train_start").click().run()

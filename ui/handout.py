@@ -58,22 +58,65 @@ def current(rec: dict | None = None) -> tuple[str, list]:
     return rec["title"], [(kind, obj) for _, kind, obj in ordered]
 
 
-def _markdown_html(text: str) -> str:
-    """Chapter prose (Markdown, as st.markdown draws it) as HTML for the hand-out: CommonMark with
-    tables (markdown-it-py), raw HTML in the text escaped, entities decoded once (no ``&quot;``)."""
+def _math(state, silent: bool) -> bool:
+    r"""markdown-it inline rule: ``$…$`` (inline) and ``$$…$$`` (display) as st.markdown reads
+    them, kept whole as a formula token before Markdown's backslash escapes could eat its ``\,``
+    (code spans are read first by their own rule, and ``\$`` by the escape rule)."""
+    src, pos = state.src, state.pos
+    if src[pos] != "$":
+        return False
+    delim = "$$" if src.startswith("$$", pos) else "$"
+    start = pos + len(delim)
+    end = src.find(delim, start)
+    while end > start and src[end - 1] == "\\":
+        end = src.find(delim, end + 1)
+    if end <= start or end + len(delim) > state.posMax:
+        return False
+    body = src[start:end]
+    if delim == "$" and (body[0].isspace() or body[-1].isspace() or "\n\n" in body):
+        return False
+    if not silent:
+        token = state.push("math", "", 0)
+        token.content, token.markup = body, delim
+    state.pos = end + len(delim)
+    return True
+
+
+def tex_element(expr: str, display: bool, tag: str = "div") -> str:
+    """A formula as the hand-out holds it: an element KaTeX typesets when the file opens, displayed
+    or inline (the source shows, escaped, if scripts are off); ``tag`` "span" inside prose."""
+    return (f'<{tag} class="tex" data-display="{int(display)}" data-tex="{html.escape(expr, quote=True)}">'
+            f"{html.escape(expr)}</{tag}>")
+
+
+@cache
+def _markdown():
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    md.inline.ruler.before("escape", "math", _math)
+    md.add_render_rule("math", lambda self, tokens, i, options, env:
+                       tex_element(tokens[i].content, tokens[i].markup == "$$", "span"))
+    return md
 
 
-KATEX_DIR = Path(__file__).resolve().parent.parent / "assets" / "katex"
+def _markdown_html(text: str) -> str:
+    r"""Chapter prose (Markdown, as st.markdown draws it) as HTML for the hand-out: CommonMark with
+    tables (markdown-it-py), formulas between ``$`` (inline) or ``$$`` (display) typeset by KaTeX as
+    on the page, raw HTML in the text escaped, entities decoded once (no ``&quot;``).
+
+    >>> print(_markdown_html(r"so $p = \exp(z/\tau)\,/\,Z$, `$x$` and \$5"), end="")
+    <p>so <span class="tex" data-display="0" data-tex="p = \exp(z/\tau)\,/\,Z">p = \exp(z/\tau)\,/\,Z</span>, <code>$x$</code> and $5</p>
+    """
+    return _markdown().render(text)
 
 
 @cache
 def _katex_head() -> tuple[str, str]:
     """(for the head) KaTeX's stylesheet, its woff2 fonts inlined as data URIs and the other
     formats dropped, and its script; (for the end of the body) a call that typesets every
-    ``.tex`` element: formulas with no network. Built once per process (~0.8 MB)."""
+    ``.tex`` element (a displayed formula, or one inline in prose: ``data-display="0"``): formulas
+    with no network. Built once per process (~0.8 MB)."""
     import base64
 
     css = (KATEX_DIR / "katex.min.css").read_text(encoding="utf-8")
@@ -85,7 +128,7 @@ def _katex_head() -> tuple[str, str]:
     css = re.sub(r',url\(fonts/[\w-]+\.(?:woff|ttf)\) format\("(?:woff|truetype)"\)', "", css)
     js = (KATEX_DIR / "katex.min.js").read_text(encoding="utf-8")
     run = ("document.querySelectorAll('.tex').forEach(function(e){try{katex.render(e.dataset.tex,e,"
-           "{displayMode:true,throwOnError:false})}catch(x){}});")
+           "{displayMode:e.dataset.display!=='0',throwOnError:false})}catch(x){}});")
     return f"<style>{css}</style><script>{js}</script>", f"<script>{run}</script>"
 
 
@@ -115,7 +158,6 @@ def export_html(title: str, items, language: str) -> str:
     import plotly.offline
 
     parts = [f"<h1>{html.escape(title)}</h1>"]
-    has_tex = False
     for kind, obj in items:
         if kind == "h":
             parts.append(f"<h2>{html.escape(obj)}</h2>")
@@ -124,8 +166,7 @@ def export_html(title: str, items, language: str) -> str:
         elif kind == "caption":
             parts.append(f'<div class="caption">{_markdown_html(str(obj))}</div>')
         elif kind == "tex":   # typeset by KaTeX when opened; the source shows if scripts are off
-            has_tex = True
-            parts.append(f'<div class="tex" data-tex="{html.escape(obj, quote=True)}">{html.escape(obj)}</div>')
+            parts.append(tex_element(obj, True))
         elif kind == "code":
             parts.append(f"<pre><code>{html.escape(obj)}</code></pre>")
         elif kind == "table":
@@ -144,7 +185,7 @@ def export_html(title: str, items, language: str) -> str:
                                      config={"displaylogo": False}))
             parts.append(f'<p class="twin">{html.escape(twin)}</p>')
     body = "\n".join(parts)
-    katex_head, katex_run = _katex_head() if has_tex else ("", "")
+    katex_head, katex_run = _katex_head() if 'class="tex"' in body else ("", "")
     return (f'<!DOCTYPE html>\n<html lang="{language}"><head><meta charset="utf-8">'
             f"<title>{html.escape(title)} - lmviz</title>"
             "<style>body{font-family:'Noto Sans','Noto Sans CJK SC',sans-serif;max-width:1100px;"

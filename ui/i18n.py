@@ -81,6 +81,21 @@ def language_names(codes, code: str | None = None) -> str:
     return listed([translate(f"common.language.{c}", code) if c in LANGS else c for c in codes], code)
 
 
+def device(name: str, code: str | None = None) -> str:
+    """A compute device as a sentence names it in the language: torch's "cpu" or "cuda:0" (or
+    lmviz.device_name's "CPU") as a word of the page ("处理器（CPU）", "显卡（GPU）"); a GPU's own
+    name (NVIDIA H100 …) stays as its maker writes it; what follows " · " (the node a Ray
+    training runs on) is kept.
+
+    >>> device("cpu", "zh"), device("CPU", "en"), device("cuda:0 · node-2", "zh"), device("NVIDIA H100", "zh")
+    ('处理器（CPU）', 'CPU', '显卡（GPU） · node-2', 'NVIDIA H100')
+    """
+    head, sep, rest = name.partition(" · ")
+    kind = head.strip().lower().split(":")[0]
+    word = {"cpu": "common.cpu", "cuda": "common.gpu", "gpu": "common.gpu", "mps": "common.gpu"}.get(kind)
+    return (translate(word, code or lang()) if word else head) + sep + rest
+
+
 def literal(value: str) -> str:
     """``value`` as Markdown that renders as exactly that text: an inline code span (inside one
     nothing is a link, image, emphasis, HTML, emoji, math or colour directive).

@@ -248,7 +248,10 @@ def model_menu() -> None:
     st.selectbox(t("model.menu"), options, format_func=labels.get, key="lmviz_model_choice", on_change=_picked,
                  help=t("model.menu_help"))
     if not found:
-        st.caption(t("model.none_found"))
+        from ui.classroom import following
+
+        if not following():   # advice for whoever runs the server, not for a class's students
+            st.caption(t("model.none_found"))
 
 
 # ================================================================ background tasks ========

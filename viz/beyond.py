@@ -7,6 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from lmviz.numfmt import axis_ticks
 from viz import theme
 from viz.theme import COLORS
 
@@ -168,9 +169,9 @@ def scores_figure(names: list[str], scores, chosen: int, *, x_label: str, title:
 
 
 def context_figure(n, kv_bytes, attn_entries, block_size: int, *, x_label: str, names: tuple[str, str],
-                   limit_label: str, title: str | None = None) -> go.Figure:
+                   limit_label: str, title: str | None = None, lang: str = "en") -> go.Figure:
     """KV-cache memory (linear in n) and attention score entries (quadratic) against context length,
-    with the model's trained context limit marked."""
+    with the model's trained context limit marked; the axes' numbers in ``lang`` (lmviz.numfmt)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_scatter(x=n, y=kv_bytes, name=names[0], line=dict(color=COLORS["value"], width=3),
                     secondary_y=False)
@@ -182,8 +183,10 @@ def context_figure(n, kv_bytes, attn_entries, block_size: int, *, x_label: str, 
                     text=["", limit_label], textposition="middle right", showlegend=False,
                     line=dict(color=COLORS["chosen"], dash="dot"), textfont=dict(color=COLORS["chosen"]),
                     secondary_y=False)
-    fig.update_xaxes(title_text=x_label, type="log")
-    fig.update_yaxes(type="log", secondary_y=False)
+    ys = np.concatenate([np.asarray(kv_bytes, dtype=float), np.asarray(attn_entries, dtype=float)])
+    fig.update_xaxes(title_text=x_label, type="log",
+                     **axis_ticks(float(np.min(n)), float(np.max(n)), lang, log=True))
+    fig.update_yaxes(type="log", secondary_y=False, **axis_ticks(float(ys.min()), float(ys.max()), lang, log=True))
     return theme.apply(fig, height=340, title=title)
 
 

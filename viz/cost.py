@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from lmviz.numfmt import axis_ticks, tick_label
 from viz import theme
 from viz.theme import COLORS
 
@@ -40,7 +41,7 @@ def n2_guide(ns, t_anchor: float, n_anchor: int) -> np.ndarray:
 
 
 def timing_figure(ns, t_scores, t_full, *, names: dict, x_title: str, y_title: str,
-                  title: str | None = None, height: int = 380, full_spread=None) -> go.Figure:
+                  title: str | None = None, height: int = 380, full_spread=None, lang: str = "en") -> go.Figure:
     """Measured seconds vs n on log-log axes, with the n^2 guide through the largest n of the
     full-attention curve (on log-log axes any power law is a straight line; n^2 has slope 2).
 
@@ -62,7 +63,7 @@ def timing_figure(ns, t_scores, t_full, *, names: dict, x_title: str, y_title: s
     fig.add_trace(go.Scatter(x=ns, y=n2_guide(ns, tf[-1], ns[-1]), mode="lines",
                              name=names["guide"], line=dict(color=COLORS["neutral"], dash="dash"),
                              hoverinfo="skip"))
-    fig.update_xaxes(type="log", title=x_title, tickvals=ns, ticktext=[str(int(n)) for n in ns])
+    fig.update_xaxes(type="log", title=x_title, **axis_ticks(0, 0, lang, at=[int(n) for n in ns]))
     fig.update_yaxes(type="log", title=y_title, dtick="D2")  # 1, 2, 5 x 10^k only
     return theme.apply(fig, height=height, title=title)
 
@@ -191,30 +192,33 @@ def row_compare_figure(tiled, dense, *, names: dict, x_title: str, title: str | 
 
 def traffic_figure(ns, dense_bytes, tiled_bytes, flops, *, names: dict, x_title: str,
                    bytes_title: str, flops_title: str, title: str | None = None,
-                   height: int = 380) -> go.Figure:
+                   height: int = 380, lang: str = "en") -> go.Figure:
     """Left: bytes moved to/from slow memory, dense vs tiled. Right: the FLOPs, the same curve
     for both (tiling changes where numbers live, not how many multiplications there are).
 
-    `names`: {"dense", "tiled", "flops"}.
+    `names`: {"dense", "tiled", "flops"}. Numbers are written in ``lang`` (lmviz.numfmt).
     """
     ns = _np(ns)
+    mib_d, mib_t, fl = _np(dense_bytes) / 2.0 ** 20, _np(tiled_bytes) / 2.0 ** 20, _np(flops)
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
-    mib = 2.0 ** 20
-    fig.add_trace(go.Scatter(x=ns, y=_np(dense_bytes) / mib, mode="lines+markers",
+    fig.add_trace(go.Scatter(x=ns, y=mib_d, mode="lines+markers",
                              name=names["dense"], line=dict(color=COLORS["negative"], width=3),
                              hovertemplate="n=%{x}: %{y:.2f} MiB<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=ns, y=_np(tiled_bytes) / mib, mode="lines+markers",
+    fig.add_trace(go.Scatter(x=ns, y=mib_t, mode="lines+markers",
                              name=names["tiled"], line=dict(color=COLORS["value"], width=3),
                              hovertemplate="n=%{x}: %{y:.2f} MiB<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=ns, y=_np(flops), mode="lines+markers", name=names["flops"],
+    fig.add_trace(go.Scatter(x=ns, y=fl, mode="lines+markers", name=names["flops"],
                              line=dict(color=COLORS["chosen"], width=3),
-                             hovertemplate="n=%{x}: %{y:.3s}<extra></extra>"), row=1, col=2)
-    ticks = dict(tickvals=ns, ticktext=[str(int(n)) for n in ns])
+                             customdata=[tick_label(float(f"{v:.3g}"), lang) for v in fl],
+                             hovertemplate="n=%{x}: %{customdata}<extra></extra>"), row=1, col=2)
+    ticks = axis_ticks(0, 0, lang, at=[int(n) for n in ns])
     for c in (1, 2):
         fig.update_xaxes(type="log", title=x_title, row=1, col=c, **ticks)
-        fig.update_yaxes(type="log", row=1, col=c)
-    fig.update_yaxes(title=bytes_title, row=1, col=1)
-    fig.update_yaxes(title=flops_title, row=1, col=2)
+    both = np.concatenate([mib_d, mib_t])
+    fig.update_yaxes(type="log", title=bytes_title, row=1, col=1,
+                     **axis_ticks(float(both.min()), float(both.max()), lang, log=True))
+    fig.update_yaxes(type="log", title=flops_title, row=1, col=2,
+                     **axis_ticks(float(fl.min()), float(fl.max()), lang, log=True))
     return theme.apply(fig, height=height, title=title)
 
 
@@ -224,12 +228,12 @@ MIN_LABELLED_SHARE = 7.0   # % of a stacked bar below which its segment is not l
 
 def flops_share_figure(records, *, names: dict, x_title: str, y_title: str, crossover: float,
                        crossover_text: str, title: str | None = None,
-                       height: int = 380) -> go.Figure:
+                       height: int = 380, lang: str = "en") -> go.Figure:
     """Share of a forward pass's FLOPs per component (attention, projections, MLP), one
     stacked bar per n. `records`: lmviz.chapters.cost.LayerFlops; `names`: part -> legend label.
     The dashed line marks the n where attention passes the rest (n = (2 + r) d).
     """
-    x = [str(r.n) for r in records]
+    x = [tick_label(r.n, lang) for r in records]
     fig = go.Figure()
     for part in ("attention", "projections", "mlp"):
         share = [100.0 * getattr(r, part) / r.total for r in records]
@@ -254,23 +258,27 @@ def flops_share_figure(records, *, names: dict, x_title: str, y_title: str, cros
 
 
 def prefill_decode_figure(prefill, decode, *, names: dict, groups: Sequence[str], y_title: str,
-                          title: str | None = None, height: int = 340) -> go.Figure:
+                          title: str | None = None, height: int = 340, lang: str = "en") -> go.Figure:
     """FLOPs per component for a whole prefill of n tokens vs one decode step with n cached
-    keys, on a log axis (they differ by orders of magnitude). `groups`: the two x labels."""
+    keys, on a log axis (they differ by orders of magnitude). `groups`: the two x labels; the
+    numbers are written in ``lang`` (lmviz.numfmt: 1.34 亿 on a Chinese chart, 134 M on an English one)."""
     fig = go.Figure()
+    every = []
     for part in ("attention", "projections", "mlp"):
-        ys = [getattr(prefill, part), getattr(decode, part)]
+        ys = [float(getattr(prefill, part)), float(getattr(decode, part))]
+        every += ys
+        text = [tick_label(float(f"{v:.3g}"), lang) for v in ys]
         fig.add_trace(go.Bar(x=list(groups), y=ys, name=names[part], marker_color=PART_COLORS[part],
-                             texttemplate="%{y:.3s}", textposition="outside",
-                             cliponaxis=False))
+                             text=text, textposition="outside", cliponaxis=False,
+                             hovertemplate="%{x}: %{text}<extra>" + names[part] + "</extra>"))
     fig.update_layout(barmode="group")
-    fig.update_yaxes(type="log", title=y_title)
+    fig.update_yaxes(type="log", title=y_title, **axis_ticks(min(every), max(every), lang, log=True))
     return theme.apply(fig, height=height, title=title)
 
 
 # ---------------------------------------------------------------- budgets (compute-budget example) ----------
 def chinchilla_figure(cs, n_rule, n_fit, points, c_now: float, *, names: dict, x_title: str,
-                      y_title: str, title: str | None = None, height: int = 380) -> go.Figure:
+                      y_title: str, title: str | None = None, height: int = 380, lang: str = "en") -> go.Figure:
     """Compute-optimal parameters vs compute on log-log axes: the 20-tokens-per-parameter line,
     the paper's approach-3 fit, the paper's Table 3 points and the chosen budget.
 
@@ -288,7 +296,8 @@ def chinchilla_figure(cs, n_rule, n_fit, points, c_now: float, *, names: dict, x
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=names["now"],
                              line=dict(color=COLORS["chosen"], width=2)))
     fig.update_xaxes(type="log", title=x_title, exponentformat="power")
-    fig.update_yaxes(type="log", title=y_title, exponentformat="B")
+    ys = np.concatenate([_np(n_rule), _np(n_fit), _np([n for _, n in points])])
+    fig.update_yaxes(type="log", title=y_title, **axis_ticks(float(ys.min()), float(ys.max()), lang, log=True))
     return theme.apply(fig, height=height, title=title)
 
 

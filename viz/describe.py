@@ -203,12 +203,15 @@ def _ticks(axis) -> Callable | None:
         return None
     pos = np.array([p for p, _ in pairs])
     step = float(np.min(np.diff(np.sort(pos)))) if len(pos) > 1 else 1.0
+    # positions 0, 1, 2 … name the category around them; numbers on a number axis (round ticks
+    # such as 10⁴, 10⁵) name only the value they stand at
+    near = step / 2 + 1e-9 if abs(step - 1.0) < 1e-9 else 0.0
 
     def label(v):
         if not _is_num(v):
             return v
         j = int(np.argmin(np.abs(pos - float(v))))
-        return pairs[j][1] if abs(pos[j] - float(v)) <= step / 2 + 1e-9 else v
+        return pairs[j][1] if abs(pos[j] - float(v)) <= max(near, 1e-9 * abs(float(v))) else v
     return label
 
 

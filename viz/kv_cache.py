@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from lmviz.numfmt import axis_ticks
 from viz import theme
 from viz.theme import COLORS, DIVERGING
 
@@ -112,16 +113,18 @@ def edit_figure(diff: np.ndarray, row_labels: list[str], edit_pos: int, *, title
 
 
 def bytes_figure(ns: np.ndarray, series: list[tuple[str, np.ndarray]], marker_n: int, *, x_label: str,
-                 y_label: str) -> go.Figure:
-    """Cache size (GiB) against context length, one line per variant; a dotted line at marker_n."""
+                 y_label: str, lang: str = "en") -> go.Figure:
+    """Cache size (GiB) against context length, one line per variant; a dotted line at marker_n;
+    the axes' numbers in ``lang`` (lmviz.numfmt)."""
     colors = [COLORS["negative"], COLORS["query"], COLORS["value"], COLORS["neutral"]]
     fig = go.Figure()
     for i, (name, b) in enumerate(series):
         fig.add_scatter(x=ns, y=np.asarray(b) / 2**30, name=name, mode="lines",
                         line=dict(color=colors[i % len(colors)], width=3))
     fig.add_vline(x=marker_n, line=dict(color=COLORS["chosen"], dash="dot"))
-    fig.update_xaxes(type="log", title=x_label)
-    fig.update_yaxes(title=y_label, rangemode="tozero")
+    gib = np.concatenate([np.asarray(b, dtype=float) for _, b in series]) / 2**30 if series else np.zeros(1)
+    fig.update_xaxes(type="log", title=x_label, **axis_ticks(float(np.min(ns)), float(np.max(ns)), lang, log=True))
+    fig.update_yaxes(title=y_label, rangemode="tozero", **axis_ticks(0.0, float(gib.max()), lang))
     return theme.apply(fig, height=340)
 
 
@@ -141,7 +144,7 @@ def speed_figure(lens: list[int], cached_ms: list[float], uncached_ms: list[floa
                  uncached_name: str, x_label: str, y_label: str, title: str,
                  fits: tuple[list[float], list[float]] | None = None, fit_names: tuple[str, str] = ("", ""),
                  flops: tuple[list[float], list[float]] | None = None,
-                 flop_names: tuple[str, str] = ("", ""), flop_label: str = "FLOPs") -> go.Figure:
+                 flop_names: tuple[str, str] = ("", ""), flop_label: str = "FLOPs", lang: str = "en") -> go.Figure:
     """Measured per-step decode time against context length, with and without the cache (dots,
     one per step), with their least-squares lines (``fits``, solid). With ``flops`` (cached,
     uncached FLOPs per step at the same lengths) the counted work is drawn dashed on a second,
@@ -160,11 +163,12 @@ def speed_figure(lens: list[int], cached_ms: list[float], uncached_ms: list[floa
                         line=dict(color=COLORS["negative"], width=2, dash="dash"))
         fig.add_scatter(x=lens, y=fc, name=flop_names[0], mode="lines", secondary_y=True,
                         line=dict(color=COLORS["query"], width=2, dash="dash"))
-        fig.update_yaxes(title_text=flop_label, type="log", dtick=1, secondary_y=True, showgrid=False,
-                         exponentformat="SI")           # one tick per decade: 1M, 10M, 100M, 1G
+        every = np.asarray(list(fc) + list(fu), dtype=float)
+        fig.update_yaxes(title_text=flop_label, type="log", secondary_y=True, showgrid=False,   # 100 万, 1000 万 …
+                         **axis_ticks(float(every.min()), float(every.max()), lang, log=True))
     all_ms = np.sort(np.asarray(list(cached_ms) + list(uncached_ms), dtype=float))
     top = float(all_ms[int(0.98 * (len(all_ms) - 1))]) * 1.3 if len(all_ms) else 1.0
-    fig.update_xaxes(title_text=x_label)
+    fig.update_xaxes(title_text=x_label, **axis_ticks(float(min(lens, default=0)), float(max(lens, default=1)), lang))
     fig.update_yaxes(title_text=y_label, range=[0, top], secondary_y=False)
     theme.apply(fig, height=420, title=title)
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.18, x=0))

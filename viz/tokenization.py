@@ -6,6 +6,7 @@ import html
 
 import plotly.graph_objects as go
 
+from lmviz.numfmt import axis_ticks
 from viz import theme
 from viz.theme import COLORS, TOKEN_CYCLE
 
@@ -61,8 +62,9 @@ LABEL_GAP = 0.08   # a point's "V=..." label is shown when it stands this share 
 
 def tradeoff_figure(table_params: list[int], tokens_per_char: list[float], vocab_sizes: list[int],
                     *, x_title: str, y_title: str, hover: str = "V = %{customdata}",
-                    title: str | None = None) -> go.Figure:
-    """Tokens per character of held-out text against embedding-table size V x d (measured).
+                    title: str | None = None, lang: str = "en") -> go.Figure:
+    """Tokens per character of held-out text against embedding-table size V x d (measured),
+    the table sizes written in ``lang`` (lmviz.numfmt: 21 万 on a Chinese chart).
 
     Each point is labelled with its V where there is room: vocabularies of nearly the same size
     (a short text's merges run out) stand almost on one spot, and their labels were written over
@@ -89,7 +91,7 @@ def tradeoff_figure(table_params: list[int], tokens_per_char: list[float], vocab
         text=text, textposition=where, cliponaxis=False,      # a label above the top point stays whole
         marker=dict(size=9, color=COLORS["query"]), line=dict(color=COLORS["query"]),
         hovertemplate=hover + "<br>%{x:,}<br>%{y:.3f}<extra></extra>"))
-    fig.update_xaxes(title=x_title, tickformat="~s")
+    fig.update_xaxes(title=x_title, **axis_ticks(min(x, default=0.0), max(x, default=1.0), lang))
     fig.update_yaxes(title=y_title, rangemode="tozero")
     theme.apply(fig, height=380, title=title)
     fig.update_layout(margin=dict(r=30))   # room for the last point's marker (its label is written to its left)

@@ -430,7 +430,7 @@ def _kv_bytes() -> Solution:
     return Solution(opts, correct,
                     {"L": str(s.n_layer), "n": f"{s.n_tokens:,}", "H": str(s.n_head),
                      "Hkv": str(s.n_kv_head), "d": str(s.head_dim), "dtype": s.dtype},
-                    {"L": str(s.n_layer), "n": str(s.n_tokens), "Hkv": str(s.n_kv_head),
+                    {"L": str(s.n_layer), "n": f"{s.n_tokens:,}", "Hkv": str(s.n_kv_head),
                      "d": str(s.head_dim), "s": _num(b), "bytes": f"{right:,}", "gib": _gib(right)},
                     {"bytes": right})
 
@@ -469,7 +469,7 @@ def _cost_double_n() -> Solution:
     cands = {"x2": 2.0, "x4": 4.0, "x8": 8.0}   # linear, quadratic, cubic in n
     opts, correct = _choices(cands, lambda x: f"{x:g}×", _match(cands, r))
     return Solution(opts, correct,
-                    {"n": str(COST_N), "n2": str(2 * COST_N), "d": str(COST_D)},
+                    {"n": f"{COST_N:,}", "n2": f"{2 * COST_N:,}", "d": str(COST_D)},
                     {"f1": f"{f1:,}", "f2": f"{f2:,}", "ratio": f"{r:g}", "lin": f"{lin:g}"},
                     {"ratio": r, "linear_ratio": lin})
 
