@@ -133,9 +133,19 @@ def test_a_removed_head_matches_a_model_whose_w_o_ignores_it():
     ref = copy.deepcopy(m)
     with torch.no_grad():
         ref.blocks[1].attn.c_proj.weight[:, 2 * dh:3 * dh] = 0
-        logits, loss = ref(idx[:1, :-1], idx[:1, 1:])
+        logits, _ = ref(idx[:1])
+    loss = torch.nn.functional.cross_entropy(logits[0, :-1], idx[0, 1:])
     e = next(e for e in fx if (e.layer, e.head) == (1, 2))
+    # the loss of predicting each next token of the text, and the guess after the whole text
+    # (issue 56: it was the guess of the text's own last token)
     assert abs(e.loss - float(loss)) < 1e-5 and e.top == int(logits[0, -1].argmax())
+    # every head of the batched map equals the head removed on its own (one pass per head)
+    for e in fx:
+        with torch.no_grad():
+            lg = forward_without_head(m, idx[:1], e.layer, e.head)[0]
+        p = torch.softmax(lg[-1], -1)
+        assert abs(e.loss - float(torch.nn.functional.cross_entropy(lg[:-1], idx[0, 1:]))) < 1e-5
+        assert e.top == int(p.argmax()) and abs(e.p_base_top - float(p[e.base_top])) < 1e-6
 
 
 def test_the_room_covers_every_head_and_the_map_shows_only_reported_ones():

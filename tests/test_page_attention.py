@@ -271,3 +271,39 @@ def test_pronoun_claim_is_tested_against_a_control_and_the_look_back(lang):
                                               "lh": lh_same, "dist": same.distance}) in all_text(at)
     assert translate("claim.pronoun.referent", lang, **{**dict(claim.values), "ref": ref, "ctrl": ref, "pron": pron,
                                                           "lh": lh, "dist": c.distance}) not in all_text(at)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_heads_map_is_a_task_the_page_waits_for(lang, monkeypatch):
+    """Removing every head takes seconds on a pretrained model (SmolLM2's 270: 115-137 s when the
+    page did it inline): it is one background task per model and sentence, the page shows its
+    progress and draws the map once it is done. Here the work waits until the test lets it go."""
+    import threading
+
+    import lmviz.chapters.attention_heads as H
+    from tests.apptest_util import poll_until
+    from ui import room
+
+    go, real = threading.Event(), H.head_effects
+    monkeypatch.setattr(H, "head_effects", lambda *a, **k: go.wait(60) and real(*a, **k))
+    monkeypatch.setattr(room, "INLINE_WAIT_S", 0.0)
+    room._effects_task.clear()
+    try:
+        at = open_page(PAGE, lang, text="The heads are mapped here.")
+        assert not at.exception, [e.value for e in at.exception]
+        from tests.test_page_generation import fig_by_key
+
+        def the_map(a):
+            try:
+                return fig_by_key(a, "att_heads_map")
+            except (AssertionError, StopIteration, KeyError):
+                return None
+
+        shown = all_text(at) + " ".join(p.text for p in at.get("progress"))
+        assert translate("att.hm_computing", lang, step=0, n=4, total=16).split("：")[0].split(":")[0] in shown
+        assert the_map(at) is None                   # not drawn before the task is done
+        go.set()
+        assert poll_until(at, lambda a: the_map(a) is not None, timeout=60)
+    finally:
+        go.set()
+        room._effects_task.clear()

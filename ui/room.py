@@ -34,6 +34,7 @@ store; token texts come from the lecturer's tokenizer and are drawn as literal t
 from __future__ import annotations
 
 from contextlib import nullcontext
+from functools import partial
 
 import streamlit as st
 
@@ -259,11 +260,35 @@ def _sentence(sentence: str) -> None:
 
 # ------------------------------------------------------------------ map the heads together --------
 @st.cache_resource(max_entries=32, show_spinner=False)
-def _effects(_model, model_key: str, ids: tuple[int, ...]):
-    """Every head removed in turn on one sentence: once per (model, sentence) for the server."""
+def _effects_task(_model, model_key: str, ids: tuple[int, ...]):
+    """Every head removed in turn on one sentence (lmviz.chapters.attention_heads.head_effects):
+    one background task per (model, sentence) for the server, which every session of a room
+    waits on (a pretrained model's 270 heads take seconds: never on a script thread)."""
     from lmviz.chapters.attention_heads import head_effects
 
-    return head_effects(_model, ids)
+    return session.start_task(lambda ctx: head_effects(_model, ids, cancel=ctx.cancelled, progress=ctx.progress),
+                              name="lmviz-heads-map", total=_model.cfg.n_layer)
+
+
+INLINE_WAIT_S = 1.0      # a small model's map is ready within this: drawn in the same run, no poll
+
+
+def _effects(b, ids: tuple[int, ...], *, wait: bool = True):
+    """The heads' effects on ``ids`` once computed, else None with the task's progress drawn (and,
+    with ``wait``, a poll that reruns the page when they are ready)."""
+    task = _effects_task(b.model, session.model_key(b), ids)
+    if wait:
+        task.join(INLINE_WAIT_S)
+    snap = task.snapshot()
+    if snap.state == "done":
+        return snap.result
+    status = partial(session.task_status, queued_key="att.hm_queued", running_key="att.hm_computing",
+                     error_key="att.hm_error", total=b.model.cfg.n_layer * b.model.cfg.n_head)
+    if wait:
+        session.poll(task.snapshot, status, every=1.0)
+    else:
+        status(snap)
+    return None
 
 
 def _lh(e) -> str:
@@ -365,7 +390,9 @@ def heads_activity(b, name: str, ids: list[int]) -> None:
         return
     from lmviz.chapters.attention_heads import activity_id, heads_each
 
-    fx = _effects(b.model, session.model_key(b), tuple(ids))
+    fx = _effects(b, tuple(ids))
+    if fx is None:
+        return
     act = activity_id(name, ids)
     if classroom.following():
         code = classroom.follow_code()
@@ -414,7 +441,9 @@ def _heads_lecturer(act: str, ids: tuple[int, ...]) -> None:
     b = session.try_live_bundle()
     if not lect or b is None:
         return
-    fx = _effects(b.model, session.model_key(b), ids)
+    fx = _effects(b, ids, wait=False)
+    if fx is None:
+        return
     n = b.model.cfg.n_layer * b.model.cfg.n_head
     if st.session_state.get(f"att_hm_all:{act}"):
         _map(b, fx, None, t("att.hm_title_all", n=n))

@@ -153,11 +153,17 @@ class HeadEffect:
 
 
 @torch.no_grad()
-def head_effects(model, ids) -> list[HeadEffect]:
-    """Every head of every layer removed in turn (n_layer x n_head forward passes) on
-    one text ``ids`` [T >= 2]; a head's effect is the rise of the mean next-token loss and the
-    change of the last position's prediction. Ids beyond the model's context are cut from the
-    start.
+def head_effects(model, ids, cancel=None, progress=None) -> list[HeadEffect]:
+    """Every head of every layer removed in turn on one text ``ids`` [T >= 2]; a head's effect is
+    the rise of the mean next-token loss on the text and the change of the model's guess after the
+    whole text. Ids beyond the model's context are cut from the start.
+
+    The same numbers as ``forward_without_head`` once per head, computed layer by layer: the
+    residual stream before a layer does not depend on which of its heads is removed, so it is
+    computed once, and the layer's heads go on through the rest of the model as one batch (one
+    row per removed head). SmolLM2's 270 heads: 8.7 s on a loaded 2-core machine, where 270
+    separate passes took 115-137 s. ``cancel`` is asked and ``progress(done, total)`` told after
+    each layer.
 
     >>> from lmviz.model import GPT, GPTConfig
     >>> torch.manual_seed(0) and None
@@ -165,30 +171,56 @@ def head_effects(model, ids) -> list[HeadEffect]:
     >>> fx = head_effects(m, [1, 2, 3, 4, 5])
     >>> [(e.layer, e.head) for e in fx], len({e.base_loss for e in fx})
     ([(0, 0), (0, 1), (1, 0), (1, 1)], 1)
+    >>> x = torch.tensor([[1, 2, 3, 4]])
+    >>> lg = forward_without_head(m, x, 1, 0).float()
+    >>> loss = float(torch.nn.functional.cross_entropy(lg[0], torch.tensor([2, 3, 4, 5])))
+    >>> abs(loss - fx[2].loss) < 1e-5
+    True
     """
     import torch.nn.functional as F
+
+    from lmviz.cancel import check_cancel
+    from lmviz.model import repeat_kv
 
     cfg = model.cfg
     ids = list(ids)[-cfg.block_size:]
     if len(ids) < 2:
         raise ValueError("need at least two tokens: one to read and one to predict")
-    x = torch.as_tensor([ids], dtype=torch.long, device=model.device)      # [1,T]
-    inp, tgt = x[:, :-1], x[:, 1:]
+    inp = torch.as_tensor([ids], dtype=torch.long, device=model.device)    # [1,T]
+    tgt = inp[:, 1:]
+    positions = torch.arange(inp.shape[1], device=inp.device)
 
-    def loss_and_last(logits):                                              # logits [B,T-1,V]
+    def loss_and_last(logits):
+        """logits [B,T,V] -> (the mean loss of predicting each next token of the text [B], the
+        guess after the whole text [B,V])."""
         lg = logits.float()
-        loss = F.cross_entropy(lg.transpose(1, 2), tgt.expand(lg.shape[0], -1), reduction="none").mean(1)
-        return loss.cpu(), torch.softmax(lg[:, -1], -1).cpu()               # [B], [B,V]
+        loss = F.cross_entropy(lg[:, :-1].transpose(1, 2), tgt.expand(lg.shape[0], -1), reduction="none").mean(1)
+        return loss.cpu(), torch.softmax(lg[:, -1], -1).cpu()
 
     base_logits, _ = model(inp)
     base_loss, base_p = loss_and_last(base_logits)
     base_top = int(base_p[0].argmax())
+    _, _, h = model.embed(inp)                                              # [1,T,C]: before block 0
     out = []
-    for layer in range(cfg.n_layer):
+    for layer, block in enumerate(model.blocks):
+        check_cancel(cancel)
+        a = block.attn
+        q, k, v = a.qkv(block.ln_1(h), positions)
+        rep = a.n_head // a.n_kv_head
+        y = F.scaled_dot_product_attention(q, repeat_kv(k, rep), repeat_kv(v, rep), is_causal=True)  # [1,H,T,dh]
+        y = y.expand(cfg.n_head, -1, -1, -1).clone()                        # row b: head b removed
+        y[torch.arange(cfg.n_head), torch.arange(cfg.n_head)] = 0
+        z = h + a.merge(y)
+        z = z + block.mlp(block.ln_2(z))
+        for later in model.blocks[layer + 1:]:
+            z = later(z, positions)
+        loss, p = loss_and_last(model.lm_head(model.ln_f(z)))
         for head in range(cfg.n_head):
-            loss, p = loss_and_last(forward_without_head(model, inp, layer, head))
-            out.append(HeadEffect(layer, head, float(loss[0]), float(base_loss[0]), int(p[0].argmax()),
-                                  base_top, float(p[0, base_top]), float(base_p[0, base_top])))
+            out.append(HeadEffect(layer, head, float(loss[head]), float(base_loss[0]), int(p[head].argmax()),
+                                  base_top, float(p[head, base_top]), float(base_p[0, base_top])))
+        h = block(h, positions)                                            # the whole layer: on to the next
+        if progress is not None:
+            progress(layer + 1, cfg.n_layer)
     return out
 
 
