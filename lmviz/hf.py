@@ -597,6 +597,18 @@ def model_slug(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:MAX_ID_CHARS].strip("-") or "model"
 
 
+_ID_SHAPE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def id_shaped(text: str) -> bool:
+    """Whether ``text`` could be a model id (what model_ids gives; a redirect may carry it on).
+
+    >>> id_shaped("smollm2"), id_shaped("gpt2-2"), id_shaped("../x"), id_shaped("a" * 60)
+    (True, True, False, False)
+    """
+    return len(text) <= MAX_ID_CHARS + 4 and _ID_SHAPE.fullmatch(text) is not None
+
+
 def model_ids(found: list[Found]) -> dict[str, Path]:
     """Each found model's id (``?model=``) -> its path: the packaged GGUF is PACKAGED_ID, every
     other model its label's slug, with "-2", "-3", ... after a slug already taken (by a reserved id

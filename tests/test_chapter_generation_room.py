@@ -280,4 +280,5 @@ def test_a_model_only_the_lecturer_holds_is_not_mapped_by_the_room():
     fol.run()
     assert not fol.exception, [e.value for e in fol.exception]
     assert translate("att.hm_wait", "zh") in [c.value for c in fol.caption]
+    assert fol.session_state["lmviz_model_url"] == "default"           # the follower draws the shipped model
     assert not any(k.startswith("att_hm_sent:") for k in keys(fol))

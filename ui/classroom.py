@@ -415,9 +415,19 @@ def _apply(view: FollowView, f: dict) -> None:
     f["expect"] = view.chapter if view.chapter in files else current_slug()
     if view.chapter in files and view.chapter != current_slug():
         st.switch_page(by_slug(view.chapter).file)
-    if in_fragment_rerun():
+    if in_fragment_rerun() or _sidebar_behind(view):
         f["rerun_to"] = f["expect"]    # this rerun is the class's, not the student's (follower_bar)
         st.rerun(scope="app")
+
+
+def _sidebar_behind(view: FollowView) -> bool:
+    """Whether this run's sidebar drew another model than the lecturer's: the sidebar's model menu
+    (ui.session.model_menu) runs before the page, where the check that takes the lecturer's state
+    runs, so a student's first page run (or any whole run that finds a new model) runs again to
+    take it (a model only the lecturer's session holds: the shipped one)."""
+    from lmviz.hf import DEFAULT_ID
+
+    return view.settings.get(MODEL_PARAM, DEFAULT_ID) != st.query_params.get(MODEL_PARAM, DEFAULT_ID)
 
 
 def _step_away() -> None:
