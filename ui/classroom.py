@@ -421,13 +421,14 @@ def _apply(view: FollowView, f: dict) -> None:
 
 
 def _sidebar_behind(view: FollowView) -> bool:
-    """Whether this run's sidebar drew another model than the lecturer's: the sidebar's model menu
-    (ui.session.model_menu) runs before the page, where the check that takes the lecturer's state
-    runs, so a student's first page run (or any whole run that finds a new model) runs again to
-    take it (a model only the lecturer's session holds: the shipped one)."""
+    """Whether this run's sidebar drew another model than the lecturer's (a model only the
+    lecturer's session holds: the shipped one; a model only this session holds has no ``?model=``):
+    the sidebar's model menu (ui.session.model_menu) runs before the page, where the check that
+    takes the lecturer's state runs, so a student's first page run (the student link's redirect
+    lands it on the lecturer's chapter, no page switch follows) runs again to take it."""
     from lmviz.hf import DEFAULT_ID
 
-    return view.settings.get(MODEL_PARAM, DEFAULT_ID) != st.query_params.get(MODEL_PARAM, DEFAULT_ID)
+    return view.settings.get(MODEL_PARAM, DEFAULT_ID) != st.query_params.get(MODEL_PARAM)
 
 
 def _step_away() -> None:
