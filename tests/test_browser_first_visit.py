@@ -77,6 +77,7 @@ def first_visit(chromium, path: str, query: dict, script: str) -> None:
         assert title in page.locator("[data-testid=stMain] h1").first.inner_text()
         assert exceptions(page) == []
         assert f"/{path}" in page.url and f"lang={lang}" in page.url
+        assert "model=default" in page.url              # the sidebar's model, so a link reproduces it
         # the app around the page ran: its sidebar holds the language switch
         assert page.locator("[data-testid=stSidebar]").get_by_text("Language / 语言").count() == 1
         # every text box shows the text the page computes with (a fresh server's first visitor

@@ -256,19 +256,29 @@ def test_a_model_only_the_lecturer_holds_is_not_mapped_by_the_room():
     from ui import session
     from ui.i18n import translate
 
-    lec = open_page("chapters/attention.py", present="1")
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest_util import APP, TIMEOUT, skip_questions
+
+    lec = skip_questions(AppTest.from_file(APP, default_timeout=TIMEOUT))
     d = session.default_bundle()
+    # before the first run: AppTest runs app.py (the sidebar's menu, which drops ?model= for it) once
     lec.session_state["lmviz_session_bundle"] = session.Bundle(d.model, d.tokenizer, d.meta, "session")
+    lec.query_params["present"] = "1"
+    lec.run()
+    lec.switch_page("chapters/attention.py").run()
     code = start_class(lec)
+    assert translate("class.own_model", "en") in [c.value for c in lec.caption]    # the projector says so
     own = translate("att.hm_own_model", "en")
     for _ in range(40):                                   # the lecturer steps to the map
         if any(w.value == own for w in lec.warning):
             break
         lec.button(key="lmviz_next").click().run()
     assert any(w.value == own for w in lec.warning), [w.value for w in lec.warning]
-    assert not any(k.startswith("att_hm_fill:") for k in keys(lec)) and "hmodel" not in lec.query_params
+    assert not any(k.startswith("att_hm_fill:") for k in keys(lec)) and "model" not in lec.query_params
     fol = join(code, lang="zh")
     fol.run()
     assert not fol.exception, [e.value for e in fol.exception]
     assert translate("att.hm_wait", "zh") in [c.value for c in fol.caption]
+    assert fol.session_state["lmviz_model_url"] == "default"           # the follower draws the shipped model
     assert not any(k.startswith("att_hm_sent:") for k in keys(fol))

@@ -106,7 +106,10 @@ def test_a_student_link_goes_to_the_lecturers_chapter_and_nowhere_else():
     target = first_paint.follow_target
     assert target("/", "follow=ab3d-7kq&lang=zh", chapter_of) == "/generation?follow=AB3D7KQ&lang=zh"
     assert target("/", "lang=xx%22%3E&follow=AB3D7KQ", chapter_of) == "/generation?follow=AB3D7KQ"
-    assert asked == ["AB3D7KQ", "AB3D7KQ"]
+    # the lecturer's model id goes along (the QR code's link names it); other text does not
+    assert target("/", "follow=AB3D7KQ&model=smollm2", chapter_of) == "/generation?follow=AB3D7KQ&model=smollm2"
+    assert target("/", "follow=AB3D7KQ&model=%3Cb%3E&x=1", chapter_of) == "/generation?follow=AB3D7KQ"
+    assert asked == ["AB3D7KQ"] * 4
     for query in ("follow=CD4E8MN", "follow=EF5G9PR", "follow=ZZZZZZZ", "follow=%3Cscript%3E",
                   "follow=", "lang=zh"):
         assert target("/", query, chapter_of) is None, query

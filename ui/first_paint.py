@@ -156,10 +156,11 @@ def page(path: str, query_string: str) -> str:
 
 
 def follow_target(path: str, query_string: str, chapter_of: Callable[[str], str]) -> str | None:
-    """Where a student link sends its browser: ``/<chapter>?follow=CODE[&lang=..]`` when ``path``
-    is the home page, the query names a class (``follow``) and ``chapter_of(code)`` says its
-    lecturer shows a chapter of ours; else None (the link opens as it is). The new URL is built
-    from the code as the store normalised it and a known language, never from the link's text."""
+    """Where a student link sends its browser: ``/<chapter>?follow=CODE[&lang=..][&model=..]``
+    when ``path`` is the home page, the query names a class (``follow``) and ``chapter_of(code)``
+    says its lecturer shows a chapter of ours; else None (the link opens as it is). The new URL is
+    built from the code as the store normalised it, a known language and a model id of the ids'
+    shape (``lmviz.hf.id_shaped``; the session checks it is listed), never from other link text."""
     if path != "/":
         return None
     query = parse_qs(query_string)
@@ -172,8 +173,12 @@ def follow_target(path: str, query_string: str, chapter_of: Callable[[str], str]
     slug = chapter_of(code) if code else ""
     if not slug or chapter_at("/" + slug) is None:
         return None
+    from lmviz.hf import MODEL_PARAM, id_shaped
+
     lang = query.get("lang", [""])[-1]
-    return f"/{slug}?" + urlencode({"follow": code, **({"lang": lang} if lang in LANGS else {})})
+    model = query.get(MODEL_PARAM, [""])[-1]
+    return f"/{slug}?" + urlencode({"follow": code, **({"lang": lang} if lang in LANGS else {}),
+                                    **({MODEL_PARAM: model} if id_shaped(model) else {})})
 
 
 def routes() -> list:

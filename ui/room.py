@@ -17,7 +17,7 @@ session, and from two prompts on the room's perplexity on the sentence stands be
 activity id (``lmviz.chapters.attention_heads.activity_id`` of the model's shared name, the same in
 every process, and the sentence's tokens). In a class the sentence and the model are the
 lecturer's, whatever a follower's language or own model: the lecturer's page publishes them with
-its settings (the sentence box's ``?s=`` and ``?hmodel=``, ``session.shared_name``), and a
+its settings (the sentence box's ``?s=`` and the model menu's ``?model=``, ``session.shared_name``), and a
 follower's page maps heads of them (``session.bundle_named``) or waits until they arrive; a model
 trained in the lecturer's own session cannot be loaded by the room, and the lecturer is told so.
 The store deals the heads out (``ClassStore.assign``: one each in a large room, several each in a
@@ -329,15 +329,14 @@ def _map(b, fx, reported, title: str) -> None:
         render.caption(t("att.hm_flat", spread=f"{spread:.3f}"))
 
 
-MODEL_PARAM = "hmodel"    # published by a lecturer on the map: the model's shared name (session.shared_name)
-
-
 def _heads_subject(default_text: str, param: str, max_chars: int):
-    """(model, its name, sentence) the heads are mapped on, or None having said why. In a class
+    """(model, its id, sentence) the heads are mapped on, or None having said why. In a class
     they are the lecturer's, published with the lecturer's settings (the sentence box's ``param``
-    and ``MODEL_PARAM``), whatever the follower's language or own model: every follower must
-    compute the same activity id, or the room splits into classes of one. Alone or lecturing,
-    this session's model and the sentence of its box."""
+    and the model menu's ``?model=``, ``session.shared_name``), whatever the follower's language
+    or own model: every follower must compute the same activity id, or the room splits into
+    classes of one. Alone or lecturing, this session's model and the sentence of its box."""
+    from lmviz.hf import MODEL_PARAM
+
     if classroom.following():
         v = classroom.followed_view()
         settings = v.settings if v is not None else {}
@@ -357,13 +356,9 @@ def _heads_subject(default_text: str, param: str, max_chars: int):
     text = raw if raw and len(raw) <= max_chars else (st.session_state.get("att_text") or default_text)
     urlstate.to_url(param, text)
     name = session.shared_name(b)
-    if classroom.lecturing():
-        if name is None:
-            if MODEL_PARAM in st.query_params:
-                del st.query_params[MODEL_PARAM]
-            st.warning(t("att.hm_own_model"))
-            return None
-        urlstate.to_url(MODEL_PARAM, name)
+    if classroom.lecturing() and name is None:
+        st.warning(t("att.hm_own_model"))   # the menu publishes no ?model= for it (session.model_menu)
+        return None
     return b, name or session.model_key(b), text
 
 

@@ -118,25 +118,32 @@ def toy_or_live(name: str, label: str, option_names: dict, *, key: str, missing_
 
 
 def shared_name(bundle: Bundle) -> str | None:
-    """The name under which every session of this server (in any process) loads this same model:
-    "default" for the shipped one, a pretrained folder's path; None for a model only this session
-    holds (trained or uploaded here)."""
+    """The model's id (lmviz.hf.model_ids), the name under which every session of this server (in
+    any process) loads this same model, a link's ``?model=`` and a class's: "default" for the
+    shipped one, a pretrained model's id while this server lists it; None for a model only this
+    session holds (trained or uploaded here)."""
+    from lmviz.hf import DEFAULT_ID
+
     if bundle.source == "default":
-        return "default"
+        return DEFAULT_ID
     if bundle.source == "pretrained":
-        return str(bundle.meta.get("path", "")) or None
+        path = str(bundle.meta.get("path", ""))
+        return next((k for k, p in pretrained_ids().items() if p == path), None)
     return None
 
 
 def bundle_named(name: str) -> Bundle | None:
-    """The model :func:`shared_name` calls ``name`` (a name another session published, e.g. a
-    lecturer's): the shipped model, or a pretrained folder this server lists; None for any other
+    """The model :func:`shared_name` calls ``name`` (an id another session published, e.g. a
+    lecturer's): the shipped model, or a pretrained model this server lists; None for any other
     name or a model that cannot be loaded."""
+    from lmviz.hf import DEFAULT_ID
+
     try:
-        if name == "default":
+        if name == DEFAULT_ID:
             return default_bundle()
-        if name in {str(f.path) for f in pretrained_models()}:
-            return pretrained_bundle(name)
+        path = pretrained_ids().get(name)
+        if path is not None:
+            return pretrained_bundle(path)
     except Exception:  # noqa: BLE001 - a missing default or a refused folder: the page says so
         return None
     return None
@@ -201,45 +208,83 @@ def pretrained_bundle(path: str) -> Bundle:
     return Bundle(model, tok, {**meta, "path": path}, "pretrained")
 
 
+def pretrained_ids() -> dict[str, str]:
+    """Each pretrained model this server lists, by its id (lmviz.hf.model_ids) -> its path."""
+    from lmviz.hf import model_ids
+
+    return {k: str(p) for k, p in model_ids(pretrained_models()).items()}
+
+
+MODEL_URL_KEY = "lmviz_model_url"   # session key: the model's id as ui.urlstate seeds it (a link's, a lecturer's)
+
+
 def _picked() -> None:
     st.session_state["lmviz_model_pick"] = st.session_state["lmviz_model_choice"]
 
 
 def model_menu() -> None:
     """The sidebar's model menu: the shipped model, this session's trained one (when there is one)
-    and every pretrained folder found; the choice is the model every chapter shows (applied here,
-    before the page draws). With no pretrained folder, one sentence says how to add one."""
+    and every pretrained folder found, each by its id (lmviz.hf.model_ids); the choice is the
+    model every chapter shows (applied here, before the page draws). With no pretrained folder,
+    one sentence says how to add one.
+
+    The id is mirrored in ``?model=`` through ui.urlstate, so a link reproduces the view: a link's
+    id applies on a session's first run (an unknown one: urlstate's note, the shipped model
+    stays), and a follower takes the lecturer's id as it takes every other setting. A model only
+    this session holds has no id a link or a class can carry: ``?model=`` is dropped, and a
+    lecturer's followers draw the shipped model (the class's box says so, ui.classroom)."""
+    from ui import classroom, urlstate
     from ui.i18n import t
 
-    from lmviz.hf import FAMILIES
+    from lmviz.hf import DEFAULT_ID, FAMILIES, MODEL_PARAM, SESSION_ID
 
     found = pretrained_models()
+    ids = pretrained_ids()
+    by_path = {p: k for k, p in ids.items()}
     trained = st.session_state.get("lmviz_trained_bundle")
-    options = ["default"] + (["session"] if trained is not None else []) + [str(f.path) for f in found]
-    labels = {"default": t("model.default"), "session": t("model.session"),
-              **{str(f.path): f"{f.label} · {FAMILIES[f.family]}" for f in found}}
+    options = [DEFAULT_ID] + ([SESSION_ID] if trained is not None else []) + list(ids)
+    labels = {DEFAULT_ID: t("model.default"), SESSION_ID: t("model.session"),
+              **{by_path[str(f.path)]: f"{f.label} · {FAMILIES[f.family]}" for f in found}}
 
     def now() -> str:
         b = st.session_state.get("lmviz_session_bundle")
-        return "default" if b is None else ("session" if b.source == "session" else b.meta.get("path", "default"))
+        if b is None:
+            return DEFAULT_ID
+        if b.source == "session":
+            return SESSION_ID
+        path = str(b.meta.get("path", ""))
+        return by_path.get(path, path or DEFAULT_ID)    # a folder no longer listed: its path
 
+    shareable = [DEFAULT_ID, *ids]
+    urlstate.seed_from_url(MODEL_PARAM, MODEL_URL_KEY, now(), str, lambda v: v in shareable)
     pick = st.session_state.pop("lmviz_model_pick", None)
-    if pick is not None and pick != now() and pick in options:
-        if pick == "default":
+    pick = by_path.get(pick, pick)                      # a folder's path names it too
+    if pick is None:
+        pick = st.session_state[MODEL_URL_KEY]          # a link's or the lecturer's id
+        v = classroom.followed_view()
+        if v is not None and MODEL_PARAM not in v.settings:
+            pick = DEFAULT_ID                           # the lecturer's own model: the shipped one here
+    if pick != now() and pick in options:
+        if pick == DEFAULT_ID:
             set_session_bundle(None)
-        elif pick == "session":
+        elif pick == SESSION_ID:
             set_session_bundle(trained)
         else:
             from lmviz.checkpoint import CheckpointError
 
             try:
                 with st.spinner(t("model.loading", name=labels[pick])):
-                    set_session_bundle(pretrained_bundle(pick))
+                    set_session_bundle(pretrained_bundle(ids[pick]))
             except CheckpointError as e:
                 from ui.render import escape
 
                 st.error(t("model.refused", name=escape(labels[pick]), why=escape(t(e.key, **e.params))))
     current = now()
+    st.session_state[MODEL_URL_KEY] = current
+    if current in shareable:
+        urlstate.to_url(MODEL_PARAM, current)
+    else:
+        urlstate.drop(MODEL_PARAM)
     if current not in options:                      # e.g. a folder removed since it was chosen
         options.append(current)
         b = st.session_state.get("lmviz_session_bundle")

@@ -104,6 +104,16 @@ def to_url(param: str, value: Any) -> None:
             classroom.publish_now()
 
 
+def drop(param: str) -> None:
+    """Remove ``?param=`` (a value no link can carry); in a class, published at once as ``to_url``."""
+    if param in st.query_params:
+        del st.query_params[param]
+        from ui import classroom
+
+        if classroom.lecturing():
+            classroom.publish_now()
+
+
 def slider(label: str, min_value, max_value, value, step=None, *, param: str, key: str, **kwargs):
     """``st.slider`` (single number) mirrored in ``?param=``."""
     kind = float if isinstance(value, float) or isinstance(step, float) else int
