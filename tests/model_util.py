@@ -73,6 +73,17 @@ def tiny_hf_folder(root, name: str = "tiny-gpt2", vocab: int = 50257, n_layer: i
             shapes[f"h.{layer}.{k}"] = s
     g = torch.Generator().manual_seed(0)
     save_file({k: 0.3 * torch.randn(s, generator=g) for k, s in shapes.items()}, str(d / "model.safetensors"))
+    _byte_tokenizer(d)
+    return d
+
+
+def _byte_tokenizer(d) -> None:
+    """A hand-made byte-level tokenizer.json in folder ``d``: 256 bytes, 3 merges (学 is split
+    inside its bytes) and <|endoftext|>."""
+    import json
+
+    from lmviz.hf_tokenizer import BYTE_TO_CHAR
+
     c = BYTE_TO_CHAR
     table = {c[b]: b for b in range(256)}
     merges = [("h", "e"), (c[0x20], "t"), (c[0xE5], c[0xAD])]          # "学" = E5 AD | A6: split inside
@@ -84,4 +95,29 @@ def tiny_hf_folder(root, name: str = "tiny-gpt2", vocab: int = 50257, n_layer: i
         "normalizer": None, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
         "decoder": {"type": "ByteLevel"},
         "model": {"type": "BPE", "vocab": table, "merges": [f"{a} {b}" for a, b in merges]}}, ensure_ascii=False))
+
+
+def tiny_llama_folder(root, name: str = "tiny-llama", vocab: int = 320, n_layer: int = 2, n_head: int = 4,
+                      n_kv_head: int = 2, dm: int = 32):
+    """A tiny Llama-shaped Hugging Face folder under ``root`` (RoPE, RMSNorm, SwiGLU, grouped
+    keys and values, an untied head), its tensors the ones lmviz.hf's own plan reads, seeded; the
+    byte-level tokenizer of :func:`tiny_hf_folder`. No transformers."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    from lmviz.hf import config_from_hf, plan
+
+    d = root / name
+    d.mkdir()
+    config = {"model_type": "llama", "vocab_size": vocab, "hidden_size": dm, "intermediate_size": 2 * dm,
+              "num_hidden_layers": n_layer, "num_attention_heads": n_head, "num_key_value_heads": n_kv_head,
+              "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+              "tie_word_embeddings": False, "hidden_act": "silu"}
+    (d / "config.json").write_text(json.dumps(config))
+    fam, cfg, _ = config_from_hf(config)
+    g = torch.Generator().manual_seed(0)
+    save_file({e.name: 0.3 * torch.randn(e.shape, generator=g) for e in plan(fam, cfg)}, str(d / "model.safetensors"))
+    _byte_tokenizer(d)
     return d

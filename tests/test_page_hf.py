@@ -218,3 +218,34 @@ def test_a_link_with_model_smollm2_opens_on_the_installed_smollm2(smollm2_only):
         assert b.model.cfg.vocab_size == 49152
         assert _menu(at).value == "smollm2" and at.query_params["model"] == "smollm2"
         assert "SmolLM2-135M-Instruct" in all_text(at) and "49,152" in all_text(at)
+
+
+@pytest.mark.parametrize("family,lang", [("gpt2", "en"), ("llama", "zh")])
+def test_every_chapter_draws_a_gpt2_and_a_llama_shaped_folder(tmp_path, monkeypatch, family, lang):
+    """Issue 53: every chapter, with a small pretrained folder of each family current (GPT-2:
+    learned positions, LayerNorm, 4 heads; Llama: RoPE, RMSNorm, SwiGLU, 4 query heads sharing 2
+    key/value heads, an untied head), runs without an error and keeps the folder current."""
+    from tests.model_util import tiny_llama_folder
+    from ui import session
+    from ui.chapters import CHAPTERS
+
+    _device_known()
+    if family == "gpt2":
+        d = tiny_hf_folder(tmp_path, name="tiny-walk", vocab=V, n_layer=2, n_head=4, dm=32)
+    else:
+        d = tiny_llama_folder(tmp_path, name="tiny-walk")
+    monkeypatch.setenv("LMVIZ_MODEL_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "no-cache"))
+    monkeypatch.setattr("lmviz.gguf_model.packaged_model", lambda: None)
+    monkeypatch.setattr("ui.room.heads_section", lambda *a, **k: None)   # its task: test_page_attention
+    session.pretrained_models.clear()
+    try:
+        at = _pick("tiny-walk", lang=lang)
+        b = at.session_state["lmviz_session_bundle"]
+        assert b.source == "pretrained" and b.meta["family"] == family and str(d) in str(b.meta["path"])
+        for ch in CHAPTERS:
+            at.switch_page(ch.file).run()
+            assert not at.exception, (ch.file, [e.value for e in at.exception])
+            assert at.session_state["lmviz_session_bundle"] is b, ch.file     # the folder stays current
+    finally:
+        session.pretrained_models.clear()
