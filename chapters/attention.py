@@ -31,13 +31,7 @@ CONTROL = {"en": "the cup", "zh": "杯子"}
 
 
 # ---------------------------------------------------------------- cached pure work --------
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _trace(_model, model_key: str, ids: tuple[int, ...]):
-    """The live model's explicit forward pass over ``ids`` (shared, read-only)."""
-    import torch
 
-    with torch.no_grad():
-        return _model.forward_trace(torch.tensor(ids, dtype=torch.long))
 
 
 @st.cache_data(show_spinner=False)
@@ -123,7 +117,7 @@ def sec_why():
     render.context_cut(enc.context)
     # the words as they stand in the sentence (" Anna" for a byte-level tokenizer, "Anna" alone for a character one)
     ref_ids, pron_ids, ctrl_ids = pronoun_words(tok, enc.ids, ref, pron, ctrl)
-    case = pronoun_case(lambda ids: _trace(model, key, ids), enc.ids, ref_ids, pron_ids, ctrl_ids, n)
+    case = pronoun_case(lambda ids: session.trace(model, key, ids), enc.ids, ref_ids, pron_ids, ctrl_ids, n)
     if case is None:
         st.warning(t("att.why_missing", ref=_md(ref), pron=_md(pron)))
         return
@@ -258,7 +252,7 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
         names = {s: t(f"att.stage.{s}") for s in STAGES}   # translated now, not at format time
         stage = urlstate.selectbox(t("att.stage"), STAGES, param="st", key="att_stage",
                                    format_func=names.__getitem__)
-    tr = _trace(b.model, session.model_key(b), tuple(ids))
+    tr = session.trace(b.model, session.model_key(b), tuple(ids))
     L = tr.layers[layer - 1]
     h = head - 1
     mat = {"scores": L.scores, "scaled": L.scaled, "masked": L.masked, "weights": L.weights,

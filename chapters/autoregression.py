@@ -46,9 +46,7 @@ def _parallel(ids: tuple[int, ...], model_key: str, _b):
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _attention(ids: tuple[int, ...], model_key: str, _b):
-    import torch
-
-    trace = _b.model.forward_trace(torch.tensor(ids, dtype=torch.long))
+    trace = session.trace(_b.model, model_key, ids)
     return [layer.weights.numpy() for layer in trace.layers]      # L x [H,T,T]
 
 

@@ -97,8 +97,6 @@ def sec_structure():
     started = _train_button("bey.train_struct", "bey_w_started", "bey_w_train")
 
     def body(snap):
-        import torch
-
         from lmviz.chapters.beyond_structure import country_attention, sentence_losses
 
         res = _result(snap)
@@ -106,9 +104,8 @@ def sec_structure():
             sl, att = _untrained_view(corpus_lang, sentence)
             st.info(t("bey.struct_untrained"))
         else:
-            with torch.no_grad():
-                sl, att = (sentence_losses(sentence, vocab, bigram, res.model),
-                           country_attention(sentence, vocab, res.model))
+            sl, att = (sentence_losses(sentence, vocab, bigram, res.model),
+                       country_attention(sentence, vocab, res.model))
         names = (t("bey.bigram"), t("bey.transformer") if res else t("bey.transformer_untrained"))
         c = sl.country
         render.plot(render.figure(position_loss_figure, sl.tokens[1:], sl.bigram, sl.transformer, c, names=names,
@@ -160,14 +157,11 @@ def _floors(lang_code: str):
 def _untrained_view(lang_code: str, sentence: str):
     """The untrained transformer's losses and country attention on ``sentence``: a first visit's
     view, computed once per sentence for every student."""
-    import torch
-
     from lmviz.chapters.beyond_structure import country_attention, sentence_losses
 
     _, vocab, seqs, bigram = _prepared(lang_code)
     model = _untrained(lang_code, len(vocab), max(len(s) for s in seqs) - 1)
-    with torch.no_grad():
-        return sentence_losses(sentence, vocab, bigram, model), country_attention(sentence, vocab, model)
+    return sentence_losses(sentence, vocab, bigram, model), country_attention(sentence, vocab, model)
 
 
 def _corpora_side_by_side(corpus, lang_code: str) -> None:

@@ -125,14 +125,10 @@ def _bundle():
 def _qkv(prompt: str, layer: int, head: int, model_key: str, _model, _tok):
     """q, k, v [T, dh] of one head of the live model for `prompt` (numpy, float64), the prompt cut
     to the model's context (the fit_context record says how much was cut)."""
-    import torch
-
-
     fit = fit_context(_tok, prompt, _model.cfg.block_size)
     if not fit.ids:
         return None, fit
-    with torch.no_grad():
-        tr = _model.forward_trace(torch.tensor(fit.ids, dtype=torch.long))
+    tr = session.trace(_model, model_key, tuple(fit.ids))
     L = tr.layers[layer]
     labels = [_tok.token(i) for i in fit.ids]
     return (L.q[head].double().numpy(), L.k[head].double().numpy(), L.v[head].double().numpy(),

@@ -26,12 +26,9 @@ LIVE_MAX_PROMPT = 48  # characters of the live prompt
 # ---------------------------------------------------------------- cached computations ----
 def _walk_record(model, tok, ids: list[int], n_new: int) -> dict:
     """A walkthrough as plain numpy/lists (cheap to cache and to draw)."""
-    import torch
-
     from lmviz.chapters.kv_cache import cache_rows, walkthrough
 
-    with torch.no_grad():
-        w = walkthrough(model, ids, n_new)
+    w = walkthrough(model, ids, n_new)
     K, V = cache_rows(w)
     seq = w.prompt + w.generated
     return {

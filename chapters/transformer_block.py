@@ -23,12 +23,7 @@ DEFAULT_TEXT = {"en": "The capital of France is Paris.", "zh": "床前明月光�
 MAX_DIMS = 16
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _trace(_model, model_key: str, ids: tuple[int, ...]):
-    import torch
 
-    with torch.no_grad():
-        return _model.forward_trace(torch.tensor(ids, dtype=torch.long))
 
 
 def _bundle():
@@ -55,7 +50,7 @@ def sec_shapes():
         st.warning(t("blk.empty"))
         return
     n, d, V = len(enc.ids), cfg.d_model, cfg.vocab_size
-    tr = _trace(b.model, _key(b), tuple(enc.ids))
+    tr = session.trace(b.model, _key(b), tuple(enc.ids))
     stages = [
         Stage(t("blk.st.embed"), f"[{n}, {d}]", "", TOKEN_CYCLE[1]),
         Stage(t("blk.st.norm1"), f"[{n}, {d}]", "", TOKEN_CYCLE[4]),
@@ -159,7 +154,7 @@ def sec_context():
     if pa is None or pb is None:
         st.warning(t("blk.ctx_missing", word=_md(word)))
         return
-    ta, tb = _trace(b.model, _key(b), tuple(ea.ids)), _trace(b.model, _key(b), tuple(eb.ids))
+    ta, tb = session.trace(b.model, _key(b), tuple(ea.ids)), session.trace(b.model, _key(b), tuple(eb.ids))
     cc = contextual_cosine(ta, tb, pa, pb)
     names = {"token": t("blk.ctx.token"), "input": t("blk.ctx.input"), "final": t("blk.ctx.final")}
     labels = [names.get(s, s.replace("block", t("blk.ctx.block"))) for s in cc.stages]
@@ -208,7 +203,7 @@ LENS_CELL_CHARS = 8     # characters of a token shown in a cell (the hover has i
 def _lens(_model, model_key: str, ids: tuple[int, ...]):
     from lmviz.chapters.transformer_block import logit_lens
 
-    return logit_lens(_model, _trace(_model, model_key, ids))
+    return logit_lens(_model, session.trace(_model, model_key, ids))
 
 
 def _model_name(b) -> str:

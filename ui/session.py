@@ -166,6 +166,16 @@ def model_key(bundle: Bundle) -> str:
     return f"{bundle.source}:{n}"
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def trace(_model, model_key: str, ids: tuple[int, ...]):
+    """The model's explicit forward pass over ``ids`` (``lmviz.model.GPT.forward_trace``: every
+    step kept), computed once per process for the same model (``model_key``) and ids and shared by
+    every session (read-only). The one way a page gets a model's trace."""
+    import torch
+
+    return _model.forward_trace(torch.tensor(ids, dtype=torch.long))
+
+
 @st.cache_resource(max_entries=32, show_spinner=False)
 def _next_logits(key: str, ids: tuple, _model):
     from lmviz.sampling import next_logits
