@@ -2,6 +2,7 @@
 
     python bench/room_open.py --sessions 30 --chapter attention[,cost,...] [--lang zh|en,zh] [--training]
                               [--healthy-for 60] [--skip-questions] [--modes "warm views;no warm views"]
+                              [--model smollm2]
 
 Starts ``streamlit run serve.py`` (README's run command) on a free port on 127.0.0.1, waits until
 it is healthy and then ``--healthy-for`` seconds more (the lecture case: the server was started
@@ -19,7 +20,9 @@ which visits every chapter once as it starts, ui/warmup.py) and ``no warm views`
 line reads ``open p50 X s, p95 Y s, max Z s, sessions N, chapter C, ..., mode M``. Several chapters
 (``--chapter a,b,c``, ``--lang en,zh``) are opened one room after another on the same server
 (the sessions of one room closed before the next arrives), and a last line gives the range of
-their p95.
+their p95. ``--model ID`` opens every session on that model (``?model=``, e.g. ``smollm2``); each
+room also prints the server's resident memory while its sessions are open (one copy of a
+pretrained model per process: 30 sessions on it should cost little more than one).
 """
 from __future__ import annotations
 
@@ -78,16 +81,20 @@ async def run(args, mode: str) -> None:
             errors: list[str] = []
             opened: list[Session | None] = []
             try:
+                query = f"lang={lang}" + (f"&model={args.model}" if args.model else "")
                 opened = await asyncio.gather(*(
-                    opener(srv.port, chapter, f"lang={lang}", i / max(1, args.sessions), lat, errors,
+                    opener(srv.port, chapter, query, i / max(1, args.sessions), lat, errors,
                            args.timeout, args.skip_questions)
                     for i in range(args.sessions)))
+                rss = _rss_mb(srv.proc.pid)               # with the room's sessions open
             finally:
                 await _close(opened)
             print(f"sessions opened: {len(lat)} of {args.sessions}; errors: {len(errors)}")
             for e in sorted(set(errors))[:20]:
                 print(f"  error: {e} (x{errors.count(e)})")
+            print(f"server RSS with the room open: {rss:.0f} MB")
             print_latencies("open", lat, f"sessions {args.sessions}, chapter {chapter}, lang {lang}, "
+                            f"model {args.model or 'default'}, "
                             f"training {'on' if args.training else 'off'}, healthy for {args.healthy_for:.0f} s, "
                             f"questions {'skipped' if args.skip_questions else 'shown'}, mode {mode}")
             if lat:
@@ -101,6 +108,17 @@ async def run(args, mode: str) -> None:
         print(f"rooms {len(rooms)}, mode {mode}: p95 from {worst[0][0]:.2f} s ({worst[0][1]}) to "
               f"{worst[-1][0]:.2f} s ({worst[-1][1]}); {sum(1 for x, _ in worst if x <= 3.0)} of "
               f"{len(worst)} rooms at p95 <= 3 s", flush=True)
+
+
+def _rss_mb(pid: int) -> float:
+    """The resident memory of process ``pid`` (Linux /proc), in MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
 
 
 async def _close(sessions) -> None:
@@ -124,6 +142,7 @@ def main() -> None:
                     help="seconds between the server's health and the room arriving")
     ap.add_argument("--timeout", type=float, default=180.0, help="give up on one session after this (s)")
     ap.add_argument("--skip-questions", action="store_true", help="each session also skips the questions")
+    ap.add_argument("--model", default="", help="a model id (?model=, e.g. smollm2): every session opens on it")
     ap.add_argument("--modes", default="warm views", help="';'-separated, from: warm views; no warm views")
     args = ap.parse_args()
     if set(args.lang.split(",")) - {"en", "zh"}:

@@ -226,6 +226,7 @@ def pretrained_ids() -> dict[str, str]:
 
 
 MODEL_URL_KEY = "lmviz_model_url"   # session key: the model's id as ui.urlstate seeds it (a link's, a lecturer's)
+MODEL_APPLIED_KEY = "lmviz_model_applied"   # session key: the id the menu last made current (a new link or lecturer id differs)
 
 
 def _picked() -> None:
@@ -270,7 +271,9 @@ def model_menu() -> None:
     pick = st.session_state.pop("lmviz_model_pick", None)
     pick = by_path.get(pick, pick)                      # a folder's path names it too
     if pick is None:
-        pick = st.session_state[MODEL_URL_KEY]          # a link's or the lecturer's id
+        wanted = st.session_state[MODEL_URL_KEY]
+        if wanted != st.session_state.get(MODEL_APPLIED_KEY):
+            pick = wanted                               # a link's or the lecturer's id, new since the last run
         v = classroom.followed_view()
         if v is not None and MODEL_PARAM not in v.settings:
             pick = DEFAULT_ID                           # the lecturer's own model: the shipped one here
@@ -290,7 +293,9 @@ def model_menu() -> None:
 
                 st.error(t("model.refused", name=escape(labels[pick]), why=escape(t(e.key, **e.params))))
     current = now()
-    st.session_state[MODEL_URL_KEY] = current
+    # what this run applied: a model this session publishes between runs (a training's, an
+    # upload's) stays current, where the id of the run before would have taken it back
+    st.session_state[MODEL_URL_KEY] = st.session_state[MODEL_APPLIED_KEY] = current
     if current in shareable:
         urlstate.to_url(MODEL_PARAM, current)
     else:
