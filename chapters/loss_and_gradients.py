@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import streamlit as st
 
+from lmviz import limits
 from ui import session, render, urlstate
 from ui.i18n import lang, t
 from viz.loss_and_gradients import (
@@ -64,8 +65,18 @@ def _train_ids(names: tuple[str, ...], model_key: str, _b):
 
     ids = []
     for n in names:
-        ids += _b.tokenizer.encode_lossy(_split(n)[0])[0]
+        ids += _b.tokenizer.encode_lossy(_split(n)[0][:_unigram_chars(_b)])[0]
     return torch.tensor(ids, dtype=torch.long)
+
+
+UNIGRAM_CHARS = 300_000     # a pretrained tokenizer (pure-Python BPE) counts this much of each text: 1.5 M
+#                             characters of poems took SmolLM2's 3.2 s on the page's first view
+
+
+def _unigram_chars(b) -> int | None:
+    """How much of each training text the unigram baseline counts: all of it with the app's own
+    tokenizers, the start of it with a pretrained model's (None: all)."""
+    return UNIGRAM_CHARS if b.source == "pretrained" else None
 
 
 def _unigram(text: str, names: tuple[str, ...], b):
@@ -83,14 +94,18 @@ def _baseline_names(src: str) -> tuple[str, ...]:
     return ("english", "poetry") if src == "own" else (src,)
 
 
-def _baselines_caption(r_loss: float, r_ppl: float, base, src: str) -> None:
+def _baselines_caption(r_loss: float, r_ppl: float, base, src: str, b=None) -> None:
     """The uniform and unigram perplexities beside a measured one (the same text, the same tokens)."""
     if base is None:
         return
+    counted = " + ".join(t(f"loss.train_of.{n}") for n in _baseline_names(src))
+    cut = _unigram_chars(b) if b is not None else None
+    if cut is not None and any(len(_split(n)[0]) > cut for n in _baseline_names(src)):
+        counted = t("loss.counted_cut", counted=counted, n=f"{cut:,}")
     render.caption(t("loss.ppl_baselines", loss=f"{r_loss:.3f}", ppl=f"{r_ppl:,.2f}", v=f"{base.vocab_size:,}",
                  uniform=f"{base.uniform:.3f}", unigram=f"{base.unigram:.3f}",
                  unigram_ppl=f"{base.unigram_ppl:,.1f}",
-                 counted=" + ".join(t(f"loss.train_of.{n}") for n in _baseline_names(src))))
+                 counted=counted))
 
 
 def _honesty_note(b, src: str, n_tokens: int) -> None:
@@ -115,11 +130,24 @@ def _honesty_note(b, src: str, n_tokens: int) -> None:
               uniform=f"{rep.uniform:.3f}", uniform_ppl=f"{rep.uniform_ppl:,.0f}"))
 
 
+def _view_tokens(b) -> int:
+    """The tokens a default view scores with the live model (lmviz.limits.view_tokens)."""
+    return limits.view_tokens(b.model.num_params(), str(b.model.device))
+
+
+def _cut_note(b, text: str, scored: int) -> None:
+    """One sentence when the view scored only the start of ``text`` (a large model's budget)."""
+    total = len(b.tokenizer.encode_lossy(text)[0])
+    if scored + 1 < total:
+        render.caption(t("loss.view_cut", n=f"{scored:,}", total=f"{total:,}", params=f"{b.model.num_params():,}",
+                         s=f"{limits.VIEW_S['cuda' if str(b.model.device).startswith('cuda') else 'cpu']:g}"))
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
 def _ppl(text: str, model_key: str, _b):
     from lmviz.chapters.loss_and_gradients import perplexity
 
-    return perplexity(_b.model, _b.tokenizer, text)
+    return perplexity(_b.model, _b.tokenizer, text, max_tokens=_view_tokens(_b) + 1)
 
 
 def _param_name(kind: str, n_layer: int) -> str:
@@ -223,7 +251,8 @@ def sec_ppl():
     render.metric(t("loss.unigram_ppl"), f"{base.unigram_ppl:.1f}" if base is not None else "–", at=c[1])
     render.metric(t("loss.uniform"), f"{r.vocab_size}", at=c[2])
     render.caption(t("loss.ppl_caption", n=r.n_tokens, loss=f"{r.mean_loss:.3f}", ppl=f"{r.ppl:.2f}", v=r.vocab_size))
-    _baselines_caption(r.mean_loss, r.ppl, base, src)
+    _cut_note(b, text, r.n_tokens)
+    _baselines_caption(r.mean_loss, r.ppl, base, src, b)
     _honesty_note(b, src, r.n_tokens)
     if r.n_words * 20 < r.n_chars:   # hardly any spaces (Chinese): "per word" would mean nothing
         st.info(t("loss.ppl_caveat_chars", ppl=f"{r.ppl:.2f}"))
@@ -235,7 +264,7 @@ def sec_ppl():
 def _likelihood(text: str, model_key: str, _b):
     from lmviz.chapters.loss_and_gradients_objective import corpus_likelihood
 
-    return corpus_likelihood(_b.model, _b.tokenizer, text, max_tokens=2048)
+    return corpus_likelihood(_b.model, _b.tokenizer, text, max_tokens=min(2048, _view_tokens(_b)))
 
 
 def sec_mle():
@@ -254,6 +283,7 @@ def sec_mle():
     except ValueError:
         st.warning(t("loss.no_corpus"))
         return
+    _cut_note(b, text, r.n_tokens)
     tok = b.tokenizer.token
     rows = [{"t": i + 1, t("loss.mle_input"): visible(tok(x)), t("loss.mle_label"): visible(tok(y)),
              t("loss.mle_prob"): round(p, 4), "−ln p": round(-math.log(max(p, 1e-300)), 3)}

@@ -340,6 +340,21 @@ LAYER_CALL_S = {"cpu": 3e-4,               # fixed cost of one layer in one forw
                 "cuda": 1e-4}              # kernel launches): the 4-layer timing model's cached step
 #                                            took 1.8 ms at 500 tokens, far above its FLOPs
 
+VIEW_S = {"cpu": 1.0, "cuda": 0.3}        # seconds of matmuls a chapter's default view may spend scoring text
+
+
+def view_tokens(params: int, device: str = "cpu") -> int:
+    """How many tokens a chapter's default view scores with a model of ``params`` parameters
+    (one forward pass, ~2 FLOPs per parameter and token) within VIEW_S on ``device``: the
+    shipped model scores whole texts, a pretrained one the start of them (the page says so).
+
+    >>> view_tokens(1_310_000), view_tokens(134_515_008)
+    (15267, 148)
+    """
+    kind = "cuda" if str(device).startswith("cuda") else "cpu"
+    return max(32, int(VIEW_S[kind] * DECODE_FLOPS[kind] / (2 * max(1, params))))
+
+
 # -----------------------------------------------------------------------------
 # English sentences for logs, tests and str(error): the catalogue is the one source of text
 

