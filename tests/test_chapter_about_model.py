@@ -56,6 +56,8 @@ def test_smollm2_finds_words_with_their_leading_space(smollm2):
     assert word_ids(tok, start, "apple") == tok.encode("apple")                     # at the start: no space
     assert [tok.token(i) for i in answer_ids(tok, "The capital of", "France")] == [" France"]
     assert answer_ids(tok, "The capital of ", "France") == tok.encode("France")
+    zh = tok.encode("中国的首都是北京")                                                # no space inside Chinese
+    assert answer_ids(tok, "中国的首都是", "北京") == zh[len(tok.encode("中国的首都是")):]
 
 
 def test_smollm2_stops_at_its_end_of_turn_token(smollm2, shipped):

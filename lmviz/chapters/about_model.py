@@ -122,18 +122,24 @@ def prompt_for(tok, text: str) -> str:
 
 def answer_ids(tok, prompt: str, answer: str) -> list[int]:
     """The ids of ``answer`` as the model would write it right after ``prompt``: behind a space when
-    the prompt does not end in one (a byte-level tokenizer's " Paris", a character model's "␣" then
-    "P"), read from encoding the two together. [] when the tokenizer cannot read the answer.
+    an English prompt does not end in one (a byte-level tokenizer's " Paris", a character model's
+    "␣" then "P"; none after Chinese text, which has no spaces), read from encoding the two
+    together. [] when the tokenizer cannot read the answer.
 
     >>> from lmviz.tokenizer import CharTokenizer
     >>> tk = CharTokenizer("The capital is Paris")
     >>> [tk.token(i) for i in answer_ids(tk, "The capital is ", "Paris")][:2]
     ['P', 'a']
+    >>> tk = CharTokenizer("中国的首都是北京")
+    >>> [tk.token(i) for i in answer_ids(tk, "中国的首都是", "北京")]
+    ['北', '京']
     """
     a = answer.strip()
     if not a:
         return []
-    sep = "" if not prompt or prompt[-1].isspace() else " "
+    # a space between two words of a script written with spaces; none inside Chinese text
+    sep = " " if prompt and not prompt[-1].isspace() and prompt[-1].isascii() and a[0].isascii() and a[0].isalnum() \
+        else ""
     p = tok.encode_lossy(prompt)[0]
     full = tok.encode_lossy(prompt + sep + a)[0]
     if list(full[:len(p)]) == list(p) and len(full) > len(p):
