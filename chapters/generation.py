@@ -383,6 +383,7 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
         st.session_state["gen_playing"] = False
         st.rerun()
     spread_clicked = b4.button(t("gen.spread", n=N_SPREAD), key="gen_spread", icon=":material/casino:")
+    n_new = len(s["ids"]) - s["n_prompt"]             # a step just taken counts
     ended = n_new > 0 and s["ids"][-1] in stops
     if ended:
         render.caption(t("gen.ended", tok=render.escape(visible(b.tokenizer.token(s["ids"][-1]))), n=n_new))

@@ -10,6 +10,8 @@ import pytest
 from tests.apptest_util import all_text, figures, skip_questions, title_of
 
 NAME = "SmolLM2-135M-Instruct"
+CHAT_DONE = ("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"
+             "The capital of France is Paris.")       # SmolLM2's greedy next token: <|im_end|> (p = 0.70)
 PARAMS = "134,515,008"
 WALK = ("tokenization", "embedding", "autoregression", "transformer_block", "loss_and_gradients", "training",
         "cost", "beyond", "generation", "kv_cache")
@@ -47,7 +49,7 @@ def _walk(lang, pick=None):
         assert not at.exception, (page, [e.value for e in at.exception])
         out[page] = (all_text(at), [title_of(f) for f in figures(at)],
                      {w.key: w.value for w in list(at.text_input) + list(at.text_area) if w.key})
-    return out
+    return out, at
 
 
 def _by(lang):
@@ -65,7 +67,7 @@ def _by(lang):
 def test_every_chapter_says_true_things_about_smollm2(lang):
     from ui.i18n import translate as tr
 
-    walk = _walk(lang, _smollm2())
+    walk, at = _walk(lang, _smollm2())
     reads = tr("model.reads.bytes", lang)
     everything = "\n".join(text for text, _, _ in walk.values())
     assert not [s for s in OLD[lang] if s in everything]
@@ -100,13 +102,21 @@ def test_every_chapter_says_true_things_about_smollm2(lang):
         tr("gen.prompt_default", lang).rstrip()
     text, _, _ = walk["kv_cache"]
     assert tr("kv.live_intro", lang, name=NAME, reads=reads) in text
+    # generation ends at the model's end-of-turn token: a chat whose answer is complete, greedy
+    at.switch_page("chapters/generation.py").run()
+    at.text_input(key="gen_prompt").set_value(CHAT_DONE).run()
+    at.slider(key="gen_live_tau").set_value(0.0).run()
+    at.button(key="gen_step").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert tr("gen.ended", lang, tok="&lt;|im_end|&gt;", n=1) in all_text(at)
+    assert at.run().button(key="gen_step").disabled                       # no step after the end
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_shipped_model_is_still_described_as_a_character_model(lang):
     from ui.i18n import translate as tr
 
-    walk = _walk(lang)
+    walk, _ = _walk(lang)
     name, reads = tr("model.name_default", lang), tr("model.reads.char", lang)
     assert tr("emb.live_text", lang, name=name, reads=reads) in walk["embedding"][0]
     assert tr("emb.scheme_uses", lang, name=name, scheme=tr("emb.scheme.learned", lang)) in walk["embedding"][0]
