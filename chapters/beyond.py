@@ -15,7 +15,7 @@ from lmviz.chapters.claims import answer_shift, context_use, robot
 from lmviz.chapters.examples import CHAT_QUESTION, default_for, model_languages
 from lmviz.tokenizer import fit_context
 from ui import model_words, session, render, urlstate
-from ui.i18n import lang, language_names, listed, t
+from ui.i18n import lang, language_names, listed, t, translate
 from viz.beyond import (
     attention_figure, loss_curve_figure, position_loss_figure, summary_figure, bin_probs_figure,
     binning_figure, rollout_figure, token_row_figure, shift_figure, scores_figure, context_figure,
@@ -554,11 +554,17 @@ def sec_prompt():
     if b is None:
         st.info(t("bey.no_model"))
         return
-    stem = urlstate.text(t("bey.stem"), prompt_for(b.tokenizer, t("bey.stem_default")), param="ps", key="bey_stem",
-                         max_chars=80)
-    prefix = urlstate.text(t("bey.prefix"), t("bey.prefix_default"), param="pp", key="bey_prefix",
+    # the defaults in a language the model's records say it learned (SmolLM2: English on a Chinese page)
+    in_lang = default_for({"en": "", "zh": ""}, lang(), b.meta)[0]
+    stem = urlstate.text(t("bey.stem"), prompt_for(b.tokenizer, translate("bey.stem_default", in_lang)), param="ps",
+                         key="bey_stem", max_chars=80)
+    prefix = urlstate.text(t("bey.prefix"), translate("bey.prefix_default", in_lang), param="pp", key="bey_prefix",
                            max_chars=300, area=True)
-    answer = urlstate.text(t("bey.answer"), t("bey.stem_answer"), param="pa", key="bey_answer", max_chars=40)
+    answer = urlstate.text(t("bey.answer"), translate("bey.stem_answer", in_lang), param="pa", key="bey_answer",
+                           max_chars=40)
+    if in_lang != lang():
+        render.caption(t("bey.prompt_lang_note", name=model_words.name(b, start=True),
+                         langs=language_names(model_languages(b.meta))))
     if not stem.strip():
         st.warning(t("bey.empty_stem"))
         return
