@@ -9,7 +9,7 @@ import streamlit as st
 
 from lmviz.tokenizer import fit_context
 from lmviz.tokenizer import TOY_EN
-from ui import session, render, urlstate
+from ui import model_words, session, render, urlstate
 from ui.chapters import by_slug
 from ui.i18n import t
 from ui.i18n import lang
@@ -104,8 +104,10 @@ def sec_live():
     render.metric(t("ar.total_logp"), f"{r.total_log_prob:.2f}", at=c1)
     render.metric(t("ar.mean_loss"), f"{r.mean_loss:.3f}", at=c2)
     render.metric(t("ar.n_factors"), len(r.probs), at=c3)
-    render.caption(t("ar.first_given", tok=render.escape(r.tokens[0]), src=t(f"ar.src.{b.source}"),
-                 n=len(r.tokens), f=len(r.probs)))
+    a = model_words.facts(b)
+    render.caption(t(f"ar.first_given.{a.unit}", tok=render.escape(r.tokens[0]), name=model_words.name(b, a),
+                     reads=model_words.reads(b, a), chars=len(text), n=len(r.tokens), f=len(r.probs)))
+    render.caption(model_words.by(b, a))
     render.md(_baselines_text(b, r.mean_loss, text))
 
 
@@ -216,7 +218,7 @@ def sec_mask():
         w = weights[layer][head]
         fig = render.figure(attention_figure, w, [b.tokenizer.token(i) for i in ids], x_title=t("ar.fig.key"),
                             y_title=t("ar.fig.query"),
-                            title=t("ar.fig.live_attn", layer=layer + 1, head=head + 1))
+                            title=t("ar.fig.live_attn", layer=layer + 1, head=head + 1, name=model_words.name(b)))
         render.plot(fig, key="ar_live_attn", filename="causal-attention-live")
         render.caption(t("ar.live_attn_caption", above=f"{float(np.triu(w, 1).sum()):g}"))
         render.caption(t("ar.attn_cut" if len(ids) < total else "ar.attn_all", k=len(ids), total=total))

@@ -10,11 +10,12 @@ import streamlit as st
 
 from lmviz.capitals import NOTES_SENTENCES, country_floor, notes_floor
 from lmviz.chapters.beyond_retrieval import BM25, load_documents, fit_window, best_sentence
+from lmviz.chapters.about_model import answer_ids, prompt_for
 from lmviz.chapters.claims import answer_shift, context_use, robot
 from lmviz.chapters.examples import CHAT_QUESTION, default_for, model_languages
 from lmviz.tokenizer import fit_context
-from ui import session, render, urlstate
-from ui.i18n import lang, language_names, listed, t
+from ui import model_words, session, render, urlstate
+from ui.i18n import lang, language_names, listed, t, translate
 from viz.beyond import (
     attention_figure, loss_curve_figure, position_loss_figure, summary_figure, bin_probs_figure,
     binning_figure, rollout_figure, token_row_figure, shift_figure, scores_figure, context_figure,
@@ -306,7 +307,7 @@ def _shift(model, tok, model_key: str, prompt: str, context: str, answer: str, n
     ids, cut = fit_window(ctx_ids, prompt_ids, block)
     p0, vocab = _next_probs(tuple(prompt_ids), model_key, model, tok)
     p1, _ = _next_probs(tuple(ids), model_key, model, tok)
-    ans = tok.encode_lossy(answer)[0]
+    ans = answer_ids(tok, prompt, answer)        # as the model writes it after the prompt: " Paris"
     top = set(np.argsort(-p0)[:6]) | set(np.argsort(-p1)[:6]) | ({ans[0]} if ans else set())
     top = sorted(top, key=lambda i: -p1[i])
     shown = [visible(vocab[i]) for i in top]
@@ -363,8 +364,10 @@ def sec_knowledge():
         render.code(passage, language=None)
         answer = t(f"bey.{ANSWER_KEYS[presets.index(query)]}_answer")
         render.caption(t("bey.answer_is", answer=render.escape(answer)))
-        _shift(model, tok, model_key, query, passage + " ", answer, (t("bey.without_ctx"), t("bey.with_ctx")),
-               "bey_shift", t(f"bey.shift_title.{src}"))
+        _shift(model, tok, model_key, prompt_for(tok, query), passage + " ", answer,
+               (t("bey.without_ctx"), t("bey.with_ctx")), "bey_shift", t(f"bey.shift_title.{src}"))
+        if src == "live":
+            render.caption(model_words.by(chosen[4]))
     if src == "toy":
         acc, n = _reader_accuracy()
         a = {k: f"{v:.0%}" for k, v in acc[lang()].items()}
@@ -427,13 +430,23 @@ def _window_use(b) -> None:
                 level=level))
     if b.source == "session":
         render.caption(t("bey.window_use_session"))
+    elif b.source == "pretrained":
+        render.caption(t("bey.window_use_pretrained", name=model_words.name(b)))
 
 
 def sec_objective():
     render.md(t("bey.objective_md"))
+    b = _bundle()
+    if b is not None:
+        a = model_words.facts(b)
+        render.md(t("bey.scale_note", name=model_words.name(b, a), params=f"{a.params:,}"))
 
 
 def sec_post():
+    b = _bundle()
+    if b is not None:
+        a = model_words.facts(b)
+        render.md(t("bey.post_model.instruct" if a.instruct else "bey.post_model.base", name=model_words.name(b, a)))
     render.md(t("bey.post_md"))
     stages = [(t(f"bey.stage{i}"), t(f"bey.stage{i}_body")) for i in range(1, 4)]
     render.plot(render.figure(pipeline_figure, stages, title=t("bey.post_title")), key="bey_post", filename="post-training")
@@ -442,13 +455,6 @@ def sec_post():
 
 CHAT_MAX_CHARS = 120     # the question's length (the answer is bounded by beyond_chat.MAX_NEW_TOKENS)
 CHAT_INLINE_S = 0.5      # tried on the page first; slower (a real model on a CPU) runs as a task
-
-
-def _model_name(b) -> str:
-    """The current model's name, from its own records."""
-    if b.source == "pretrained":
-        return render.escape(str(b.meta.get("name", "")))
-    return t("bey.chat_model_session" if b.source == "session" else "bey.chat_model_default")
 
 
 def _chips(tok, ids, marked) -> str:
@@ -462,24 +468,25 @@ def _chat_status(snap) -> None:
 
 
 def sec_chat():
-    from lmviz.chapters.beyond_chat import MAX_NEW_TOKENS, TemplateRefused, both_answers, end_of_turn, templated
+    from lmviz.chapters.beyond_chat import MAX_NEW_TOKENS, TemplateRefused, both_answers, stop_ids, templated
 
     render.md(t("bey.chat_md", n=MAX_NEW_TOKENS))
     b = _bundle()
     if b is None:
         st.info(t("bey.no_model"))
         return
-    name, tok = _model_name(b), b.tokenizer
+    name, tok = model_words.name(b), b.tokenizer
+    name_first = model_words.name(b, start=True)          # at the start of a sentence
     template = b.meta.get("chat_template") or ""
     if not template or not hasattr(tok, "special"):
-        render.md(t("bey.chat_none", name=name))
+        render.md(t("bey.chat_none", name=name_first))
         return
     in_lang, default = default_for(CHAT_QUESTION, lang(), b.meta)
     question = urlstate.text(t("bey.chat_question"), default, param="cq", key=f"bey_chat_q:{in_lang}",
                              max_chars=CHAT_MAX_CHARS)
     known = model_languages(b.meta)
     if known is not None and lang() not in known:
-        render.caption(t("bey.chat_lang_note", name=name, langs=language_names(known)))
+        render.caption(t("bey.chat_lang_note", name=name_first, langs=language_names(known)))
     if not question.strip():
         st.warning(t("bey.empty_stem"))
         return
@@ -487,16 +494,15 @@ def sec_chat():
     special = lambda k: names.get(b.meta.get(k)) if b.meta.get(k) is not None else None  # noqa: E731
     try:
         text = templated(template, question, bos=special("bos_token_id") or "", eos=special("eos_token_id") or "")
-        eot = end_of_turn(template, tok.special)
     except TemplateRefused as e:
-        st.warning(t("bey.chat_refused", name=name, why=t(e.key, **e.params)))
+        st.warning(t("bey.chat_refused", name=name_first, why=t(e.key, **e.params)))
         return
     chat_ids, plain_ids = tok.encode(text), tok.encode(question)
     marked = frozenset(i for i in chat_ids if i in names)
     render.md(t("bey.chat_tokens", name=name, n=len(chat_ids), q=len(plain_ids), k=len(marked),
                 specials=listed(f"`{names[i]}`" for i in sorted(marked))))
     st.html(_chips(tok, chat_ids, marked))
-    stops = tuple(sorted({i for i in (eot, b.meta.get("eos_token_id")) if i is not None}))
+    stops = stop_ids(b.meta, tok.special)
     key = (session.model_key(b), question)
 
     def work(ctx):
@@ -542,15 +548,23 @@ def sec_prompt():
     if b is None:
         st.info(t("bey.no_model"))
         return
-    stem = urlstate.text(t("bey.stem"), t("bey.stem_default"), param="ps", key="bey_stem", max_chars=80)
-    prefix = urlstate.text(t("bey.prefix"), t("bey.prefix_default"), param="pp", key="bey_prefix",
+    # the defaults in a language the model's records say it learned (SmolLM2: English on a Chinese page)
+    in_lang = default_for({"en": "", "zh": ""}, lang(), b.meta)[0]
+    stem = urlstate.text(t("bey.stem"), prompt_for(b.tokenizer, translate("bey.stem_default", in_lang)), param="ps",
+                         key="bey_stem", max_chars=80)
+    prefix = urlstate.text(t("bey.prefix"), translate("bey.prefix_default", in_lang), param="pp", key="bey_prefix",
                            max_chars=300, area=True)
-    answer = urlstate.text(t("bey.answer"), t("bey.stem_answer"), param="pa", key="bey_answer", max_chars=40)
+    answer = urlstate.text(t("bey.answer"), translate("bey.stem_answer", in_lang), param="pa", key="bey_answer",
+                           max_chars=40)
+    if in_lang != lang():
+        render.caption(t("bey.prompt_lang_note", name=model_words.name(b, start=True),
+                         langs=language_names(model_languages(b.meta))))
     if not stem.strip():
         st.warning(t("bey.empty_stem"))
         return
     _shift(b.model, b.tokenizer, session.model_key(b), stem, prefix, answer,
            (t("bey.stem_only"), t("bey.with_prefix")), "bey_prompt", t("bey.prompt_title"))
+    render.caption(model_words.by(b))
 
 
 render.run_sections([

@@ -10,13 +10,13 @@ import streamlit as st
 
 import lmviz
 from lmviz.chapters.claims import power_law
-from lmviz.chapters.cost import (MEMORY_RECIPES, attention_dominates_from, attention_flops,
+from lmviz.chapters.cost import (MEMORY_RECIPES, attention_dominates_from, mlp_flop_ratio, attention_flops,
                          chinchilla_optimal, chinchilla_optimal_fit, decode_step_flops,
                          layer_flops, training_flops, training_memory_bytes)
 from lmviz.chapters.cost import measure_attention_rounds
 from lmviz.numfmt import magnitude, sci
 from lmviz.tokenizer import fit_context
-from ui import session, render, urlstate
+from ui import model_words, session, render, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import t
 from ui.i18n import catalogue, device, lang
@@ -305,11 +305,16 @@ def sec_where() -> None:
         st.info(t("cost.no_model_cfg"))
     else:
         cfg = b.model.cfg
-    d, r, kv = cfg.d_model, float(cfg.mlp_ratio), cfg.n_kv_head / cfg.n_head
-    cross = attention_dominates_from(d, r)
-    render.md(t("cost.where_intro", d=d, L=cfg.n_layer, r=cfg.mlp_ratio, H=cfg.n_head,
-                Hkv=cfg.n_kv_head, cross=f"{cross:,g}", T=f"{cfg.block_size:,}",
-                share=f"{100 * layer_flops(cfg.block_size, d, r, kv).attention_share:.0f}"))
+    d, r, kv = cfg.d_model, mlp_flop_ratio(cfg), cfg.n_kv_head / cfg.n_head
+    cross = attention_dominates_from(d, r, kv)
+    a = model_words.facts(b) if b is not None else None
+    T = a.trained_context if a is not None else cfg.block_size
+    p_coef, m_coef = 4 + 4 * kv, 4 * r            # per token and layer, in units of d^2
+    render.md(t("cost.where_intro", name=model_words.name(b, a) if b is not None else t("model.name_default"),
+                d=d, L=cfg.n_layer, ff=f"{cfg.ff_width:,}", mats=3 if cfg.mlp == "swiglu" else 2, H=cfg.n_head,
+                Hkv=cfg.n_kv_head, p=f"{p_coef:.3g}", m=f"{m_coef:.3g}", cross=f"{cross:,.0f}", T=f"{T:,}",
+                share=f"{100 * layer_flops(T, d, r, kv).attention_share:.0f}")
+              + (t("cost.where_runs", ctx=f"{cfg.block_size:,}") if T != cfg.block_size else ""))
     ns = [2 ** i for i in range(4, 14)]
     recs = [layer_flops(n, d, r, kv) for n in ns]
     names = {p: t(f"cost.part.{p}") for p in ("attention", "projections", "mlp")}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from lmviz.chapters.claims import cosine_by_distance, positions
-from ui import session, render, urlstate
+from ui import model_words, session, render, urlstate
 from ui.i18n import lang, t
 from viz.attention import heatmap
 from viz.embedding import table_figure, two_orders_figure, vector_sum_figure, rope_plane_figure
@@ -92,7 +92,7 @@ def sec_live():
         st.warning(t("emb.no_model", err=str(e)[:200]))
         return
     V, d = b.model.cfg.vocab_size, b.model.cfg.d_model
-    render.md(t("emb.live_text"))
+    render.md(t("emb.live_text", name=model_words.name(b), reads=model_words.reads(b)))
     m1, m2, m3 = st.columns(3)
     render.metric(t("emb.m.shape"), f"[{V}, {d}]", at=m1)
     render.metric(t("emb.m.numbers"), f"{V * d:,}", at=m2)
@@ -112,28 +112,31 @@ def sec_live():
     fig = render.figure(table_figure, rows, labels, _dims(d), title=t("emb.live_fig", n=len(enc.ids), d=d),
                         x_title=t("emb.dim"), y_title=t("emb.token_id"))
     render.plot(fig, key="emb_live", filename="live-embedding-rows")
+    render.caption(model_words.by(b))
     render.caption(t("emb.ids_caveat"))
 
 
 def sec_positions():
     from lmviz.model import sinusoidal_positions
 
-    names = {s: t(f"emb.scheme.{s}") for s in SCHEMES}   # translated now, not at format time
-    scheme = urlstate.selectbox(t("emb.scheme"), SCHEMES, param="pos", key="emb_scheme",
-                                format_func=names.__getitem__)
+    b = session.try_live_bundle()
+    own = b.model.cfg.pos if b is not None else None         # the scheme the current model uses
+    names = {s: t("emb.scheme_own", scheme=t(f"emb.scheme.{s}")) if s == own else t(f"emb.scheme.{s}")
+             for s in SCHEMES}                               # translated now, not at format time
+    scheme = urlstate.selectbox(t("emb.scheme"), SCHEMES, SCHEMES.index(own) if own in SCHEMES else 0, param="pos",
+                                key="emb_scheme", format_func=names.__getitem__)
     render.md(t(f"emb.scheme_text.{scheme}"))
+    if own is not None:
+        render.caption(t("emb.scheme_uses", name=model_words.name(b),
+                         scheme=t(f"emb.scheme.{own}") if own in SCHEMES else own))
     if scheme == "rope":
         _rope()
         return
-    try:
-        b = session.live_bundle()
-        cfg = b.model.cfg
-    except (ValueError, OSError):
-        b, cfg = None, None
+    cfg = b.model.cfg if b is not None else None
     T, d = (cfg.block_size, cfg.d_model) if cfg else (64, 128)
     if scheme == "learned":
         if b is None or b.model.wpe is None:
-            st.info(t("emb.no_learned"))
+            st.info(t("emb.no_learned", name=model_words.name(b)) if b is not None else t("emb.no_model", err="—"))
             return
         P = b.model.wpe.weight.detach().cpu().float()
         title = t("emb.learned_fig", T=T, d=d)

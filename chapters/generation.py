@@ -18,7 +18,8 @@ import streamlit as st
 
 from lmviz.numfmt import short
 from lmviz.tokenizer import fit_context
-from ui import session, render, urlstate
+from lmviz.chapters.about_model import prompt_for
+from ui import model_words, session, render, urlstate
 from ui.i18n import lang, listed, t, translate
 from viz.generation import (branch_figure, candidates_figure, filter_figure, greedy_steps_figure, prob_bars,
                             temperature_curves_figure, tree_figure)
@@ -319,24 +320,24 @@ def _running_text_html(b, s: dict) -> str:
             f"<span style='background:#FBE3C0'>{html.escape(new)}</span><span style='color:#D55E00'>▌</span></div>")
 
 
-def _model_caption(b) -> str:
-    """"Model: …": the current model named from its own record (pretrained, trained here, shipped)."""
-    if b.source == "pretrained":
-        return t("gen.live_model_pretrained", name=render.escape(b.meta.get("name", "")),
-                 family=b.meta.get("family_name", ""), params=f"{b.model.num_params():,}")
-    return t("gen.live_model_session") if b.source == "session" else t("gen.live_model_default")
+def _stops(b) -> tuple[int, ...]:
+    """The ids that end the current model's text (its eos, its chat template's end of turn)."""
+    from lmviz.chapters.beyond_chat import stop_ids
+
+    return stop_ids(b.meta, getattr(b.tokenizer, "special", None))
 
 
 def sec_live() -> None:
-    render.md(t("gen.live_intro"))
-    render.md(t("gen.note_many"))
     b = _bundle()
+    if b is not None:
+        render.md(t("gen.live_intro", name=model_words.name(b), reads=model_words.reads(b)))
+    render.md(t("gen.note_many"))
     if b is None:
         return
-    render.caption(_model_caption(b))
+    render.caption(model_words.by(b))
     c1, c2 = st.columns([3, 1])
     with c1:
-        prompt = urlstate.text(t("gen.prompt"), t("gen.prompt_default"), param="prompt",
+        prompt = urlstate.text(t("gen.prompt"), prompt_for(b.tokenizer, t("gen.prompt_default")), param="prompt",
                                key="gen_prompt", max_chars=MAX_PROMPT)
     with c2:
         seed = st.number_input(t("gen.seed"), 0, 1_000_000, 0, 1, key="gen_seed", help=t("gen.seed_help"))
@@ -362,13 +363,15 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
         p = urlstate.slider(t("gen.live_p"), 0.0, 1.0, 1.0, 0.01, param="lp", key="gen_live_p", help=t("gen.p_help"))
     playing = bool(st.session_state.get("gen_playing"))
     n_new = len(s["ids"]) - s["n_prompt"]
-    if playing:  # a timer tick: one token per tick until MAX_NEW
-        if n_new >= MAX_NEW:
+    stops = _stops(b)
+    ended = n_new > 0 and s["ids"][-1] in stops      # the model wrote its end token: the text is over
+    if playing:  # a timer tick: one token per tick until MAX_NEW or the end token
+        if n_new >= MAX_NEW or ended:
             st.session_state["gen_playing"] = False
             st.rerun()
         _take_step(b, s, tau, k, p)
     b1, b2, b3, b4 = st.columns(4)
-    if b1.button(t("gen.step"), key="gen_step", disabled=playing or n_new >= MAX_NEW,
+    if b1.button(t("gen.step"), key="gen_step", disabled=playing or n_new >= MAX_NEW or ended,
                  icon=":material/skip_next:"):
         _take_step(b, s, tau, k, p)
     if b2.button(t("gen.pause") if playing else t("gen.play"), key="gen_play",
@@ -380,7 +383,11 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
         st.session_state["gen_playing"] = False
         st.rerun()
     spread_clicked = b4.button(t("gen.spread", n=N_SPREAD), key="gen_spread", icon=":material/casino:")
-    if n_new >= MAX_NEW:
+    n_new = len(s["ids"]) - s["n_prompt"]             # a step just taken counts
+    ended = n_new > 0 and s["ids"][-1] in stops
+    if ended:
+        render.caption(t("gen.ended", tok=render.escape(visible(b.tokenizer.token(s["ids"][-1]))), n=n_new))
+    elif n_new >= MAX_NEW:
         render.caption(t("gen.max_new", n=MAX_NEW))
     st.html(_running_text_html(b, s))
 
@@ -559,7 +566,7 @@ def sec_branch() -> None:
     b = _bundle()
     if b is None:
         return
-    render.caption(_model_caption(b))
+    render.caption(model_words.by(b))
     cfg, tok = b.model.cfg, b.tokenizer
     prompt = st.session_state.get("gen_prompt") or t("gen.prompt_default")   # the live section's prompt
     room = cfg.block_size - BRANCH_LEN + 1 if cfg.pos == "learned" else cfg.block_size

@@ -8,7 +8,7 @@ import streamlit as st
 import lmviz
 from lmviz.chapters.questions import KV_PRESET
 from lmviz.tokenizer import fit_context
-from ui import session, render, urlstate
+from ui import model_words, session, render, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import lang, listed, said, t
 from viz.kv_cache import (
@@ -153,12 +153,12 @@ def sec_walk():
 
 
 def sec_live():
-    render.md(t("kv.live_intro"))
     try:
         b = session.live_bundle()
     except Exception:  # noqa: BLE001 - the default model is not shipped yet
         st.warning(t("kv.no_live"))
         return
+    render.md(t("kv.live_intro", name=model_words.name(b), reads=model_words.reads(b)))
     cfg, tok = b.model.cfg, b.tokenizer
     c1, c2, c3 = st.columns([3, 1, 1])
     with c1:
@@ -182,7 +182,8 @@ def sec_live():
     rec = _live_walk(tuple(ids), int(n_new), session.model_key(b))
     step = st.select_slider(t("kv.step"), options=list(range(len(rec["spans"]))), key="kv_live_step")
     _draw_step(rec, step, "live", layers=[layer])
-    render.caption(t("kv.live_note", layers=cfg.n_layer, heads=cfg.n_head, kv=cfg.n_kv_head, dh=cfg.head_dim))
+    render.caption(t("kv.live_note", name=model_words.name(b), layers=cfg.n_layer, heads=cfg.n_head, kv=cfg.n_kv_head,
+                     dh=cfg.head_dim))
 
 
 def sec_why():
@@ -216,13 +217,6 @@ def sec_why():
                   rows=listed(changed)))
 
 
-def _model_name(b) -> str:
-    """The current model's name: a pretrained one's own, else the model menu's word for it."""
-    if b.source == "pretrained":
-        return str(b.meta.get("name", "")) or t("model.default")
-    return t("model.session") if b.source == "session" else t("model.default")
-
-
 def _size(n: float) -> str:
     """Bytes as the notes write a cache: KiB, MiB or GiB."""
     for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
@@ -243,7 +237,7 @@ def _current_model_bytes() -> None:
     shape = MODEL_SHAPES["notes"]
     notes = model_kv(shape, shape.dtype, shape.n_tokens)
     half = model_kv(cfg, notes.dtype, notes.context)             # the notes' format and length
-    name = render.escape(_model_name(b))
+    name = model_words.name(b, start=True)
     render.md(t("kv.model_bytes", name=name, L=here.n_layer, hkv=here.n_kv_head, dh=here.head_dim,
                 s=f"{here.bytes_per_element:g}", dtype=here.dtype, pt=f"{here.per_token:,}",
                 kib=f"{here.per_token / 2**10:,.1f}", ctx=f"{here.context:,}", ctx_size=_size(here.at_context)))
@@ -257,8 +251,8 @@ def _current_model_bytes() -> None:
         render.md(t("kv.model_mqa" if here.n_kv_head == 1 else "kv.model_gqa", hq=here.n_head, hkv=here.n_kv_head,
                     g=here.group, mha=f"{here.mha_per_token:,}", pt=f"{here.per_token:,}"))
     cols = [t("kv.col.what"), "L", "H_q", "H_kv", "d_h", "s", t("kv.col.per_token"), t("kv.col.tokens"), t("kv.col.cache")]
-    rows = [(t("kv.row.here", name=_model_name(b), dtype=here.dtype), here),
-            (t("kv.row.notes_format", name=_model_name(b), dtype=half.dtype), half),
+    rows = [(t("kv.row.here", name=model_words.name(b, start=True), dtype=here.dtype), here),
+            (t("kv.row.notes_format", name=model_words.name(b, start=True), dtype=half.dtype), half),
             (t("kv.preset_notes"), notes)]
     render.table([dict(zip(cols, (label, k.n_layer, k.n_head, k.n_kv_head, k.head_dim, f"{k.bytes_per_element:g}",
                                   f"{k.per_token:,}", f"{k.context:,}", _size(k.at_context)))) for label, k in rows],

@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 from lmviz import limits
-from ui import session, render, urlstate
+from ui import model_words, session, render, urlstate
 from ui.i18n import lang, t
 from viz.loss_and_gradients import (
     nll_curve_figure, softmax_figure, descent_figure, noise_error_figure, noise_scatter_figure,
@@ -111,6 +111,9 @@ def _baselines_caption(r_loss: float, r_ppl: float, base, src: str, b=None) -> N
 def _honesty_note(b, src: str, n_tokens: int) -> None:
     """What kind of held-out text this is for the live model, and the stored whole-split numbers
     of the shipped model (lmviz.baselines.language_report)."""
+    if b.source == "pretrained":
+        st.info(t("loss.ppl_pretrained_note", name=model_words.name(b, start=True)))
+        return
     if b.source != "default":
         st.info(t("loss.ppl_session_note"))
         return
@@ -250,14 +253,19 @@ def sec_ppl():
     c = st.columns(3)
     render.metric(t("loss.unigram_ppl"), f"{base.unigram_ppl:.1f}" if base is not None else "–", at=c[1])
     render.metric(t("loss.uniform"), f"{r.vocab_size}", at=c[2])
-    render.caption(t("loss.ppl_caption", n=r.n_tokens, loss=f"{r.mean_loss:.3f}", ppl=f"{r.ppl:.2f}", v=r.vocab_size))
+    render.caption(t("loss.ppl_caption", n=r.n_tokens, loss=f"{r.mean_loss:.3f}", ppl=f"{r.ppl:.2f}", v=f"{r.vocab_size:,}"))
     _cut_note(b, text, r.n_tokens)
+    render.caption(model_words.by(b))
     _baselines_caption(r.mean_loss, r.ppl, base, src, b)
     _honesty_note(b, src, r.n_tokens)
+    a = model_words.facts(b)
+    who = {"name": model_words.name(b, a), "reads": model_words.reads(b, a)}
     if r.n_words * 20 < r.n_chars:   # hardly any spaces (Chinese): "per word" would mean nothing
-        st.info(t("loss.ppl_caveat_chars", ppl=f"{r.ppl:.2f}"))
+        ppl_c = math.exp(min(r.mean_loss * r.n_tokens / max(r.n_chars, 1), 700.0))
+        st.info(t(f"loss.ppl_caveat_chars.{a.unit}", ppl=f"{r.ppl:.2f}", chars=f"{r.n_chars:,}", n=f"{r.n_tokens:,}",
+                  ppl_c=f"{ppl_c:,.2f}", **who))
     else:
-        st.info(t("loss.ppl_caveat", words=r.n_words, ppl_w=f"{r.ppl_per_word:,.0f}", ppl=f"{r.ppl:.2f}"))
+        st.info(t("loss.ppl_caveat", words=r.n_words, ppl_w=f"{r.ppl_per_word:,.0f}", ppl=f"{r.ppl:.2f}", **who))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

@@ -10,7 +10,7 @@ import streamlit as st
 
 from lmviz import limits
 from lmviz.limits import DRAW_TOKENS
-from ui import render, session, urlstate
+from ui import model_words, render, session, urlstate
 from ui.i18n import lang, listed, said, t
 from viz.tokenization import (pair_counts_figure, segmentation, token_chips_html,
                               tradeoff_figure, visible)
@@ -27,6 +27,7 @@ INLINE_S = 0.5
 BPE_RESULTS = 8
 MAX_ENCODE = 2_000         # chars in the encoder box
 SOURCES = ("toy", "english", "chinese", "code", "own", "upload", "room")
+SHOW_SPECIAL = 6            # the other special tokens of a real tokenizer named one by one
 UNKNOWN_DEFAULT = {"en": "snow ☃ café", "zh": "明月 ☃ 光"}   # ☃ is in no vocabulary here
 ENCODE_DEFAULT = {"toy": "lower low owl", "english": "The slowest readers learned.",
                   "chinese": "学生在图书馆里学习数学。", "code": "def merge(words, pair):"}
@@ -309,17 +310,21 @@ def _bytes_section() -> None:
                      hide_index=True, width="stretch")
 
 
-def _special_column(title: str, tk, sample: str) -> None:
-    from lmviz.chapters.tokenization import MARKERS, encode_unknown, special_tokens
+def _special_column(title: str, tk, sample: str, roles: dict | None = None) -> None:
+    from lmviz.chapters.tokenization import MARKERS, encode_unknown, special_tokens, split_chars
 
-    sp = special_tokens(tk)
+    sp = special_tokens(tk, roles)
     render.md(f"**{title}**")
-    if sp.reserved:
+    if sp.reserved or sp.others:
         names = t("common.and").join(t("tok.sp_item", text=_prose(r.text), id=r.id,
                                        role=t(f"tok.sp_role_{r.role}")) for r in sp.reserved)
-        render.md(t("tok.sp_reserved", n=len(sp.reserved), v=sp.vocab_size, tokens=names))
+        render.md(t("tok.sp_reserved", n=len(sp.reserved) + len(sp.others), v=f"{sp.vocab_size:,}", tokens=names))
+        if sp.others:
+            shown = [_prose(r.text) for r in sp.others[:SHOW_SPECIAL]]
+            render.md(t("tok.sp_others", k=len(sp.others), tokens=listed(shown + (["…"] if len(sp.others) > SHOW_SPECIAL
+                                                                                  else []))))
     else:
-        render.md(t("tok.sp_none", v=sp.vocab_size))
+        render.md(t("tok.sp_none", v=f"{sp.vocab_size:,}"))
     pieces = dict(sp.marker_pieces)
     if "bos" in pieces and pieces["bos"]:
         p = pieces["bos"]
@@ -327,7 +332,10 @@ def _special_column(title: str, tk, sample: str) -> None:
                     pieces=" ".join(urlstate.literal(x) for x in p)))
     r = encode_unknown(tk, sample)
     chars = listed(r.unknown)
-    if not r.unknown:
+    if r.policy == "bytes":             # no character is unknown: one it never merged becomes bytes
+        split = split_chars(tk, sample)
+        render.md(t("tok.sp_unk_bytes", chars=_prose(listed(split))) if split else t("tok.sp_bytes_whole"))
+    elif not r.unknown:
         render.md(t("tok.sp_all_known"))
     elif r.policy == "error":
         render.md(t("tok.sp_unk_error", chars=_prose(chars)))
@@ -354,7 +362,8 @@ def _special_section() -> None:
     with c1:
         b = session.try_live_bundle("tok.sp_no_model")
         if b is not None:
-            _special_column(t("tok.sp_live_h"), b.tokenizer, sample)
+            _special_column(t("tok.sp_live_h", name=model_words.name(b)), b.tokenizer, sample,
+                            {"bos": b.meta.get("bos_token_id"), "eos": b.meta.get("eos_token_id")})
     with c2:
         _special_column(t("tok.sp_bpe_h"), tok, sample)
     render.caption(t("tok.sp_pad", label=PAD_LABEL))
@@ -409,7 +418,7 @@ def _real_section() -> None:
         render.caption(t("tok.real_cut", n=len(pieces), shown=DRAW_TOKENS))
         pieces, toks = pieces[:DRAW_TOKENS], toks[:DRAW_TOKENS]
     partial = [p for p in pieces if not p.whole]
-    render.md(t("tok.real_intro", name=render.escape(b.meta.get("name", "")), v=f"{tk.vocab_size:,}",
+    render.md(t("tok.real_intro", name=model_words.name(b), v=f"{tk.vocab_size:,}",
                 merges=f"{len(tk.ranks):,}", n=len(pieces), chars=len(sample)))
     st.html(token_chips_html(toks, id_word="ID", bytes_word=t("tok.bytes")))
     if partial:
@@ -418,7 +427,7 @@ def _real_section() -> None:
                     hex=" ".join(f"{x:02X}" for x in p.chars.encode("utf-8"))))
     render.table([{t("tok.real_col_piece"): visible(p.label), "ID": p.id,
                    "UTF-8": " ".join(f"{x:02X}" for x in p.raw), t("tok.real_col_char"): visible(p.chars),
-                   t("tok.real_col_rank"): "—" if p.rank is None else p.rank} for p in pieces],
+                   t("tok.real_col_rank"): "—" if p.rank is None else str(p.rank)} for p in pieces],
                  hide_index=True, width="stretch")
     render.caption(t("tok.real_rank_note"))
 

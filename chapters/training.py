@@ -16,7 +16,7 @@ from lmviz.chapters.examples import DEFAULT_SETUP
 from lmviz.numfmt import duration, short
 from lmviz.tokenizer import CharTokenizer
 from ui import classroom, session, render, urlstate
-from ui import replay_section
+from ui import model_words, replay_section
 from ui.i18n import device, lang, literal, said, t
 from viz.training import loss_figure, ppl_lr_figure, attention_figure, entropy
 
@@ -118,6 +118,9 @@ def sec_setup() -> None:
 
     CORPORA, PRESETS = (*BUNDLED, OWN), tuple(CFGS)
     _, _, BPE_MERGES_MAX = _bounds("bpe_merges")
+    b = session.try_live_bundle()
+    if b is not None and b.source == "pretrained":     # this chapter trains a small model of its own
+        st.info(t("train.own_model", name=model_words.name(b), params=f"{model_words.facts(b).params:,}"))
 
     d_corpus, d_preset = DEFAULT_SETUP.get(lang(), DEFAULT_SETUP["en"])
     from ui.room import FROM_ROOM

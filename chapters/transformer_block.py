@@ -9,7 +9,8 @@ import re
 import streamlit as st
 
 from lmviz.chapters.examples import CONTEXTS, LENS_PROMPT, default_for, model_languages
-from ui import session, render, urlstate
+from lmviz.chapters.about_model import word_ids
+from ui import model_words, session, render, urlstate
 from ui.i18n import lang, language_names, t
 from viz.pipeline import Stage, pipeline_figure
 from viz.theme import TOKEN_CYCLE
@@ -134,7 +135,9 @@ def sec_context():
     b = _bundle()
     if b is None:
         return
-    render.md(t("blk.ctx_text"))
+    a = model_words.facts(b)
+    pos = a.pos if a.pos in ("learned", "rope", "sinusoidal") else "none"
+    render.md(t("blk.ctx_text", name=model_words.name(b, a), pos=t(f"blk.ctx_pos.{pos}")))
     da, db, dw = CONTEXTS[lang()]
     c1, c2, c3 = st.columns([3, 3, 1])
     with c1:
@@ -144,25 +147,29 @@ def sec_context():
     with c3:
         word = urlstate.text(t("blk.ctx_word"), dw, param="cw", key="blk_w", max_chars=20)
     n = b.model.cfg.block_size
-    ea, eb, ew = (encode_for_model(b.tokenizer, x, n) for x in (sa, sb, word))
+    ea, eb = (encode_for_model(b.tokenizer, x, n) for x in (sa, sb))
     for e in (ea, eb):
         render.context_cut(e.context)
-    if ew.unknown or not ew.ids:
+    wa, wb = word_ids(b.tokenizer, ea.ids, word), word_ids(b.tokenizer, eb.ids, word)   # " apple" too
+    if not wa:
         st.warning(t("blk.ctx_bad_word"))
         return
-    pa, pb = find_word(ea.ids, ew.ids), find_word(eb.ids, ew.ids)
+    pa, pb = find_word(ea.ids, wa), find_word(eb.ids, wb)
     if pa is None or pb is None:
         st.warning(t("blk.ctx_missing", word=_md(word)))
         return
     ta, tb = session.trace(b.model, _key(b), tuple(ea.ids)), session.trace(b.model, _key(b), tuple(eb.ids))
     cc = contextual_cosine(ta, tb, pa, pb)
-    names = {"token": t("blk.ctx.token"), "input": t("blk.ctx.input"), "final": t("blk.ctx.final")}
+    names = {"token": t("blk.ctx.token"), "input": t("blk.ctx.input" if pos != "rope" else "blk.ctx.input_rope"),
+             "final": t("blk.ctx.final")}
     labels = [names.get(s, s.replace("block", t("blk.ctx.block"))) for s in cc.stages]
     tok = _md(word)
     render.plot(render.figure(cosine_figure, labels, cc.cosine, y_title=t("blk.cos_y"),
                               title=t("blk.ctx_fig", tok=render.escape(word))), key="blk_ctx", filename="contextual-cosine")
-    render.md(context_sentence(b.tokenizer, ea.ids, eb.ids, len(ew.ids), cc, labels, tok))
-    render.caption(t("blk.ctx_caveat"))
+    render.md(context_sentence(b.tokenizer, ea.ids, eb.ids, (len(wa), len(wb)), cc, labels, tok,
+                               rope=pos == "rope"))
+    render.caption(t("blk.ctx_caveat", name=model_words.name(b, a), params=f"{a.params:,}"))
+    render.caption(model_words.by(b, a))
 
 
 def _md(text: str) -> str:
@@ -170,28 +177,33 @@ def _md(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", text)
 
 
-def context_sentence(tokenizer, ids_a, ids_b, n_word: int, cc, labels: list[str], tok: str) -> str:
+def context_sentence(tokenizer, ids_a, ids_b, n_word: tuple[int, int], cc, labels: list[str], tok: str,
+                     rope: bool = False) -> str:
     """The text beside the cosine chart, formatted from the computed cosines (no claim the
-    numbers do not make)."""
+    numbers do not make). ``n_word``: the word's tokens in sentence A and in B (" apple" after a
+    word, "apple" at the start of a text). ``rope``: the model adds no position vector (RoPE turns
+    q and k), so no sentence speaks of one."""
     from lmviz.chapters.transformer_block import context_curve
 
     c = context_curve(cc)
     f = lambda x: f"{x:.3f}"  # noqa: E731
     if cc.pos_a == cc.pos_b:
-        left_a = _md(tokenizer.decode(list(ids_a[:cc.pos_a - n_word + 1])).strip())
-        left_b = _md(tokenizer.decode(list(ids_b[:cc.pos_b - n_word + 1])).strip())
+        left_a = _md(tokenizer.decode(list(ids_a[:cc.pos_a - n_word[0] + 1])).strip())
+        left_b = _md(tokenizer.decode(list(ids_b[:cc.pos_b - n_word[1] + 1])).strip())
         where = t("blk.ctx_same_pos", tok=tok, pos=cc.pos_a + 1, left_a=left_a, left_b=left_b)
     else:
         where = t("blk.ctx_diff_pos", tok=tok, pa=cc.pos_a + 1, pb=cc.pos_b + 1)
     if not c.changed:
-        return where + ("" if lang() == "zh" else " ") + t("blk.ctx_flat", c0=f(c.embed), c1=f(c.with_pos), cf=f(c.final))
+        return where + ("" if lang() == "zh" else " ") + t("blk.ctx_flat" + ("_rope" if rope else ""), c0=f(c.embed),
+                                                           c1=f(c.with_pos), cf=f(c.final))
     blocks = t("blk.ctx_list_sep").join(t("blk.ctx_item", stage=labels[i + 2], c=f(v))
                                         for i, v in enumerate(c.blocks))
     sep = "" if lang() == "zh" else " "
     if c.lowest_stage == len(cc.cosine) - 1:
-        return where + sep + t("blk.ctx_curve_end", c0=f(c.embed), c1=f(c.with_pos), blocks=blocks,
+        return where + sep + t("blk.ctx_curve_end" + ("_rope" if rope else ""), c0=f(c.embed), c1=f(c.with_pos),
+                               blocks=blocks,
                                cf=f(c.final))
-    return where + sep + t("blk.ctx_curve", c0=f(c.embed), c1=f(c.with_pos), blocks=blocks,
+    return where + sep + t("blk.ctx_curve" + ("_rope" if rope else ""), c0=f(c.embed), c1=f(c.with_pos), blocks=blocks,
                            cmin=f(c.lowest), where=labels[c.lowest_stage], cf=f(c.final))
 
 
@@ -204,13 +216,6 @@ def _lens(_model, model_key: str, ids: tuple[int, ...]):
     from lmviz.chapters.transformer_block import logit_lens
 
     return logit_lens(_model, session.trace(_model, model_key, ids))
-
-
-def _model_name(b) -> str:
-    """The current model's name, from its own records."""
-    if b.source == "pretrained":
-        return render.escape(str(b.meta.get("name", "")))
-    return t("blk.lens_model_session" if b.source == "session" else "blk.lens_model_default")
 
 
 def _cell(label: str) -> str:
@@ -226,12 +231,12 @@ def sec_lens():
     if b is None:
         return
     render.md(t("blk.lens_text"))
-    name = _model_name(b)
+    name = model_words.name(b)
     known = model_languages(b.meta)
     in_lang, default = default_for(LENS_PROMPT, lang(), b.meta)
     text = urlstate.text(t("blk.lens_prompt"), default, param="lp", key=f"blk_lens:{in_lang}", max_chars=MAX_CHARS)
     if known is not None and lang() not in known:
-        render.caption(t("blk.lens_lang_note", name=name, langs=language_names(known)))
+        render.caption(t("blk.lens_lang_note", name=model_words.name(b, start=True), langs=language_names(known)))
     enc = encode_for_model(b.tokenizer, text, b.model.cfg.block_size)
     render.unknown_chars(enc.unknown)
     render.context_cut(enc.context)

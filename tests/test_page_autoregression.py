@@ -76,7 +76,8 @@ def test_mask_slider_redraws_a_lower_triangular_map(lang):
     w = decode(mask["data"][3]["z"])
     assert w.shape == (3, 3)
     assert np.allclose(np.triu(w, 1), 0) and np.allclose(w.sum(1), 1)
-    live = _fig(at, "ar.fig.live_attn", lang, layer=1, head=1)   # counted from 1
+    live = _fig(at, "ar.fig.live_attn", lang, layer=1, head=1,   # counted from 1
+                name=translate("model.name_default", lang))
     lw = decode(live["data"][0]["z"])
     assert np.allclose(np.triu(lw, 1), 0) and np.allclose(lw.sum(1), 1, atol=1e-5)
 

@@ -255,7 +255,7 @@ def test_the_shipped_model_has_no_chat_template_and_the_page_says_so(lang):
     at = open_page(PAGE, lang)
     assert not at.exception
     text = all_text(at)
-    assert translate("bey.chat_none", lang, name=translate("bey.chat_model_default", lang)) in text
+    assert translate("bey.chat_none", lang, name=translate("model.name_default_start", lang)) in text
     assert translate("bey.chat_with", lang) not in text
 
 

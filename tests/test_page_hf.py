@@ -112,9 +112,8 @@ def test_choosing_a_pretrained_folder_makes_it_every_chapters_model(model_dir):
     assert "\ufffd" not in "".join(real["piece"])
     at.switch_page("chapters/generation.py").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert "tiny-gpt2, a pretrained GPT-2 model" in all_text(at)
-    # a second session that picks the folder (by its path: a path names it too) shows the same
-    # loaded copy, not one of its own
+    assert "Model: tiny-gpt2, a GPT-2 model with" in all_text(at)
+    # a second session that picks the folder shows the same loaded copy, not one of its own
     other = _pick(str(model_dir), lang="zh").session_state["lmviz_session_bundle"]
     assert other.model is b.model and other.tokenizer is b.tokenizer
     # back to the shipped model

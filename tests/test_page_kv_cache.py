@@ -120,7 +120,7 @@ def test_the_shipped_models_bytes_per_token(lang):
     at = open_page(PAGE, lang)
     per_token = 2 * cfg.n_layer * cfg.n_kv_head * cfg.head_dim * 4       # FP32, as the cache is held here
     text = all_text(at)
-    assert f"{per_token:,}" in text and translate("model.default", lang) in text
+    assert f"{per_token:,}" in text and translate("model.name_default_start", lang) in text
     key = "kv.model_mha" if cfg.n_kv_head == cfg.n_head else "kv.model_gqa"
     assert translate(key, lang, hq=cfg.n_head, hkv=cfg.n_kv_head, g=cfg.n_head // cfg.n_kv_head, mha="", pt="")[:12] in text
     table = next(d.value for d in at.dataframe if "L" in d.value.columns)

@@ -156,7 +156,7 @@ def test_logit_lens_on_the_default_model(lang):
     no_errors(at)
     prompt, _, _, _ = _lens_checked(at, b.model, b.tokenizer, lang)
     assert prompt == LENS_PROMPT[lang]                     # the shipped model learned both languages
-    assert translate("blk.lens_fig", lang, name=translate("blk.lens_model_default", lang)) in \
+    assert translate("blk.lens_fig", lang, name=translate("model.name_default", lang)) in \
         [title_of(f) for f in figures(at)]
 
 

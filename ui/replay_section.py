@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ui import render, session
+from ui import model_words, render, session
 from ui.i18n import t
 
 UPLOADED = "train_uploaded_replay"     # session key: (model, Replay | None) of the uploaded checkpoint
@@ -114,7 +114,9 @@ def missing_key(src: Source) -> str:
 
 def _draw(src: Source | None) -> None:
     if src is None:
-        st.info(t("train.replay_default"))
+        b = session.try_live_bundle()
+        st.info(t("train.replay_pretrained", name=model_words.name(b)) if b is not None and b.source == "pretrained"
+                else t("train.replay_default"))
         return
     if src.replay is None:
         st.info(t(missing_key(src)))

@@ -159,6 +159,33 @@ def end_of_turn(template: str, special: dict[str, int]) -> int | None:
     return special[max(hits, key=len)] if hits else None
 
 
+def stop_ids(meta: dict, special: dict[str, int] | None) -> tuple[int, ...]:
+    """The ids that end a model's text, from its own records: its end-of-sequence id and the
+    end-of-turn token its chat template writes after a message (SmolLM2: both ``<|im_end|>``, id
+    2). () for a model whose records name neither (the shipped character model). A template lmviz
+    does not render leaves only the eos.
+
+    >>> stop_ids({"eos_token_id": 7, "chat_template": "{% for m in messages %}{{ m['content'] }}<|e|>{% endfor %}"},
+    ...          {"<|e|>": 5})
+    (5, 7)
+    >>> stop_ids({}, None)
+    ()
+    """
+    out = set()
+    eos = meta.get("eos_token_id")
+    if isinstance(eos, int) and not isinstance(eos, bool) and eos >= 0:
+        out.add(eos)
+    template = meta.get("chat_template")
+    if template and isinstance(special, dict) and special:
+        try:
+            eot = end_of_turn(template, special)
+        except TemplateRefused:
+            eot = None
+        if eot is not None:
+            out.add(eot)
+    return tuple(sorted(out))
+
+
 @dataclass(frozen=True)
 class ChatAnswer:
     prompt_ids: tuple[int, ...]   # what the model read

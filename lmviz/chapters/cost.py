@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "attention_flops", "projection_flops", "mlp_flops", "LayerFlops", "layer_flops",
-    "attention_dominates_from", "decode_step_flops", "training_flops", "MemoryRecipe",
+    "attention_dominates_from", "mlp_flop_ratio", "decode_step_flops", "training_flops", "MemoryRecipe",
     "MEMORY_RECIPES", "training_memory_bytes", "activation_bytes", "ChinchillaPoint",
     "chinchilla_optimal", "chinchilla_loss", "chinchilla_optimal_fit", "AttnTiming",
     "measure_attention_time", "TimingRounds", "measure_attention_rounds",
@@ -89,16 +89,29 @@ def layer_flops(n: int, d: int, mlp_ratio: float = 4.0, kv_ratio: float = 1.0,
     return LayerFlops(n=n, d=d, attention=a, projections=p, mlp=m, total=a + p + m)
 
 
-def attention_dominates_from(d: int, mlp_ratio: float = 4.0) -> float:
+def attention_dominates_from(d: int, mlp_ratio: float = 4.0, kv_ratio: float = 1.0) -> float:
     """Sequence length above which attention's 4 n^2 d exceeds projections + MLP.
 
-    4 n^2 d = (8 + 4 r) n d^2  <=>  n = (2 + r) d: 6d for the usual r = 4 (GPT-2 small,
+    4 n^2 d = (4 + 4 k + 4 r) n d^2  <=>  n = (1 + k + r) d, with k = kv_ratio (K and V
+    projections shrink with fewer KV heads): 6d for the usual r = 4 and k = 1 (GPT-2 small,
     d = 768: n ≈ 4608 tokens; the toy model here, d = 64: n = 384).
 
-    >>> attention_dominates_from(768)
-    4608.0
+    >>> attention_dominates_from(768), attention_dominates_from(576, 4.0, 1 / 3)
+    (4608.0, 3072.0)
     """
-    return (2.0 + mlp_ratio) * d
+    return (1.0 + kv_ratio + mlp_ratio) * d
+
+
+def mlp_flop_ratio(cfg) -> float:
+    """The r of :func:`mlp_flops` for a model's config: its MLP's hidden width over d, times 1.5
+    for a gated MLP (SwiGLU: gate, up and down, three matmuls where GELU's MLP has two).
+    SmolLM2: 1536 / 576 x 1.5 = 4, the same FLOPs as a GELU MLP 4x as wide.
+
+    >>> from types import SimpleNamespace as N
+    >>> mlp_flop_ratio(N(d_model=576, ff_width=1536, mlp="swiglu")), mlp_flop_ratio(N(d_model=64, ff_width=256, mlp="gelu"))
+    (4.0, 4.0)
+    """
+    return cfg.ff_width / cfg.d_model * (1.5 if getattr(cfg, "mlp", "gelu") == "swiglu" else 1.0)
 
 
 def decode_step_flops(n_cache: int, d: int, mlp_ratio: float = 4.0, kv_ratio: float = 1.0) -> LayerFlops:

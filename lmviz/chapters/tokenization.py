@@ -24,10 +24,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from lmviz.chapters.about_model import tokenizer_kind
 from lmviz.data import PAD_LABEL
 
 __all__ = ["PAD_LABEL", "ROLES", "MARKERS", "Reserved", "SpecialTokens", "special_tokens", "UnknownResult",
-           "encode_unknown", "WordPieces", "word_pieces", "word_counts", "RareVsCommon", "rare_vs_common"]
+           "encode_unknown", "split_chars", "WordPieces", "word_pieces", "word_counts", "RareVsCommon", "rare_vs_common"]
 
 ROLES = ("bos", "eos", "pad", "unk")  # beginning of sequence, end, padding, unknown
 # marker spellings recognised as a role when a vocabulary holds them as single tokens
@@ -38,15 +39,6 @@ _NAMES = {
     "unk": ("<UNK>", "<unk>"),
 }
 MARKERS = {"bos": "<BOS>", "eos": "<EOS>", "pad": "<PAD>", "unk": "<UNK>"}  # how a role is spelled in text
-
-
-def _kind(tok) -> str:
-    """char | word | bpe (character level, <unk> at id 0) | bpe_byte."""
-    bpe = getattr(tok, "bpe", tok)              # TrainedBPE wraps an lmviz.bpe.BPETokenizer
-    level = getattr(bpe, "level", None)
-    if level is not None:
-        return "bpe_byte" if level == "byte" else "bpe"
-    return getattr(tok, "kind", "char")
 
 
 def _labels(tok, ids) -> tuple[str, ...]:
@@ -76,25 +68,36 @@ class SpecialTokens:
     unknown_policy: str                # "error": encode refuses | "unk": becomes the <unk> id |
                                        #   "bytes": cannot happen (every byte is a token)
     pad_label: int                     # PAD_LABEL: padding is a label the loss skips, not a token
+    others: tuple[Reserved, ...] = ()  # the tokenizer's other special tokens (never split), role "other"
 
     def id_of(self, role: str) -> int | None:
         return next((r.id for r in self.reserved if r.role == role), None)
 
 
-def special_tokens(tokenizer) -> SpecialTokens:
+def special_tokens(tokenizer, roles: dict | None = None) -> SpecialTokens:
     """What ``tokenizer`` reserves, read from its vocabulary (nothing is assumed per class).
+    ``roles``: role -> id as the model's own records name them (a GGUF file's bos and eos ids,
+    SmolLM2's ``<|im_start|>`` and ``<|im_end|>``); they win over a spelling found in the vocabulary.
+    A real tokenizer's other special tokens (``tokenizer.special``) are listed as ``others``.
 
     >>> from lmviz.tokenizer import toy_tokenizer
     >>> s = special_tokens(toy_tokenizer("en"))
     >>> [(r.role, r.text, r.id) for r in s.reserved], s.missing, s.unknown_policy
     ([('bos', '<BOS>', 0), ('eos', '<EOS>', 5)], ('pad', 'unk'), 'error')
+    >>> [(r.role, r.text) for r in special_tokens(toy_tokenizer("en"), {"eos": 0}).reserved]
+    [('eos', '<BOS>')]
     """
-    kind = _kind(tokenizer)
+    kind = tokenizer_kind(tokenizer)
     vocab = _vocab(tokenizer)
     index = {t: i for i, t in enumerate(vocab)}
+    named = {r: i for r, i in (roles or {}).items() if r in ROLES and isinstance(i, int) and 0 <= i < len(vocab)}
+    taken = set(named.values())
     reserved = []
     for role in ROLES:
-        hit = next((n for n in _NAMES[role] if n in index), None)
+        if role in named:
+            reserved.append(Reserved(role, vocab[named[role]], named[role]))
+            continue
+        hit = next((n for n in _NAMES[role] if n in index and index[n] not in taken), None)
         if hit is not None:
             reserved.append(Reserved(role, hit, index[hit]))
     unk_char = getattr(tokenizer, "unk", None)            # CharTokenizer's named unknown token
@@ -111,7 +114,25 @@ def special_tokens(tokenizer) -> SpecialTokens:
             ids = []
         pieces.append((role, _labels(tokenizer, ids)))
     policy = "bytes" if kind == "bpe_byte" else ("unk" if kind == "bpe" or "unk" in have else "error")
-    return SpecialTokens(kind, tokenizer.vocab_size, tuple(reserved), missing, tuple(pieces), policy, PAD_LABEL)
+    ids = {r.id for r in reserved}
+    special = getattr(tokenizer, "special", None)
+    others = tuple(Reserved("other", c, i) for c, i in sorted(special.items(), key=lambda x: x[1])
+                   if i not in ids) if isinstance(special, dict) else ()
+    return SpecialTokens(kind, tokenizer.vocab_size, tuple(reserved), missing, tuple(pieces), policy, PAD_LABEL,
+                         others)
+
+
+def split_chars(tokenizer, text: str) -> tuple[str, ...]:
+    """The characters of ``text`` that ``tokenizer`` cuts inside their UTF-8 bytes: no token holds
+    the whole character, so its pieces are shown as bytes (a byte-level tokenizer on a character
+    it never merged). First-seen order.
+
+    >>> from lmviz.tokenizer import CharTokenizer
+    >>> split_chars(CharTokenizer("学a"), "学a")
+    ()
+    """
+    labels = _labels(tokenizer, _encode_lossy(tokenizer, text)[0])
+    return tuple(c for c in dict.fromkeys(text) if len(c.encode("utf-8")) > 1 and not any(c in x for x in labels))
 
 
 def _encode_lossy(tok, text):
