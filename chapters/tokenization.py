@@ -318,7 +318,7 @@ def _special_column(title: str, tk, sample: str, roles: dict | None = None) -> N
     if sp.reserved or sp.others:
         names = t("common.and").join(t("tok.sp_item", text=_prose(r.text), id=r.id,
                                        role=t(f"tok.sp_role_{r.role}")) for r in sp.reserved)
-        render.md(t("tok.sp_reserved", n=len(sp.reserved) + len(sp.others), v=f"{sp.vocab_size:,}", tokens=names))
+        render.md(t("tok.sp_reserved", n=len(sp.reserved) + len(sp.others), v=sp.vocab_size, tokens=names))
         if sp.others:
             shown = [_prose(r.text) for r in sp.others[:SHOW_SPECIAL]]
             render.md(t("tok.sp_others", k=len(sp.others), tokens=listed(shown + (["…"] if len(sp.others) > SHOW_SPECIAL

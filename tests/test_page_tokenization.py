@@ -137,7 +137,7 @@ def test_special_tokens_and_rare_words(lang):
     sp = special_tokens(live)
     text = all_text(at)
     if sp.reserved:
-        assert translate("tok.sp_reserved", lang, n=len(sp.reserved), v=f"{sp.vocab_size:,}",
+        assert translate("tok.sp_reserved", lang, n=len(sp.reserved), v=sp.vocab_size,
                          tokens=translate("common.and", lang).join(
                              translate("tok.sp_item", lang, text=r.text, id=r.id,
                                        role=translate("tok.sp_role_" + r.role, lang))
