@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
+from lmviz.chapters.about_model import find_span  # noqa: F401 - the pronoun test's, and its callers'
+
 from lmviz.attention import weighted_sum
 from lmviz.chapters.embedding import toy_embedding  # noqa: F401  (the doctests use the toy table)
 from lmviz.model import causal_mask
@@ -99,21 +101,6 @@ class PronounAttention:
     row: torch.Tensor              # [query_pos + 1] the best head's attention row from the pronoun
     uniform: float                 # the share a head attending evenly to all visible tokens would give
     mean: float                    # the share averaged over all L * H heads
-
-
-def find_span(ids, word_ids, start: int = 0) -> tuple[int, int] | None:
-    """[start, stop) of the first occurrence of ``word_ids`` in ``ids`` at or after ``start``.
-
-    >>> find_span([5, 1, 2, 3, 1, 2], [1, 2], start=2)
-    (4, 6)
-    """
-    n = len(word_ids)
-    if n == 0:
-        return None
-    for i in range(start, len(ids) - n + 1):
-        if list(ids[i:i + n]) == list(word_ids):
-            return i, i + n
-    return None
 
 
 def pronoun_attention(weights, query_pos: int, ref_span: tuple[int, int]) -> PronounAttention:

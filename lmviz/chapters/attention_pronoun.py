@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from lmviz.chapters.about_model import word_ids
 from lmviz.chapters.attention import (PronounAttention, PronounControl, PronounMargin, find_span, pronoun_attention,
                                      pronoun_control, pronoun_margin)
 from lmviz.data import pad_batch
@@ -185,28 +186,6 @@ class PronounCase:
     control: PronounControl | None   # the margin's best head tested; None when the control word cannot stand
     #                                  in the referent's place
     margin: PronounMargin | None     # every head's referent-minus-control margin; None with no control
-
-
-def word_ids(tokenizer, ids, word: str, start: int = 0, spaced: bool | None = None) -> list[int]:
-    """The ids of ``word`` as it stands in ``ids`` (at or after ``start``): the word alone, or,
-    when that does not occur, with the leading space a byte-level tokenizer folds into a word's
-    piece (" Anna", not "Anna"). ``spaced`` forces one form (the control takes the referent's).
-    [] when the tokenizer cannot read the word (an unknown character of a character model).
-
-    >>> from lmviz.tokenizer import WordTokenizer
-    >>> tok = WordTokenizer(["I", "met", "Anna"], sep=" "); word_ids(tok, tok.encode("I met Anna"), "Anna")
-    [2]
-    """
-    from lmviz.chapters.embedding import encode_for_model
-
-    forms = []
-    for space in ((False, True) if spaced is None else (spaced,)):
-        enc = encode_for_model(tokenizer, (" " if space else "") + word, 4 * len(word) + 8)
-        forms.append(enc.ids if enc.ids and not enc.unknown and not enc.truncated else [])
-    for f in forms:
-        if f and find_span(ids, f, start) is not None:
-            return f
-    return forms[0]
 
 
 def pronoun_words(tokenizer, ids, ref: str, pron: str, ctrl: str) -> tuple[list[int], list[int], list[int]]:

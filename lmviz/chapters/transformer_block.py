@@ -81,13 +81,10 @@ def find_word(ids: list[int], word_ids: list[int]) -> int | None:
     >>> find_word([5, 1, 2, 3, 1, 2], [1, 2])
     2
     """
-    n = len(word_ids)
-    if n == 0:
-        return None
-    for i in range(len(ids) - n + 1):
-        if ids[i:i + n] == word_ids:
-            return i + n - 1
-    return None
+    from lmviz.chapters.about_model import find_span
+
+    span = find_span(ids, word_ids)
+    return None if span is None else span[1] - 1
 
 
 def contextual_cosine(trace_a, trace_b, pos_a: int, pos_b: int) -> ContextCosine:
