@@ -163,12 +163,13 @@ def _noise_work(model, tokenizer, corpus: str, param: str):
     import torch
 
     from lmviz.data import load_corpus, split
-    from lmviz.chapters.loss_and_gradients import gradient_noise
+    from lmviz.chapters.loss_and_gradients import gradient_noise, noise_plan
 
-    text = split(load_corpus(corpus), 0.1)[0][:400_000]
+    plan = noise_plan(model.num_params(), str(model.device))      # sized to the model
+    text = split(load_corpus(corpus), 0.1)[0][:400_000 if plan.full else 100_000]
     ids, _ = tokenizer.encode_lossy(text)
-    return gradient_noise(model, torch.tensor(ids, dtype=torch.long), batch_sizes=(1, 4, 16, 64),
-                          draws=5, ref_batch=256, block=32, param=param, seed=0)
+    return gradient_noise(model, torch.tensor(ids, dtype=torch.long), batch_sizes=plan.batch_sizes,
+                          draws=plan.draws, ref_batch=plan.ref_batch, block=plan.block, param=param, seed=0)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -368,6 +369,14 @@ def sec_noise():
                         key="loss_noise_param")
     param = _param_name(kind, b.model.cfg.n_layer)
     request = (_model_key(b), corpus, param)
+    from lmviz.chapters.loss_and_gradients import NOISE_PLANS, noise_plan
+
+    plan = noise_plan(b.model.num_params(), str(b.model.device))
+    if not plan.full:                         # a large model: a smaller measurement, said before the press
+        full = NOISE_PLANS[0]
+        render.caption(t("loss.noise_cut", params=f"{b.model.num_params():,}", draws=plan.draws, ref=plan.ref_batch,
+                         block=plan.block, top=max(plan.batch_sizes), s=f"{plan.seconds:.0f}",
+                         fdraws=full[1], fref=full[2], fblock=full[3], ftop=max(full[0])))
     if st.button(t("loss.noise_run"), key="loss_noise_go", icon=":material/play_arrow:"):
         st.session_state["loss_noise_req"] = request
     if st.session_state.get("loss_noise_req") != request:

@@ -137,3 +137,11 @@ def test_a_large_model_scores_the_start_of_the_text_and_says_so(lang):
                                s="1")).replace("TOTAL", "[0-9,]+")
     assert re.search(said, captions), captions
     assert translate("loss.counted_cut", lang, counted="", n="300,000").split("300,000")[1][:8] in captions
+    # the gradient-noise measurement is sized to the model before its press, and says so
+    from lmviz.chapters.loss_and_gradients import NOISE_PLANS, noise_plan
+
+    plan, full = noise_plan(b.model.num_params()), NOISE_PLANS[0]
+    assert not plan.full
+    assert translate("loss.noise_cut", lang, params=f"{b.model.num_params():,}", draws=plan.draws, ref=plan.ref_batch,
+                     block=plan.block, top=max(plan.batch_sizes), s=f"{plan.seconds:.0f}", fdraws=full[1],
+                     fref=full[2], fblock=full[3], ftop=max(full[0])) in captions

@@ -242,6 +242,48 @@ class GradientNoise:
     rows: list[NoiseRow]      # one per batch size
 
 
+@dataclass(frozen=True)
+class NoisePlan:
+    """The size of one gradient-noise measurement (``gradient_noise``'s arguments), fitted to a
+    model: the full one for a small model, a smaller one for a large model (the page says so)."""
+    batch_sizes: tuple[int, ...]  # the mini-batch sizes compared
+    draws: int                    # independent mini-batches per size
+    ref_batch: int                # windows in the reference batch
+    block: int                    # tokens per window
+    seconds: float                # the estimated time on the device (6 FLOPs per parameter and token)
+    full: bool                    # the full measurement (nothing cut)
+
+    @property
+    def tokens(self) -> int:
+        return self.block * (self.ref_batch + self.draws * sum(self.batch_sizes))
+
+
+NOISE_PLANS = (((1, 4, 16, 64), 5, 256, 32),   # the full measurement, then smaller ones, the last the least
+               ((1, 4, 16, 64), 3, 128, 32),   # that still shows the cloud tighten
+               ((1, 4, 16), 3, 64, 16),
+               ((1, 4, 16), 2, 32, 16))
+NOISE_S = {"cpu": 20.0, "cuda": 5.0}          # seconds one press may take (estimated before it starts)
+
+
+def noise_plan(params: int, device: str = "cpu") -> NoisePlan:
+    """The largest of NOISE_PLANS whose estimate fits NOISE_S on ``device`` for a model of
+    ``params`` parameters (the smallest when none does).
+
+    >>> noise_plan(1_310_000).full, noise_plan(134_515_008).ref_batch
+    (True, 32)
+    """
+    from lmviz.limits import DECODE_FLOPS
+
+    kind = "cuda" if str(device).startswith("cuda") else "cpu"
+    plan = None
+    for i, (sizes, draws, ref, block) in enumerate(NOISE_PLANS):
+        tokens = block * (ref + draws * sum(sizes))
+        plan = NoisePlan(sizes, draws, ref, block, 6 * params * tokens / DECODE_FLOPS[kind], i == 0)
+        if plan.seconds <= NOISE_S[kind]:
+            break
+    return plan
+
+
 def default_noise_param(model) -> str:
     """The last block's query matrix: its gradient needs a backward pass through one block only."""
     return f"blocks.{model.cfg.n_layer - 1}.attn.c_q.weight"
