@@ -111,7 +111,7 @@ def test_every_chapter_says_true_things_about_smollm2(lang):
     assert at.run().button(key="gen_step").disabled                       # no step after the end
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", ["zh"])      # English: the other pages' tests read these sentences too
 def test_the_shipped_model_is_still_described_as_a_character_model(lang):
     from ui.i18n import translate as tr
 
