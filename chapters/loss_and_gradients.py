@@ -143,7 +143,7 @@ def _cut_note(b, text: str, scored: int) -> None:
     total = len(b.tokenizer.encode_lossy(text)[0])
     if scored + 1 < total:
         render.caption(t("loss.view_cut", n=f"{scored:,}", total=f"{total:,}", params=f"{b.model.num_params():,}",
-                         s=f"{limits.VIEW_S['cuda' if str(b.model.device).startswith('cuda') else 'cpu']:g}"))
+                         s=f"{limits.VIEW_S[limits.device_kind(b.model.device)]:g}"))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

@@ -177,7 +177,8 @@ class BudgetCheck:
     estimate: Estimate           # the estimate of ``cfg``
 
 
-def _kind(device) -> str:
+def device_kind(device) -> str:
+    """The kind of a torch device (or its name) the budgets are kept for: "cuda" or "cpu"."""
     return "cuda" if str(device).startswith("cuda") else "cpu"
 
 
@@ -194,7 +195,7 @@ def estimate(cfg, vocab_size: int | None = None, device="cpu") -> Estimate:
     >>> e.params, round(e.total_bytes / 2**20), round(e.step_s, 2)
     (812288, 170, 0.1)
     """
-    kind = _kind(device)
+    kind = device_kind(device)
     V = DEFAULT_VOCAB if vocab_size is None else int(vocab_size)
     gcfg = cfg.model_config(V)
     n = param_count(gcfg)
@@ -226,7 +227,7 @@ def check_budget(cfg, vocab_size: int | None = None, device="cpu") -> BudgetChec
     problems = cfg.validate()
     if problems:
         raise ValueError("; ".join(problems))
-    kind = _kind(device)
+    kind = device_kind(device)
     mem_limit, time_limit = MAX_TRAIN_BYTES[kind], MAX_STEP_S[kind]
     est = estimate(cfg, vocab_size, kind)
     one = estimate(replace(cfg, batch_size=1), vocab_size, kind)
@@ -302,7 +303,7 @@ def pretrained_budget(params: int, bytes_per_weight: int, largest: int, n_layer:
     ...                                   loaded_bytes=11 * GiB, loaded_count=3)]
     ['hf.budget_loaded']
     """
-    kind = _kind(device)
+    kind = device_kind(device)
     need = (params * bytes_per_weight + 2 * 4 * largest + 2 * n_layer * context * kv_width * bytes_per_weight
             + 3 * 4 * DRAW_TOKENS * vocab + OVERHEAD_BYTES)
     limit = MAX_MODEL_SHARE * total_bytes
@@ -351,7 +352,7 @@ def view_tokens(params: int, device: str = "cpu") -> int:
     >>> view_tokens(1_310_000), view_tokens(134_515_008)
     (15267, 148)
     """
-    kind = "cuda" if str(device).startswith("cuda") else "cpu"
+    kind = device_kind(device)
     return max(32, int(VIEW_S[kind] * DECODE_FLOPS[kind] / (2 * max(1, params))))
 
 

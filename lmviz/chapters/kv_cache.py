@@ -433,7 +433,7 @@ def plan_speed(cfg: GPTConfig, weight_bytes: int, n_prompt: int, wanted: int, de
     >>> plan_speed(SPEED_CONFIG, 4 * 900_000, SPEED_PROMPT, 504, budget_s=0.0).n_new == WARMUP_STEPS + 4
     True
     """
-    kind = "cuda" if str(device).startswith("cuda") else "cpu"
+    kind = limits.device_kind(device)
     budget = limits.MEASURE_S[kind] if budget_s is None else float(budget_s)
     floor = min(wanted, WARMUP_STEPS + 4)
     lo, hi = floor, wanted                    # the estimate grows with n_new: bisect for the largest that fits

@@ -272,9 +272,9 @@ def noise_plan(params: int, device: str = "cpu") -> NoisePlan:
     >>> noise_plan(1_310_000).full, noise_plan(134_515_008).ref_batch
     (True, 32)
     """
-    from lmviz.limits import DECODE_FLOPS
+    from lmviz.limits import DECODE_FLOPS, device_kind
 
-    kind = "cuda" if str(device).startswith("cuda") else "cpu"
+    kind = device_kind(device)
     plan = None
     for i, (sizes, draws, ref, block) in enumerate(NOISE_PLANS):
         tokens = block * (ref + draws * sum(sizes))
