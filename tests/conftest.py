@@ -34,6 +34,38 @@ def pytest_configure(config):
                             "runs with LMVIZ_CLUSTER_TESTS=1")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A browser test that fails (an xfail's failure too) leaves what every open page showed:
+    ``fail-<test>-<n>.png`` and ``.txt`` beside the screenshots, so a failure seen only in the
+    full suite on CI can be looked at afterwards."""
+    outcome = yield
+    report = outcome.get_result()
+    if call.when != "call" or call.excinfo is None or "chromium" not in item.fixturenames:
+        return
+    chromium = item.funcargs.get("chromium") or item.funcargs.get("browser")
+    if chromium is None or not hasattr(chromium, "contexts"):
+        return
+    from tests.browser_util import SHOTS
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in item.name)[:90]
+    n = 0
+    for ctx in chromium.contexts:
+        for pg in ctx.pages:
+            n += 1
+            try:
+                pg.screenshot(path=str(SHOTS / f"fail-{name}-{n}.png"), timeout=10_000)
+                text = pg.locator("body").inner_text(timeout=5_000)
+            except Exception as e:  # noqa: BLE001 - a page that cannot be read says why
+                text = f"(not read: {e})"
+            events = "\n".join(getattr(pg, "lmviz_events", []))
+            (SHOTS / f"fail-{name}-{n}.txt").write_text(f"{pg.url}\n\nevents:\n{events}\n\n{text}")
+            # in the report too: a CI log is all there is of a run elsewhere
+            report.sections.append((f"page {n} at failure: {pg.url}",
+                                    f"events:\n{events}\n\nlast text:\n{text[-700:]}"))
+
+
 @pytest.fixture(autouse=True)
 def _apptest_session_ends():
     """Every AppTest runs as the one session "test session id", so a session-scoped resource (a
@@ -72,8 +104,48 @@ def chromium():
     require_browser()
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
+        _watch_pages(b)
         yield b
         b.close()
+
+
+def _watch_pages(b) -> None:
+    """Every page of every context ``b`` makes keeps its last events (a renderer crash, an
+    uncaught error, a console error, a navigation of its main frame) in ``page.lmviz_events``:
+    the failure hook (pytest_runtest_makereport) writes them beside what the page showed."""
+    import time
+
+    new_context = b.new_context
+
+    def watch(page) -> None:
+        events: list[str] = []
+        page.lmviz_events = events
+        t0 = time.monotonic()
+
+        def note(what: str) -> None:
+            events.append(f"{time.monotonic() - t0:7.1f} s {what}"[:400])
+            del events[:-40]
+
+        page.on("crash", lambda: note("renderer crashed"))
+        page.on("pageerror", lambda e: note(f"page error: {e}"))
+        page.on("console", lambda m: m.type == "error" and note(f"console error: {m.text}"))
+        paths = [""]
+
+        def navigated(frame) -> None:      # a new page, not a query string written back
+            path = frame.url.split("?")[0]
+            if frame == page.main_frame and path != paths[0]:
+                paths[0] = path
+                note(f"navigated: {frame.url}")
+
+        page.on("framenavigated", navigated)
+        page.on("close", lambda: note("closed"))
+
+    def tracked(*args, **kwargs):
+        ctx = new_context(*args, **kwargs)
+        ctx.on("page", watch)
+        return ctx
+
+    b.new_context = tracked
 
 
 @pytest.fixture(scope="session")

@@ -49,7 +49,9 @@ def _text(pg) -> str:
         return ""
 
 
-@pytest.mark.parametrize("lect_lang,fol_lang", [("en", "zh"), ("zh", "en")])
+# one pairing: a Chinese lecturer and an English follower (the clicker's and the room's class tests
+# have an English lecturer and a Chinese phone; the other pairing here repeated them, 87 s of CI)
+@pytest.mark.parametrize("lect_lang,fol_lang", [("zh", "en")])
 @pytest.mark.xfail(strict=False, reason="in the full suite the lecturer's page can lose its main block (the wait "
                    "reads no text) after the follower's Send; passes alone and under synthetic load; open, in the "
                    "stop's note (issue 54 item 7)")
