@@ -7,6 +7,7 @@ import math
 import numpy as np
 import streamlit as st
 
+from lmviz import limits
 from lmviz.tokenizer import fit_context
 from lmviz.tokenizer import TOY_EN
 from ui import model_words, session, render, urlstate
@@ -15,7 +16,6 @@ from ui.i18n import t
 from ui.i18n import lang
 from viz.autoregression import chain_figure, attention_figure, mask_figure
 
-MAX_TOKENS_PARALLEL = 32   # prefix passes cost one forward each: keep the check well under 0.5 s
 TF_TOKENS = 12             # the live teacher-forcing table: one column per token, kept readable
 ATTN_TOKENS = 24           # the live attention map: one row and column per token, kept readable
 
@@ -174,7 +174,9 @@ def sec_parallel():
     b = _bundle()
     if b is None:
         return
-    ids = tuple(fit_context(b.tokenizer, _sentence(), min(MAX_TOKENS_PARALLEL, b.model.cfg.block_size)).ids)
+    # every prefix is a forward pass of its own: as many tokens as the model's view budget allows
+    cap = min(limits.prefix_tokens(b.model.num_params(), str(b.model.device)), b.model.cfg.block_size)
+    ids = tuple(fit_context(b.tokenizer, _sentence(), cap).ids)
     if len(ids) < 2:
         st.warning(t("ar.too_short"))
         return
@@ -186,7 +188,7 @@ def sec_parallel():
     render.caption(t("ar.par_caption", n=c.n, last=f"{c.last_diff:.2f}"))
     total = len(b.tokenizer.encode_lossy(_sentence())[0])
     render.caption(t("ar.par_cut" if c.n < total else "ar.par_all", n=c.n, total=total,
-                     cap=min(MAX_TOKENS_PARALLEL, b.model.cfg.block_size)))
+                     cap=cap))
     render.md(t("ar.gen_md"))
 
 

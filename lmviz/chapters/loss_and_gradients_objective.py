@@ -79,15 +79,18 @@ def corpus_likelihood(model: GPT, tokenizer, text: str, max_tokens: int = MAX_TO
     y = torch.tensor(ids[1:], dtype=torch.long)                         # [N] labels: x shifted by one
     N = x.numel()
     B = math.ceil(N / T)
-    xb, yb = pad_batch([ids[b * T: b * T + T + 1] for b in range(B)], width=T)  # [B,T], -1: not scored
+    # [B,W], -1: not scored; W = min(T, N), the longest window: a real model's T is its whole
+    # context (8,192 for SmolLM2), and padding 148 tokens to it made /loss-and-gradients 60x slower
+    xb, yb = pad_batch([ids[b * T: b * T + T + 1] for b in range(B)])
+    W = xb.shape[1]
     xb, yb = xb.to(model.device), yb.to(model.device)
     was_training = model.training
     model.eval()
     try:
-        logits, loss = model(xb, yb)                                    # [B,T,V], scalar
+        logits, loss = model(xb, yb)                                    # [B,W,V], scalar
     finally:
         model.train(was_training)
-    logp = F.log_softmax(logits.float(), dim=-1).view(B * T, -1)[:N]    # [N,V]
+    logp = F.log_softmax(logits.float(), dim=-1).view(B * W, -1)[:N]    # [N,V]
     lp = logp.gather(1, y.to(logp.device)[:, None])[:, 0].double().cpu()  # [N] ln p(label)
     total = float(-lp.sum())
     mean = total / N
@@ -223,10 +226,12 @@ class PositionLoss:
 
 LOSS_LOGIT_FLOATS = 2**25     # logits held at once by loss_by_position (128 MiB): 64 windows of a
 #                               small model, one short batch of a 50k-token vocabulary
-LOSS_FLOPS = 2e11             # forward FLOPs loss_by_position may spend (~5 s on a CPU): all 128
-#                               windows of lmviz's own models, one window of GPT-2 small
-LOSS_WINDOW = 256             # longest window it measures (lmviz's models: 64; a pretrained model's
-#                               context is cut to this many positions)
+LOSS_FLOPS = 1e11             # forward FLOPs loss_by_position may spend (~1 s on one CPU core): all
+#                               128 windows of lmviz's own models, 2 windows of 128 of SmolLM2 or
+#                               GPT-2 small (2e11 and windows of 256 kept /beyond at 3.1-3.2 s with
+#                               SmolLM2, 2 s of it here, over its 3 s target)
+LOSS_WINDOW = 128             # longest window it measures (lmviz's models: 64; a pretrained model's
+#                               context is cut to this many positions, two windows at least)
 
 
 @torch.no_grad()
