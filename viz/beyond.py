@@ -221,7 +221,7 @@ def position_use_figure(positions, losses, used_until: int, plateau: float, *, x
     if spread is not None:
         x = list(positions)
         upper = [plateau + tolerance + e for e in spread]
-        lower = [plateau - tolerance - e for e in spread]
+        lower = [max(0.0, plateau - tolerance - e) for e in spread]     # a loss is never below 0 nats
         fig.add_scatter(x=x + x[::-1], y=upper + lower[::-1], fill="toself", mode="none", name=band_name,
                         fillcolor="rgba(153,153,153,0.22)", hoverinfo="skip")
     fig.add_scatter(x=list(positions), y=list(losses), mode="lines+markers", name=curve_name,
