@@ -418,13 +418,16 @@ def _window_use(b) -> None:
     except ValueError:
         return
     corpus = t("bey.heldout_poems" if lang() == "zh" else "bey.heldout_english")
+    claim = context_use(r.used_until, r.plateau, r.tolerance, r.spread)
+    used_label = (t("bey.pos_not_level", n=len(r.positions)) if claim.statement == "not_level"
+                  else t("bey.pos_used", n=r.used_until))
     render.plot(render.figure(position_use_figure, r.positions, r.losses, r.used_until, r.plateau, x_label=t("bey.pos_read"),
                               y_label=t("bey.loss_nats"), curve_name=t("bey.pos_curve"),
-                              plateau_name=t("bey.pos_plateau"), used_label=t("bey.pos_used", n=r.used_until),
+                              plateau_name=t("bey.pos_plateau"), used_label=used_label,
                               title=t("bey.pos_title", corpus=corpus), spread=r.spread, tolerance=r.tolerance,
                               band_name=t("bey.pos_band", tol=f"{r.tolerance:g}")),
                 key="bey_use", filename="context-use")
-    level = render.claim(context_use(r.used_until, r.plateau, r.tolerance, r.spread), T=len(r.positions), n=r.n_windows)
+    level = render.claim(claim, T=len(r.positions), n=r.n_windows)
     render.md(t("bey.window_use", corpus=corpus, T=len(r.positions), n=r.n_windows, first=f"{r.losses[0]:.3f}",
                 level=level))
     if b.source == "session":

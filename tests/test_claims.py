@@ -44,7 +44,8 @@ SAMPLES = {
     "power_law": [claims.power_law(_NS, [[n ** e * f for n in _NS] for f in (1, 1.01, 0.99)])
                   for e in (2, 1, 3)] + [claims.power_law(_NS, [[1, 2, 3, 4, 5], [5, 1, 4, 2, 3], [1, 5, 1, 5, 1]])],
     "answer_shift": [claims.answer_shift(*x) for x in ((0.1, 0.5), (0.5, 0.1), (0.3, 0.3))],
-    "context_use": [claims.context_use(5, 1.2, 0.1, [0.05] * 64), claims.context_use(3, 4.6, 0.1, [0.5] * 64)],
+    "context_use": [claims.context_use(5, 1.2, 0.1, [0.05] * 64), claims.context_use(3, 4.6, 0.1, [0.5] * 64),
+                    claims.context_use(60, 4.6, 0.1, [0.5] * 64)],
     "baseline": [claims.baseline([1], [1.0], [5.0], 6.0), claims.baseline([1], [1.0], [7.0], 6.0),
                  claims.baseline([], [], [], 6.0)],
     "pace": [claims.pace(*x) for x in ((14.0, 14.1, 12.0, 20.0, 900), (22.0, 14.1, 18.0, 20.0, 900),

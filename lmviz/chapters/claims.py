@@ -30,7 +30,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
     "pronoun": ("referent", "control", "recency", "none"),
     "power_law": ("quadratic", "below", "above", "noise"),
     "answer_shift": ("rises", "falls", "unmoved"),
-    "context_use": ("level", "level_noisy"),
+    "context_use": ("level", "level_noisy", "not_level"),
     "baseline": ("crossed", "not_yet", "no_data"),
     "pace": ("as_estimated", "faster", "slower", "measuring"),
     "room_favourite": ("agree", "differ", "tie", "tie_model"),
@@ -228,18 +228,26 @@ def answer_shift(p_before: float, p_after: float, *, min_change: float = 0.05,
 def context_use(used: int, plateau: float, tolerance: float, spread: Sequence[float]) -> Claim:
     """From position ``used`` on, a model's loss by position is level with its end-of-window
     ``plateau`` (each point within ``tolerance`` of it give or take its chance ``spread``:
-    lmviz.chapters.loss_and_gradients_objective.loss_by_position). "level" when the typical
-    spread past ``used`` is within the tolerance (a gain of that size would show); else
-    "level_noisy", weak: the windows averaged are too few to see a smaller gain.
+    lmviz.chapters.loss_and_gradients_objective.loss_by_position; ``spread`` has one value per
+    position of the window). "level" when the typical spread past ``used`` is within the
+    tolerance (a gain of that size would show); else "level_noisy", weak: the windows averaged
+    are too few to see a smaller gain. "not_level", weak, when points above the band reach into
+    the window's last quarter, which the plateau is the mean of: "level from there" would only
+    restate the plateau's own definition (two windows of SmolLM2 read "level from 128" of 128).
 
     >>> context_use(5, 1.2, 0.1, [0.3] * 4 + [0.05] * 60).statement
     'level'
     >>> context_use(3, 4.6, 0.1, [0.5] * 64).statement
     'level_noisy'
+    >>> context_use(60, 4.6, 0.1, [0.5] * 64).statement
+    'not_level'
     """
+    window = len(spread)
     past = [float(e) for e in spread[max(0, int(used) - 1):]] or [0.0]
     noise = float(np.median(past))
     vals = {"used": int(used), "plateau": float(plateau), "tol": float(tolerance), "noise": noise}
+    if window and int(used) > window - max(1, window // 4):
+        return Claim("context_use", "not_level", vals, WEAK)
     if noise <= tolerance:
         return Claim("context_use", "level", vals)
     return Claim("context_use", "level_noisy", vals, WEAK)
