@@ -1,0 +1,189 @@
+"""Induction heads: a head that attends from a token to the token *after* an earlier copy of it
+([A][B] ... [A] -> it reads [B] and copies it forward), the circuit behind in-context learning
+(Olsson et al. 2022, "In-context Learning and Induction Heads").
+
+The probe is theirs, scaled down: a run of random tokens, then the same run again. The first
+half cannot be predicted from context; in the second half each token can be read off its earlier
+copy, so a model with induction heads predicts it and its loss falls. The in-context-learning
+score here is the mean next-token loss on the second half minus that on the first (nats;
+negative when the repeat is used). The paper's own score is the loss of the 500th token minus
+that of the 50th, on natural text; a probe of a few dozen tokens compares its two halves instead.
+
+Per head, from its attention weights on that sequence:
+
+- **prefix matching**: the mean attention from each second-half position i to position
+  i - half + 1, the token just after i's earlier copy (1 for a perfect induction head);
+- **previous token**: the mean attention from each position to the one before it (1 for a
+  perfect previous-token head, the circuit's first half, usually a layer earlier).
+
+A head that spreads its attention evenly gives position i a weight of 1 / (i + 1) on every key:
+:func:`uniform_prefix` is that baseline for the prefix score. An attention map is not an
+explanation, so :func:`scan` also makes the causal check: the second-half loss with the top head
+removed (it should rise) and with a control head removed (the head of lowest prefix score in the
+top head's layer).
+
+    >>> import torch
+    >>> w = torch.zeros(1, 8, 8)
+    >>> for i in range(8): w[0, i, i - 4 + 1 if i >= 4 else 0] = 1.0    # a perfect induction head
+    >>> float(prefix_matching(w, 4)[0])
+    1.0
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["HALF_MIN", "HALF_MAX", "InductionScan", "probe_half", "repeated_tokens", "prefix_matching",
+           "previous_token", "uniform_prefix", "halves_loss", "scan"]
+
+HALF_MIN = 8      # the shortest run of random tokens a probe repeats (fewer: a handful of points)
+HALF_MAX = 64     # the longest (the scores settle well before; a longer run costs a longer trace)
+
+
+def probe_half(params: int, block_size: int, device: str = "cpu") -> int:
+    """The length of the random run a probe repeats, sized to the model: the trace and two
+    ablated passes over 2 x half tokens within the view budget (lmviz.limits.view_tokens), at
+    least HALF_MIN, at most HALF_MAX, and the whole probe inside the model's context.
+
+    >>> probe_half(1_310_000, 64), probe_half(134_515_008, 2048)
+    (32, 24)
+    """
+    from lmviz.limits import view_tokens
+
+    by_budget = view_tokens(params, device) // 6            # 3 passes of 2 x half tokens
+    return max(2, min(HALF_MAX, block_size // 2, max(HALF_MIN, by_budget)))
+
+
+def repeated_tokens(vocab_size: int, half: int, seed: int = 0, exclude=()) -> list[int]:
+    """``half`` distinct random token ids (none of ``exclude``: special tokens), then the same
+    ``half`` again: [2 * half]. The same arguments give the same sequence.
+
+    >>> s = repeated_tokens(50, 5, seed=1)
+    >>> len(s), s[:5] == s[5:], len(set(s[:5]))
+    (10, True, 5)
+    """
+    banned = {int(i) for i in exclude}
+    pool = torch.tensor([i for i in range(int(vocab_size)) if i not in banned], dtype=torch.long)
+    if half < 2 or len(pool) < half:
+        raise ValueError(f"need 2 <= half <= {len(pool)} usable tokens, got half = {half}")
+    g = torch.Generator().manual_seed(int(seed))
+    run = pool[torch.randperm(len(pool), generator=g)[:half]].tolist()
+    return run + run
+
+
+def prefix_matching(weights: torch.Tensor, half: int) -> torch.Tensor:
+    """[H] each head's mean attention from second-half positions i (half <= i < 2 half) to
+    position i - half + 1, the token after i's earlier copy. ``weights`` [H, T, T], T = 2 half."""
+    i = torch.arange(half, 2 * half)
+    return weights[:, i, i - half + 1].mean(dim=1)
+
+
+def previous_token(weights: torch.Tensor) -> torch.Tensor:
+    """[H] each head's mean attention from every position i >= 1 to position i - 1.
+
+    >>> float(previous_token(torch.eye(4).roll(-1, dims=1).tril()[None])[0])
+    1.0
+    """
+    i = torch.arange(1, weights.shape[-1])
+    return weights[:, i, i - 1].mean(dim=1)
+
+
+def uniform_prefix(half: int) -> float:
+    """The prefix-matching score of a head that attends evenly to every key it may see
+    (weight 1 / (i + 1) at position i): the baseline a real induction head stands out from.
+
+    >>> round(uniform_prefix(32), 4)
+    0.0214
+    """
+    return sum(1.0 / (i + 1) for i in range(half, 2 * half)) / half
+
+
+def halves_loss(nll: torch.Tensor, half: int) -> tuple[float, float]:
+    """Mean next-token loss (nats) on the first and the second half of a repeated probe, from
+    ``nll`` [2 half - 1] (position t's loss for predicting token t + 1). The first half: the
+    predictions of tokens 1 .. half - 1; the second: of tokens half + 1 .. 2 half - 1 (token
+    ``half``, where the repeat starts, is left out of both: nothing says the run restarts there).
+
+    >>> halves_loss(torch.tensor([4.0, 4.0, 4.0, 9.0, 1.0, 1.0, 1.0]), 4)
+    (4.0, 1.0)
+    """
+    return float(nll[:half - 1].mean()), float(nll[half:2 * half - 1].mean())
+
+
+@dataclass(frozen=True)
+class InductionScan:
+    """Every head of a model probed on one repeated random run."""
+    half: int                                   # tokens in the random run; the probe is 2 x half
+    ids: tuple[int, ...]                        # the probe: the run, then the run again
+    prefix: tuple[tuple[float, ...], ...]       # [L][H] prefix-matching score of each head
+    previous: tuple[tuple[float, ...], ...]     # [L][H] previous-token score of each head
+    uniform: float                              # the prefix score of a head attending evenly
+    nll: tuple[float, ...]                      # [2 half - 1] next-token loss at each position, nats
+    first_loss: float                           # mean loss on the first half (nothing to copy)
+    second_loss: float                          # mean loss on the second half (copies available)
+    icl: float                                  # second_loss - first_loss: < 0 when the repeat is used
+    top: tuple[tuple[int, int, float], ...]     # (layer, head, score) of the best prefix matchers, best first
+    control: tuple[int, int, float]             # (layer, head, score): the top head's layer's lowest prefix matcher
+    top_removed: float                          # second-half loss with the top head removed
+    control_removed: float                      # second-half loss with the control head removed
+    top_weights: torch.Tensor                   # [T, T] the top head's attention on the probe
+
+    @property
+    def top_rise(self) -> float:
+        """How much the second-half loss rises when the top head is removed (nats)."""
+        return self.top_removed - self.second_loss
+
+    @property
+    def control_rise(self) -> float:
+        """The same for the control head: the size of a rise that means nothing."""
+        return self.control_removed - self.second_loss
+
+
+@torch.no_grad()
+def scan(model, ids, half: int, n_top: int = 3) -> InductionScan:
+    """Probe every head of ``model`` on ``ids`` (a run of ``half`` tokens, then the same run:
+    :func:`repeated_tokens`): prefix-matching and previous-token scores, the loss on each half,
+    and the second-half loss with the top head and with the control head removed."""
+    from lmviz.chapters.attention_heads import forward_without_head
+
+    ids = list(ids)
+    if len(ids) != 2 * half or ids[:half] != ids[half:]:
+        raise ValueError("ids must be a run of half tokens followed by the same run")
+    if 2 * half > model.cfg.block_size:
+        raise ValueError(f"the probe ({2 * half} tokens) is longer than the model's context ({model.cfg.block_size})")
+    idx = torch.tensor(ids, dtype=torch.long)
+    tr = model.forward_trace(idx)
+    prefix = torch.stack([prefix_matching(layer.weights, half) for layer in tr.layers])     # [L,H]
+    previous = torch.stack([previous_token(layer.weights) for layer in tr.layers])          # [L,H]
+    target = idx[1:]
+    nll = F.cross_entropy(tr.logits[:-1].float(), target, reduction="none")                  # [2 half - 1]
+    first, second = halves_loss(nll, half)
+    H = prefix.shape[1]
+    order = torch.argsort(prefix.flatten(), descending=True).tolist()
+    top = tuple((j // H, j % H, float(prefix.flatten()[j])) for j in order[:n_top])
+    # the control: the top head's neighbour in its own layer with the lowest prefix score (the
+    # lowest of the whole model was a head every position leans on in SmolLM2: removing it
+    # raised the loss by 5.3 nats, which says nothing about copying)
+    layer = top[0][0]
+    low = int(torch.argmin(prefix[layer]))
+    control = (layer, low, float(prefix[layer, low]))
+
+    def second_without(layer: int, head: int) -> float:
+        was = model.training
+        model.eval()
+        try:
+            logits = forward_without_head(model, idx[None].to(model.device), layer, head)[0].float().cpu()
+        finally:
+            model.train(was)
+        return halves_loss(F.cross_entropy(logits[:-1], target, reduction="none"), half)[1]
+
+    best = top[0]
+    return InductionScan(
+        half=half, ids=tuple(ids), prefix=tuple(tuple(r) for r in prefix.tolist()),
+        previous=tuple(tuple(r) for r in previous.tolist()), uniform=uniform_prefix(half),
+        nll=tuple(nll.tolist()), first_loss=first, second_loss=second, icl=second - first, top=top,
+        control=control, top_removed=second_without(best[0], best[1]),
+        control_removed=second_without(control[0], control[1]),
+        top_weights=tr.layers[best[0]].weights[best[1]].clone())
