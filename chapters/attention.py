@@ -8,8 +8,8 @@ import re
 
 import streamlit as st
 
-from lmviz.chapters.claims import pronoun
-from ui import session, render, urlstate
+from lmviz.chapters.claims import induction, pronoun
+from ui import model_words, session, render, urlstate
 from ui.i18n import lang, t
 from viz.attention import (
     pronoun_figure, multi_head_figure, heads_figure, heatmap, weighted_sum_figure,
@@ -399,11 +399,61 @@ def sec_heads_map():
     room.heads_section(DEFAULT_TEXT[lang()], param="s", max_chars=MAX_CHARS)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def _induction(ids: tuple[int, ...], half: int, model_key: str, _model):
+    from lmviz.chapters.attention_induction import scan
+
+    return scan(_model, ids, half)
+
+
+def sec_induction():
+    """Induction heads (issue 57): every head of the current model probed on a repeated random run
+    (lmviz.chapters.attention_induction), the best one's attention, and the causal check."""
+    from lmviz.chapters.attention_induction import probe_half, repeated_tokens
+
+    b = _bundle()
+    if b is None:
+        return
+    cfg = b.model.cfg
+    half = probe_half(b.model.num_params(), cfg.block_size, str(b.model.device))
+    render.md(t("att.ind_md", half=half))
+    seed = urlstate.slider(t("att.ind_seed"), 1, 9, 1, param="iS", key="att_ind_seed")
+    special = getattr(b.tokenizer, "special", {}) or {}
+    ids = repeated_tokens(b.tokenizer.vocab_size, half, seed, exclude=special.values())
+    s = _induction(tuple(ids), half, session.model_key(b), b.model)
+    lh = lambda layer, head: t("common.layer_head", layer=layer + 1, head=head + 1)  # noqa: E731
+    (bl, bh, _), (cl, ch, _) = s.top[0], s.control
+    name = model_words.name(b)
+    render.plot(render.figure(heatmap, s.prefix, x_labels=[str(h + 1) for h in range(cfg.n_head)],
+                              y_labels=[str(layer + 1) for layer in range(cfg.n_layer)],
+                              title=t("att.ind_map_title", name=name), x_title=t("att.head"),
+                              y_title=t("att.layer"), zmin=0.0, zmax=1.0, colorbar_title=t("att.ind_bar")),
+                key="att_ind_map", filename="induction-heads")
+    render.caption(t("att.ind_map_caption", uniform=f"{s.uniform:.3f}"))
+    c = st.columns(3)
+    render.metric(t("att.ind_first"), f"{s.first_loss:.2f} nat", at=c[0])
+    render.metric(t("att.ind_second"), f"{s.second_loss:.2f} nat", at=c[1])
+    render.metric(t("att.ind_icl"), f"{s.icl:+.2f} nat", at=c[2])
+    render.md(render.claim(induction(s.top[0][2], s.uniform, s.icl, s.top_rise, s.control_rise),
+                           lh=lh(bl, bh), clh=lh(cl, ch)))
+    render.plot(render.figure(heatmap, s.top_weights, x_labels=[str(i + 1) for i in range(2 * half)],
+                              y_labels=[str(i + 1) for i in range(2 * half)], zmin=0.0, zmax=1.0,
+                              title=t("att.ind_attn_title", lh=lh(bl, bh)), x_title=t("att.fig.key"),
+                              y_title=t("att.fig.query"), colorbar_title=t("att.weight")),
+                key="att_ind_attn", filename="induction-head-attention")
+    render.caption(t("att.ind_attn_caption", start=half + 1, end=2 * half, gap=half - 1))
+    prev = s.best_previous
+    render.md(t("att.ind_prev", plh=lh(prev[0], prev[1]), pscore=f"{prev[2]:.2f}"))
+    render.caption(t("att.ind_note", half=half))
+    render.caption(model_words.by(b))
+
+
 render.run_sections([
     ("att.sec_why", sec_why),
     ("att.sec_live", sec_live),
     ("att.sec_mh", sec_multi_head),
     ("att.sec_heads_map", sec_heads_map),
+    ("att.sec_induction", sec_induction),
     ("att.sec_w17", sec_w17),
     ("att.sec_scale", sec_scale),
     ("att.sec_mask", sec_mask),

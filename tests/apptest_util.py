@@ -50,6 +50,14 @@ def figures(at: AppTest) -> list[dict]:
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
 
+def fig_by_key(at: AppTest, key: str) -> dict:
+    """The figure rendered with st.plotly_chart(key=...)."""
+    for el, spec in zip(at.get("plotly_chart"), figures(at)):
+        if key in str(el.proto.id):
+            return spec
+    raise AssertionError(f"no figure with key {key}")
+
+
 def title_of(fig: dict) -> str:
     """A figure's title as the page wrote it (viz.theme wraps a long one with <br>)."""
     from viz.theme import unwrapped

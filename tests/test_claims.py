@@ -18,6 +18,7 @@ EXTRA = {  # names the pages add to a claim's own numbers (a function: made from
     "answer_shift": {"tok": "P"}, "pace": {"eta": "75 s"}, "context_use": {"T": 64, "n": 128},
     "baseline": lambda c, lang: {"took": duration(c.values.get("secs", math.nan), lang)},
     "room_favourite": {"room": "A, B", "model": "C"}, "room_surprise": {"toks": "B"},
+    "induction": {"lh": "L18 H6", "clh": "L18 H9", "n": 24},
 }
 
 
@@ -53,6 +54,8 @@ SAMPLES = {
     "room_favourite": [claims.room_favourite(*x) for x in ((["a"], "a"), (["b"], "a"), (["a", "b", "c"], "d"),
                                                            (["a", "b"], "b"))],
     "room_surprise": [claims.room_surprise(1.85, 0.0, 0, 0.0005), claims.room_surprise(5.85, 0.5, 1, 0.0005)],
+    "induction": [claims.induction(0.89, 0.028, -11.3, 1.63, 0.03), claims.induction(0.025, 0.021, 0.74, 0.08, 0.01),
+                  claims.induction(0.6, 0.028, -3.0, 0.05, 0.04)],
 }
 
 
@@ -174,3 +177,14 @@ def test_room_surprise_says_when_a_zero_was_floored():
     assert "them" in sentence(claims.room_surprise(7.0, 0.75, 2, 0.0005), "en")
     with pytest.raises(ValueError):
         claims.room_surprise(math.inf, 1.0, 1, 0.0005)
+
+
+def test_induction_on_both_sides_of_each_predicate():
+    """The scan's numbers for SmolLM2 (a copying head) and for the shipped model (none); a head
+    that looks but whose removal costs no more than its control's is only 'attends_only'."""
+    copies, none = claims.induction(0.89, 0.028, -11.3, 1.63, 0.03), claims.induction(0.025, 0.021, 0.74, 0.08, 0.01)
+    flips(copies, none)
+    assert claims.induction(0.89, 0.028, 0.2, 1.63, 0.03).statement == "none"        # the repeat not used
+    looks = claims.induction(0.89, 0.028, -11.3, 0.05, 0.04)
+    assert looks.statement == "attends_only" and looks.weak
+    flips(copies, looks)

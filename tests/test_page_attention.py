@@ -307,3 +307,48 @@ def test_the_heads_map_is_a_task_the_page_waits_for(lang, monkeypatch):
     finally:
         go.set()
         room._effects_task.clear()
+
+
+def _induction_section(at, lang: str):
+    from tests.apptest_util import fig_by_key
+
+    text = all_text(at)
+    spec = fig_by_key(at, "att_ind_map")
+    z = decode(spec["data"][0]["z"]).astype(float)
+    return text, z
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_induction_heads_on_the_shipped_model_are_absent_and_said_so(lang):
+    """Issue 57 item 4 on the shipped model: a layer x head map of prefix-matching scores, and
+    the claim the scan's numbers choose (this 4-layer character model of poems copies nothing)."""
+    from lmviz.checkpoint import load_default
+    from lmviz.chapters.claims import induction
+    from lmviz.chapters.attention_induction import probe_half, repeated_tokens, scan
+
+    at = open_page(PAGE, lang)
+    no_errors(at)
+    text, z = _induction_section(at, lang)
+    m, tok, _ = load_default()
+    assert z.shape == (m.cfg.n_layer, m.cfg.n_head)
+    half = probe_half(m.num_params(), m.cfg.block_size)
+    s = scan(m, repeated_tokens(tok.vocab_size, half, 1), half)      # the slider's first run
+    assert np.allclose(z, np.array(s.prefix), atol=1e-6)
+    c = induction(s.top[0][2], s.uniform, s.icl, s.top_rise, s.control_rise)
+    assert c.statement == "none"
+    assert translate("claim.induction.none", lang, lh="", score=0, uniform=0, icl=0, rise=0)[:12] in text
+    assert f"{s.icl:+.2f} nat" in [m.value for m in at.metric]
+
+
+def test_induction_heads_of_smollm2_are_found_named_and_removed():
+    """The same section with SmolLM2 current (Chinese page): a head that copies, named with its
+    layer and head, and the causal check's numbers in the sentence."""
+    from tests.apptest_util import smollm2_page
+
+    at = smollm2_page(PAGE, "zh")
+    no_errors(at)
+    text, z = _induction_section(at, "zh")
+    assert z.shape == (30, 9) and float(np.nanmax(z)) > 0.5
+    sentence = next(line for line in text.splitlines() if "是一个归纳头" in line)
+    layer, head = np.unravel_index(int(np.nanargmax(z)), z.shape)
+    assert translate("common.layer_head", "zh", layer=layer + 1, head=head + 1) in sentence

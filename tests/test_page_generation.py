@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest_util import APP, TIMEOUT, all_text, decode, figures, skip_questions
+from tests.apptest_util import APP, TIMEOUT, all_text, decode, fig_by_key, figures, skip_questions
 from ui.i18n import listed, translate
 
 pytestmark = pytest.mark.apptest
@@ -48,14 +48,6 @@ def open_gen(bundle, lang: str = "en", **params) -> AppTest:
     at.switch_page(PAGE).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
-
-
-def fig_by_key(at: AppTest, key: str) -> dict:
-    """The figure rendered with st.plotly_chart(key=...)."""
-    for el, spec in zip(at.get("plotly_chart"), figures(at)):
-        if key in str(el.proto.id):
-            return spec
-    raise AssertionError(f"no figure with key {key}")
 
 
 def bars(spec: dict, i: int = 0) -> np.ndarray:

@@ -35,6 +35,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
     "pace": ("as_estimated", "faster", "slower", "measuring"),
     "room_favourite": ("agree", "differ", "tie", "tie_model"),
     "room_surprise": ("exact", "floored"),
+    "induction": ("copies", "attends_only", "none"),
 }
 
 
@@ -343,3 +344,33 @@ def room_surprise(ce_bits: float, floored_share: float, floored: int, floor: flo
         raise ValueError(f"the cross-entropy must be finite, got {ce}")
     vals = {"ce": ce, "share": float(floored_share), "k": int(floored), "eps": float(floor)}
     return Claim("room_surprise", "floored" if floored > 0 else "exact", vals)
+
+
+# ------------------------------------------------------------------ induction heads ------
+def induction(score: float, uniform: float, icl: float, rise: float, control_rise: float, *,
+              stands_out: float = 3.0, used: float = -0.5) -> Claim:
+    """Does the model have an induction head (lmviz.chapters.attention_induction.scan)? ``score``: the best
+    head's prefix-matching score, ``uniform`` that of even attention, ``icl`` the second half's
+    loss minus the first's (nats), ``rise`` and ``control_rise`` the second half's loss rise with
+    the best head and with its layer's control head removed.
+
+    "none" when the best head is within ``stands_out`` times even attention or the repeat does
+    not lower the loss by ``used`` nats; "copies" when it stands out, the repeat is used and
+    removing the head costs the second half more than twice what removing the control costs
+    (and at least 0.1 nats); else "attends_only", weak: the head looks, but the causal check
+    does not single it out (other heads may do the same work).
+
+    >>> induction(0.89, 0.028, -11.3, 1.63, 0.03).statement      # SmolLM2, L18 H6
+    'copies'
+    >>> induction(0.025, 0.021, 0.74, 0.08, 0.01).statement      # the shipped model
+    'none'
+    >>> induction(0.6, 0.028, -3.0, 0.05, 0.04).statement
+    'attends_only'
+    """
+    vals = {"score": float(score), "uniform": float(uniform), "icl": float(icl), "rise": float(rise),
+            "crise": float(control_rise), "times": float(score) / max(float(uniform), 1e-12)}
+    if score < stands_out * uniform or icl > used:
+        return Claim("induction", "none", vals)
+    if rise >= max(0.1, 2 * abs(control_rise)):
+        return Claim("induction", "copies", vals)
+    return Claim("induction", "attends_only", vals, WEAK)

@@ -1,4 +1,4 @@
-"""lmviz.chapters.induction (issue 57): the scores on hand-made attention patterns, the halves'
+"""lmviz.chapters.attention_induction (issue 57): the scores on hand-made attention patterns, the halves'
 losses on synthetic numbers, the probe, and the scan on the shipped model (no induction head: a
 4-layer character model of poems) and on SmolLM2 (a head that copies, and removing it costs the
 second half more than removing its layer's control head)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lmviz.chapters.induction import (HALF_MIN, halves_loss, prefix_matching, previous_token, probe_half,
+from lmviz.chapters.attention_induction import (HALF_MIN, halves_loss, prefix_matching, previous_token, probe_half,
                                       repeated_tokens, scan, uniform_prefix)
 from lmviz.model import GPT, GPTConfig
 
@@ -71,6 +71,7 @@ def test_a_scan_of_a_small_random_model_is_a_consistent_record():
     assert scores == sorted(scores, reverse=True) and scores[0] == max(max(r) for r in s.prefix)
     layer = s.top[0][0]
     assert s.control[0] == layer and s.control[2] == min(s.prefix[layer])
+    assert s.best_previous[2] == max(max(r) for r in s.previous)
     assert s.top_weights.shape == (16, 16) and torch.allclose(s.top_weights.sum(dim=1), torch.ones(16), atol=1e-5)
     with pytest.raises(ValueError):
         scan(m, ids[:-1] + [ids[0]], 8)                        # not a repeat

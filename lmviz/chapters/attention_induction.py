@@ -119,6 +119,7 @@ class InductionScan:
     ids: tuple[int, ...]                        # the probe: the run, then the run again
     prefix: tuple[tuple[float, ...], ...]       # [L][H] prefix-matching score of each head
     previous: tuple[tuple[float, ...], ...]     # [L][H] previous-token score of each head
+    best_previous: tuple[int, int, float]       # (layer, head, score) of the best previous-token head
     uniform: float                              # the prefix score of a head attending evenly
     nll: tuple[float, ...]                      # [2 half - 1] next-token loss at each position, nats
     first_loss: float                           # mean loss on the first half (nothing to copy)
@@ -180,9 +181,11 @@ def scan(model, ids, half: int, n_top: int = 3) -> InductionScan:
         return halves_loss(F.cross_entropy(logits[:-1], target, reduction="none"), half)[1]
 
     best = top[0]
+    j = int(torch.argmax(previous.flatten()))
     return InductionScan(
         half=half, ids=tuple(ids), prefix=tuple(tuple(r) for r in prefix.tolist()),
-        previous=tuple(tuple(r) for r in previous.tolist()), uniform=uniform_prefix(half),
+        previous=tuple(tuple(r) for r in previous.tolist()),
+        best_previous=(j // H, j % H, float(previous.flatten()[j])), uniform=uniform_prefix(half),
         nll=tuple(nll.tolist()), first_loss=first, second_loss=second, icl=second - first, top=top,
         control=control, top_removed=second_without(best[0], best[1]),
         control_removed=second_without(control[0], control[1]),
