@@ -230,12 +230,33 @@ def axe_violations(page, axe_js: str) -> list[dict]:
     }""")
 
 
+KEPT: list[tuple[str, str]] = []     # (page url, what it showed and did), kept for the failure hook
+
+
+def keep_page(pg) -> None:
+    """What a page shows now (a screenshot, its text) and its last events, for the failure hook."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    n = len(KEPT) + 1
+    try:
+        pg.screenshot(path=str(SHOTS / f"fail-page-{n}.png"), timeout=10_000)
+        text = pg.locator("body").inner_text(timeout=5_000)
+    except Exception as e:  # noqa: BLE001 - a page that cannot be read says why
+        text = f"(not read: {e})"
+    events = "\n".join(getattr(pg, "lmviz_events", []))
+    KEPT.append((pg.url, f"events:\n{events}\n\nlast text:\n{text[-700:]}"))
+    (SHOTS / f"fail-page-{n}.txt").write_text(f"{pg.url}\n\nevents:\n{events}\n\n{text}")
+
+
 def end_class(page, lang: str = "en") -> None:
     """The lecturer ends its class (a class whose lecturer's tab closes stays live three minutes,
     and one address may run a bounded number of live classes: a suite's later class tests would
     be refused). Best effort: a test that failed may have left the page in any state."""
     from ui.i18n import translate
 
+    if sys.exc_info()[0] is not None:       # a failing test: every page as it is, before the end
+        for ctx in page.context.browser.contexts:
+            for pg in ctx.pages:
+                keep_page(pg)
     try:
         button = page.get_by_role("button", name=translate("class.end", lang))
         if button.count():

@@ -36,34 +36,25 @@ def pytest_configure(config):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A browser test that fails (an xfail's failure too) leaves what every open page showed:
-    ``fail-<test>-<n>.png`` and ``.txt`` beside the screenshots, so a failure seen only in the
-    full suite on CI can be looked at afterwards."""
+    """A browser test that fails (an xfail's failure too) leaves what every open page showed
+    (``fail-page-<n>.png`` and ``.txt`` beside the screenshots: a screenshot, its text, its
+    renderer crashes, uncaught errors, console errors and page changes) and the same in the
+    report: a failure seen only in the full suite on CI can be looked at afterwards. Pages the
+    test closed in its ``finally`` were kept as they closed (_watch_pages)."""
+    from tests.browser_util import KEPT, keep_page
+
     outcome = yield
     report = outcome.get_result()
-    if call.when != "call" or call.excinfo is None or "chromium" not in item.fixturenames:
+    if call.when != "call" or "chromium" not in item.fixturenames:
         return
-    chromium = item.funcargs.get("chromium") or item.funcargs.get("browser")
-    if chromium is None or not hasattr(chromium, "contexts"):
-        return
-    from tests.browser_util import SHOTS
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in item.name)[:90]
-    n = 0
-    for ctx in chromium.contexts:
-        for pg in ctx.pages:
-            n += 1
-            try:
-                pg.screenshot(path=str(SHOTS / f"fail-{name}-{n}.png"), timeout=10_000)
-                text = pg.locator("body").inner_text(timeout=5_000)
-            except Exception as e:  # noqa: BLE001 - a page that cannot be read says why
-                text = f"(not read: {e})"
-            events = "\n".join(getattr(pg, "lmviz_events", []))
-            (SHOTS / f"fail-{name}-{n}.txt").write_text(f"{pg.url}\n\nevents:\n{events}\n\n{text}")
-            # in the report too: a CI log is all there is of a run elsewhere
-            report.sections.append((f"page {n} at failure: {pg.url}",
-                                    f"events:\n{events}\n\nlast text:\n{text[-700:]}"))
+    if call.excinfo is not None:
+        chromium = item.funcargs.get("chromium") or item.funcargs.get("browser")
+        for ctx in (chromium.contexts if hasattr(chromium, "contexts") else []):
+            for pg in ctx.pages:
+                keep_page(pg)
+        for url, what in KEPT:
+            report.sections.append((f"page at failure: {url}", what))
+    KEPT.clear()
 
 
 @pytest.fixture(autouse=True)
@@ -143,6 +134,19 @@ def _watch_pages(b) -> None:
     def tracked(*args, **kwargs):
         ctx = new_context(*args, **kwargs)
         ctx.on("page", watch)
+        close = ctx.close
+
+        def closing(*a, **kw):
+            from tests.browser_util import keep_page
+
+            # a test's `finally` closes its contexts before the failure hook runs: while an
+            # exception is on its way out, what each page shows is kept first
+            if sys.exc_info()[0] is not None:
+                for pg in ctx.pages:
+                    keep_page(pg)
+            return close(*a, **kw)
+
+        ctx.close = closing
         return ctx
 
     b.new_context = tracked
