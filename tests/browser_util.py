@@ -1,6 +1,7 @@
 """Start the app with ``streamlit run`` on a free port and drive it with Debian Chromium."""
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import socket
@@ -230,20 +231,25 @@ def axe_violations(page, axe_js: str) -> list[dict]:
     }""")
 
 
-KEPT: list[tuple[str, str]] = []     # (page url, what it showed and did), kept for the failure hook
+KEPT: list[tuple[object, str, str]] = []   # (page, its url, what it showed and did), for the failure hook
+_KEPT_N = itertools.count(1)               # file numbers over the whole run: a second failing test keeps its own
 
 
 def keep_page(pg) -> None:
-    """What a page shows now (a screenshot, its text) and its last events, for the failure hook."""
+    """What a page shows now (a screenshot, its text) and its last events, for the failure hook;
+    once per failure (end_class keeps the pages before the class ends, their context's close
+    would keep them again, ended)."""
+    if any(p is pg for p, _, _ in KEPT):
+        return
     SHOTS.mkdir(parents=True, exist_ok=True)
-    n = len(KEPT) + 1
+    n = next(_KEPT_N)
     try:
         pg.screenshot(path=str(SHOTS / f"fail-page-{n}.png"), timeout=10_000)
         text = pg.locator("body").inner_text(timeout=5_000)
     except Exception as e:  # noqa: BLE001 - a page that cannot be read says why
         text = f"(not read: {e})"
     events = "\n".join(getattr(pg, "lmviz_events", []))
-    KEPT.append((pg.url, f"events:\n{events}\n\nlast text:\n{text[-700:]}"))
+    KEPT.append((pg, pg.url, f"events:\n{events}\n\nlast text:\n{text[-700:]}"))
     (SHOTS / f"fail-page-{n}.txt").write_text(f"{pg.url}\n\nevents:\n{events}\n\n{text}")
 
 

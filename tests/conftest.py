@@ -52,7 +52,7 @@ def pytest_runtest_makereport(item, call):
         for ctx in (chromium.contexts if hasattr(chromium, "contexts") else []):
             for pg in ctx.pages:
                 keep_page(pg)
-        for url, what in KEPT:
+        for _, url, what in KEPT:
             report.sections.append((f"page at failure: {url}", what))
     KEPT.clear()
 

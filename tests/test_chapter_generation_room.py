@@ -139,7 +139,8 @@ def test_a_student_alone_is_a_room_of_one(lang):
     token"; a guess is drawn beside the model's probabilities with the measures; a second
     position of the same sentence adds the perplexity comparison."""
     from tests.apptest_util import open_page
-    from tests.test_page_generation import bars, fig_by_key
+    from tests.apptest_util import fig_by_key
+    from tests.test_page_generation import bars
     from ui.i18n import translate
 
     at = open_page("chapters/generation.py", lang)
@@ -171,7 +172,8 @@ def test_the_lecturer_asks_the_room_and_everyone_sees_the_same_figure():
     share beside the model's probabilities from the same option ids."""
     from tests.apptest_util import open_page
     from tests.test_page_classroom import join, keys, start_class
-    from tests.test_page_generation import bars, fig_by_key
+    from tests.apptest_util import fig_by_key
+    from tests.test_page_generation import bars
     from ui.classroom import store
 
     lec = open_page("chapters/generation.py", present="1")
@@ -215,7 +217,7 @@ def test_the_room_maps_the_heads_and_the_projector_fills_as_reports_arrive():
 
     from tests.apptest_util import open_page
     from tests.test_page_classroom import join, keys, start_class
-    from tests.test_page_generation import decode, fig_by_key
+    from tests.apptest_util import decode, fig_by_key
 
     lec = open_page("chapters/attention.py", present="1")
     code = start_class(lec)

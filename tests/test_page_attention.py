@@ -291,7 +291,7 @@ def test_the_heads_map_is_a_task_the_page_waits_for(lang, monkeypatch):
     try:
         at = open_page(PAGE, lang, text="The heads are mapped here.")
         assert not at.exception, [e.value for e in at.exception]
-        from tests.test_page_generation import fig_by_key
+        from tests.apptest_util import fig_by_key
 
         def the_map(a):
             try:
