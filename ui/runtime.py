@@ -1,4 +1,8 @@
-"""What lmviz asks of Streamlit's private runtime, in one place (Streamlit 1.67)."""
+"""What lmviz asks of Streamlit's private runtime, in one place (Streamlit 1.67).
+
+Each change of Streamlit's classes is installed only on the Streamlit it was read against
+(:data:`STREAMLIT`, pinned in requirements.txt); on another, the server runs as Streamlit
+ships it, and tests/test_finished_runs_kept.py fails until this module is read again."""
 from __future__ import annotations
 
 import asyncio
@@ -6,6 +10,15 @@ import threading
 from contextlib import contextmanager
 from functools import partial
 from typing import Callable
+
+STREAMLIT = "1.67.0"    # the version every private use below was read against
+
+
+def _read_against() -> bool:
+    """True on the Streamlit this module was read against."""
+    import streamlit
+
+    return streamlit.__version__ == STREAMLIT
 
 
 def in_fragment_rerun() -> bool:
@@ -43,15 +56,26 @@ def drawn_at() -> tuple[int, ...]:
     return tuple(path)
 
 
+class PageEnd(Exception):
+    """Raised by ``ui.render.end_page``: the page has drawn all it will this run."""
+
+
 @contextmanager
 def page_run(done):
     """Run the page inside; call ``done()`` when it has drawn all it will: at its end, where it
-    stopped itself (``st.stop``: a chapter waiting for its text or its task) or failed. Not when
-    the run was cut short for another one (``st.rerun``, ``st.switch_page``): that one calls it."""
+    ended itself (:class:`PageEnd`: a chapter waiting for its text or its task) or failed. Not
+    when the run was cut short for another one (``st.rerun``, ``st.switch_page``): that one calls
+    it. A page never calls ``st.stop()``: after it, every read of the session's state raises
+    Streamlit's stop again, so ``done()`` could not read who the session is (a follower whose
+    page stopped never left the gate and applied the class again at every check, and the next
+    follower waited: tests/test_browser_room_train.py)."""
     from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 
     try:
         yield
+    except PageEnd:
+        done()
+        return
     except RerunException:
         raise
     except BaseException:
@@ -206,12 +230,67 @@ def patient_reruns() -> None:
     process; app.py calls it on every run)."""
     from streamlit.runtime.app_session import AppSession
 
-    if not getattr(AppSession.request_rerun, "lmviz_patient", False):
+    if _read_against() and not getattr(AppSession.request_rerun, "lmviz_patient", False):
         AppSession.request_rerun = patient(AppSession.request_rerun)
 
 
 _STOPPED_TRIES = 50        # a stopped runner's events are handled within a few turns of the loop;
 _STOPPED_WAIT_S = 0.01     # after half a second the request goes on as Streamlit would take it
+
+
+# -- a whole run's messages outlive the fragment run after it -------------------------------
+#
+# When a run starts, ``AppSession`` clears its browser queue of what is still unsent
+# (``ForwardMsgQueue.clear``). For a fragment's run it drops the unsent deltas drawn in that
+# fragment and keeps the rest, the earlier run's "finished successfully" included. When the run
+# before was a whole run of the page whose messages had not yet gone out, the browser then hears
+# of a finished whole run without the fragment's part of it: it prunes the fragment's block as
+# stale, every later element of its parent moves up one place, and the fragment's run writes into
+# the place of another element. A page with a second fragment below then throws "'setIn' cannot
+# be called on an ElementNode" in the browser, and the page goes blank (a lecturer's page with
+# the class bar's timer and a live display, 1-3 of 5 classes here; seen in the browser's own
+# record of the deltas: the whole run's 0.1.* missing, its heading overwritten by the bar). The
+# lecturer's messages wait up to FIRST_EVERY_S for :func:`_send_first`, and a follower's for the
+# runtime's pass over a room, so the window is wide. Fixed here: a clear for a fragment's run
+# keeps every message up to the end of a whole run that finished, as the browser needs them.
+
+def keeping_finished_runs(clear):
+    """``ForwardMsgQueue.clear`` that leaves alone every message up to and including the last
+    "finished successfully" of a whole run, when it clears for a fragment's run."""
+    def wrapped(self, retain_lifecycle_msgs: bool = False, fragment_ids_this_run=None):
+        cut = _after_finished_run(self._queue) if fragment_ids_this_run else 0
+        if not cut:
+            return clear(self, retain_lifecycle_msgs, fragment_ids_this_run)
+        head, self._queue = self._queue[:cut], self._queue[cut:]
+        clear(self, retain_lifecycle_msgs, fragment_ids_this_run)
+        self._queue = head + self._queue
+        return None
+
+    wrapped.lmviz_keeping = True
+    wrapped.lmviz_plain = clear
+    return wrapped
+
+
+def _after_finished_run(queue) -> int:
+    """The index just past the last "finished successfully" (of a whole run) in ``queue``; 0 if
+    there is none."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    done = ForwardMsg.ScriptFinishedStatus.FINISHED_SUCCESSFULLY
+    for i in range(len(queue) - 1, -1, -1):
+        msg = queue[i]
+        if msg.WhichOneof("type") == "script_finished" and msg.script_finished == done:
+            return i + 1
+    return 0
+
+
+def finished_runs_kept() -> None:
+    """Make every session's queue keep a finished whole run's messages when a fragment's run
+    starts (once per process; app.py calls it on every run)."""
+    from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
+
+    if _read_against() and not getattr(ForwardMsgQueue.clear, "lmviz_keeping", False):
+        ForwardMsgQueue.clear = keeping_finished_runs(ForwardMsgQueue.clear)
 
 
 # -- the lecturer's page first --------------------------------------------------------------
@@ -237,7 +316,7 @@ def serve_first() -> None:
     from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
     ctx = get_script_run_ctx()
-    if ctx is None or not Runtime.exists() or ctx.session_id in _FIRST:
+    if ctx is None or not Runtime.exists() or ctx.session_id in _FIRST or not _read_against():
         return
     runtime = Runtime.instance()
     runtime._get_async_objs().eventloop.call_soon_threadsafe(_mark_first, runtime, ctx.session_id)
@@ -337,7 +416,7 @@ def bounded_runs() -> None:
     first (once per process; app.py calls it on every run)."""
     from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 
-    if getattr(ScriptRunner._run_script, "lmviz_bounded", False):
+    if not _read_against() or getattr(ScriptRunner._run_script, "lmviz_bounded", False):
         return
     ScriptRunner._run_script = bounded(ScriptRunner._run_script, threading.BoundedSemaphore(run_places()),
                                        lambda runner: runner._session_id in _FIRST)
@@ -364,7 +443,7 @@ def kept_downloads() -> None:
     process; app.py calls it on every run)."""
     from streamlit.runtime.media_file_manager import MediaFileManager
 
-    if getattr(MediaFileManager.execute_deferred, "lmviz_kept", False):
+    if not _read_against() or getattr(MediaFileManager.execute_deferred, "lmviz_kept", False):
         return
     MediaFileManager.execute_deferred, MediaFileManager.remove_orphaned_files = kept(
         MediaFileManager.execute_deferred, MediaFileManager.remove_orphaned_files)
