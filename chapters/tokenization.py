@@ -115,7 +115,7 @@ with c1:
 
         text = room.room_corpus()
         if text is None:
-            st.stop()
+            render.end_page()
     else:
         up = st.file_uploader(t("tok.upload_label", kb=limits.TOKENIZER_UPLOAD_BYTES // 1024), type=["txt"],
                               key="tok_upload")
@@ -135,7 +135,7 @@ if text is not None and not text.strip():
     st.warning(t("tok.err_empty"))
     text = None
 if text is None:
-    st.stop()
+    render.end_page()
 
 s1, s2, s3 = st.columns(3)
 with s1:
@@ -156,7 +156,7 @@ BUNDLED = source in ("toy", "english", "chinese", "code")
 tok = _result(_run("tok_bpe", (text, int(n_req), level, split), _bpe_work(text, int(n_req), level, split),
                    BUNDLED))
 if tok is None:
-    st.stop()
+    render.end_page()
 n = len(tok.merges)
 if tok.stopped_early:
     st.info(t(f"tok.stop.{tok.stop_reason}", done=n, asked=int(n_req)))

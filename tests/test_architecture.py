@@ -215,3 +215,16 @@ def test_a_page_runs_no_model_pass_of_its_own():
             code = line.split("#")[0]
             bad += [f"{f.name}:{i} {w}" for w in ("forward_trace", ".backward(", "no_grad") if w in code]
     assert bad == []
+
+
+def test_no_page_calls_st_stop():
+    """A page ends itself with ``render.end_page()``: after ``st.stop()`` every read of the
+    session's state raises Streamlit's stop again, so app.py's end of the page run (a follower
+    leaving the gate, ``ui.runtime.page_run``) could not run."""
+    bad = []
+    for folder in ("chapters", "ui"):
+        for f in sorted((ROOT / folder).glob("*.py")):
+            for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+                if re.search(r"(?<!`)st\.stop\(", line.split("#")[0]):    # not a docstring's ``st.stop()``
+                    bad.append(f"{folder}/{f.name}:{i}")
+    assert bad == []

@@ -742,18 +742,22 @@ def test_a_follower_applies_the_class_again_when_its_page_run_was_cut_short():
     assert known_version(f, ticking=True) == 7
 
 
-def test_a_page_run_is_done_when_it_ends_stops_or_fails_but_not_when_replaced():
-    from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
+def test_a_page_run_is_done_when_it_ends_ends_itself_or_fails_but_not_when_replaced():
+    from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 
+    from ui.render import end_page
     from ui.runtime import page_run
 
     done = []
     with page_run(lambda: done.append("end")):
         pass
-    for exc, name in ((StopException(), "stop"), (ValueError("x"), "error"), (RerunException(None), "rerun")):
+    with page_run(lambda: done.append("ended itself")):
+        end_page()
+        done.append("not reached")
+    for exc, name in ((ValueError("x"), "error"), (RerunException(None), "rerun")):
         with pytest.raises(type(exc)), page_run(lambda n=name: done.append(n)):
             raise exc
-    assert done == ["end", "stop", "error"]          # a replaced run leaves it to the next one
+    assert done == ["end", "ended itself", "error"]          # a replaced run leaves it to the next one
 
 
 def test_a_fragments_rerun_waits_for_the_end_of_the_run_before_it():

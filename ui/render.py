@@ -14,6 +14,7 @@ import re
 import threading
 import weakref
 from contextlib import contextmanager
+from typing import NoReturn
 
 import streamlit as st
 
@@ -376,6 +377,15 @@ def md(text: str) -> None:
     else:
         st.markdown(text)
     handout.remember("md", f"md:{hash(text)}", text)
+
+
+def end_page() -> NoReturn:
+    """End this page's run here: what the page drew so far is the page (a chapter waiting for its
+    text, its task or the room's sentences). Use it, never ``st.stop()``: app.py's end of a page
+    run (a follower leaving the gate) then still runs (``ui.runtime.page_run``)."""
+    from ui.runtime import PageEnd
+
+    raise PageEnd
 
 
 def caption(text: str, **kwargs) -> None:
