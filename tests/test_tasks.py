@@ -234,6 +234,33 @@ def test_the_phase_preparing_reads_as_a_state_and_active_is_decided_once():
     assert '"preparing", "running", "paused")' not in src
 
 
+def test_the_end_of_preparing_is_told_to_watchers():
+    """A run paused while it prepared reads "preparing" until preparing ends and "paused" after:
+    that move is told, as a page without a timer (a paused training's) hears of it only so (it
+    showed "Preparing" for good: tests/test_page_replay.py under load)."""
+    gate, release = threading.Event(), threading.Event()
+
+    def work(ctx):
+        ctx.phase("preparing")
+        gate.set()
+        release.wait(10)
+        ctx.phase("")
+        ctx.check()
+        return 1
+
+    heard: list[str] = []
+    t = Task(work).start()
+    assert gate.wait(5)
+    t.watch("page", lambda: heard.append(t.state) or True)
+    t.pause()
+    assert t.state == "preparing" and heard == ["preparing"]      # the ask, read as it shows
+    release.set()
+    assert wait_for(lambda: "paused" in heard)
+    assert t.worker_state == "paused" or wait_for(lambda: t.worker_state == "paused")
+    t.cancel()
+    assert t.join(5) and t.state == "stopped"
+
+
 def test_a_lecturers_task_waits_ahead_of_the_students_and_interrupts_none():
     """Issue 55: a class's lecturer (priority 0) is not queued behind the students' runs (1): it
     takes the first place in line, behind any earlier lecturer's, and the running task runs on."""

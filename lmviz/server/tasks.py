@@ -244,8 +244,15 @@ class TaskContext:
                 self._task._total = int(total)
 
     def phase(self, name: str) -> None:
-        with self._task._lock:
-            self._task._phase = str(name)
+        """Name the work's phase ("preparing", or "" once it runs); a change a page can see (the
+        end of preparing, shown as "running" or, when a pause was asked meanwhile, "paused") is
+        told to the watchers: a page without a timer (paused) showed "preparing" for good."""
+        t = self._task
+        with t._lock:
+            before = t._shown()
+            t._phase = str(name)
+            if t._shown() != before:
+                t._tell()
 
 
 class InlineContext:
