@@ -316,8 +316,11 @@ def test_start_a_training_through_the_websocket_client_raises_nothing():
     assert w.value[0] in w.options
 
 
-@pytest.mark.xfail(strict=False, reason="load-dependent: the second tab did not see the pause within 60 s at load 10 "
-                   "and once in CI (2026-12-06 13:10); passes on an idle machine; open, in the stop's note (issue 54 item 7)")
+@pytest.mark.xfail(strict=False, reason="load-dependent, cause open: with a CPU hog beside it (3 of 3 here) the second tab "
+                   "shows 'Preparing' with Resume enabled and no timer for 60 s after the first tab's pause, and "
+                   "never gets the push of the pause taking effect; the end of preparing is now told to watchers "
+                   "(tests/test_tasks.py) and the check reads progress texts, not the capped texts, yet it still "
+                   "fails at load; passes on an idle machine; in the stop's note")
 def test_a_paused_run_has_no_timer_and_a_press_in_another_tab_is_pushed():
     """Two tabs of one run (the second opened from its ``?run=`` link): once paused, the second
     tab's live section has no timer left, so only the job's push (``Task.watch``) can show it the
@@ -351,9 +354,10 @@ def test_a_paused_run_has_no_timer_and_a_press_in_another_tab_is_pushed():
                 await until(lambda: enabled(b, "train_resume"), b, "the pause seen")
                 await b.wait_idle(60)
                 await until(lambda: not b._timers, b, "no timer while paused")
-                # the first pause: its line is among every text seen (the last 40 can all be later
-                # sections' when a loaded machine's reruns come in another order)
-                await until(lambda: any(x.startswith("paused ·") for x in b.texts), b, "paused drawn")
+                # the first pause: its line is among the progress texts seen (a whole run of the
+                # page, which a loaded machine's reruns can bring after it, draws over 200 texts
+                # of later sections: in CI and at load here the line had left ``texts``)
+                await until(lambda: any(x.startswith("paused ·") for x in b.progress_texts), b, f"paused drawn (progress {b.progress_texts[-3:]}, alerts {b.alerts[-3:]})")
                 runs = -1
                 for _ in range(10):                       # a push that waited for a run to end lands after it
                     if b.runs == runs:

@@ -57,6 +57,8 @@ class Session:
         self.page_hash = ""
         self.texts: list[str] = []             # markdown, code and progress texts seen (latest last, capped)
         self.text_log: list[tuple[float, str]] = []   # (perf_counter, markdown text) as they arrive, capped
+        self.progress_texts: list[str] = []    # progress bars' texts seen (a training's state and step; capped):
+                                               # a page's whole run can push them out of ``texts``
         self.slider_log: list[tuple[float, str, list]] = []   # (perf_counter, slider id, value) per slider drawn
         self._ws = None
         self._reader: asyncio.Task | None = None
@@ -212,6 +214,8 @@ class Session:
         elif ek == "progress":
             self.texts.append(el.progress.text)          # e.g. a training's state and step
             del self.texts[:-200]
+            self.progress_texts.append(el.progress.text)
+            del self.progress_texts[:-200]
         elif ek == "radio":
             r = el.radio
             self.widgets[r.id] = Widget(r.id, "radio", r.label, d.fragment_id, options=list(r.options))
