@@ -87,10 +87,6 @@ def test_a_clicker_alone_opens_the_answer_and_starts_the_training(server, browse
         ctx.close()
 
 
-@pytest.mark.xfail(strict=False, reason="in the full suite (CI, 2026-12-06 13:46) the phone never showed the reveal in "
-                   "45 s while the projector did, its question box gone; passes alone and in two full browser runs "
-                   "here: the class family's open failure (issue 54 item 7); the failure hook (tests/conftest.py) "
-                   "now leaves every page's text, errors and page changes in the report")
 def test_a_clicker_asks_the_room_reveals_and_moves_on(server, browser):
     E = lambda key, **kw: translate(key, "en", **kw)   # noqa: E731
     Z = lambda key, **kw: translate(key, "zh", **kw)   # noqa: E731

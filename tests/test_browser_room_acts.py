@@ -163,10 +163,6 @@ def test_the_room_maps_the_lecturers_heads_whatever_its_language(server, browser
             ctx.close()
 
 
-@pytest.mark.xfail(strict=False, reason="in the full suite (CI, 2026-12-06 09:45 and 13:00) it failed while passing "
-                   "alone: the lecturer's page goes blank, Streamlit's frontend throwing \"'setIn' cannot be called on "
-                   "an ElementNode\" with two 1 s fragment timers on one page (3 of 5 such classes here); not fixed, "
-                   "in the stop's note (issue 54 item 7)")
 def test_the_room_plays_the_language_model_and_sees_a_tie(server, browser):
     lctx, lec = _desktop(browser)
     ectx, en = _desktop(browser)

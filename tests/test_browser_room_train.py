@@ -43,10 +43,6 @@ def _visible_button(pg, name: str):
     return pg.locator("button:not([data-lmviz-off] *)").filter(has_text=name)
 
 
-@pytest.mark.xfail(strict=False, reason="failed in this stop's first CI run (a follower's wait, 30 s) and passes alone: "
-                   "the class family's open failure; its cause on the lecturer's side is found (two 1 s fragment timers "
-                   "on one page: Streamlit's frontend throws \"'setIn' cannot be called on an ElementNode\" and the page "
-                   "goes blank, 3 of 5 here) but a one-timer fix broke the follower's reveal; issue 54 item 7")
 def test_the_room_learns_merges_from_its_sentences_and_fine_tunes_on_them(server, browser):
     L = lambda key, **kw: translate(key, "en", **kw)    # noqa: E731
     lctx, lec = _page(browser)
