@@ -117,3 +117,19 @@ def test_installed_once():
         assert not getattr(ForwardMsgQueue.clear.lmviz_plain, "lmviz_keeping", False)
     finally:
         ForwardMsgQueue.clear = plain
+
+
+def test_on_another_streamlit_nothing_is_installed_and_one_line_says_so(monkeypatch, caplog):
+    import logging
+
+    plain = ForwardMsgQueue.clear
+    monkeypatch.setattr(streamlit, "__version__", "9.9.9")
+    monkeypatch.setattr(runtime, "_WARNED", [])
+    monkeypatch.setattr(ForwardMsgQueue, "clear", _plain())
+    with caplog.at_level(logging.WARNING, logger="lmviz"):
+        runtime.finished_runs_kept()
+        runtime.finished_runs_kept()
+    assert ForwardMsgQueue.clear is _plain()
+    assert [r.getMessage() for r in caplog.records].count(
+        "Streamlit 9.9.9 is not 1.67.0, which ui/runtime.py was read against: its changes are not installed") == 1
+    monkeypatch.setattr(ForwardMsgQueue, "clear", plain)

@@ -15,10 +15,21 @@ STREAMLIT = "1.67.0"    # the version every private use below was read against
 
 
 def _read_against() -> bool:
-    """True on the Streamlit this module was read against."""
+    """True on the Streamlit this module was read against; on another, one log line says that
+    the server runs as Streamlit ships it."""
     import streamlit
 
-    return streamlit.__version__ == STREAMLIT
+    same = streamlit.__version__ == STREAMLIT
+    if not same and not _WARNED:
+        _WARNED.append(True)
+        import logging
+
+        logging.getLogger("lmviz").warning("Streamlit %s is not %s, which ui/runtime.py was read against: "
+                                           "its changes are not installed", streamlit.__version__, STREAMLIT)
+    return same
+
+
+_WARNED: list[bool] = []
 
 
 def in_fragment_rerun() -> bool:
