@@ -58,11 +58,6 @@ def _bodies(q: ForwardMsgQueue) -> list[str]:
     return [m.delta.new_element.markdown.body for m in q._queue if m.WhichOneof("type") == "delta"]
 
 
-def test_written_for_this_streamlit():
-    """Every private use in ui/runtime.py was read against one Streamlit: a new one is read again."""
-    assert streamlit.__version__ == runtime.STREAMLIT
-
-
 def test_streamlits_clear_drops_a_finished_runs_part_of_the_fragment():
     """The upstream behaviour ours corrects (when Streamlit fixes it, this fails: drop ours)."""
     q = _whole_run_unsent()

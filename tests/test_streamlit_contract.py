@@ -15,6 +15,21 @@ def _params(fn) -> list[str]:
     return list(inspect.signature(fn).parameters)
 
 
+def _streamlits(owner, name: str):
+    """Streamlit's own method, whether or not this process has installed ui/runtime.py's."""
+    fn = getattr(owner, name)
+    return getattr(fn, "lmviz_plain", fn)
+
+
+def test_written_for_this_streamlit():
+    """Every private use in ui/runtime.py was read against one Streamlit: a new one is read again."""
+    import streamlit
+
+    from ui import runtime
+
+    assert streamlit.__version__ == runtime.STREAMLIT
+
+
 def _sets_in_init(cls, *names: str) -> list[str]:
     """The instance attributes among ``names`` that ``cls.__init__`` does not assign."""
     src = inspect.getsource(cls.__init__)
@@ -26,11 +41,11 @@ def test_the_session_runner_and_requests():
     from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
     from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequests, ScriptRequestType
 
-    assert _params(AppSession.request_rerun) == ["self", "client_state"]
-    assert _params(AppSession.flush_browser_queue) == ["self"]
+    assert _params(_streamlits(AppSession, "request_rerun")) == ["self", "client_state"]
+    assert _params(_streamlits(AppSession, "flush_browser_queue")) == ["self"]
     assert callable(AppSession.on_flushed_messages_sent)
     assert _sets_in_init(AppSession, "id", "_scriptrunner", "_client_state", "_event_loop", "_browser_queue") == []
-    assert _params(ScriptRunner._run_script) == ["self", "rerun_data"]
+    assert _params(_streamlits(ScriptRunner, "_run_script")) == ["self", "rerun_data"]
     assert _sets_in_init(ScriptRunner, "_requests", "_session_id") == []
     assert _sets_in_init(ScriptRequests, "_state") == []
     assert {"RERUN", "STOP", "CONTINUE"} <= set(ScriptRequestType.__members__)
@@ -76,13 +91,12 @@ def test_the_queue_and_the_media_files():
     from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
     from streamlit.runtime.media_file_manager import MediaFileManager
 
-    assert _params(ForwardMsgQueue.clear) == ["self", "retain_lifecycle_msgs", "fragment_ids_this_run"] or \
-        getattr(ForwardMsgQueue.clear, "lmviz_keeping", False)
+    assert _params(_streamlits(ForwardMsgQueue, "clear")) == ["self", "retain_lifecycle_msgs", "fragment_ids_this_run"]
     assert _sets_in_init(ForwardMsgQueue, "_queue") == []
     assert {"FINISHED_SUCCESSFULLY", "FINISHED_EARLY_FOR_RERUN"} <= set(ForwardMsg.ScriptFinishedStatus.keys())
     assert {"query_string", "page_script_hash", "fragment_id", "is_auto_rerun", "context_info"} <= \
         {f.name for f in ClientState.DESCRIPTOR.fields}
-    plain = getattr(MediaFileManager.execute_deferred, "lmviz_plain", MediaFileManager.execute_deferred)
-    assert _params(plain) == ["self", "file_id"]
+    assert _params(_streamlits(MediaFileManager, "execute_deferred")) == ["self", "file_id"]
+    assert _params(_streamlits(MediaFileManager, "remove_orphaned_files")) == ["self"]
     assert _sets_in_init(MediaFileManager, "_lock", "_deferred_callables", "_file_metadata",
                          "_files_by_session_and_coord") == []

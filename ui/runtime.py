@@ -2,7 +2,7 @@
 
 Each change of Streamlit's classes is installed only on the Streamlit it was read against
 (:data:`STREAMLIT`, pinned in requirements.txt); on another, the server runs as Streamlit
-ships it, and tests/test_finished_runs_kept.py fails until this module is read again."""
+ships it, and tests/test_streamlit_contract.py fails until this module is read again."""
 from __future__ import annotations
 
 import asyncio
@@ -226,6 +226,7 @@ def patient(request_rerun):
         request_rerun(self, client_state)
 
     wrapped.lmviz_patient = True
+    wrapped.lmviz_plain = request_rerun
     return wrapped
 
 
@@ -356,6 +357,7 @@ def _skipping_first(flush):
         return flush(self)
 
     wrapped.lmviz_first = True
+    wrapped.lmviz_plain = flush
     return wrapped
 
 
@@ -419,6 +421,7 @@ def bounded(run, places, first=lambda runner: False):
             return run(self, rerun_data)
 
     wrapped.lmviz_bounded = True
+    wrapped.lmviz_plain = run
     return wrapped
 
 
