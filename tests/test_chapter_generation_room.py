@@ -138,8 +138,7 @@ def test_a_student_alone_is_a_room_of_one(lang):
     """The section in a student's page: the choices are the model's top tokens and "another
     token"; a guess is drawn beside the model's probabilities with the measures; a second
     position of the same sentence adds the perplexity comparison."""
-    from tests.apptest_util import open_page
-    from tests.apptest_util import fig_by_key
+    from tests.apptest_util import fig_by_key, open_page
     from tests.test_page_generation import bars
     from ui.i18n import translate
 
@@ -170,9 +169,8 @@ def test_the_lecturer_asks_the_room_and_everyone_sees_the_same_figure():
     """A class on the room section: the lecturer asks, a follower (in the other language)
     answers once on the lecturer's choices, the lecturer reveals, and both pages draw the room's
     share beside the model's probabilities from the same option ids."""
-    from tests.apptest_util import open_page
+    from tests.apptest_util import fig_by_key, open_page
     from tests.test_page_classroom import join, keys, start_class
-    from tests.apptest_util import fig_by_key
     from tests.test_page_generation import bars
     from ui.classroom import store
 
@@ -215,9 +213,8 @@ def test_the_room_maps_the_heads_and_the_projector_fills_as_reports_arrive():
     and the map is full, by 2 students."""
     import math
 
-    from tests.apptest_util import open_page
+    from tests.apptest_util import decode, fig_by_key, open_page
     from tests.test_page_classroom import join, keys, start_class
-    from tests.apptest_util import decode, fig_by_key
 
     lec = open_page("chapters/attention.py", present="1")
     code = start_class(lec)

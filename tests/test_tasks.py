@@ -256,7 +256,7 @@ def test_the_end_of_preparing_is_told_to_watchers():
     assert t.state == "preparing" and heard == ["preparing"]      # the ask, read as it shows
     release.set()
     assert wait_for(lambda: "paused" in heard)
-    assert t.worker_state == "paused" or wait_for(lambda: t.worker_state == "paused")
+    assert wait_for(lambda: t.worker_state == "paused")
     t.cancel()
     assert t.join(5) and t.state == "stopped"
 
