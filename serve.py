@@ -22,10 +22,11 @@ from contextlib import asynccontextmanager
 
 import streamlit as st
 
-from lmviz.server import nodelay
+from lmviz.server import nodelay, stacks
 from ui import first_paint
 
 nodelay.install()                 # uvicorn imports this module before it accepts a connection
+stacks.install_from_env()         # kill -USR1: every thread's stack, when LMVIZ_STACKS_FILE is set
 os.environ.setdefault("LMVIZ_TRAIN_PROCESS", "1")     # before any session: trainings in their own process
 
 

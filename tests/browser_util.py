@@ -43,6 +43,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+LIVE_SERVERS: list = []        # the Servers running now (a failed browser test's report asks each)
+
+
 class Server:
     """``streamlit run serve.py`` (README's run command: the ASGI entry that warms the model at
     server start and paints a chapter's title first) on a free port; ``url(path, **query)`` builds
@@ -51,15 +54,23 @@ class Server:
     def __init__(self, script: str = "serve.py", log: Path | None = None) -> None:
         self.port = free_port()
         env = dict(os.environ, LMVIZ_THREADS=os.environ.get("LMVIZ_THREADS", "1"))
-        if log is None and (ROOT / ".pytest_cache").exists():
+        if log is None:                     # pytest's own cache folder (git ignores it), made if new
+            (ROOT / ".pytest_cache").mkdir(exist_ok=True)
             log = ROOT / ".pytest_cache" / f"streamlit-{self.port}.log"
         self.log = open(log, "w") if log is not None else subprocess.DEVNULL
+        self.log_path = log
+        # kill -USR1 writes every thread's stack here (lmviz/server/stacks.py): a failed browser
+        # test's report shows where each session's run was waiting (diagnosis)
+        self.stacks = Path(log).with_suffix(".stacks") if log is not None else None
+        if self.stacks is not None:
+            env["LMVIZ_STACKS_FILE"] = str(self.stacks)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", script, "--server.headless=true",
              f"--server.port={self.port}", "--server.address=127.0.0.1",
              "--browser.gatherUsageStats=false"],
             cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self.wait_healthy()
+        LIVE_SERVERS.append(self)
 
     def wait_healthy(self, timeout: float = 60) -> None:
         deadline = time.time() + timeout
@@ -79,7 +90,27 @@ class Server:
         q = "&".join(f"{k}={v}" for k, v in query.items())
         return f"http://127.0.0.1:{self.port}/{path}" + (f"?{q}" if q else "")
 
+    def diagnosis(self, log_lines: int = 40) -> str:
+        """Every thread's stack now (serve.py only) and the log's last lines, for a failure report."""
+        import signal
+
+        parts = []
+        if self.stacks is not None and self.proc.poll() is None:
+            before = self.stacks.stat().st_size if self.stacks.exists() else 0
+            self.proc.send_signal(signal.SIGUSR1)
+            time.sleep(1.0)
+            if self.stacks.exists():
+                with open(self.stacks, errors="replace") as f:
+                    f.seek(before)
+                    parts.append(f.read()[-12_000:])
+        if self.log_path is not None and Path(self.log_path).exists():
+            tail = Path(self.log_path).read_text(errors="replace").splitlines()[-log_lines:]
+            parts.append("log:\n" + "\n".join(tail))
+        return "\n".join(parts)
+
     def stop(self) -> None:
+        if self in LIVE_SERVERS:
+            LIVE_SERVERS.remove(self)
         self.proc.terminate()
         try:
             self.proc.wait(10)

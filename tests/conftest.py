@@ -40,7 +40,8 @@ def pytest_runtest_makereport(item, call):
     (``fail-page-<n>.png`` and ``.txt`` beside the screenshots: a screenshot, its text, its
     renderer crashes, uncaught errors, console errors and page changes) and the same in the
     report: a failure seen only in the full suite on CI can be looked at afterwards. Pages the
-    test closed in its ``finally`` were kept as they closed (_watch_pages)."""
+    test closed in its ``finally`` were kept as they closed (_watch_pages). Each running server adds
+    every thread's stack and its log's last lines (``Server.diagnosis``)."""
     from tests.browser_util import KEPT, keep_page
 
     outcome = yield
@@ -54,6 +55,10 @@ def pytest_runtest_makereport(item, call):
                 keep_page(pg)
         for _, url, what in KEPT:
             report.sections.append((f"page at failure: {url}", what))
+        from tests.browser_util import LIVE_SERVERS
+
+        for srv in list(LIVE_SERVERS):      # where each server's threads were at the failure
+            report.sections.append((f"server {srv.port} at failure", srv.diagnosis()))
     KEPT.clear()
 
 
