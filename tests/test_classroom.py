@@ -760,11 +760,12 @@ def test_a_page_run_is_done_when_it_ends_ends_itself_or_fails_but_not_when_repla
     assert done == ["end", "ended itself", "error"]          # a replaced run leaves it to the next one
 
 
-def test_a_fragments_rerun_waits_for_the_end_of_the_run_before_it():
+def test_a_fragments_rerun_waits_for_the_end_of_the_run_before_it(monkeypatch):
     """A fragment's rerun asked for while the session's last runner has stopped but its events
     still wait on the event loop goes on only once that runner is gone (else Streamlit starts a
     new runner and drops the old run's last deltas: a student never saw the question); a whole
-    run goes on at once; a runner that never goes lets it go after the looks run out."""
+    run goes on at once; a runner that never goes lets it go after the looks run out (made
+    shorter here than the server's 10 s)."""
     import asyncio
     import threading
     from types import SimpleNamespace
@@ -772,7 +773,11 @@ def test_a_fragments_rerun_waits_for_the_end_of_the_run_before_it():
     from streamlit.proto.ClientState_pb2 import ClientState
     from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
 
-    from ui.runtime import _STOPPED_TRIES, _STOPPED_WAIT_S, patient
+    from ui import runtime
+    from ui.runtime import _STOPPED_WAIT_S, patient
+
+    monkeypatch.setattr(runtime, "_STOPPED_TRIES", 50)         # the looks run out after 0.5 s here
+    _STOPPED_TRIES = 50
 
     async def scenario(fragment_id, runner_goes_at):
         calls = []

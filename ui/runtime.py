@@ -206,9 +206,15 @@ def _settled(session, fn, tries: int = 0) -> None:
     from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
 
     runner = session._scriptrunner
-    if runner is not None and runner._requests._state == ScriptRequestType.STOP and tries < _STOPPED_TRIES:
-        session._event_loop.call_later(_STOPPED_WAIT_S, _settled, session, fn, tries + 1)
-        return
+    if runner is not None and runner._requests._state == ScriptRequestType.STOP:
+        if tries < _STOPPED_TRIES:
+            session._event_loop.call_later(_STOPPED_WAIT_S, _settled, session, fn, tries + 1)
+            return
+        import logging
+
+        logging.getLogger("lmviz").warning("a fragment's rerun goes on after %.1f s before its session's "
+                                           "last run ended: that run's last messages may be lost",
+                                           tries * _STOPPED_WAIT_S)
     fn()
 
 
@@ -246,8 +252,14 @@ def patient_reruns() -> None:
         AppSession.request_rerun = patient(AppSession.request_rerun)
 
 
-_STOPPED_TRIES = 50        # a stopped runner's events are handled within a few turns of the loop;
-_STOPPED_WAIT_S = 0.01     # after half a second the request goes on as Streamlit would take it
+_STOPPED_WAIT_S = 0.01     # how often a request looks again for the stopped runner's end ...
+_STOPPED_TRIES = 1000      # ... for at most 10 s; then it goes on as Streamlit would take it. A
+                           # stopped runner's events are handled within a few turns of an idle
+                           # loop, but a loaded one (a whole page's deltas, one event each, among a
+                           # room's messages on 2 busy cores) took longer than the 0.5 s this was:
+                           # the page's last run then never reached the browser (a follower showed
+                           # its follow banner and nothing else; found from the server's thread
+                           # stacks at the failure: every script thread idle)
 
 
 # -- a whole run's messages outlive the fragment run after it -------------------------------
