@@ -27,11 +27,12 @@ pytestmark = pytest.mark.browser
 
 PHISH = "[click](https://x.example/phish)"
 PIXEL = "![x](http://h.example/x.png)"
-CASES = [  # (path, query) of the first visit
+# (path, query) of the first visit: a path unlike its file's stem, one equal to its stem, the
+# home page, and the two hostile values (each case is a fresh server, ~12 s of CI: two more paths
+# like /kv-cache, /loss-and-gradients and /transformer-block, repeated what it shows)
+CASES = [
     ("kv-cache", {"lang": "zh", "tau": "0.5"}),
-    ("loss-and-gradients", {"lang": "zh"}),
-    ("transformer-block", {"lang": "en", "sec": "2"}),
-    ("attention", {"lang": "zh"}),
+    ("attention", {"lang": "zh", "sec": "2"}),
     ("generation", {"lang": "zh", "tau": quote(PHISH)}),
     ("autoregression", {"lang": "en", "T": quote(PIXEL)}),
     ("", {"lang": "zh"}),

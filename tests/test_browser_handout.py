@@ -17,7 +17,9 @@ def _norm(s: str) -> str:
     return re.sub(r"\s+", " ", s).strip()
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+# in Chinese, whose glyphs an offline file must still draw (the English run repeated it, 12 s of
+# CI; the English chapter is drawn by tests/test_browser_phone.py)
+@pytest.mark.parametrize("lang", ["zh"])
 def test_a_handout_opened_offline_reads_like_the_page(server, browser, lang, tmp_path):
     ctx = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
     pg = ctx.new_page()

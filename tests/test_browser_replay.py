@@ -35,7 +35,9 @@ def _slider_value(page) -> str:
     return page.locator(".st-key-train_replay_step input[type=range]").first.get_attribute("aria-valuetext") or ""
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+# in English: the live training is watched in Chinese (tests/test_browser_training.py); the
+# Chinese run repeated this one, 19 s of CI
+@pytest.mark.parametrize("lang", ["en"])
 def test_scrub_an_uploaded_replay(server, browser, checkpoint, lang):
     path, steps, hostile = checkpoint
     ctx = browser.new_context(viewport={"width": 1500, "height": 1100}, locale="en-US")

@@ -35,7 +35,9 @@ def stop(page) -> None:
     page.wait_for_selector(".st-key-train_start button:not([disabled])", timeout=120_000)
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+# in Chinese, the lecture's language (the English run repeated it, 32 s of CI; the training
+# chapter is drawn in English by tests/test_browser.py and the replay test below)
+@pytest.mark.parametrize("lang", ["zh"])
 def test_train_watch_stop_while_another_page_answers(server, browser, lang):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
     page = ctx.new_page()
