@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from tests.browser_util import end_class, exceptions, own_browser, own_server, shot, wait_idle  # noqa: F401 - own_browser, own_server: this module's fixtures
+from tests.browser_util import ROOT, end_class, exceptions, own_browser, own_server, shot, wait_idle  # noqa: F401 - own_browser, own_server: this module's fixtures
 from tests.test_browser_classroom import _until
 from tests.test_browser_phone import PHONE_UA
 from ui.i18n import translate
@@ -105,19 +105,35 @@ def _button(pg, name: str):
     return pg.locator(f"button{LIVE}").filter(has_text=name)
 
 
-def _start_class(server, lec, slug: str, until: str) -> str:
-    """The English lecturer opens ``slug`` in presenter mode, starts a class and steps slide by
-    slide until the projector shows ``until``; the class code."""
-    lec.goto(server.url(slug, present=1, lang="en"), wait_until="domcontentloaded")
+def _section_number(slug: str, key: str) -> int:
+    """The presenter's ``?sec=`` of the section ``key`` of chapter ``slug``: its place in the
+    chapter file's list of sections (read from the file: a page runs when imported)."""
+    from ui.chapters import by_slug
+
+    keys = re.findall(r'\("(\w+\.sec_\w+)",', (ROOT / by_slug(slug).file).read_text())
+    return keys.index(key) + 1
+
+
+def _start_class(server, lec, slug: str, section: str, until: str) -> str:
+    """The English lecturer opens the slide link of ``slug``'s ``section`` in presenter mode (the
+    walk there from the chapter's first slide, PageDown by PageDown, is the clicker tests' part:
+    here it was 20-30 s of CI per class), starts a class and steps slide by slide until the
+    projector shows ``until``; the class code."""
+    lec.goto(server.url(slug, present=1, lang="en", sec=_section_number(slug, section)),
+             wait_until="domcontentloaded")
     wait_idle(lec)
     lec.get_by_role("button", name=translate("class.start", "en")).click()
     lec.wait_for_selector("[data-testid=stCode]")
     link = lec.locator("[data-testid=stCode]").first.inner_text().strip()
     code = re.search(r"follow=([A-Z0-9]+)", link).group(1)
+    lec.wait_for_selector(".st-key-lmviz-slides[data-steps]", state="attached")
     for _ in range(40):
-        if _sees(lec, until):
+        # the slides' own map (assets/js/slides.js): the step shown is the one that holds
+        # ``until`` (a page just drawn shows every step until the slides are laid out)
+        got = lec.evaluate(_STEP, until)
+        if got and got[0] >= 0 and got[0] == got[1] and _sees(lec, until):
             break
-        lec.keyboard.press("PageDown")
+        lec.keyboard.press("PageUp" if got and 0 <= got[0] < got[1] else "PageDown")
         lec.wait_for_timeout(500)
         wait_idle(lec)
     assert _sees(lec, until), _text(lec)[:2000]
@@ -133,7 +149,7 @@ def test_the_room_maps_the_lecturers_heads_whatever_its_language(server, browser
     ectx, en = _desktop(browser)
     zctx, zh = _phone(browser)
     try:
-        code = _start_class(server, lec, "attention", translate("att.hm_fill", "en"))
+        code = _start_class(server, lec, "attention", "att.sec_heads_map", translate("att.hm_fill", "en"))
         sentence = "The capital of France is Paris."
         assert sentence in _text(lec)
         _join(server, en, code, "en")
@@ -169,7 +185,8 @@ def test_the_room_plays_the_language_model_and_sees_a_tie(server, browser):
     zctx, zh = _phone(browser)
     try:
         # the room's section (the chapter's own questions have an "Ask the room" button too)
-        code = _start_class(server, lec, "generation", translate("gen.room_choices", "en", choices="").rstrip("."))
+        code = _start_class(server, lec, "generation", "gen.sec_room",
+                            translate("gen.room_choices", "en", choices="").rstrip("."))
         _button(lec, translate("gen.room_ask", "en")).first.click()
         wait_idle(lec)
         _join(server, en, code, "en")
