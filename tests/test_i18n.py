@@ -104,3 +104,25 @@ def test_section_numbers_count_in_order():
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "section" and node.args \
                     and isinstance(node.args[0], ast.Constant) and node.args[0].value not in listed:
                 assert not numbered.match(en.get(node.args[0].value, "")), (path.name, node.args[0].value)
+
+
+def test_every_bold_run_closes_and_a_chinese_one_needs_no_space_after_it():
+    """CommonMark closes ``**`` after punctuation only before a space or punctuation, so a Chinese
+    bold run that ended in "。" needed a half-width space after it ("**训练目标奖励什么。** 训练…"),
+    which Chinese does not write: the punctuation goes outside the run ("**…什么**。训练…"). Every
+    string's bold runs render as bold in both languages (markdown-it, CommonMark as Streamlit's)."""
+    import json
+    import re
+
+    from markdown_it import MarkdownIt
+
+    from ui.i18n import CATALOGUE_DIR, LANGS
+
+    md = MarkdownIt("commonmark")
+    for lang in LANGS:
+        cat = json.loads((CATALOGUE_DIR / f"{lang}.json").read_text(encoding="utf-8"))
+        unclosed = [k for k, v in cat.items() if "**" in v and "**" in md.render(re.sub(r"\{[^{}]*\}", "X", v))]
+        assert unclosed == [], (lang, unclosed)
+        if lang == "zh":
+            spaced = [k for k, v in cat.items() if re.search(r"[。，：；！？]\*\* ", v)]
+            assert spaced == [], spaced
