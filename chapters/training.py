@@ -17,7 +17,7 @@ from lmviz.numfmt import duration, short
 from lmviz.tokenizer import CharTokenizer
 from ui import classroom, session, render, urlstate
 from ui import model_words, replay_section
-from ui.i18n import device, lang, literal, said, t
+from ui.i18n import device, lang, literal, said, sentences, t
 from viz.training import loss_figure, ppl_lr_figure, attention_figure, entropy
 
 MAX_OWN_CHARS = 200_000          # text area: longer pasted text is cut here, with a message
@@ -469,9 +469,12 @@ def _form(samples) -> None:
     now, first = samples[-1], samples[0]
     f, f0 = form_share(now.prompt + now.text), form_share(first.prompt + first.text)
     render.metric(t("train.m_form"), f"{f.share:.0%}" if f.n_lines else "—")
+    # the first sample's share only where it had lines to count ("0% of 0 lines" said nothing)
+    then = (t("train.form_then", step0=first.step, share0=f0.share, n_lines0=f0.n_lines) if f0.n_lines
+            else t("train.form_then_none", step0=first.step))
     if f.n_lines:
-        render.caption(t("train.form_now", step=now.step, n_form=f.n_form, n_lines=f.n_lines, share=f.share,
-                     step0=first.step, share0=f0.share, n_lines0=f0.n_lines))
+        now_said = t("train.form_now", step=now.step, n_form=f.n_form, n_lines=f.n_lines, share=f.share)
+        render.caption(now_said if first is now else sentences(now_said, then))
     else:
         render.caption(t("train.form_none", step=now.step))
     render.caption(t("train.form_note"))

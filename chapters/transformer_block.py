@@ -11,7 +11,7 @@ import streamlit as st
 from lmviz.chapters.examples import CONTEXTS, LENS_PROMPT, default_for, model_languages
 from lmviz.chapters.about_model import word_ids
 from ui import model_words, session, render, urlstate
-from ui.i18n import lang, language_names, t
+from ui.i18n import lang, language_names, sentences, t
 from viz.pipeline import Stage, pipeline_figure
 from viz.theme import TOKEN_CYCLE
 from viz.tokenization import visible
@@ -194,17 +194,15 @@ def context_sentence(tokenizer, ids_a, ids_b, n_word: tuple[int, int], cc, label
     else:
         where = t("blk.ctx_diff_pos", tok=tok, pa=cc.pos_a + 1, pb=cc.pos_b + 1)
     if not c.changed:
-        return where + ("" if lang() == "zh" else " ") + t("blk.ctx_flat" + ("_rope" if rope else ""), c0=f(c.embed),
-                                                           c1=f(c.with_pos), cf=f(c.final))
+        return sentences(where, t("blk.ctx_flat" + ("_rope" if rope else ""), c0=f(c.embed),
+                                  c1=f(c.with_pos), cf=f(c.final)))
     blocks = t("blk.ctx_list_sep").join(t("blk.ctx_item", stage=labels[i + 2], c=f(v))
                                         for i, v in enumerate(c.blocks))
-    sep = "" if lang() == "zh" else " "
     if c.lowest_stage == len(cc.cosine) - 1:
-        return where + sep + t("blk.ctx_curve_end" + ("_rope" if rope else ""), c0=f(c.embed), c1=f(c.with_pos),
-                               blocks=blocks,
-                               cf=f(c.final))
-    return where + sep + t("blk.ctx_curve" + ("_rope" if rope else ""), c0=f(c.embed), c1=f(c.with_pos), blocks=blocks,
-                           cmin=f(c.lowest), where=labels[c.lowest_stage], cf=f(c.final))
+        return sentences(where, t("blk.ctx_curve_end" + ("_rope" if rope else ""), c0=f(c.embed), c1=f(c.with_pos),
+                                  blocks=blocks, cf=f(c.final)))
+    return sentences(where, t("blk.ctx_curve" + ("_rope" if rope else ""), c0=f(c.embed), c1=f(c.with_pos),
+                              blocks=blocks, cmin=f(c.lowest), where=labels[c.lowest_stage], cf=f(c.final)))
 
 
 LENS_COLS = 16          # positions the lens grid shows (the last ones; the model reads the whole prompt)

@@ -74,6 +74,16 @@ def listed(items, code: str | None = None) -> str:
     return ("、" if (code or lang()) == "zh" else ", ").join(str(x) for x in items)
 
 
+def sentences(*parts: str, code: str | None = None) -> str:
+    """Sentences built apart, written one after another as the language does: a space between
+    them in English, none in Chinese (whose full stop is full-width). Empty parts are left out.
+
+    >>> sentences("A.", "B.", code="en"), sentences("甲。", "", "乙。", code="zh")
+    ('A. B.', '甲。乙。')
+    """
+    return ("" if (code or lang()) == "zh" else " ").join(p for p in parts if p)
+
+
 def language_names(codes, code: str | None = None) -> str:
     """Language codes from a model's records (ISO 639-1) as the page names them, listed: "English" /
     "英文"; a code the app does not speak stays as it is."""

@@ -42,7 +42,7 @@ from lmviz.chapters import generation_room as gr
 from lmviz.chapters.claims import room_favourite, room_surprise
 from lmviz.clean_text import clean_text
 from ui import classroom, render, session, urlstate
-from ui.i18n import lang, listed, literal, t
+from ui.i18n import listed, literal, sentences, t
 from ui.runtime import in_fragment_rerun
 from viz.attention import head_map_figure
 from viz.generation import room_figure
@@ -228,12 +228,11 @@ def results(ch: gr.Choices, counts, actual_opt: str | None, p_actual: float | No
     st.markdown(render.claim(room_favourite(r.room_tops, r.model_top),
                              room=listed(lab[o] for o in r.room_tops), model=lab[r.model_top]))
     floored = [r.options.index(o) for o in r.floored]
-    sep = "" if lang() == "zh" else " "
-    st.markdown(sep.join([
+    st.markdown(sentences(
         t("gen.room_measures", h_room=f"{r.room_entropy:.2f}", h_model=f"{r.model_entropy:.2f}"),
         render.claim(room_surprise(r.model_on_room, sum(r.room[i] for i in floored), len(floored), gr.FLOOR),
                      toks=listed(lab[o] for o in r.floored)),
-        t("gen.room_back", ce_back=f"{r.room_on_model:.2f}")]))
+        t("gen.room_back", ce_back=f"{r.room_on_model:.2f}")))
     if r.room_finds:
         st.markdown(t("gen.room_finds", toks=listed(lab[o] for o in r.room_finds), pts=round(gr.GAP * 100)))
     if r.model_finds:
@@ -301,9 +300,10 @@ def _tok(b, i: int) -> str:
 
 def _effect_md(b, e) -> str:
     key = "att.hm_same" if e.top == e.base_top else "att.hm_changed"
-    return t("att.hm_effect", lh=_lh(e), base=f"{e.base_loss:.3f}", loss=f"{e.loss:.3f}",
-             delta=f"{e.delta:+.3f}") + ("" if lang() == "zh" else " ") + t(key, top=_tok(b, e.base_top), new=_tok(b, e.top),
-                                              p_base=f"{e.base_p_top:.3f}", p=f"{e.p_base_top:.3f}")
+    return sentences(t("att.hm_effect", lh=_lh(e), base=f"{e.base_loss:.3f}", loss=f"{e.loss:.3f}",
+                       delta=f"{e.delta:+.3f}"),
+                     t(key, top=_tok(b, e.base_top), new=_tok(b, e.top), p_base=f"{e.base_p_top:.3f}",
+                       p=f"{e.p_base_top:.3f}"))
 
 
 def _map(b, fx, reported, title: str) -> None:
