@@ -275,7 +275,7 @@ def _stepper(b, ids, tokens, n_layer, n_head, dh):
         s_std, sc_std = float(L.scores[h].std()) if T > 1 else 0.0, float(L.scaled[h].std()) if T > 1 else 0.0
         render.metric(t("att.m.shape"), f"[{T}, {T}]" if stage != "out" else f"[{T}, {dh}]")
         render.metric(t("att.m.rowsum"), f"{float(rows.min()):.4f} … {float(rows.max()):.4f}")
-        render.metric(t("att.m.above"), f"{above:.1e}")
+        render.metric(t("att.m.above"), "0" if above == 0 else f"{above:.1e}")   # the mask's exact 0, not "0.0e+00"
         render.metric(t("att.m.std"), f"{s_std:.2f} → {sc_std:.2f}")
         last = L.weights[h][-1]
         top = last.argmax().item()

@@ -12,7 +12,7 @@ from lmviz.tokenizer import fit_context
 from lmviz.tokenizer import TOY_EN
 from ui import model_words, session, render, urlstate
 from ui.chapters import by_slug
-from ui.i18n import t
+from ui.i18n import sentences, t
 from ui.i18n import lang
 from viz.autoregression import chain_figure, attention_figure, mask_figure
 
@@ -203,7 +203,7 @@ def sec_mask():
                         x_title=t("ar.fig.key"), y_title=t("ar.fig.query"))
     render.plot(fig, key="ar_mask", filename="causal-mask")
     above = float(np.triu(d.weights.numpy(), 1).sum())
-    render.caption(t("ar.mask_caption", above=f"{above:g}") + " " + t("ar.scores_made_up"))
+    render.caption(sentences(t("ar.mask_caption", above=f"{above:g}"), t("ar.scores_made_up")))
 
     b = _bundle()
     if b is None:
