@@ -18,7 +18,9 @@ def _params(fn) -> list[str]:
 def _streamlits(owner, name: str):
     """Streamlit's own method, whether or not this process has installed ui/runtime.py's."""
     fn = getattr(owner, name)
-    return getattr(fn, "lmviz_plain", fn)
+    while hasattr(fn, "lmviz_plain"):       # a wrapper may wrap another of ui/runtime.py's
+        fn = fn.lmviz_plain
+    return fn
 
 
 def test_written_for_this_streamlit():
@@ -46,11 +48,14 @@ def test_the_session_runner_and_requests():
     assert callable(AppSession.on_flushed_messages_sent)
     assert _sets_in_init(AppSession, "id", "_scriptrunner", "_client_state", "_event_loop", "_browser_queue") == []
     assert _params(_streamlits(ScriptRunner, "_run_script")) == ["self", "rerun_data"]
-    assert _sets_in_init(ScriptRunner, "_requests", "_session_id") == []
+    assert _sets_in_init(ScriptRunner, "_requests", "_session_id", "_pages_manager") == []
+    from streamlit.runtime.pages_manager import PagesManager
+
+    assert isinstance(PagesManager.current_page_script_hash, property)
     assert _sets_in_init(ScriptRequests, "_state") == []
     assert {"RERUN", "STOP", "CONTINUE"} <= set(ScriptRequestType.__members__)
     fields = set(inspect.signature(RerunData).parameters)
-    assert {"query_string", "page_script_hash", "fragment_id_queue", "is_fragment_scoped_rerun",
+    assert {"query_string", "page_script_hash", "page_name", "fragment_id_queue", "is_fragment_scoped_rerun",
             "cached_message_hashes", "context_info"} <= fields
 
 
