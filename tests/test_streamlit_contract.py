@@ -55,7 +55,7 @@ def test_the_session_runner_and_requests():
     assert _sets_in_init(ScriptRequests, "_state") == []
     assert {"RERUN", "STOP", "CONTINUE"} <= set(ScriptRequestType.__members__)
     fields = set(inspect.signature(RerunData).parameters)
-    assert {"query_string", "page_script_hash", "page_name", "fragment_id_queue", "is_fragment_scoped_rerun",
+    assert {"query_string", "page_script_hash", "fragment_id_queue", "is_fragment_scoped_rerun",
             "cached_message_hashes", "context_info"} <= fields
 
 

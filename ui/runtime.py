@@ -401,35 +401,35 @@ async def _send_first(runtime) -> None:
                 info.session.on_flushed_messages_sent()
 
 
-# -- a fragment's run stays on the page its fragment was drawn on ---------------------------
+# -- a fragment's run of the page left behind is dropped ------------------------------------
 #
 # A fragment's rerun request names a page (``RerunData.page_script_hash``): the browser's, as it
 # stood when it sent the request, or the one ours was built with (:func:`rerun_fragment`). Asked
 # while the session switches page (``st.switch_page`` in a follower's check, or a timer of the
-# page it leaves), it names the page left behind, and it waits behind the new page's run. Then
-# Streamlit runs the fragment as a change of page: it resets the widgets' state and tells the
-# browser of a run of the old page, and the browser, whose page is the new one, clears every
-# element (``App.handleNewSession``: another page hash means ``clearAppState``, for a
-# fragment's run too) and draws the fragment alone. A follower of a class that moved to the next
-# chapter saw its follow banner and nothing else, for good (CI, twice; 1 in 4 here under a CPU
-# hog). The fragment is the session's, drawn by its current page (fragment ids do not depend on
-# the page), so its run takes that page.
+# page it leaves), it names the page left behind and is run after the new page's run has begun.
+# Streamlit then runs it as a change of page: it resets the widgets' state and tells the browser
+# of a run of the old page, and the browser, whose page is the new one, clears every element
+# (``App.handleNewSession``: another page hash means ``clearAppState``, for a fragment's run too)
+# and draws the fragment alone: a follower of a class that moved to the next chapter saw its
+# follow banner and nothing else, for good (CI, twice; 1 in 4 here under a CPU hog). Run on the
+# new page instead, an old page's fragment writes to its old place there ("Bad delta path index
+# 7", and the browser's connection dropped: CI once). So such a request is dropped, as Streamlit
+# drops one whose fragment is gone; the new page draws its own fragments, and their timers ask
+# again.
 
-def on_its_page(rerun_data, current_page: str):
-    """``rerun_data`` of a fragment's run that names another page than ``current_page`` (the
-    session's: its last run's), made to name ``current_page``; any other request as it is."""
-    from dataclasses import replace
-
-    if rerun_data.fragment_id_queue and current_page and rerun_data.page_script_hash != current_page:
-        return replace(rerun_data, page_script_hash=current_page, page_name="")
-    return rerun_data
+def of_another_page(rerun_data, current_page: str) -> bool:
+    """Whether ``rerun_data`` asks for fragments of another page than ``current_page`` (the
+    session's: its last run's); False for a whole run and before any page has run."""
+    return bool(rerun_data.fragment_id_queue) and bool(current_page) and rerun_data.page_script_hash != current_page
 
 
 def keeping_page(run):
-    """``run(runner, rerun_data)`` (``ScriptRunner._run_script``) with a fragment's run on the
-    session's current page (:func:`on_its_page`); :func:`bounded_runs` installs it."""
+    """``run(runner, rerun_data)`` (``ScriptRunner._run_script``) that drops a fragment's run of
+    another page than the session's (:func:`of_another_page`); :func:`bounded_runs` installs it."""
     def wrapped(self, rerun_data):
-        return run(self, on_its_page(rerun_data, self._pages_manager.current_page_script_hash))
+        if of_another_page(rerun_data, self._pages_manager.current_page_script_hash):
+            return None
+        return run(self, rerun_data)
 
     wrapped.lmviz_plain = run
     return wrapped
@@ -473,7 +473,7 @@ def bounded(run, places, first=lambda runner: False):
 
 def bounded_runs() -> None:
     """At most :func:`run_places` script runs at once in this process, besides the sessions served
-    first, and a fragment's run on its session's page (:func:`keeping_page`) (once per process;
+    first, and no fragment's run of a page left behind (:func:`keeping_page`) (once per process;
     app.py calls it on every run)."""
     from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 
