@@ -253,13 +253,13 @@ def patient_reruns() -> None:
 
 
 _STOPPED_WAIT_S = 0.01     # how often a request looks again for the stopped runner's end ...
-_STOPPED_TRIES = 1000      # ... for at most 10 s; then it goes on as Streamlit would take it. A
-                           # stopped runner's events are handled within a few turns of an idle
-                           # loop, but a loaded one (a whole page's deltas, one event each, among a
-                           # room's messages on 2 busy cores) took longer than the 0.5 s this was:
-                           # the page's last run then never reached the browser (a follower showed
-                           # its follow banner and nothing else; found from the server's thread
-                           # stacks at the failure: every script thread idle)
+_STOPPED_TRIES = 1000      # ... for at most 10 s; then it goes on as Streamlit would take it (and
+                           # says so in the log). A stopped runner's events are handled within a
+                           # few turns of an idle loop; a loaded one (a whole page's deltas, one
+                           # event each, among a room's messages on 2 busy cores) may take longer
+                           # than the 0.5 s this was. A precaution: the give-up was never seen in
+                           # a log, and the follower's empty page it was first blamed for had
+                           # another cause (keeping_page below)
 
 
 # -- a whole run's messages outlive the fragment run after it -------------------------------
