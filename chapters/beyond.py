@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 from lmviz.capitals import NOTES_SENTENCES, country_floor, notes_floor
-from lmviz.chapters.beyond_retrieval import BM25, load_documents, fit_window, best_sentence
+from lmviz.chapters.beyond_retrieval import BM25, load_documents, best_sentence, context_shift
 from lmviz.chapters.about_model import answer_ids, prompt_for
 from lmviz.chapters.claims import answer_shift, context_use, robot
 from lmviz.chapters.examples import CHAT_QUESTION, default_for, model_languages
@@ -276,13 +276,9 @@ def _docs():
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _next_probs(ids: tuple[int, ...], model_key: str, _model) -> np.ndarray:
-    """Next-token probabilities [V] after ``ids`` on ``_model`` (cached per ``model_key``)."""
-    import torch
-
-    from lmviz.sampling import next_logits
-
-    return torch.softmax(next_logits(_model, list(ids) or [0]), -1).numpy()
+def _context_shift(ctx_ids: tuple[int, ...], prompt_ids: tuple[int, ...], model_key: str, _model):
+    """lmviz.chapters.beyond_retrieval.context_shift, cached per ``model_key`` and ids."""
+    return context_shift(_model, ctx_ids, prompt_ids)
 
 
 @st.cache_data(show_spinner=False)
@@ -303,19 +299,17 @@ def _shift(model, tok, model_key: str, prompt: str, context: str, answer: str, n
     prompt_fit = fit_context(tok, prompt, block, keep="end")
     prompt_ids = prompt_fit.ids
     ctx_ids, unknown = tok.encode_lossy(context)
-    ids, cut = fit_window(ctx_ids, prompt_ids, block)
-    p0 = _next_probs(tuple(prompt_ids), model_key, model)
-    p1 = _next_probs(tuple(ids), model_key, model)
+    sh = _context_shift(tuple(ctx_ids), tuple(prompt_ids), model_key, model)
+    p0, p1, cut = sh.p_before, sh.p_after, sh.cut
     ans = answer_ids(tok, prompt, answer)        # as the model writes it after the prompt: " Paris"
     top = set(np.argsort(-p0)[:6]) | set(np.argsort(-p1)[:6]) | ({ans[0]} if ans else set())
     top = sorted(top, key=lambda i: -p1[i])
     shown = [visible(tok.token(i)) for i in top]      # labels of the shown tokens only (49,152 took 0.1 s)
     render.plot(render.figure(shift_figure, shown, p0[top], p1[top], names=names, y_label=t("bey.prob"), title=title),
                 key=key, filename=key)
-    kl = float(np.sum(p1 * (np.log(p1 + 1e-12) - np.log(p0 + 1e-12))))
     c1, c2, c3 = st.columns(3)
-    render.metric(t("bey.kl"), f"{kl:.3f}", at=c1)
-    render.metric(t("bey.ctx_read"), f"{len(ids) - len(prompt_ids)}", at=c2)
+    render.metric(t("bey.kl"), f"{sh.kl:.3f}", at=c1)
+    render.metric(t("bey.ctx_read"), f"{sh.read}", at=c2)
     render.metric(t("bey.ctx_cut"), f"{cut}", at=c3)
     if cut:
         render.caption(t("bey.ctx_cut_note", cut=cut, block=block))

@@ -13,7 +13,7 @@ from lmviz.chapters.claims import power_law
 from lmviz.chapters.cost import (MEMORY_RECIPES, attention_dominates_from, mlp_flop_ratio, attention_flops,
                          chinchilla_optimal, chinchilla_optimal_fit, decode_step_flops,
                          layer_flops, training_flops, training_memory_bytes)
-from lmviz.chapters.cost import measure_attention_rounds
+from lmviz.chapters.cost import flash_step, flash_tiles, measure_attention_rounds
 from lmviz.numfmt import magnitude, sci
 from lmviz.tokenizer import fit_context
 from ui import model_words, session, render, urlstate
@@ -144,14 +144,8 @@ def _random_qkv(n: int, dh: int, seed: int = 0):
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _tiled(q, k, v, bq: int, bk: int, causal: bool, row: int):
-    import torch
-
-    from lmviz.attention import dense_attention, tiled_attention
-
-    Q, K, V = (torch.from_numpy(x) for x in (q, k, v))
-    out, tr = tiled_attention(Q, K, V, bq, bk, causal=causal, trace=True, trace_row=row)
-    dense = dense_attention(Q, K, V, causal=causal)
-    return out.numpy(), dense.numpy(), tr
+    """lmviz.chapters.cost.flash_tiles, cached for the same q, k, v and settings."""
+    return flash_tiles(q, k, v, bq, bk, causal, row)
 
 
 @st.fragment   # its widgets rerun only this section
@@ -200,8 +194,8 @@ def sec_flash() -> None:
         s1, s2 = st.columns([3, 1])
     with s2:
         row = st.slider(t("cost.row"), 0, n - 1, n - 1, key=row_key)
-    out, dense, tr = _tiled(q, k, v, bq, bk, causal, row)
-    visits = tr.visits
+    tiles = _tiled(q, k, v, bq, bk, causal, row)
+    tr, visits = tiles.trace, tiles.trace.visits
     step_key = "cost_step"
     if step_key in st.session_state and st.session_state[step_key] > len(visits):
         st.session_state[step_key] = len(visits)
@@ -212,16 +206,15 @@ def sec_flash() -> None:
         else:  # the whole row fits in one tile (a short prompt): nothing to step through
             step = 1
             render.caption(t("cost.step", n=1))
-    v_now = visits[step - 1]
+    fs = flash_step(tiles, step)
+    v_now = fs.visit
     what = t("cost.visit_skipped") if v_now.skipped else (
         t("cost.visit_partial") if v_now.partial else t("cost.visit_full"))
     render.md(t("cost.visit", i=step, n=len(visits), qi=v_now.qi, kj=v_now.kj,
                 q0=v_now.q_range[0], q1=v_now.q_range[1] - 1, k0=v_now.k_range[0],
                 k1=v_now.k_range[1] - 1, what=what))
 
-    # the traced row's updates so far: non-skipped visits of its query tile, in order
-    done = sum(1 for vi in visits[:step] if not vi.skipped and vi.q_range[0] <= row < vi.q_range[1])
-    updates = tr.row_updates[:done]
+    updates = fs.updates
     states = vc.tile_states(n, n, visits, step, causal)
     g1, g2 = st.columns([3, 2])
     with g1:
@@ -239,20 +232,16 @@ def sec_flash() -> None:
             render.plot(fig, key="cost_rowstats", filename="online-softmax")
         else:
             render.info(t("cost.row_waiting", row=row))
-    so_far = np.asarray(updates[-1].out) if updates else np.zeros_like(dense[row])
-    fig = render.figure(vc.row_compare_figure, so_far, dense[row], names={"tiled": t("cost.fig.tiled_row"),
+    fig = render.figure(vc.row_compare_figure, fs.so_far, tiles.dense[row], names={"tiled": t("cost.fig.tiled_row"),
                                                                           "dense": t("cost.fig.dense_row")},
                         x_title=t("cost.fig.dim"), height=260)
     render.plot(fig, key="cost_rowcmp", filename="row-vs-dense")
-    row_done = done == sum(1 for vi in visits if not vi.skipped and vi.q_range[0] <= row < vi.q_range[1])
-    gap = float(np.abs(so_far - dense[row]).max())
-    render.md(t("cost.row_exact" if row_done else "cost.row_partial", row=row, gap=f"{gap:.1e}"))
+    render.md(t("cost.row_exact" if fs.row_done else "cost.row_partial", row=row, gap=f"{fs.gap:.1e}"))
     m1, m2, m3 = st.columns(3)
-    render.metric(t("cost.max_err"), f"{float(np.abs(out - dense).max()):.1e}", at=m1)
+    render.metric(t("cost.max_err"), f"{fs.max_err:.1e}", at=m1)
     render.metric(t("cost.largest_block"), f"{tr.max_block_elems:,}", help=t("cost.largest_block_help"), at=m2)
     render.metric(t("cost.full_matrix"), f"{n * n:,}", at=m3)
-    n_skip = sum(vi.skipped for vi in visits)
-    render.md(t("cost.skipped_read", s=n_skip, n=len(visits)) if causal else t("cost.noncausal_read"))
+    render.md(t("cost.skipped_read", s=fs.skipped, n=len(visits)) if causal else t("cost.noncausal_read"))
 
 
 @st.fragment   # its widgets rerun only this section

@@ -157,13 +157,9 @@ def sec_positions():
 
 
 def _rope():
-    import torch
+    from lmviz.chapters.embedding import random_pair, rope_offset_demo
 
-    from lmviz.chapters.embedding import rope_offset_demo
-
-    g = torch.Generator().manual_seed(0)
-    q, k = torch.randn(8, generator=g), torch.randn(8, generator=g)
-    demo = rope_offset_demo(q, k, n_pos=12, base=10.0)   # a small base: turns visible at low positions
+    demo = rope_offset_demo(*random_pair(8, seed=0), n_pos=12, base=10.0)   # a small base: turns visible at low positions
     c1, c2 = st.columns(2)
     with c1:
         render.plot(render.figure(rope_plane_figure, demo, names=("q", "k"), title=t("emb.rope_plane")),

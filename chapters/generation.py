@@ -34,7 +34,6 @@ NOTES_P, NOTES_K = 0.9, 2           # the notes' top-p and top-k settings for PR
 MAX_PROMPT = 400                    # characters in the live prompt box
 MAX_NEW = 300                       # tokens the live stepper generates at most
 N_SHOW = 12                         # candidates drawn per live step
-N_SPREAD, SPREAD_LEN = 5, 40        # "sample 5 times": continuations and their length
 PLAY_EVERY = 0.5                    # seconds between tokens while playing
 
 def _fmt_setting(tau: float, k: int, p: float) -> str:
@@ -232,88 +231,58 @@ def _encode_prompt(b, prompt: str) -> list[int] | None:
 
 
 def _live_state(b, ids: list[int], seed: int) -> dict:
-    """The stepper's session record; a new prompt, seed or model starts it afresh."""
-    import torch
+    """The stepper's session record (lmviz.chapters.generation.Stepper) and the logits of its
+    text; a new prompt, seed or model starts it afresh."""
+    from lmviz.chapters.generation import start
 
     key = (session.model_key(b), tuple(ids), int(seed))
     s = st.session_state.get("gen_live")
     if s is None or s["key"] != key:
-        s = {"key": key, "ids": list(ids), "n_prompt": len(ids), "steps": [],
-             "rng": torch.Generator().manual_seed(int(seed)).get_state(),
-             "logits": None, "logits_len": -1, "spread": None}
+        s = {"key": key, "stepper": start(ids, seed), "logits": None, "logits_len": -1, "spread": None}
         st.session_state["gen_live"] = s
-    if s["logits_len"] != len(s["ids"]):   # the model runs only when the text has grown
-        s["logits"], s["logits_len"] = session.next_logits(b, s["ids"]), len(s["ids"])
+    _logits_of(b, s)
     return s
+
+
+def _logits_of(b, s: dict) -> None:
+    """The logits after the stepper's text; the model runs only when the text has grown."""
+    ids = s["stepper"].ids
+    if s["logits_len"] != len(ids):
+        s["logits"], s["logits_len"] = session.next_logits(b, ids), len(ids)
 
 
 def _finite(s: dict) -> bool:
     """True when the cached next-token logits are all finite; otherwise the page says why no
     probabilities can be computed (a model with NaN or infinite weights) and playing stops."""
-    import torch
+    from lmviz.chapters.generation import finite
 
-    if bool(torch.isfinite(torch.as_tensor(s["logits"])).all()):
+    if finite(s["logits"]):
         return True
     st.session_state["gen_playing"] = False
     st.warning(t("gen.nonfinite"))
     return False
 
 
-def _peek_u(s: dict) -> float:
-    """The next uniform draw of the session's generator, without consuming it."""
-    import torch
-
-    g = torch.Generator()
-    g.set_state(s["rng"])
-    return float(torch.rand((), generator=g, dtype=torch.float64))
-
-
 def _take_step(b, s: dict, tau: float, k: int, p: float) -> None:
-    """Sample one token from the cached logits with the session's generator and append it."""
-    import torch
-
-    from lmviz.sampling import sample_next_token
-
-    g = torch.Generator()
-    g.set_state(s["rng"])
-    step = sample_next_token(s["logits"], g, tau, k or None, p)
-    s["rng"] = g.get_state()
-    before = torch.topk(step.dist.p_temp, 3)
-    s["steps"].append({
-        "#": len(s["steps"]) + 1,
-        "settings": _fmt_setting(tau, k, p),
-        "top3": "  ".join(f"{visible(b.tokenizer.token(int(i)))} {float(v):.2f}"
-                          for v, i in zip(before.values, before.indices)),
-        "kept": len(step.dist.kept),
-        "u": round(step.u, 3),
-        "pick": visible(b.tokenizer.token(step.token)),
-        "p": round(step.prob, 3),
-    })
-    s["ids"].append(step.token)
-    s["logits"], s["logits_len"] = session.next_logits(b, s["ids"]), len(s["ids"])
+    """One token drawn from the cached logits; the stepper's record moves on."""
+    s["stepper"] = s["stepper"].step(s["logits"], tau, k, p)
+    _logits_of(b, s)
     s["spread"] = None
 
 
-def _spread(b, s: dict, seed: int, tau: float, k: int, p: float) -> list[str]:
-    """N_SPREAD continuations of SPREAD_LEN tokens from the current text at the current settings,
-    each with its own generator (seed + 1 + i), computed as one batch."""
-    import torch
-
-    from lmviz.sampling import next_logits, sample_next_token
-
-    gens = [torch.Generator().manual_seed(int(seed) + 1 + i) for i in range(N_SPREAD)]
-    rows = [list(s["ids"]) for _ in range(N_SPREAD)]
-    for _ in range(SPREAD_LEN):
-        logits = next_logits(b.model, rows)                   # [N_SPREAD, V]: one batch
-        for r, g, z in zip(rows, gens, logits):
-            r.append(sample_next_token(z, g, tau, k or None, p).token)
-    return [b.tokenizer.decode(r[len(s["ids"]):]) for r in rows]
+def _draw_row(b, i: int, d) -> dict:
+    """One line of the stepper's history table."""
+    tok = b.tokenizer.token
+    return {"#": i, "settings": _fmt_setting(d.temperature, d.top_k, d.top_p),
+            "top3": "  ".join(f"{visible(tok(j))} {v:.2f}" for j, v in d.top3),
+            "kept": d.kept, "u": round(d.u, 3), "pick": visible(tok(d.token)), "p": round(d.prob, 3)}
 
 
 def _running_text_html(b, s: dict) -> str:
     """Prompt in grey, generated text highlighted; user text escaped."""
-    prompt = b.tokenizer.decode(s["ids"][: s["n_prompt"]])
-    new = b.tokenizer.decode(s["ids"][s["n_prompt"]:])
+    st_ = s["stepper"]
+    prompt = b.tokenizer.decode(st_.ids[: st_.n_prompt])
+    new = b.tokenizer.decode(st_.ids[st_.n_prompt:])
     return ("<div style='font-family:monospace;font-size:1.1rem;white-space:pre-wrap;"
             "border:1px solid #ddd;border-radius:6px;padding:0.6rem;line-height:1.6'>"
             f"<span style='color:#666'>{html.escape(prompt)}</span>"
@@ -351,6 +320,8 @@ def sec_live() -> None:
 
 @st.fragment(run_every=PLAY_EVERY if st.session_state.get("gen_playing") else None)
 def _live_stepper(b, ids: list[int], seed: int) -> None:
+    from lmviz.chapters.generation import N_SPREAD
+
     s = _live_state(b, ids, seed)
     if not _finite(s):
         return
@@ -362,9 +333,9 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
     with c3:
         p = urlstate.slider(t("gen.live_p"), 0.0, 1.0, 1.0, 0.01, param="lp", key="gen_live_p", help=t("gen.p_help"))
     playing = bool(st.session_state.get("gen_playing"))
-    n_new = len(s["ids"]) - s["n_prompt"]
+    n_new = s["stepper"].n_new
     stops = _stops(b)
-    ended = n_new > 0 and s["ids"][-1] in stops      # the model wrote its end token: the text is over
+    ended = n_new > 0 and s["stepper"].ids[-1] in stops      # the model wrote its end token: the text is over
     if playing:  # a timer tick: one token per tick until MAX_NEW or the end token
         if n_new >= MAX_NEW or ended:
             st.session_state["gen_playing"] = False
@@ -383,10 +354,11 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
         st.session_state["gen_playing"] = False
         st.rerun()
     spread_clicked = b4.button(t("gen.spread", n=N_SPREAD), key="gen_spread", icon=":material/casino:")
-    n_new = len(s["ids"]) - s["n_prompt"]             # a step just taken counts
-    ended = n_new > 0 and s["ids"][-1] in stops
+    stepper = s["stepper"]                            # a step just taken counts
+    n_new = stepper.n_new
+    ended = n_new > 0 and stepper.ids[-1] in stops
     if ended:
-        render.caption(t("gen.ended", tok=render.escape(visible(b.tokenizer.token(s["ids"][-1]))), n=n_new))
+        render.caption(t("gen.ended", tok=render.escape(visible(b.tokenizer.token(stepper.ids[-1]))), n=n_new))
     elif n_new >= MAX_NEW:
         render.caption(t("gen.max_new", n=MAX_NEW))
     st.html(_running_text_html(b, s))
@@ -397,7 +369,7 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
     from lmviz.sampling import distributions, pick, softmax_t
 
     d = distributions(s["logits"], tau, k or None, p)
-    u = _peek_u(s)
+    u = stepper.peek_u()
     nxt = pick(d, u)
     raw = softmax_t(s["logits"]).numpy()
     show = list(np.argsort(-raw, kind="stable")[:N_SHOW])
@@ -410,20 +382,22 @@ def _live_stepper(b, ids: list[int], seed: int) -> None:
     series = [(t("gen.fig.raw"), raw[show]), (t("gen.fig.after_tau", tau=f"{tau:g}"), d.p_temp.numpy()[show]),
               (t("gen.fig.after_filters"), d.p_final.numpy()[show])]
     render.plot(render.figure(candidates_figure, labels, series, chosen=show.index(nxt), y_title=t("gen.fig.prob"),
-                              title=t("gen.fig.live_title", n=len(s["steps"]) + 1)),
+                              title=t("gen.fig.live_title", n=len(stepper.draws) + 1)),
                 key="gen_live_fig", filename="live-step")
     render.md(t("gen.next_pick", u=f"{u:.3f}", tok=html.escape(visible(b.tokenizer.token(nxt))),
                   p=short(float(d.p_final[nxt]), lang()), kept=len(d.kept), v=len(raw)))   # a sampled rare token: 0.000123, not 0.000
     if tau == 0:
         render.caption(t("gen.tau_zero_live"))
-    if s["steps"]:
-        with st.expander(t("gen.history", n=len(s["steps"])), expanded=False):
+    if stepper.draws:
+        with st.expander(t("gen.history", n=len(stepper.draws)), expanded=False):
             cols = {"#": "#", "settings": t("gen.col.settings"), "top3": t("gen.col.top3"),
                     "kept": t("gen.col.kept"), "u": "u", "pick": t("gen.col.pick"), "p": "p"}
-            render.table([{cols[c]: r[c] for c in cols} for r in s["steps"][::-1]],
-                         hide_index=True, width="stretch", height=min(320, 38 + 35 * len(s["steps"])))
+            rows = [_draw_row(b, i, d) for i, d in enumerate(stepper.draws, 1)]
+            render.table([{cols[c]: r[c] for c in cols} for r in rows[::-1]],
+                         hide_index=True, width="stretch", height=min(320, 38 + 35 * len(rows)))
     if spread_clicked:
-        s["spread"] = (_fmt_setting(tau, k, p), _spread(b, s, seed, tau, k, p))
+        s["spread"] = (_fmt_setting(tau, k, p),
+                       [b.tokenizer.decode(r) for r in stepper.spread(b.model, tau, k, p)])
     if s.get("spread"):
         setting, outs = s["spread"]
         render.md(t("gen.spread_title", n=len(outs), setting=setting))
@@ -443,21 +417,15 @@ def _toy_search():
 
 
 def _live_search(b, prompt: str, depth: int, branch: int):
-    """Exhaustive search over the `branch` most probable tokens per step, on the live model (paths
-    of token ids: any tokenizer, characters or BPE)."""
-    from lmviz.sampling import best_sequence, next_logits, softmax_t
+    """lmviz.chapters.generation.live_search after the prompt, kept in the session for the same
+    model, prompt and sizes (the radios rerun the section)."""
+    from lmviz.chapters.generation import live_search
 
     key = ("gen_tree", session.model_key(b), prompt, depth, branch)
     hit = st.session_state.get("gen_tree_cache")
     if hit is not None and hit[0] == key:
         return hit[1]
-    ids, _ = b.tokenizer.encode_lossy(prompt)
-
-    def prob_fn(path):                       # path: token ids after the prompt
-        return softmax_t(next_logits(b.model, ids + list(path))).tolist()
-
-    res = best_sequence(prob_fn, start=(), depth=depth, vocab=range(b.model.cfg.vocab_size), eos=None,
-                        branch=branch)
+    res = live_search(b.model, b.tokenizer.encode_lossy(prompt)[0], depth, branch)
     st.session_state["gen_tree_cache"] = (key, res)
     return res
 
@@ -481,9 +449,9 @@ def sec_tree() -> None:
         if not ids:
             st.warning(t("gen.err_empty"))
             return
-        import torch
+        from lmviz.chapters.generation import finite
 
-        if not bool(torch.isfinite(torch.as_tensor(session.next_logits(b, ids))).all()):
+        if not finite(session.next_logits(b, ids)):
             st.warning(t("gen.nonfinite"))
             return
         c1, c2 = st.columns(2)

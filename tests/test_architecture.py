@@ -204,16 +204,18 @@ def test_a_page_imports_light_modules_at_the_top():
 
 
 def test_a_page_runs_no_model_pass_of_its_own():
-    """ARCHITECTURE.md: pages are thin. A model's pass, its gradients and the grad mode are the
-    core's (``lmviz/``) or one shared cached call in ``ui.session`` (``session.trace``,
-    ``session.next_logits``): no ``forward_trace``, ``.backward(`` or ``torch.no_grad`` in a page.
-    (``next_logits`` and the generation stepper's generators are still called from two pages:
-    issue 54, item 4.)"""
+    """ARCHITECTURE.md: pages are thin. A model's pass, its gradients, the grad mode and a random
+    generator's state are the core's (``lmviz/``) or one shared cached call in ``ui.session``
+    (``session.trace``, ``session.next_logits``): no ``forward_trace``, ``next_logits(`` of its
+    own, ``.backward(``, ``torch.no_grad``, ``torch.Generator`` or ``manual_seed`` in a page (the
+    generation stepper is ``lmviz.chapters.generation.Stepper``)."""
     bad = []
     for f in sorted((ROOT / "chapters").glob("*.py")):
         for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
             code = line.split("#")[0]
-            bad += [f"{f.name}:{i} {w}" for w in ("forward_trace", ".backward(", "no_grad") if w in code]
+            bad += [f"{f.name}:{i} {w}" for w in ("forward_trace", ".backward(", "no_grad", "Generator(",
+                                                  "manual_seed", "get_state(", "set_state(") if w in code]
+            bad += [f"{f.name}:{i} next_logits" for _ in re.finditer(r"(?<!session\.)\bnext_logits\(", code)]
     assert bad == []
 
 

@@ -122,3 +122,20 @@ def test_every_preset_retrieves_the_passage_that_answers_it(docs, key, lang):
     # the page places the passage's best sentence before the question: it must hold the answer
     sentence = best_sentence(top.text, query)
     assert answer in sentence and sentence in split_sentences(top.text)
+
+
+def test_a_context_moves_the_next_token_and_the_window_keeps_the_question():
+    import numpy as np
+    import torch
+
+    from lmviz.chapters.beyond_retrieval import context_shift
+    from lmviz.model import GPT, GPTConfig
+
+    torch.manual_seed(0)
+    m = GPT(GPTConfig(vocab_size=9, block_size=6, n_layer=1, n_head=1, n_kv_head=1, d_model=8)).eval()
+    same = context_shift(m, [], [1, 2])
+    assert same.kl < 1e-9 and same.read == 0 and same.cut == 0
+    sh = context_shift(m, [3, 4, 5, 6, 7], [1, 2])
+    assert sh.ids == (3, 4, 5, 6, 1, 2) and sh.read == 4 and sh.cut == 1
+    assert abs(sh.p_after.sum() - 1) < 1e-9 and sh.kl > 0
+    assert np.isclose(sh.kl, float(np.sum(sh.p_after * np.log(sh.p_after / sh.p_before))), atol=1e-9)

@@ -115,3 +115,20 @@ def test_measure_attention_time_records():
     assert recs[2].matrix_bytes == 128 * 128 * 4
     assert recs[2].flops == 4 * 128 * 128 * 16
     assert all(r.t_scores > 0 and r.t_full > 0 for r in recs)
+
+
+def test_flash_steps_follow_the_traced_row_to_the_dense_answer():
+    """The tile stepper's record: the traced row gains an update at each of its own tiles, and
+    is exact (to rounding) only once all of them are in."""
+    import numpy as np
+
+    from lmviz.chapters.cost import flash_step, flash_tiles
+
+    x = np.random.default_rng(1).standard_normal((7, 4))
+    f = flash_tiles(x, x[::-1].copy(), x, 3, 2, True, row=6)
+    steps = [flash_step(f, i) for i in range(1, len(f.trace.visits) + 1)]
+    counts = [len(s.updates) for s in steps]
+    assert counts == sorted(counts) and counts[-1] == len(f.trace.row_updates)
+    assert [s.row_done for s in steps].index(True) == counts.index(counts[-1])
+    assert steps[-1].gap < 1e-12 and steps[0].gap > 1e-3
+    assert all(s.max_err < 1e-12 and s.skipped == sum(v.skipped for v in f.trace.visits) for s in steps)

@@ -113,7 +113,7 @@ def test_greedy_stepper_walks_the_toy_sentence(bundle):
 
 
 def _live_text(at) -> str:
-    return at.session_state["gen_live"]["ids"]
+    return at.session_state["gen_live"]["stepper"].ids
 
 
 def test_live_steps_are_reproducible_under_a_seed(bundle):

@@ -183,3 +183,25 @@ def fit_window(context_ids, prompt_ids, block_size: int) -> tuple[list[int], int
     room = max(0, block_size - len(prompt_ids))
     kept = context_ids[:room]
     return kept + prompt_ids, len(context_ids) - len(kept)
+
+
+@dataclass(frozen=True)
+class ContextShift:
+    ids: tuple[int, ...]       # context then question, as the model reads them (fit_window)
+    read: int                  # context tokens the model reads
+    cut: int                   # context tokens cut to fit the window
+    p_before: np.ndarray       # [V] next-token probabilities after the question alone (float64)
+    p_after: np.ndarray        # [V] after the context and the question
+    kl: float                  # KL(after ‖ before) in nats: how far the context moved the distribution
+
+
+def context_shift(model, context_ids, prompt_ids) -> ContextShift:
+    """What a retrieved context does to the model's next token: its distribution after the
+    question alone and after the context and the question (fit to the model's window)."""
+    from lmviz.sampling import next_logits, softmax_t    # torch: only when a model is asked
+
+    prompt_ids = list(prompt_ids)[-model.cfg.block_size:]
+    ids, cut = fit_window(context_ids, prompt_ids, model.cfg.block_size)
+    p0, p1 = (softmax_t(next_logits(model, x or [0])).numpy() for x in (prompt_ids, ids))
+    kl = float(np.sum(p1 * (np.log(p1 + 1e-12) - np.log(p0 + 1e-12))))
+    return ContextShift(tuple(ids), len(ids) - len(prompt_ids), cut, p0, p1, kl)

@@ -392,3 +392,65 @@ def measure_attention_rounds(ns=(128, 256, 512, 1024, 2048), rounds: int = 5, *,
         if on_round is not None:
             on_round(i + 1)
     return TimingRounds(tuple(int(n) for n in ns), tuple(out))
+
+
+# -----------------------------------------------------------------------------
+# FlashAttention, one tile at a time
+
+@dataclass(frozen=True)
+class FlashTiles:
+    out: "np.ndarray"        # [n, d_v] attention computed tile by tile (lmviz.attention.tiled_attention)
+    dense: "np.ndarray"      # [n, d_v] the same attention with the whole score matrix
+    trace: object            # lmviz.attention.TiledTrace: every tile visited, the traced row's updates
+    causal: bool             # whether future keys were masked
+
+
+@dataclass(frozen=True)
+class FlashStep:
+    step: int                # 1-based: how many tile visits have happened
+    visit: object            # lmviz.attention.TileVisit at this step
+    updates: tuple           # the traced row's RowUpdates so far, in order
+    row_done: bool           # every tile the traced row needs has been folded in
+    so_far: "np.ndarray"     # [d_v] the traced row's output after those updates (zeros before the first)
+    gap: float               # max |so_far - dense row|: 0 up to rounding once the row is done
+    max_err: float           # max |tiled - dense| over the whole output
+    skipped: int             # tiles never computed (wholly in the future under the causal mask)
+
+
+def flash_tiles(q, k, v, block_q: int, block_k: int, causal: bool, row: int) -> FlashTiles:
+    """Tiled and dense attention of q, k, v [n, d] (numpy), with the tiles of query row ``row``
+    traced."""
+    import numpy as np
+    import torch
+
+    from lmviz.attention import dense_attention, tiled_attention
+
+    Q, K, V = (torch.from_numpy(np.asarray(x)) for x in (q, k, v))
+    out, tr = tiled_attention(Q, K, V, block_q, block_k, causal=causal, trace=True, trace_row=row)
+    return FlashTiles(out.numpy(), dense_attention(Q, K, V, causal=causal).numpy(), tr, causal)
+
+
+def flash_step(tiles: FlashTiles, step: int) -> FlashStep:
+    """Where the tiled computation stands after ``step`` tile visits, seen from the traced row.
+
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).standard_normal((6, 4))
+    >>> f = flash_tiles(x, x, x, 2, 2, True, row=5)
+    >>> s = flash_step(f, len(f.trace.visits))
+    >>> s.row_done, s.gap < 1e-12, s.skipped
+    (True, True, 3)
+    """
+    import numpy as np
+
+    tr, row = tiles.trace, tiles.trace.row
+    visits = tr.visits
+
+    def mine(vi) -> bool:                       # a computed tile of the traced row's query tile
+        return not vi.skipped and vi.q_range[0] <= row < vi.q_range[1]
+
+    done = sum(mine(vi) for vi in visits[:step])
+    updates = tuple(tr.row_updates[:done])
+    so_far = np.asarray(updates[-1].out) if updates else np.zeros_like(tiles.dense[row])
+    return FlashStep(step, visits[step - 1], updates, done == sum(mine(vi) for vi in visits), so_far,
+                     float(np.abs(so_far - tiles.dense[row]).max()), float(np.abs(tiles.out - tiles.dense).max()),
+                     sum(vi.skipped for vi in visits))

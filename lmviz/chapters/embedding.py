@@ -141,6 +141,13 @@ def rope_offset_demo(q, k, n_pos: int = 12, base: float = 10000.0) -> RopeDemo:
     return RopeDemo(pos, qr, kr, s, s[:, 0].clone(), spread)
 
 
+def random_pair(dim: int = 8, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """A query and a key of ``dim`` standard-normal numbers from ``seed``: the RoPE demo's
+    vectors, the same on every machine."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(dim, generator=g), torch.randn(dim, generator=g)
+
+
 # -----------------------------------------------------------------------------
 # user text -> ids the live model can read
 
