@@ -479,9 +479,11 @@ def bounded_runs() -> None:
 
     if not _read_against() or getattr(ScriptRunner._run_script, "lmviz_bounded", False):
         return
-    ScriptRunner._run_script = bounded(keeping_page(ScriptRunner._run_script),
-                                       threading.BoundedSemaphore(run_places()),
-                                       lambda runner: runner._session_id in _FIRST)
+    # the drop outside the places: a stale fragment's request leaves at once, holding no place
+    run = keeping_page(bounded(ScriptRunner._run_script, threading.BoundedSemaphore(run_places()),
+                               lambda runner: runner._session_id in _FIRST))
+    run.lmviz_bounded = True
+    ScriptRunner._run_script = run
 
 
 # -- a made download lives until its browser has fetched it ---------------------------------

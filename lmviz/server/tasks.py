@@ -247,12 +247,7 @@ class TaskContext:
         """Name the work's phase ("preparing", or "" once it runs); a change a page can see (the
         end of preparing, shown as "running" or, when a pause was asked meanwhile, "paused") is
         told to the watchers: a page without a timer (paused) showed "preparing" for good."""
-        t = self._task
-        with t._lock:
-            before = t._shown()
-            t._phase = str(name)
-            if t._shown() != before:
-                t._tell()
+        self._task._set_phase(name)
 
 
 class InlineContext:
@@ -398,6 +393,16 @@ class Task:
     # -- the lifecycle (under the lock) --------------------------------------------------------
     def _shown(self) -> str:
         return shown_state(self._state, self._phase, self._stop.is_set(), not self._run.is_set())
+
+    def _set_phase(self, name: str) -> None:
+        """The one way a phase changes: a change a page can see (the end of preparing, shown as
+        "running" or, when a pause was asked meanwhile, "paused") is told to the watchers, since
+        a page without a timer (paused) would show "preparing" for good."""
+        with self._lock:
+            before = self._shown()
+            self._phase = str(name)
+            if self._shown() != before:
+                self._tell()
 
     def _move(self, state: str) -> bool:
         """Move the stored state to ``state`` (see the module docstring); False when the task has

@@ -235,7 +235,7 @@ class TrainingJob(Task):
         check_cancel(ctx.cancelled)            # stopped meanwhile: nothing more is published
         with self._lock:
             if phase is not None:
-                self._phase = phase
+                self._set_phase(phase)
             self._evals.append(ev)
             self._samples.append(sm)
             self._attention = (att[0], att[1].numpy())

@@ -177,12 +177,7 @@ class WorkerTrainingJob(TrainingJob):
                 self._model, self._tokenizer, self._attention = model, tok, d.get("attention")
                 self._version += 1
             if remote in ("running", "paused", "done"):
-                before, self._phase = self._shown(), "running"
-                if self._shown() != before:
-                    # the end of preparing, as a page sees it: "paused" when a pause was asked
-                    # meanwhile, and a paused page has no timer left to see it by itself (the move
-                    # below compares with the state after this, so it does not tell of it)
-                    self._tell()
+                self._set_phase("running")      # the end of preparing, told to the watchers
             if remote in ("running", "paused") and self._state in ("running", "paused"):
                 self._move(remote)
 
