@@ -9,10 +9,10 @@ import numpy as np
 import streamlit as st
 
 from lmviz.capitals import NOTES_SENTENCES, country_floor, notes_floor
-from lmviz.chapters.beyond_retrieval import BM25, load_documents, best_sentence, context_shift
+from lmviz.chapters.beyond_retrieval import BM25, load_documents, best_sentence, choose_condition, context_shift
 from lmviz.chapters.about_model import answer_ids, prompt_for
 from lmviz.chapters.claims import answer_shift, context_use, robot
-from lmviz.chapters.examples import CHAT_QUESTION, default_for, model_languages
+from lmviz.chapters.examples import CHAT_QUESTION, CONDITIONS, default_for, model_languages
 from lmviz.tokenizer import fit_context
 from ui import model_words, session, render, urlstate
 from ui.i18n import lang, language_names, listed, t, translate
@@ -281,6 +281,12 @@ def _context_shift(ctx_ids: tuple[int, ...], prompt_ids: tuple[int, ...], model_
     return context_shift(_model, ctx_ids, prompt_ids)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def _condition(in_lang: str, model_key: str, _model, _tok):
+    """lmviz.chapters.beyond_retrieval.choose_condition of the language's examples, once per model."""
+    return choose_condition(_model, _tok, CONDITIONS[in_lang])
+
+
 @st.cache_data(show_spinner=False)
 def _reader_accuracy(n: int = 100):
     """How often the reader toy answers right with the right passage, another pair's, or none."""
@@ -319,7 +325,8 @@ def _shift(model, tok, model_key: str, prompt: str, context: str, answer: str, n
         st.info(t("bey.no_answer"))
         return
     tok_label = render.escape(visible(tok.token(ans[0])))
-    render.md(render.claim(answer_shift(float(p0[ans[0]]), float(p1[ans[0]])), tok=tok_label))
+    top_moved = int(np.argmax(p0)) != int(np.argmax(p1))
+    render.md(render.claim(answer_shift(float(p0[ans[0]]), float(p1[ans[0]]), sh.kl, top_moved), tok=tok_label))
 
 
 def _live_or_note():
@@ -546,12 +553,14 @@ def sec_prompt():
         return
     # the defaults in a language the model's records say it learned (SmolLM2: English on a Chinese page)
     in_lang = default_for({"en": "", "zh": ""}, lang(), b.meta)[0]
-    stem = urlstate.text(t("bey.stem"), prompt_for(b.tokenizer, translate("bey.stem_default", in_lang)), param="ps",
-                         key="bey_stem", max_chars=80)
-    prefix = urlstate.text(t("bey.prefix"), translate("bey.prefix_default", in_lang), param="pp", key="bey_prefix",
-                           max_chars=300, area=True)
-    answer = urlstate.text(t("bey.answer"), translate("bey.stem_answer", in_lang), param="pa", key="bey_answer",
-                           max_chars=40)
+    examples = CONDITIONS[in_lang]
+    chosen = _condition(in_lang, session.model_key(b), b.model, b.tokenizer).index
+    q0, p0, a0 = examples[chosen]
+    stem = urlstate.text(t("bey.stem"), prompt_for(b.tokenizer, q0), param="ps", key="bey_stem", max_chars=80)
+    prefix = urlstate.text(t("bey.prefix"), p0, param="pp", key="bey_prefix", max_chars=300, area=True)
+    answer = urlstate.text(t("bey.answer"), a0, param="pa", key="bey_answer", max_chars=40)
+    if chosen and (stem, prefix, answer) == (prompt_for(b.tokenizer, q0), p0, a0):
+        render.caption(t("bey.prompt_chosen", first=render.escape(examples[0][0].strip())))
     if in_lang != lang():
         render.caption(t("bey.prompt_lang_note", name=model_words.name(b, start=True),
                          langs=language_names(model_languages(b.meta))))

@@ -44,7 +44,7 @@ SAMPLES = {
                                              (0.5, 0.1, 0.45, 0.2), (0.3, 0.1, 0.1, 0.2))],
     "power_law": [claims.power_law(_NS, [[n ** e * f for n in _NS] for f in (1, 1.01, 0.99)])
                   for e in (2, 1, 3)] + [claims.power_law(_NS, [[1, 2, 3, 4, 5], [5, 1, 4, 2, 3], [1, 5, 1, 5, 1]])],
-    "answer_shift": [claims.answer_shift(*x) for x in ((0.1, 0.5), (0.5, 0.1), (0.3, 0.3))],
+    "answer_shift": [claims.answer_shift(*x) for x in ((0.1, 0.5), (0.5, 0.1), (0.3, 0.3), (0.3, 0.3, 0.5))],
     "context_use": [claims.context_use(5, 1.2, 0.1, [0.05] * 64), claims.context_use(3, 4.6, 0.1, [0.5] * 64),
                     claims.context_use(60, 4.6, 0.1, [0.5] * 64)],
     "baseline": [claims.baseline([1], [1.0], [5.0], 6.0), claims.baseline([1], [1.0], [7.0], 6.0),
@@ -131,6 +131,11 @@ def test_answer_shift():
     flips(up, flat)
     flips(down, flat)
     assert claims.answer_shift(0.0001, 0.0003).statement == "unmoved"    # 3x, but invisible on the bars
+    # the answer unmoved, the distribution not (/beyond's Chinese default on the shipped model)
+    moved = claims.answer_shift(0.0013, 0.0005, kl=0.329, top_moved=True)
+    assert moved.statement == "elsewhere" and not moved.weak
+    flips(moved, claims.answer_shift(0.0013, 0.0005, kl=0.05))
+    assert claims.answer_shift(0.3, 0.31, kl=0.1).statement == "elsewhere"
 
 
 def test_baseline_crossing_stated_from_the_run():

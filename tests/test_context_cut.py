@@ -75,6 +75,7 @@ def test_no_page_cuts_ids_to_a_context_by_hand():
 # ---------------------------------------------------------------- the pages --------------
 def _bundle(block: int, n_layer: int = 2, n_head: int = 2):
     """A small model of context ``block`` whose characters cover every catalogue string."""
+    from lmviz.chapters.examples import CONDITIONS
     from lmviz.model import GPT, GPTConfig
     from ui.session import Bundle
 
@@ -82,8 +83,8 @@ def _bundle(block: int, n_layer: int = 2, n_head: int = 2):
 
     text = "".join(json.loads((ROOT / "assets" / "i18n" / f"{lang}.json").read_text(encoding="utf-8"))[k]
                    for lang in ("en", "zh") for k in ("cost.prompt_default", "kv.default_prompt",
-                                                      "ar.live_default", "gen.prompt_default",
-                                                      "bey.stem_default"))
+                                                      "ar.live_default", "gen.prompt_default"))
+    text += "".join("".join(ex) for exs in CONDITIONS.values() for ex in exs)     # /beyond's prompt examples
     tok = CharTokenizer(text + LONG["en"] + LONG["zh"] + "The capital of France is Paris.床前明月光，疑是地上霜。")
     torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=block, n_layer=n_layer, n_head=n_head, n_kv_head=n_head,

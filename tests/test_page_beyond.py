@@ -297,3 +297,36 @@ def test_smollm2_chat_template_as_tokens_and_the_question_with_and_without_it(la
     assert "The capital of France is Paris." in sentence and f"{plain.first_prob:.3f}" in sentence
     metrics = [m.value for m in at.metric]
     assert f"{plain.first_prob:.3f}" in metrics and f"{chat.first_prob:.3f}" in metrics
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_prompt_default_is_an_example_whose_prefix_moves_the_shipped_models_answer(lang):
+    """#56 item 1: the notes' example barely moves the shipped model's answer (KL 0.007 in
+    English), and the sentence had said "weights, not context" beside bars that moved. The page
+    now shows the first example whose prefix raises the answer, says why it is not the first,
+    and its sentence is the claim the page's own numbers make."""
+    from lmviz.chapters.beyond_retrieval import choose_condition
+    from lmviz.chapters.examples import CONDITIONS
+    from ui.session import default_bundle
+
+    b = default_bundle()
+    choice = choose_condition(b.model, b.tokenizer, CONDITIONS[lang])
+    assert choice.index == 1 and choice.statements[0] != "rises" and choice.statements[1] == "rises"
+    at = open_page(PAGE, lang)
+    assert not at.exception
+    question, prefix, answer = CONDITIONS[lang][1]
+    assert at.text_input(key="bey_stem").value == question and at.text_input(key="bey_answer").value == answer
+    text = all_text(at)
+    assert translate("bey.prompt_chosen", lang, first=CONDITIONS[lang][0][0].strip()) in text
+    head = translate("claim.answer_shift.rises", lang, tok="X", before=0.0, after=0.0, ratio=1.0, kl=0.0)[:8]
+    assert head in text
+    # the first example typed back: its own sentence, no "chosen" caption
+    q0, p0, a0 = CONDITIONS[lang][0]
+    at.text_input(key="bey_stem").set_value(q0).run()
+    at.text_area(key="bey_prefix").set_value(p0).run()
+    at.text_input(key="bey_answer").set_value(a0).run()
+    text = all_text(at)
+    assert translate("bey.prompt_chosen", lang, first=q0.strip()) not in text
+    said = {s: translate(f"claim.answer_shift.{s}", lang, tok="X", before=0.0, after=0.0, ratio=1.0, kl=0.0)[:8]
+            for s in ("elsewhere", "unmoved")}
+    assert said[choice.statements[0]] in text

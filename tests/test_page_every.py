@@ -7,6 +7,7 @@ the sections that keep a small model of their own (training, the replay) say so.
 language walks the chapters (the SmolLM2 copy is shared by the process, lmviz.hf_shared)."""
 import pytest
 
+from lmviz.chapters.examples import CONDITIONS
 from tests.apptest_util import all_text, figures, skip_questions, title_of
 
 NAME = "SmolLM2-135M-Instruct"
@@ -94,7 +95,7 @@ def test_every_chapter_says_true_things_about_smollm2(lang):
     assert "**3,072**" in text and "8,192" in text and tr("cost.where_runs", lang, ctx="2,048") in text
     text, _, inputs = walk["beyond"]
     assert tr("bey.post_model.instruct", lang, name=NAME) in text
-    assert inputs["bey_stem"] == tr("bey.stem_default", "en").rstrip()        # English, no trailing space
+    assert inputs["bey_stem"] == CONDITIONS["en"][0][0].rstrip()              # English, no trailing space
     assert "“␣France”" in text and "**0.3219**" in text                       # " France" is the token that moves
     text, _, inputs = walk["generation"]
     assert tr("gen.live_intro", lang, name=NAME, reads=reads) in text and inputs["gen_prompt"] == \

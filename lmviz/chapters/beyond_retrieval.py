@@ -205,3 +205,34 @@ def context_shift(model, context_ids, prompt_ids) -> ContextShift:
     p0, p1 = (softmax_t(next_logits(model, x or [0])).numpy() for x in (prompt_ids, ids))
     kl = float(np.sum(p1 * (np.log(p1 + 1e-12) - np.log(p0 + 1e-12))))
     return ContextShift(tuple(ids), len(ids) - len(prompt_ids), cut, p0, p1, kl)
+
+
+@dataclass(frozen=True)
+class ConditionChoice:
+    index: int                      # the example shown: the first whose prefix moves the answer
+    statements: tuple[str, ...]     # each tried example's answer_shift statement, in order
+    kls: tuple[float, ...]          # each tried example's KL(after ‖ before) in nats
+
+
+def choose_condition(model, tok, examples) -> ConditionChoice:
+    """Of ``examples`` ((question, prefix, answer), in order of preference), the first whose
+    prefix makes the model's answer rise (lmviz.chapters.claims.answer_shift); when none does,
+    the one that moves the next token's distribution most. Stops at the first that rises."""
+    from lmviz.chapters.about_model import answer_ids, prompt_for
+    from lmviz.chapters.claims import answer_shift
+    from lmviz.tokenizer import fit_context
+
+    statements, kls = [], []
+    for question, prefix, answer in examples:
+        question = prompt_for(tok, question)
+        sh = context_shift(model, tok.encode_lossy(prefix)[0],
+                           fit_context(tok, question, model.cfg.block_size, keep="end").ids)
+        ans = answer_ids(tok, question, answer)
+        top_moved = int(np.argmax(sh.p_before)) != int(np.argmax(sh.p_after))
+        claim = answer_shift(float(sh.p_before[ans[0]]), float(sh.p_after[ans[0]]), sh.kl, top_moved) if ans else None
+        statements.append(claim.statement if claim else "no_answer")
+        kls.append(sh.kl)
+        if statements[-1] == "rises":
+            break
+    i = statements.index("rises") if "rises" in statements else int(np.argmax(kls))
+    return ConditionChoice(i, tuple(statements), tuple(kls))

@@ -29,7 +29,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
     "positions": ("neighbours", "not_by_distance"),
     "pronoun": ("referent", "control", "recency", "none"),
     "power_law": ("quadratic", "below", "above", "noise"),
-    "answer_shift": ("rises", "falls", "unmoved"),
+    "answer_shift": ("rises", "falls", "elsewhere", "unmoved"),
     "context_use": ("level", "level_noisy", "not_level"),
     "baseline": ("crossed", "not_yet", "no_data"),
     "pace": ("as_estimated", "faster", "slower", "measuring"),
@@ -205,23 +205,30 @@ def power_law(ns: Sequence[int], rounds: Sequence[Sequence[float]], *, expected:
 
 
 # ------------------------------------------------------------------ answer shift ---------
-def answer_shift(p_before: float, p_after: float, *, min_change: float = 0.05,
-                 min_ratio: float = 1.5) -> Claim:
-    """Did adding a context change the answer's probability visibly?
+def answer_shift(p_before: float, p_after: float, kl: float = 0.0, top_moved: bool = False, *,
+                 min_change: float = 0.05, min_ratio: float = 1.5, min_kl: float = 0.1) -> Claim:
+    """Did adding a context change the answer's probability visibly, and if not, the rest of the
+    next token's distribution?
 
-    "rises"/"falls" when it moved by at least ``min_change`` (absolute) and by a factor
-    ``min_ratio``; else "unmoved" (the bars would not visibly change).
+    "rises"/"falls" when the answer moved by at least ``min_change`` (absolute) and by a factor
+    ``min_ratio``; else "elsewhere" when the distribution moved (KL(after ‖ before) ≥ ``min_kl``
+    nats, or another token became the most probable); else "unmoved" (the bars would not
+    visibly change).
 
     >>> answer_shift(0.02, 0.40).statement, answer_shift(0.30, 0.31).statement
     ('rises', 'unmoved')
+    >>> answer_shift(0.0013, 0.0005, kl=0.33, top_moved=True).statement
+    'elsewhere'
     """
     a, b = float(p_before), float(p_after)
-    vals = {"before": a, "after": b, "ratio": b / a if a > 0 else math.inf}
+    vals = {"before": a, "after": b, "ratio": b / a if a > 0 else math.inf, "kl": float(kl)}
     big = abs(b - a) >= min_change
     if big and b >= min_ratio * a:
         return Claim("answer_shift", "rises", vals)
     if big and a >= min_ratio * b:
         return Claim("answer_shift", "falls", vals)
+    if kl >= min_kl or top_moved:
+        return Claim("answer_shift", "elsewhere", vals)
     return Claim("answer_shift", "unmoved", vals, WEAK)
 
 

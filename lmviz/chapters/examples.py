@@ -70,3 +70,14 @@ def default_for(table: dict[str, str], lang: str, meta: dict | None) -> tuple[st
     if known is not None and lang not in known and "en" in known:
         return "en", table["en"]
     return (lang, table[lang]) if lang in table else ("en", table["en"])
+
+# beyond, the prompt conditions the model: (question, prefix, answer) in order of preference; the
+# page shows the first whose prefix moves the current model's answer (beyond_retrieval.choose_condition).
+# The second of each language is one a small model trained on other text can still follow: the
+# prefix holds the line the question begins, and copying from the context is what it learns first.
+CONDITIONS = {
+    "en": (("The capital of ", "Paris is the capital of France. ", "France"),
+           ("Return ", "Return True if the file exists. Return ", "True")),
+    "zh": (("中国的首都是", "北京是中国的首都。", "北京"),
+           ("举头望明", "举头望明月，低头思故乡。", "月")),
+}
