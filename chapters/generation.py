@@ -604,6 +604,14 @@ def sec_branch() -> None:
 ROOM_MAX = 120                      # characters of the room's sentence
 
 
+@st.cache_data(show_spinner=False, max_entries=32)
+def _open_question(ids: tuple[int, ...], lang_code: str, model_key: str, _model, _tok):
+    """lmviz.chapters.generation_room.open_question, once per model, sentence and language."""
+    from lmviz.chapters.generation_room import open_question
+
+    return open_question(_model, ids, _tok.token, lang_code)
+
+
 def sec_room() -> None:
     """Be the language model: the room guesses the next token, then meets the model (ui.room)."""
     from ui import room
@@ -627,12 +635,15 @@ def sec_room() -> None:
         last = len(ids) - 1
         if st.session_state.get("gen_room_pos", 0) > last:    # a shorter sentence: stay inside it
             st.session_state["gen_room_pos"] = last
+        start = _open_question(tuple(ids), lang(), session.model_key(b), b.model, b.tokenizer)
         c1, c2 = st.columns(2)
         with c1:
-            pos = urlstate.slider(t("gen.room_pos"), 1, last, last, 1, param="rpos", key="gen_room_pos",
+            pos = urlstate.slider(t("gen.room_pos"), 1, last, start.pos, 1, param="rpos", key="gen_room_pos",
                                   help=t("gen.room_pos_help")) if last > 1 else 1
         with c2:
             tau = urlstate.slider(t("gen.room_tau"), 0.1, 2.0, 1.0, 0.1, param="rtau", key="gen_room_tau")
+        if start.chosen and pos == start.pos:
+            render.caption(t("gen.room_pos_chosen", h=f"{start.entropy_bits:.2f}"))
     with slot if slot is not None else nullcontext():
         room.activity(b, sentence, ids, int(pos), round(float(tau), 2))
 

@@ -281,3 +281,28 @@ def test_a_model_only_the_lecturer_holds_is_not_mapped_by_the_room():
     assert translate("att.hm_wait", "zh") in [c.value for c in fol.caption]
     assert fol.session_state["lmviz_model_url"] == "default"           # the follower draws the shipped model
     assert not any(k.startswith("att_hm_sent:") for k in keys(fol))
+
+
+@pytest.mark.parametrize("lang,seen,nxt", [("zh", "白日依山尽，黄", "河"), ("en", "Return ", "t")])
+def test_the_default_question_is_an_open_one_on_the_shipped_model(lang, seen, nxt):
+    """#56 item 5: at the default sentence's end the shipped model is near-certain (。 at 1.00)
+    and offered "p" and "f" to a Chinese room. The default position is where its six choices are
+    the page's own characters, the sentence's next token among them, and the spread highest."""
+    from lmviz.tokenizer import fit_context
+    from ui.i18n import translate
+    from ui.session import default_bundle
+
+    b = default_bundle()
+    ids = fit_context(b.tokenizer, translate("gen.room_sentence_default", lang), b.model.cfg.block_size + 1,
+                      keep="start").ids
+    q = gr.open_question(b.model, ids, b.tokenizer.token, lang)
+    assert q.chosen and b.tokenizer.decode(ids[:q.pos]) == seen and b.tokenizer.token(ids[q.pos]) == nxt
+    assert q.entropy_bits > 1.5
+    other = "en" if lang == "zh" else "zh"                   # no choice is a word of the other language
+    last = gr.open_question(b.model, ids[:q.pos + 1], b.tokenizer.token, other)
+    assert not last.chosen and last.pos == q.pos
+
+
+def test_of_language_is_the_pages_words():
+    assert gr.of_language("黄河", "zh") and not gr.of_language("，", "zh") and not gr.of_language(" ", "en")
+    assert gr.of_language("Value", "en") and not gr.of_language("é", "en") and not gr.of_language("3", "en")

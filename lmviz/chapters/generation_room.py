@@ -311,3 +311,57 @@ def sentence_score(steps: Sequence[tuple[RoomVsModel, str, float]]) -> SentenceS
     answers = tuple(r.n for r, _, _ in steps)
     return SentenceScore(tuple(room_p), tuple(model_p), ppl(room_p), ppl(model_p), answers,
                          any(a < FEW_ANSWERS for a in answers))
+
+
+# ------------------------------------------------------------------ the default question -----
+OPEN_CHOICES = 6     # the choices the page offers (its default n): the ones an open question is judged on
+
+
+@dataclass(frozen=True)
+class OpenQuestion:
+    pos: int               # tokens of the sentence the room sees (1 .. len(ids) - 1)
+    entropy_bits: float    # H of the model's probabilities over the choices there (other included)
+    chosen: bool           # False: no position qualified, the last one is kept
+
+
+def of_language(text: str, lang: str) -> bool:
+    """Whether a token's text is a word or character of the page's language: Chinese characters
+    on a Chinese page, letters on an English one (a leading space allowed).
+
+    >>> of_language("河", "zh"), of_language("p", "zh"), of_language(" the", "en"), of_language("。", "zh")
+    (True, False, True, False)
+    """
+    s = text.strip()
+    if not s:
+        return False
+    if lang == "zh":
+        return all("\u4e00" <= ch <= "\u9fff" for ch in s)
+    return s.isascii() and s.isalpha()
+
+
+def open_question(model, ids: Sequence[int], text_of, lang: str, temperature: float = 1.0) -> OpenQuestion:
+    """Where in ``ids`` (a sentence the room reads) the room's question is a real one: every one
+    of the model's top choices a word or character of the page's language, the sentence's own
+    next token among them (the reveal has an answer to show), and, of those positions, the one
+    whose choices spread the model's probability most. The last position when none qualifies
+    (a sentence near-certain everywhere, or tokens that are not the page's words)."""
+    ids = [int(i) for i in ids]
+    last = len(ids) - 1
+    with torch.no_grad():
+        x = torch.as_tensor(ids[:-1][-model.cfg.block_size:], dtype=torch.long, device=model.device)
+        logits = model(x[None])[0][0].float().cpu()          # [T, V]: row p - 1 predicts ids[p]
+    finite = torch.isfinite(logits).all(-1)                  # a broken model's rows: no question there
+    best: OpenQuestion | None = None
+    for pos in range(1, last + 1):
+        if not finite[pos - 1]:
+            continue
+        ch = choices(logits[pos - 1], temperature, OPEN_CHOICES, text_of)
+        if ids[pos] not in ch.token_ids or not all(of_language(s, lang) for s in ch.texts):
+            continue
+        h = entropy_bits(ch.model)
+        if best is None or h >= best.entropy_bits:
+            best = OpenQuestion(pos, h, True)
+    if best is not None:
+        return best
+    h = entropy_bits(choices(logits[last - 1], temperature, OPEN_CHOICES).model) if finite[last - 1] else 0.0
+    return OpenQuestion(last, h, False)
