@@ -64,8 +64,11 @@ def sec_position():
         render.plot(fig, key="emb_w2", filename="robot-plus-p3")
     with c2:
         fmt = lambda v: "[" + ", ".join(f"{x:.2f}" for x in v) + "]"  # noqa: E731
-        render.code(f"robot = {fmt(robot.tolist())}\nP3    = {fmt(TOY_P3)}\n"
-                f"sum   = {fmt(s.tolist())}", language=None)
+        total = t("emb.sum_word")                          # "sum" / "和": the page's own word
+        width = lambda name: sum(2 if ord(c) > 0x2E80 else 1 for c in name)  # noqa: E731  (CJK: two columns)
+        pad = lambda name: name + " " * max(0, 5 - width(name))             # noqa: E731
+        render.code(f"{pad('robot')} = {fmt(robot.tolist())}\n{pad('P3')} = {fmt(TOY_P3)}\n"
+                    f"{pad(total)} = {fmt(s.tolist())}", language=None)
     render.md(t("emb.w3_text"))
     P = torch.tensor([P2_FILLED, TOY_P3], dtype=torch.float64)   # positions 2 and 3
     c = order_check(e.E, [3, 2], [2, 3], P)

@@ -65,10 +65,13 @@ def sec_shapes():
     ]
     render.plot(render.figure(pipeline_figure, stages, t("blk.repeat", L=cfg.n_layer), loop=(1, 6)),
                 key="blk_pipe", filename="block-shapes")
-    shapes = [("x0", tr.x0), ("ln1", tr.layers[0].ln1), ("attn_out", tr.layers[0].attn_out),
-              ("mlp_hidden", tr.layers[0].mlp_hidden), ("resid_out", tr.layers[-1].resid_out),
-              ("hidden", tr.hidden), ("logits", tr.logits)]
-    render.code("\n".join(f"{name:<11} {list(x.shape)}" for name, x in shapes), language=None)
+    # each tensor under the step it comes out of (the names are the trace's fields, lmviz.model)
+    shapes = [("blk.st.embed", "x0", tr.x0), ("blk.st.norm1", "ln1", tr.layers[0].ln1),
+              ("blk.st.attn", "attn_out", tr.layers[0].attn_out), ("blk.st.mlp_hidden", "mlp_hidden", tr.layers[0].mlp_hidden),
+              ("blk.st.block_out", "resid_out", tr.layers[-1].resid_out), ("blk.st.final", "hidden", tr.hidden),
+              ("blk.st.head", "logits", tr.logits)]
+    render.table([{t("blk.col.step"): t(key, n=cfg.n_layer), t("blk.col.tensor"): name, t("blk.col.shape"): str(list(x.shape))}
+                  for key, name, x in shapes], hide_index=True)
     _stream(tr, enc.tokens)
 
 

@@ -31,7 +31,8 @@ def test_toy_table_lookup_and_positions(lang):
     assert E.shape == (6, 3) and np.allclose(E[3], [0.80, 0.10, -0.40])        # toy embedding table
     assert framed_row(at) == 3
     codes = " ".join(c.value for c in at.code)
-    assert "sum   = [0.85, 0.00, -0.20]" in codes                               # position-vector example
+    total = {"en": "sum   = ", "zh": "和    = "}[lang]                             # the page's word, aligned
+    assert total + "[0.85, 0.00, -0.20]" in codes                               # position-vector example
     assert translate("emb.w3_result", lang, same=translate("emb.yes", lang),   # word-order example
                      order=translate("emb.no", lang), withpos=translate("emb.no", lang)) in all_text(at)
     at.slider(key="emb_id").set_value(5).run()                                 # the filled row

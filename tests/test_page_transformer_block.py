@@ -28,12 +28,14 @@ def test_shapes_stream_norms_context(lang):
     cfg = default_bundle().model.cfg
     at = open_page(PAGE, lang)
     no_errors(at)
-    shapes = at.code[0].value
     from chapters.transformer_block import DEFAULT_TEXT
 
     n = len(DEFAULT_TEXT[lang])
-    assert f"x0          [{n}, {cfg.d_model}]" in shapes
-    assert f"logits      [{n}, {cfg.vocab_size}]" in shapes
+    shapes = at.dataframe[0].value                       # step (the page's words), tensor, shape
+    rows = {r[translate("blk.col.tensor", lang)]: r for r in shapes.to_dict("records")}
+    assert rows["x0"][translate("blk.col.shape", lang)] == f"[{n}, {cfg.d_model}]"
+    assert rows["logits"][translate("blk.col.shape", lang)] == f"[{n}, {cfg.vocab_size}]"
+    assert rows["x0"][translate("blk.col.step", lang)] == translate("blk.st.embed", lang)
     # the residual stream of one token: 1 + 2 per layer + final points
     stream = figures(at)[1]
     assert len(decode(stream["data"][0]["y"])) == 2 + 2 * cfg.n_layer
