@@ -12,7 +12,7 @@ from lmviz.chapters.claims import induction, pronoun
 from ui import model_words, session, render, urlstate
 from ui.i18n import lang, t
 from viz.attention import (
-    pronoun_figure, multi_head_figure, heads_figure, heatmap, weighted_sum_figure,
+    pronoun_grid_figure, pronoun_row_figure, multi_head_figure, heads_figure, heatmap, weighted_sum_figure,
     saturation_figure, variance_figure, softmax_pair_figure, gqa_figure,
 )
 
@@ -129,15 +129,19 @@ def sec_why():
     shown = mg.best if mg is not None else p.best                  # the head drawn on the right: the test's
     grid_title = (t("att.why_grid_margin", ref=render.escape(ref), ctrl=render.escape(ctrl)) if mg is not None
                   else t("att.why_grid", ref=render.escape(ref)))
-    fig = render.figure(pronoun_figure, mg.margin if mg is not None else p.share,
-                        mg.row if mg is not None else p.row, enc.tokens, p.ref_span, shown,
-                        layer_labels=[t("common.layer_n", n=i + 1) for i in range(L)],
-                        # more than 4 columns in a third of the width: numbers under the axis's name
-                        head_labels=[t("common.head_n", n=i + 1) if H <= 4 else str(i + 1) for i in range(H)],
-                        x_title=t("att.head") if H > 4 else "", grid_title=grid_title,
-                        row_title=t("att.why_row", lh=label(shown), qtok=qtok, pron=render.escape(pron)),
-                        y_title=t("att.weight"), margin=mg is not None)
-    render.plot(fig, key="att_why", filename="attention-pronoun")
+    grid = render.figure(pronoun_grid_figure, mg.margin if mg is not None else p.share, shown,
+                         layer_labels=[t("common.layer_n", n=i + 1) for i in range(L)],
+                         # more than 4 columns in a narrow chart: numbers under the axis's name
+                         head_labels=[t("common.head_n", n=i + 1) if H <= 4 else str(i + 1) for i in range(H)],
+                         x_title=t("att.head") if H > 4 else "", title=grid_title, margin=mg is not None)
+    row = render.figure(pronoun_row_figure, mg.row if mg is not None else p.row, enc.tokens, p.ref_span,
+                        title=t("att.why_row", lh=label(shown), qtok=qtok, pron=render.escape(pron)),
+                        y_title=t("att.weight"), height=grid.layout.height)     # level with the grid beside it
+    c1, c2 = st.columns([2, 3])          # side by side on a screen; stacked, each full width, on a phone
+    with c1:
+        render.plot(grid, key="att_why", filename="attention-pronoun-heads")
+    with c2:
+        render.plot(row, key="att_why_row", filename="attention-pronoun-row")
     f = lambda x: f"{x:.2f}"  # noqa: E731
     msg = t("att.why_result", pron=_md(pron), q=q + 1, qtok=_md(enc.tokens[q]), p=f(case.p_pronoun),
             ref=_md(ref), lh=lh, best=f(p.best_share), n=L * H, mean=f(p.mean), k=q + 1, unif=f(p.uniform))

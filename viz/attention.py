@@ -235,51 +235,59 @@ def softmax_pair_figure(raw, scaled, *, x_title: str, y_title: str, names: tuple
     return theme.apply(fig, height=340, title=title)
 
 
-def pronoun_figure(share, row, tokens: list[str], ref_span: tuple[int, int], best: tuple[int, int], *,
-                   layer_labels: list[str], head_labels: list[str], grid_title: str, row_title: str,
-                   y_title: str, margin: bool = False, x_title: str = "") -> go.Figure:
-    """Why attention: left, the share of attention from the pronoun that lands on the referent,
-    for every layer (rows) and head (columns) -- with ``margin``, that share minus the share on
-    the control word (-1..1, diverging); right, the row of head ``best`` over the tokens it can
-    see (the referent's bars highlighted). Taller with many layers (30 rows for SmolLM2).
+def pronoun_grid_figure(share, best: tuple[int, int], *, layer_labels: list[str], head_labels: list[str],
+                        title: str, margin: bool = False, x_title: str = "") -> go.Figure:
+    """Why attention, every head: the share of attention from the pronoun that lands on the
+    referent, layers as rows and heads as columns -- with ``margin``, that share minus the share on
+    the control word (-1..1, diverging); head ``best`` framed. Taller with many layers (30 rows for
+    SmolLM2). A figure of its own beside :func:`pronoun_row_figure`: on a phone the page stacks the
+    two, each at the screen's width.
 
     >>> import numpy as np
-    >>> f = pronoun_figure(np.zeros((30, 9)), np.full(3, 1 / 3), list("abc"), (0, 1), (24, 4),
-    ...                    layer_labels=[str(i) for i in range(30)], head_labels=[str(i) for i in range(9)],
-    ...                    grid_title="", row_title="", y_title="", margin=True)
+    >>> f = pronoun_grid_figure(np.zeros((30, 9)), (24, 4), layer_labels=[str(i) for i in range(30)],
+    ...                         head_labels=[str(i) for i in range(9)], title="", margin=True)
     >>> f.layout.height, f.data[0].zmin, f.layout.xaxis.type
     (700, -1, 'category')
     """
     S = _np(share).astype(float)
-    r = _np(row).astype(float)
     L, H = S.shape
-    a, b = ref_span
-    colors = [COLORS["chosen"] if a <= i < b else COLORS["neutral"] for i in range(len(r))]
     fmt = "{:+.2f}" if margin else "{:.2f}"
     grid = go.Heatmap(z=S, x=head_labels, y=layer_labels, zmin=-1 if margin else 0, zmax=1,
                       colorscale=theme.DIVERGING if margin else theme.HEATMAP, reversescale=margin,
                       text=[[fmt.format(v) for v in line] for line in S], texttemplate="%{text}",
                       textfont=dict(size=9 if L * H > 64 else 12),
-                      showscale=False, xaxis="x", yaxis="y", hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>")
-    bars = go.Bar(x=list(range(len(r))), y=r, marker_color=colors, xaxis="x2", yaxis="y2",
+                      showscale=False, hovertemplate="%{y} · %{x}: %{z:.3f}<extra></extra>")
+    layout = theme.layout(
+        height=max(360, 100 + 20 * L), title=title or None, showlegend=False,
+        # categories: head labels "1".."9" would otherwise make a numeric axis ticked 2, 4, 6, 8
+        xaxis=dict(side="bottom", tickangle=0, title=x_title or None, type="category"),
+        yaxis=dict(autorange="reversed", type="category"))
+    fig = go.Figure([grid], layout)
+    fig.add_shape(type="rect", x0=best[1] - 0.5, x1=best[1] + 0.5, y0=best[0] - 0.5, y1=best[0] + 0.5,
+                  line=dict(color=COLORS["chosen"], width=3))
+    return fig
+
+
+def pronoun_row_figure(row, tokens: list[str], ref_span: tuple[int, int], *, title: str, y_title: str,
+                       height: int = 360) -> go.Figure:
+    """Why attention, one head: its attention row from the pronoun over the tokens it can see,
+    the referent's bars highlighted.
+
+    >>> import numpy as np
+    >>> f = pronoun_row_figure(np.array([0.1, 0.7, 0.2]), list("abc"), (1, 2), title="t", y_title="w")
+    >>> list(f.data[0].marker.color) == [COLORS["neutral"], COLORS["chosen"], COLORS["neutral"]]
+    True
+    """
+    r = _np(row).astype(float)
+    a, b = ref_span
+    colors = [COLORS["chosen"] if a <= i < b else COLORS["neutral"] for i in range(len(r))]
+    bars = go.Bar(x=list(range(len(r))), y=r, marker_color=colors,
                   text=[f"{v:.2f}" if v >= 0.05 else "" for v in r], textposition="outside",
                   hovertext=tokens[:len(r)], hovertemplate="%{hovertext}: %{y:.3f}<extra></extra>")
-    notes = [dict(text=grid_title, x=0.15, y=1.0, xref="paper", yref="paper", xanchor="center",
-                  yanchor="bottom", showarrow=False, font=dict(size=14)),
-             dict(text=row_title, x=0.69, y=1.0, xref="paper", yref="paper", xanchor="center",
-                  yanchor="bottom", showarrow=False, font=dict(size=14))]
-    layout = theme.layout(
-        height=max(360, 100 + 20 * L), annotations=notes, showlegend=False,
-        # categories: head labels "1".."9" would otherwise make a numeric axis ticked 2, 4, 6, 8
-        xaxis=dict(domain=[0, 0.3], anchor="y", side="bottom", tickangle=0, title=x_title or None, type="category"),
-        yaxis=dict(domain=[0, 0.92], anchor="x", autorange="reversed", type="category"),
-        xaxis2=dict(domain=[0.38, 1], anchor="y2", tickangle=0, **_ticks(tokens[:len(r)], len(r), 40)),
-        yaxis2=dict(domain=[0, 0.92], anchor="x2", range=[0, 1.12], title=y_title))
-    layout["margin"] = dict(l=10, r=10, t=40, b=10)
-    fig = go.Figure([grid, bars], layout)
-    fig.add_shape(type="rect", x0=best[1] - 0.5, x1=best[1] + 0.5, y0=best[0] - 0.5, y1=best[0] + 0.5,
-                  xref="x", yref="y", line=dict(color=COLORS["chosen"], width=3))
-    return fig
+    layout = theme.layout(height=height, title=title or None, showlegend=False,
+                          xaxis=dict(tickangle=0, **_ticks(tokens[:len(r)], len(r), 40)),
+                          yaxis=dict(range=[0, 1.12], title=y_title))
+    return go.Figure([bars], layout)
 
 
 def multi_head_figure(mh, tokens: list[str], *, head_titles: list[str], heads_title: str, concat_title: str,
