@@ -393,3 +393,29 @@ def test_a_task_error_can_be_said_in_the_page_language():
         zh = translate(m.key, "zh", **m.params)
         assert zh != m and not any(w in zh for w in ("could", "the ", "error")), zh
     assert not isinstance(human_message(ValueError("a plain message")), Said)
+
+
+def test_at_exit_running_tasks_are_stopped_and_waited_for():
+    """A worker still inside torch when the interpreter ends aborts the process (exit 134): the
+    exit hook asks every running task to stop and waits for it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import atexit, threading
+        held = {}
+        # registered before the tasks module's own hook, so it runs after it (last in, first out)
+        atexit.register(lambda: print("state", held["t"].snapshot().state, "alive", held["t"]._thread.is_alive()))
+        from lmviz.server.tasks import Task, check_cancel
+        ended = threading.Event()
+        def work(ctx):
+            while True:
+                check_cancel(ctx.cancelled)
+                ended.wait(0.01)
+        held["t"] = Task(work).start()
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+    assert out.returncode == 0, out.stderr
+    assert "state stopped alive False" in out.stdout

@@ -54,11 +54,13 @@ The lifecycle (one for every task: a chapter's measurement, a local training, a 
 """
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
 import time
 import traceback
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -275,6 +277,23 @@ class InlineContext:
         pass
 
 
+_STARTED: "weakref.WeakSet[Task]" = weakref.WeakSet()   # every task started in this process
+EXIT_WAIT_S = 5.0        # at interpreter exit, how long the running tasks get to stop, all together
+
+
+@atexit.register
+def _stop_at_exit() -> None:
+    """Ask every running task to stop and wait a little for it: a worker (a daemon thread) still
+    inside a torch operation when the interpreter ends aborts the process ("terminate called
+    without an active exception", exit status 134), and a page's task can outlive its session."""
+    tasks = [task for task in list(_STARTED) if task._thread is not None and task._thread.is_alive()]
+    for task in tasks:
+        task.cancel()
+    end = time.monotonic() + EXIT_WAIT_S
+    for task in tasks:
+        task.join(max(0.0, end - time.monotonic()))
+
+
 class Task:
     """One piece of long work on a worker thread (see the module docstring)."""
 
@@ -305,6 +324,7 @@ class Task:
             if self._thread is not None:
                 raise RuntimeError("this task was already started")
             self._thread = threading.Thread(target=self._main, name=self._name, daemon=True)
+            _STARTED.add(self)
             self._move("queued" if self._waits_for_a_slot() else "running")
         self._enqueue()
         self._thread.start()
