@@ -8,7 +8,15 @@ head's prefix-matching score, the halves' losses, and the second half's loss wit
 and with its layer's control head removed. Ends with one line:
 ``induction scan: model M, half H, best head L·H in K/N seeds, score median S (min, max), uniform U,
 ICL score median X nats, removal: best +R, control +C nats (medians), wall W s per scan``.
-(Issue 57's training preset, ``--seeds`` of a live run forming its induction head, is not built yet.)
+
+    python bench/induction.py --train [--seeds 5] [--threads 1] [--budget 180]
+
+trains /training's ``induction`` preset (lmviz.induction) once per seed, probing it with the same
+scan every ``eval_every`` steps until it has formed an induction head (lmviz.induction.formed) and
+for 300 steps more, or its steps or ``--budget`` seconds run out; then the one-layer control for
+as many steps as the slowest seed took. Ends with one line:
+``induction: formed in K/N seeds, step median M (min A, max B), ICL score before X after Y nats,
+1-layer control Z nats, prefix-matching top head H, wall W s``.
 """
 from __future__ import annotations
 
@@ -28,7 +36,11 @@ def main() -> None:
     ap.add_argument("--model", default="default", choices=("default", "smollm2"))
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--train", action="store_true", help="train the induction preset instead of scanning a model")
+    ap.add_argument("--budget", type=float, default=180.0, help="seconds per training run (--train)")
     a = ap.parse_args()
+    if a.train:
+        return train(a)
 
     import torch
 
@@ -68,6 +80,56 @@ def main() -> None:
     print(f"induction scan: model {a.model}, half {half}, best head {head} in {k}/{len(rows)} seeds, score median "
           f"{med(1):.3f} (min {min(scores):.3f}, max {max(scores):.3f}), uniform {rows[0][2]:.3f}, ICL score median "
           f"{med(3):+.2f} nats, removal: best {med(4):+.3f}, control {med(5):+.3f} nats (medians), wall {med(6):.2f} s per scan")
+
+
+def _run(layers: int, seed: int, budget: float, max_steps: int | None = None, after: int = 300):
+    """One training of the induction preset: [(step, icl, scan)] at every evaluation, the step it
+    formed at (None: never), and its wall time (the probes' included)."""
+    from lmviz.chapters.attention_induction import repeated_tokens, scan
+    from lmviz.induction import PROBE_HALF, formed
+    from lmviz.train import corpus_trainer, make_config
+
+    cfg = make_config("induction", n_layer=layers, seed=seed, **({"max_steps": max_steps} if max_steps else {}))
+    tr = corpus_trainer("induction", cfg)
+    ids = repeated_tokens(tr.tokenizer.vocab_size, PROBE_HALF, seed)
+    t0, rows, at = time.perf_counter(), [], None
+    while not tr.done and time.perf_counter() - t0 < budget:
+        tr.step(cfg.eval_every)
+        s = scan(tr.model.eval(), ids, PROBE_HALF)
+        tr.model.train()
+        rows.append((tr.steps_done, s.icl, s))
+        if at is None and formed(s.icl, s.top[0][2]):
+            at = tr.steps_done
+        if at is not None and tr.steps_done >= at + after:
+            break
+    return rows, at, time.perf_counter() - t0
+
+
+def train(a) -> None:
+    import torch
+
+    torch.set_num_threads(a.threads)
+    runs = []
+    for seed in range(1, a.seeds + 1):
+        rows, at, wall = _run(2, seed, a.budget)
+        s = rows[-1][2]
+        (bl, bh, score), (pl, ph, pscore) = s.top[0], s.best_previous
+        runs.append((at, rows[0][1], rows[-1][1], f"L{bl + 1}·H{bh + 1}", wall))
+        print(f"seed {seed}: formed at step {at}, ICL {rows[0][1]:+.2f} -> {rows[-1][1]:+.2f} nats, top prefix "
+              f"matcher L{bl + 1}·H{bh + 1} {score:.3f} (uniform {s.uniform:.3f}), previous-token head "
+              f"L{pl + 1}·H{ph + 1} {pscore:.3f}, removal {s.top_rise:+.2f} vs control {s.control_rise:+.2f} nats, "
+              f"{wall:.0f} s\n  ICL by step: " + " ".join(f"{st}:{icl:+.2f}" for st, icl, _ in rows), flush=True)
+    steps = [r[0] for r in runs if r[0] is not None]
+    crow, _, cwall = _run(1, 1, a.budget, max_steps=max(steps) + 300 if steps else None)
+    print(f"1-layer control: ICL {crow[0][1]:+.2f} -> {crow[-1][1]:+.2f} nats after {crow[-1][0]} steps, "
+          f"{cwall:.0f} s\n  ICL by step: " + " ".join(f"{st}:{icl:+.2f}" for st, icl, _ in crow))
+    head = Counter(r[3] for r in runs).most_common(1)[0][0]
+    med = statistics.median
+    print(f"induction: formed in {len(steps)}/{len(runs)} seeds, step median "
+          f"{med(steps) if steps else '-'} (min {min(steps, default='-')}, max {max(steps, default='-')}), "
+          f"ICL score before {med(r[1] for r in runs):+.2f} after {med(r[2] for r in runs):+.2f} nats, "
+          f"1-layer control {crow[-1][1]:+.2f} nats, prefix-matching top head {head}, "
+          f"wall {med(r[4] for r in runs):.0f} s (median per seed)")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import torch
 
 from .bpe import TrainedBPE
 from .data import split
+from .induction import PROMPT as INDUCTION_PROMPT, induction_text
 from .limits import CONFIG_BOUNDS, SaidError, check_budget
 from .model import GPT, GPTConfig, init_weights
 from .sampling import generate, model_step
@@ -64,6 +65,8 @@ class TrainConfig:
     tokenizer: str = "char"       # char | bpe
     bpe_merges: int = 200         # merges when tokenizer == "bpe"
     val_frac: float = 0.1         # last fraction of the text kept for validation
+    aligned: bool = False         # a window is one whole sequence of block_size + 1 tokens (a corpus of
+    #                               such sequences end to end, e.g. lmviz.induction's), not any stretch
     # monitoring
     eval_every: int = 50          # steps between validation estimates and samples
     eval_iters: int = 4           # batches per loss estimate
@@ -112,6 +115,12 @@ PRESETS: dict[str, TrainConfig] = {
     # unigram baseline within a minute on one CPU thread, lines of 5/7 characters by the end
     "poetry": TrainConfig(n_layer=2, n_head=4, d_model=128, block_size=32, batch_size=16, max_steps=1500,
                           lr=3e-3, warmup_steps=30, eval_every=50, eval_iters=2, sample_len=120),
+    # induction heads forming live (lmviz.induction): 2 layers on sequences of random symbols with a
+    # span copied after a random gap, one sequence per window (with windows anywhere in the stream it
+    # did not form in 4,000 steps); a constant rate after the warm-up, no weight decay
+    "induction": TrainConfig(n_layer=2, n_head=4, d_model=64, block_size=64, batch_size=32, max_steps=2000,
+                             lr=1e-3, warmup_steps=50, min_lr_frac=1.0, weight_decay=0.0, eval_every=50,
+                             eval_iters=2, sample_len=40, aligned=True),
     # for a GPU: 6 layers, 256 wide, block 128, batch 32
     "bigger": TrainConfig(n_layer=6, n_head=8, d_model=256, block_size=128, batch_size=32,
                           max_steps=5000, lr=6e-4, warmup_steps=100, eval_every=100, eval_iters=8,
@@ -353,6 +362,8 @@ class Trainer:
         ids = torch.tensor(enc, dtype=torch.long)                              # [N]
         check_cancel(cancel)
         n_val = max(cfg.block_size + 1, int(len(ids) * cfg.val_frac))
+        if cfg.aligned:                       # the split falls between two sequences
+            n_val = -(-n_val // (cfg.block_size + 1)) * (cfg.block_size + 1) + len(ids) % (cfg.block_size + 1)
         if len(ids) - n_val < cfg.block_size + 1:
             raise TextTooShort(len(ids), cfg.block_size)
         train_ids, val_ids = split(ids, cfg.val_frac, n_val=n_val)
@@ -382,9 +393,13 @@ class Trainer:
         return tok.encode_lossy(text) if lossy else (tok.encode(text), [])
 
     def _batch(self, data: torch.Tensor, generator: torch.Generator):
-        """x, y [B,T] random windows of data (y = x shifted by one: teacher forcing)."""
+        """x, y [B,T] random windows of data (y = x shifted by one: teacher forcing); with
+        ``cfg.aligned``, each window one whole sequence of T + 1 tokens."""
         B, T = self.cfg.batch_size, self.cfg.block_size
-        ix = torch.randint(len(data) - T, (B,), generator=generator).to(data.device)  # [B]
+        if self.cfg.aligned:
+            ix = torch.randint(len(data) // (T + 1), (B,), generator=generator).to(data.device) * (T + 1)
+        else:
+            ix = torch.randint(len(data) - T, (B,), generator=generator).to(data.device)  # [B]
         offs = torch.arange(T, device=data.device)                                    # [T]
         return data[ix[:, None] + offs], data[ix[:, None] + offs + 1]
 
@@ -477,6 +492,7 @@ CORPORA = {
     "toy": ("corpus:toy", "<BOS> I"),
     "capital_en": ("capital:en", "Paris is"),
     "capital_zh": ("capital:zh", "巴黎"),
+    "induction": ("induction:", INDUCTION_PROMPT),   # a span, a gap, the span's start (lmviz.induction)
 }
 
 
@@ -493,6 +509,8 @@ def corpus_text(name: str) -> str:
         from .poetry import training_text
 
         return training_text()[0]
+    if kind == "induction":
+        return induction_text()
     if kind == "capital":
         from lmviz.capitals import capital_corpus
 

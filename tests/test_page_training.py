@@ -421,3 +421,20 @@ def test_a_paused_run_has_no_timer(monkeypatch):
     assert paces[-1] == running
     button(at, "train_stop").click().run()
     assert poll(at, lambda a: not button(a, "train_start").disabled)
+
+
+def test_the_induction_preset_trains_on_its_copied_spans_from_the_page():
+    """Issue 57's run, from the page: the copied-spans corpus with its preset, the preset's note
+    with the run's own shape, the loss drawn from the first evaluation, stopped."""
+    from lmviz.train import make_config
+
+    at = open_page(PAGE, "zh", corpus="induction", preset="induction")
+    assert not at.exception, [e.value for e in at.exception]
+    cfg = make_config("induction")
+    assert translate("train.preset_induction_note", "zh", **cfg.to_dict()) in all_text(at)
+    button(at, "train_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert poll(at, lambda a: loss_points(a) > 0, timeout=90)
+    button(at, "train_stop").click().run()
+    assert poll(at, lambda a: button(a, "train_start").disabled is False)
+    assert not at.exception
