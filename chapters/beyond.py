@@ -11,7 +11,7 @@ import streamlit as st
 from lmviz.capitals import NOTES_SENTENCES, country_floor, notes_floor
 from lmviz.chapters.beyond_retrieval import BM25, load_documents, best_sentence, choose_condition, context_shift
 from lmviz.chapters.about_model import answer_ids, prompt_for
-from lmviz.chapters.claims import answer_shift, context_use, robot
+from lmviz.chapters.claims import context_use, robot
 from lmviz.chapters.examples import CHAT_QUESTION, CONDITIONS, default_for, model_languages
 from lmviz.tokenizer import fit_context
 from ui import model_words, session, render, urlstate
@@ -300,7 +300,7 @@ def _shift(model, tok, model_key: str, prompt: str, context: str, answer: str, n
            key: str, title: str) -> None:
     """The next-token distribution after ``prompt`` alone and after ``context + prompt`` (the
     context cut at its end to fit the window, the cut measured), and what it does to the
-    probability of the answer's first token (lmviz.chapters.claims.answer_shift)."""
+    probability of the answer's first token (ContextShift.claim: lmviz.chapters.claims.answer_shift)."""
     block = model.cfg.block_size
     prompt_fit = fit_context(tok, prompt, block, keep="end")
     prompt_ids = prompt_fit.ids
@@ -325,8 +325,7 @@ def _shift(model, tok, model_key: str, prompt: str, context: str, answer: str, n
         st.info(t("bey.no_answer"))
         return
     tok_label = render.escape(visible(tok.token(ans[0])))
-    top_moved = int(np.argmax(p0)) != int(np.argmax(p1))
-    render.md(render.claim(answer_shift(float(p0[ans[0]]), float(p1[ans[0]]), sh.kl, top_moved), tok=tok_label))
+    render.md(render.claim(sh.claim(ans[0]), tok=tok_label))
 
 
 def _live_or_note():

@@ -194,6 +194,15 @@ class ContextShift:
     p_after: np.ndarray        # [V] after the context and the question
     kl: float                  # KL(after ‖ before) in nats: how far the context moved the distribution
 
+    def claim(self, answer_id: int):
+        """lmviz.chapters.claims.answer_shift of the answer's first token ``answer_id``, with the
+        KL and whether another token became the most probable: the one sentence both the page
+        and :func:`choose_condition` state."""
+        from lmviz.chapters.claims import answer_shift
+
+        top_moved = int(np.argmax(self.p_before)) != int(np.argmax(self.p_after))
+        return answer_shift(float(self.p_before[answer_id]), float(self.p_after[answer_id]), self.kl, top_moved)
+
 
 def context_shift(model, context_ids, prompt_ids) -> ContextShift:
     """What a retrieved context does to the model's next token: its distribution after the
@@ -219,7 +228,6 @@ def choose_condition(model, tok, examples) -> ConditionChoice:
     prefix makes the model's answer rise (lmviz.chapters.claims.answer_shift); when none does,
     the one that moves the next token's distribution most. Stops at the first that rises."""
     from lmviz.chapters.about_model import answer_ids, prompt_for
-    from lmviz.chapters.claims import answer_shift
     from lmviz.tokenizer import fit_context
 
     statements, kls = [], []
@@ -228,9 +236,7 @@ def choose_condition(model, tok, examples) -> ConditionChoice:
         sh = context_shift(model, tok.encode_lossy(prefix)[0],
                            fit_context(tok, question, model.cfg.block_size, keep="end").ids)
         ans = answer_ids(tok, question, answer)
-        top_moved = int(np.argmax(sh.p_before)) != int(np.argmax(sh.p_after))
-        claim = answer_shift(float(sh.p_before[ans[0]]), float(sh.p_after[ans[0]]), sh.kl, top_moved) if ans else None
-        statements.append(claim.statement if claim else "no_answer")
+        statements.append(sh.claim(ans[0]).statement if ans else "no_answer")
         kls.append(sh.kl)
         if statements[-1] == "rises":
             break

@@ -402,7 +402,6 @@ class FlashTiles:
     out: "np.ndarray"        # [n, d_v] attention computed tile by tile (lmviz.attention.tiled_attention)
     dense: "np.ndarray"      # [n, d_v] the same attention with the whole score matrix
     trace: object            # lmviz.attention.TiledTrace: every tile visited, the traced row's updates
-    causal: bool             # whether future keys were masked
 
 
 @dataclass(frozen=True)
@@ -427,7 +426,7 @@ def flash_tiles(q, k, v, block_q: int, block_k: int, causal: bool, row: int) -> 
 
     Q, K, V = (torch.from_numpy(np.asarray(x)) for x in (q, k, v))
     out, tr = tiled_attention(Q, K, V, block_q, block_k, causal=causal, trace=True, trace_row=row)
-    return FlashTiles(out.numpy(), dense_attention(Q, K, V, causal=causal).numpy(), tr, causal)
+    return FlashTiles(out.numpy(), dense_attention(Q, K, V, causal=causal).numpy(), tr)
 
 
 def flash_step(tiles: FlashTiles, step: int) -> FlashStep:
