@@ -12,15 +12,30 @@ occurrence of the current symbol and reading what came after it, which takes two
 that looks at the previous token, then one that matches it). The gap varies, so no fixed position
 holds the answer: a one-layer model can learn only that symbols already seen are likelier again.
 
-Each sequence is SEQ symbols, a window of the preset (``TrainConfig.aligned``). A run is probed with
-lmviz.chapters.attention_induction.scan, the probe every model gets on /attention.
+Each sequence is SEQ symbols, a window of the preset (``TrainConfig.aligned``).
+
+**The probe** (Olsson et al.'s, scaled down): a run of random tokens, then the same run again
+(:func:`repeated_tokens`). The first half cannot be predicted from context; each token of the
+second can be read off its earlier copy. :func:`measure` scores every head on it (the
+prefix-matching and previous-token scores) with the loss at each position; :func:`probe` keeps
+that as an :class:`InductionPoint`, cheap enough for every evaluation of a training
+(``TrainConfig.induction_probe``: the Trainer attaches one to each ``EvalMetrics``), and
+lmviz.chapters.attention_induction.scan adds the causal check for /attention.
 """
 from __future__ import annotations
 
+import math
 import random
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
 
 __all__ = ["ALPHABET", "SPAN", "MAX_GAP", "SEQ", "induction_text", "PROMPT", "PROBE_HALF", "FORMED_ICL", "FORMED_HEAD",
-           "formed"]
+           "formed", "repeated_tokens", "prefix_matching", "previous_token", "uniform_prefix", "halves_loss", "measure",
+           "InductionPoint", "probe", "MAPS_MAX_BYTES", "maps_every"]
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz012345"   # 32 symbols: ln 32 = 3.47 nats for a symbol nothing predicts
 SPAN = 20          # symbols in the span that is copied
@@ -30,6 +45,8 @@ PROBE_HALF = 24    # the probe's run of distinct symbols, then the run again (48
 FORMED_ICL = -1.0  # nats: the probe's ICL score of a run that has formed an induction head is this low,
 FORMED_HEAD = 0.3  # and its best prefix-matching head scores this much (a head attending evenly: 0.028)
 PROMPT_SEED = 7    # the fixed prompt sampled at each evaluation
+MAPS_MAX_BYTES = 2 * 2 ** 20   # a run keeps its probe's attention maps (one byte a weight) within 2 MiB:
+#                                the preset's 41 evaluations take 0.72 MiB, every one kept (maps_every)
 
 
 def _symbols(rng: random.Random, n: int) -> str:
@@ -81,3 +98,134 @@ def formed(icl: float, prefix: float) -> bool:
     (True, False, False)
     """
     return icl <= FORMED_ICL and prefix >= FORMED_HEAD
+
+
+# ------------------------------------------------------------------ the probe ------------------
+def repeated_tokens(vocab_size: int, half: int, seed: int = 0, exclude=()) -> list[int]:
+    """``half`` distinct random token ids (none of ``exclude``: special tokens), then the same
+    ``half`` again: [2 * half]. The same arguments give the same sequence.
+
+    >>> s = repeated_tokens(50, 5, seed=1)
+    >>> len(s), s[:5] == s[5:], len(set(s[:5]))
+    (10, True, 5)
+    """
+    banned = {int(i) for i in exclude}
+    pool = torch.tensor([i for i in range(int(vocab_size)) if i not in banned], dtype=torch.long)
+    if half < 2 or len(pool) < half:
+        raise ValueError(f"need 2 <= half <= {len(pool)} usable tokens, got half = {half}")
+    g = torch.Generator().manual_seed(int(seed))
+    run = pool[torch.randperm(len(pool), generator=g)[:half]].tolist()
+    return run + run
+
+
+def prefix_matching(weights: torch.Tensor, half: int) -> torch.Tensor:
+    """[H] each head's mean attention from second-half positions i (half <= i < 2 half) to
+    position i - half + 1, the token after i's earlier copy. ``weights`` [H, T, T], T = 2 half."""
+    i = torch.arange(half, 2 * half)
+    return weights[:, i, i - half + 1].mean(dim=1)
+
+
+def previous_token(weights: torch.Tensor) -> torch.Tensor:
+    """[H] each head's mean attention from every position i >= 1 to position i - 1.
+
+    >>> float(previous_token(torch.eye(4).roll(-1, dims=1).tril()[None])[0])
+    1.0
+    """
+    i = torch.arange(1, weights.shape[-1])
+    return weights[:, i, i - 1].mean(dim=1)
+
+
+def uniform_prefix(half: int) -> float:
+    """The prefix-matching score of a head that attends evenly to every key it may see
+    (weight 1 / (i + 1) at position i): the baseline a real induction head stands out from.
+
+    >>> round(uniform_prefix(32), 4)
+    0.0214
+    """
+    return sum(1.0 / (i + 1) for i in range(half, 2 * half)) / half
+
+
+def halves_loss(nll: torch.Tensor, half: int) -> tuple[float, float]:
+    """Mean next-token loss (nats) on the first and the second half of a repeated probe, from
+    ``nll`` [2 half - 1] (position t's loss for predicting token t + 1). The first half: the
+    predictions of tokens 1 .. half - 1; the second: of tokens half + 1 .. 2 half - 1 (token
+    ``half``, where the repeat starts, is left out of both: nothing says the run restarts there).
+
+    >>> halves_loss(torch.tensor([4.0, 4.0, 4.0, 9.0, 1.0, 1.0, 1.0]), 4)
+    (4.0, 1.0)
+    """
+    return float(nll[:half - 1].mean()), float(nll[half:2 * half - 1].mean())
+
+
+def measure(model, idx: torch.Tensor, half: int):
+    """One pass of ``model`` over the probe ``idx`` [2 half] (a run, then the same run):
+    (its ``forward_trace``, prefix-matching scores [L, H], previous-token scores [L, H], the
+    next-token loss at each position [2 half - 1] in nats)."""
+    ids = idx.tolist()
+    if len(ids) != 2 * half or ids[:half] != ids[half:]:
+        raise ValueError("ids must be a run of half tokens followed by the same run")
+    if 2 * half > model.cfg.block_size:
+        raise ValueError(f"the probe ({2 * half} tokens) is longer than the model's context ({model.cfg.block_size})")
+    with torch.no_grad():
+        tr = model.forward_trace(idx)
+    prefix = torch.stack([prefix_matching(layer.weights, half) for layer in tr.layers])     # [L,H]
+    previous = torch.stack([previous_token(layer.weights) for layer in tr.layers])          # [L,H]
+    nll = F.cross_entropy(tr.logits[:-1].float(), idx[1:], reduction="none")                 # [2 half - 1]
+    return tr, prefix, previous, nll
+
+
+@dataclass(frozen=True)
+class InductionPoint:
+    """Every head of a model on the probe at one moment of a training (no ablation: cheap)."""
+    half: int                                   # tokens in the random run; the probe is 2 x half
+    ids: tuple[int, ...]                        # the probe: the run, then the run again
+    prefix: tuple[tuple[float, ...], ...]       # [L][H] prefix-matching score of each head
+    previous: tuple[tuple[float, ...], ...]     # [L][H] previous-token score of each head
+    first_loss: float                           # mean next-token loss on the first half, nats (nothing to copy)
+    second_loss: float                          # the same on the second half (each token has an earlier copy)
+    maps: Any = None                            # [L, H, T, T] uint8 attention weights x 255 (None: not kept here)
+
+    @property
+    def icl(self) -> float:
+        """The in-context-learning score: second-half loss minus first-half loss (< 0: the repeat is used)."""
+        return self.second_loss - self.first_loss
+
+    @property
+    def best(self) -> tuple[int, int, float]:
+        """(layer, head, score) of the best prefix matcher."""
+        return max(((li, h, s) for li, row in enumerate(self.prefix) for h, s in enumerate(row)), key=lambda r: r[2])
+
+    @property
+    def best_previous(self) -> tuple[int, int, float]:
+        """(layer, head, score) of the best previous-token head."""
+        return max(((li, h, s) for li, row in enumerate(self.previous) for h, s in enumerate(row)), key=lambda r: r[2])
+
+    def weights(self, layer: int, head: int) -> np.ndarray:
+        """[T, T] one head's attention on the probe (within 1/510 of the float weights)."""
+        return self.maps[layer, head].astype(np.float32) / 255.0
+
+
+@torch.no_grad()
+def probe(model, ids, half: int, keep_maps: bool = False) -> InductionPoint:
+    """Score ``model`` on the probe ``ids`` (:func:`repeated_tokens`); ``keep_maps``: with
+    every head's attention, one byte a weight."""
+    idx = torch.tensor(list(ids), dtype=torch.long)
+    tr, prefix, previous, nll = measure(model, idx, half)
+    first, second = halves_loss(nll, half)
+    maps = None
+    if keep_maps:
+        w = torch.stack([layer.weights for layer in tr.layers])                              # [L,H,T,T]
+        maps = (w.clamp(0, 1) * 255).round().to(torch.uint8).numpy()
+    return InductionPoint(half, tuple(idx.tolist()), tuple(tuple(r) for r in prefix.tolist()),
+                          tuple(tuple(r) for r in previous.tolist()), first, second, maps)
+
+
+def maps_every(n_layer: int, n_head: int, half: int, n_evals: int) -> int:
+    """Keep the probe's maps at every k-th evaluation, k the smallest that keeps a run's maps
+    within MAPS_MAX_BYTES (one byte a weight, L x H x (2 half)^2 an evaluation).
+
+    >>> maps_every(2, 4, PROBE_HALF, 41), maps_every(12, 16, PROBE_HALF, 1001)
+    (1, 212)
+    """
+    per = n_layer * n_head * (2 * half) ** 2
+    return max(1, math.ceil(per * n_evals / MAPS_MAX_BYTES))

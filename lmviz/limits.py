@@ -38,7 +38,7 @@ CONFIG_BOUNDS: dict[str, tuple[int, int] | tuple[float, float]] = {
     "n_layer": (1, 12), "n_head": (1, 16), "d_model": (8, 1024), "block_size": (4, 1024),
     "batch_size": (1, 512), "max_steps": (1, 1_000_000), "warmup_steps": (0, 1_000_000),
     "bpe_merges": (0, 5000), "eval_every": (1, 1_000_000), "eval_iters": (1, 100),
-    "sample_len": (0, 1000), "seed": (0, 2**31 - 1),
+    "sample_len": (0, 1000), "seed": (0, 2**31 - 1), "induction_probe": (0, 512),
     "lr": (1e-6, 1.0), "min_lr_frac": (0.0, 1.0), "weight_decay": (0.0, 1.0),
     "grad_clip": (0.0, 100.0), "beta2": (0.5, 0.9999), "val_frac": (0.01, 0.5),
 }

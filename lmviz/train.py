@@ -25,13 +25,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
 from .bpe import TrainedBPE
 from .data import split
-from .induction import PROMPT as INDUCTION_PROMPT, induction_text
+from .induction import PROBE_HALF as INDUCTION_PROBE, PROMPT as INDUCTION_PROMPT, induction_text
 from .limits import CONFIG_BOUNDS, SaidError, check_budget
 from .model import GPT, GPTConfig, init_weights
 from .sampling import generate, model_step
@@ -72,6 +72,9 @@ class TrainConfig:
     eval_iters: int = 4           # batches per loss estimate
     sample_len: int = 120         # tokens generated from the fixed prompt at each evaluation
     seed: int = 1337              # weights, batches and samples all derive from it
+    induction_probe: int = 0      # tokens in the random run that each evaluation probes, then repeated
+    #                               (lmviz.induction.probe: every head's prefix-matching score, the
+    #                               in-context-learning score); 0: no probe
 
     def validate(self) -> list[str]:
         """Human-readable problems with this config (empty when it is fine).
@@ -95,6 +98,9 @@ class TrainConfig:
             p.append(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}")
         if not p and self.d_model % self.n_head:
             p.append(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
+        if not p and self.induction_probe and not 2 <= self.induction_probe <= self.block_size // 2:
+            p.append(f"induction_probe ({self.induction_probe}) must be 0 or between 2 and block_size / 2 "
+                     f"({self.block_size // 2}): the probe is the run twice")
         return p
 
     def model_config(self, vocab_size: int) -> GPTConfig:
@@ -120,7 +126,7 @@ PRESETS: dict[str, TrainConfig] = {
     # did not form in 4,000 steps); a constant rate after the warm-up, no weight decay
     "induction": TrainConfig(n_layer=2, n_head=4, d_model=64, block_size=64, batch_size=32, max_steps=2000,
                              lr=1e-3, warmup_steps=50, min_lr_frac=1.0, weight_decay=0.0, eval_every=50,
-                             eval_iters=2, sample_len=40, aligned=True),
+                             eval_iters=2, sample_len=40, aligned=True, induction_probe=INDUCTION_PROBE),
     # for a GPU: 6 layers, 256 wide, block 128, batch 32
     "bigger": TrainConfig(n_layer=6, n_head=8, d_model=256, block_size=128, batch_size=32,
                           max_steps=5000, lr=6e-4, warmup_steps=100, eval_every=100, eval_iters=8,
@@ -177,6 +183,7 @@ class EvalMetrics:
     train_loss: float    # mean loss over eval_iters fixed training batches
     val_loss: float      # mean loss over eval_iters fixed validation batches
     val_ppl: float       # exp(val_loss): "as unsure as a uniform choice among this many tokens"
+    induction: Any = None    # lmviz.induction.InductionPoint on the run's probe (TrainConfig.induction_probe), else None
 
 
 @dataclass(frozen=True)
@@ -440,8 +447,20 @@ class Trainer:
                 check_cancel(self.cancel)
                 total += self._forward(*self._batch(data, g)).item()
             res.append(total / self.cfg.eval_iters)
+        point = self._probe() if self.cfg.induction_probe else None
         self.model.train()
-        return EvalMetrics(self.steps_done, res[0], res[1], math.exp(min(res[1], 50.0)))
+        return EvalMetrics(self.steps_done, res[0], res[1], math.exp(min(res[1], 50.0)), point)
+
+    def _probe(self):
+        """The run's induction probe now (lmviz.induction.probe), with the attention maps at the
+        evaluations lmviz.induction.maps_every keeps (and at the last)."""
+        from .induction import maps_every, probe, repeated_tokens
+
+        cfg, half = self.cfg, self.cfg.induction_probe
+        ids = repeated_tokens(self.tokenizer.vocab_size, half, cfg.seed)
+        k = maps_every(cfg.n_layer, cfg.n_head, half, cfg.max_steps // cfg.eval_every + 1)
+        keep = (self.steps_done // cfg.eval_every) % k == 0 or self.done
+        return probe(self.model, ids, half, keep_maps=keep)
 
     @torch.no_grad()
     def sample(self, prompt: str | None = None, n: int | None = None, temperature: float = 0.8) -> Sample:

@@ -120,3 +120,50 @@ def test_a_reload_reattaches_to_the_running_training(server, browser):
     assert exceptions(page) == []
     stop(page)
     ctx.close()
+
+
+def test_an_induction_head_forms_live_and_the_one_layer_control_does_not(server, browser):
+    """Issue 57, as a lecturer runs it (in Chinese, the lecture's language): the induction preset,
+    shortened to 1,100 steps in the settings, trains until a head forms (the sentence computed
+    from the run says so, the chart marks it, the head's map before and now); then one press trains
+    the one-layer control, drawn beside it with the sentence that compares them."""
+    lang = "zh"
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="zh-CN")
+    page = ctx.new_page()
+    page.set_default_timeout(90_000)
+    page.goto(server.url("", lang=lang), wait_until="domcontentloaded")
+    wait_idle(page)
+    page.goto(server.url("training", lang=lang, corpus="induction", preset="induction"), wait_until="domcontentloaded")
+    wait_idle(page)
+    skip_questions(page, lang)
+    page.get_by_text(translate("train.custom", lang), exact=True).click()
+    steps = page.get_by_label(translate("train.k_max_steps", lang), exact=True)
+    steps.fill("1100")
+    steps.press("Enter")
+    wait_idle(page)
+    page.locator(".st-key-train_start button").click()
+    # the run's own sentence, once a head has formed (bench/induction.py: steps 700-800)
+    formed = translate("claim.induction_forming.formed", lang).split("{")[0]
+    page.get_by_text(formed, exact=False).first.wait_for(timeout=240_000)
+    control = page.get_by_role("button", name=translate("train.ind_control", lang))
+    page.wait_for_selector(".st-key-train_ind_control button:not([disabled])", timeout=240_000)
+    wait_idle(page)
+    assert exceptions(page) == []
+    for key in ("train_ind", "train_ind_map_before", "train_ind_map_now"):
+        page.locator(f".st-key-{key} .js-plotly-plot").first.wait_for(timeout=60_000)
+    text = page.locator("[data-testid=stMain]").inner_text()
+    assert translate("claim.induction_loss.sudden", lang).split("{")[0] in text or \
+        translate("claim.induction_loss.bump", lang).split("{")[0] in text
+    page.locator(".st-key-train_ind").scroll_into_view_if_needed()
+    shot(page, f"training-induction-{lang}")
+    control.click()
+    page.locator(".st-key-train_ind_compare .js-plotly-plot").first.wait_for(timeout=240_000)
+    page.wait_for_selector(".st-key-train_start button:not([disabled])", timeout=240_000)
+    wait_idle(page)
+    text = page.locator("[data-testid=stMain]").inner_text()
+    assert translate("claim.induction_control.only_deeper", lang).split("{")[0] in text
+    assert translate("claim.induction_forming.not_yet", lang).split("{")[0] in text   # the control's own run
+    page.locator(".st-key-train_ind_compare").scroll_into_view_if_needed()
+    shot(page, f"training-induction-control-{lang}")
+    assert exceptions(page) == []
+    ctx.close()

@@ -18,7 +18,7 @@ EXTRA = {  # names the pages add to a claim's own numbers (a function: made from
     "answer_shift": {"tok": "P"}, "pace": {"eta": "75 s"}, "context_use": {"T": 64, "n": 128},
     "baseline": lambda c, lang: {"took": duration(c.values.get("secs", math.nan), lang)},
     "room_favourite": {"room": "A, B", "model": "C"}, "room_surprise": {"toks": "B"},
-    "induction": {"lh": "L18 H6", "clh": "L18 H9", "n": 24},
+    "induction": {"lh": "L18 H6", "clh": "L18 H9", "n": 24}, "induction_forming": {"lh": "L2 H3", "plh": "L1 H2"},
 }
 
 
@@ -37,6 +37,26 @@ def flips(a: Claim, b: Claim) -> None:
 
 _NS = [128, 256, 512, 1024, 2048]
 # data that makes each claim state each of its statements
+def _run(losses, scores, icls, layers: int = 2):
+    """A run's induction record (lmviz.chapters.induction_run) from its evaluations' training
+    losses, the best head's prefix scores and the ICL scores (the head in the last layer)."""
+    from lmviz.chapters.induction_run import induction_run
+    from lmviz.induction import InductionPoint
+    from lmviz.train import EvalMetrics
+
+    def point(s, icl):
+        rows = tuple((0.05, 0.03) for _ in range(layers - 1)) + ((s, 0.03),)
+        return InductionPoint(2, (5, 9, 5, 9), rows, tuple((0.3, 0.1) for _ in range(layers)), 3.4, 3.4 + icl)
+    return induction_run([EvalMetrics(50 * i, x, x, 1.0, point(s, c))
+                          for i, (x, s, c) in enumerate(zip(losses, scores, icls))])
+
+
+# the loss and the best head's score at each of 8 evaluations, and the ICL score
+_FLAT = ([3.47, 3.46, 3.45, 3.44, 3.43, 3.42, 3.41, 3.40], [0.03] * 8, [-0.1] * 8)
+_FORMS = ([3.47, 3.46, 3.45, 3.44, 3.43, 3.2, 2.9, 2.85], [0.03] * 5 + [0.4, 0.6, 0.6], [-0.1] * 5 + [-1.5, -2.4, -2.5])
+_BUMP = ([3.47, 3.46, 3.45, 3.44, 3.43, 3.47, 2.9, 2.85], _FORMS[1], _FORMS[2])
+_SMOOTH = ([3.47, 3.37, 3.27, 3.17, 3.07, 2.95, 2.85, 2.75], _FORMS[1], _FORMS[2])
+
 SAMPLES = {
     "robot": [claims.robot(1.86, x) for x in (0.1, 0.9, 1.8)],
     "positions": [claims.positions([0.9, 0.8, 0.7, 0.2, 0.1]), claims.positions([0.3, 0.5, 0.1, 0.2, 0.7])],
@@ -56,6 +76,14 @@ SAMPLES = {
     "room_surprise": [claims.room_surprise(1.85, 0.0, 0, 0.0005), claims.room_surprise(5.85, 0.5, 1, 0.0005)],
     "induction": [claims.induction(0.89, 0.028, -11.3, 1.63, 0.03), claims.induction(0.025, 0.021, 0.74, 0.08, 0.01),
                   claims.induction(0.6, 0.028, -3.0, 0.05, 0.04)],
+    "induction_forming": [claims.induction_forming(_run(*_FORMS)), claims.induction_forming(_run(*_FLAT))],
+    "induction_loss": [claims.induction_loss(_run(*_BUMP)), claims.induction_loss(_run(*_FORMS)),
+                       claims.induction_loss(_run(*_SMOOTH)), claims.induction_loss(_run(*_FLAT))],
+    "induction_control": [claims.induction_control(_run(*_FORMS), _run(*_FLAT, layers=1)),
+                          claims.induction_control(_run(*_FLAT), _run(*_FORMS, layers=1)),
+                          claims.induction_control(_run(*_FORMS), _run(*_FORMS, layers=1)),
+                          claims.induction_control(_run(*_FLAT), _run(*_FLAT, layers=1)),
+                          claims.induction_control(_run(*_FORMS), _run(*_FLAT))],
 }
 
 
@@ -193,3 +221,27 @@ def test_induction_on_both_sides_of_each_predicate():
     looks = claims.induction(0.89, 0.028, -11.3, 0.05, 0.04)
     assert looks.statement == "attends_only" and looks.weak
     flips(copies, looks)
+
+
+def test_an_induction_run_claims_its_head_and_the_loss_from_its_own_evaluations():
+    formed, flat = _run(*_FORMS), _run(*_FLAT)
+    assert (formed.formed_at, formed.head, flat.formed_at) == (5, (1, 0), None)
+    flips(claims.induction_forming(flat), claims.induction_forming(formed))
+    c = claims.induction_forming(formed)
+    assert (c.values["at"], c.values["before"], c.values["score_at"], c.values["icl_at"]) == (250, 200, 0.4, -1.5)
+    # a sudden fall (0.30 nats against 0.01 before), no rise; a rise of 0.04 near the formation is a bump
+    sudden, bump, smooth = (claims.induction_loss(_run(*x)) for x in (_FORMS, _BUMP, _SMOOTH))
+    assert (sudden.statement, sudden.values["a"], sudden.values["b"]) == ("sudden", 250, 300)
+    assert round(sudden.values["drop"], 2) == 0.3 and round(sudden.values["typical"], 2) == 0.01
+    assert (bump.statement, bump.values["ra"], bump.values["rb"], round(bump.values["rise"], 2)) == ("bump", 200, 250, 0.04)
+    assert smooth.statement == "smooth"
+    flips(sudden, bump)
+    flips(sudden, smooth)
+    assert claims.induction_loss(flat).statement == "waiting"
+    # the one-layer control beside the two-layer run, in either order
+    c = claims.induction_control(_run(*_FLAT, layers=1), formed)
+    assert (c.statement, c.values["shallow"], c.values["deep"], c.values["at"]) == ("only_deeper", 1, 2, 250)
+    assert claims.induction_control(formed, _run(*_FLAT, layers=1)).values == c.values
+    # a control stopped before the step the deeper run formed at is weak evidence
+    short = _run(_FLAT[0][:3], _FLAT[1][:3], _FLAT[2][:3], layers=1)
+    assert claims.induction_control(short, formed).weak and not c.weak

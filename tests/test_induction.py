@@ -45,3 +45,45 @@ def test_windows_anywhere_stay_the_default():
     x, _ = tr._batch(tr.train_ids, torch.Generator().manual_seed(0))
     starts = {int(torch.nonzero(tr.train_ids.unfold(0, 8, 1).eq(r).all(1))[0]) for r in x}
     assert any(s % 9 for s in starts)
+
+
+def test_each_evaluation_of_the_preset_carries_the_probe_and_its_maps(monkeypatch):
+    import numpy as np
+    from lmviz.induction import PROBE_HALF, maps_every, probe, repeated_tokens
+
+    cfg = make_config("induction", max_steps=4, eval_every=2)
+    assert cfg.induction_probe == PROBE_HALF
+    tr = corpus_trainer("induction", cfg, device="cpu")
+    ev = tr.evaluate()
+    p = ev.induction
+    assert p.ids == tuple(repeated_tokens(tr.tokenizer.vocab_size, PROBE_HALF, cfg.seed))
+    assert len(p.prefix) == 2 and len(p.prefix[0]) == 4 and p.maps.shape == (2, 4, 48, 48)
+    # the untrained model: no copying (ICL near 0), every head near even attention (0.028)
+    assert abs(p.icl) < 0.2 and p.best[2] < 0.06
+    # the stored map is the attention within a byte's rounding, and gives the same scores
+    again = probe(tr.model.eval(), p.ids, PROBE_HALF, keep_maps=True)
+    w = again.maps.astype(np.float32) / 255
+    assert np.allclose(w.sum(-1), 1.0, atol=48 / 255) and np.abs(p.weights(1, 2) - w[1, 2]).max() == 0
+    i = np.arange(PROBE_HALF, 2 * PROBE_HALF)
+    assert abs(float(w[1, 2][i, i - PROBE_HALF + 1].mean()) - p.prefix[1][2]) < 1 / 255
+    # a run whose maps would pass MAPS_MAX_BYTES keeps them at every k-th evaluation only (and the last)
+    assert maps_every(2, 4, PROBE_HALF, 41) == 1 and maps_every(12, 16, PROBE_HALF, 21) == 5
+    import lmviz.induction
+
+    monkeypatch.setattr(lmviz.induction, "MAPS_MAX_BYTES", 2 * 8 * 48 * 48)      # two evaluations' maps
+    tr = corpus_trainer("induction", make_config("induction", max_steps=5, eval_every=1), device="cpu")
+    kept = []
+    for _ in range(6):
+        kept.append(tr.evaluate().induction.maps is not None)
+        tr.step(1) if not tr.done else None
+    assert kept == [True, False, False, True, False, True]        # every 3rd of 6, and the last
+    assert make_config("tiny").induction_probe == 0 and corpus_trainer("induction", make_config(
+        "induction", induction_probe=0, max_steps=2), device="cpu").evaluate().induction is None
+
+
+def test_a_probe_longer_than_half_the_context_is_refused():
+    assert make_config("induction").validate() == []
+    from dataclasses import replace
+
+    assert "induction_probe (40)" in replace(make_config("induction"), induction_probe=40).validate()[0]
+    assert "induction_probe (1)" in replace(make_config("induction"), induction_probe=1).validate()[0]

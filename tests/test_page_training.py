@@ -438,3 +438,44 @@ def test_the_induction_preset_trains_on_its_copied_spans_from_the_page():
     button(at, "train_stop").click().run()
     assert poll(at, lambda a: button(a, "train_start").disabled is False)
     assert not at.exception
+
+
+def test_the_induction_run_draws_its_heads_and_trains_its_one_layer_control_beside_it():
+    """Issue 57 item 2, from the page: a short run of the preset draws the probe's halves and every
+    head's scores over its evaluations, says what they show (sentences computed from the run's own
+    evaluations), shows the followed head's attention at the first kept evaluation and now; the
+    control button trains the one-layer run, which is then drawn beside the two-layer one."""
+    from lmviz.chapters.claims import induction_control, induction_forming
+    from lmviz.chapters.induction_run import induction_run
+    from tests.apptest_util import fig_by_key
+    from ui import session
+
+    at = open_page(PAGE, "zh", corpus="induction", preset="induction")
+    at.number_input(key="train_max_steps_induction").set_value(100).run()
+    button(at, "train_start").click().run()
+    assert poll(at, lambda a: not button(a, "train_start").disabled, timeout=120)
+    secret = at.query_params["run"][0] if isinstance(at.query_params["run"], list) else at.query_params["run"]
+    entry = session.runs()._entries[secret]
+    run = induction_run(entry.task.snapshot().evals)
+    assert run.steps == (0, 50, 100) and len(run.prefix[0]) == 2
+    lh = lambda h: translate("common.layer_head", "zh", layer=h[0] + 1, head=h[1] + 1)  # noqa: E731
+    c = induction_forming(run)
+    text = all_text(at)
+    assert translate(c.key, "zh", **c.values, lh=lh(run.head), plh=lh(run.previous_head)) in text
+    fig = fig_by_key(at, "train_ind")
+    assert [round(y, 4) for y in decode(fig["data"][2]["y"])] == [round(y, 4) for y in run.second]
+    assert translate("train.ind_map_first", "zh", step=0, lh=lh(run.head), score=run.score(0)) in text
+    assert translate("train.ind_map_now", "zh", step=100, lh=lh(run.head), score=run.score(2)) in text
+    # the control: one layer, the same run otherwise, beside the two-layer run
+    button(at, "train_ind_control").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert poll(at, lambda a: not button(a, "train_start").disabled and "train_ind_compare" in
+                [e.key for e in a.get("plotly_chart")], timeout=120)
+    secret = at.query_params["run"][0] if isinstance(at.query_params["run"], list) else at.query_params["run"]
+    entry = session.runs()._entries[secret]
+    one = induction_run(entry.task.snapshot().evals)
+    assert len(one.prefix[0]) == 1 and entry.watchers[0].earlier == run
+    c = induction_control(one, run)
+    assert translate(c.key, "zh", **c.values) in all_text(at)
+    names = [f["name"] for f in fig_by_key(at, "train_ind_compare")["data"]]
+    assert names == [translate("train.ind_layers", "zh", n=1), translate("train.ind_layers", "zh", n=2)]

@@ -530,6 +530,8 @@ class TrainingSlot:
         self.secret = None   # the job's key in RUNS (and ?run= of /training), None without a job
         self.looked = None   # the ?run= value this session already tried to attach to
         self.refused = None  # why the last Start was refused (a message for people), else None
+        self.earlier = None  # the induction record of the run before this one (lmviz.chapters.induction_run),
+        #                      drawn beside the current run's: a one-layer control beside a two-layer run
 
 
 # A reload opens a new session: the old one's job is found again through a per-run secret in
@@ -618,7 +620,11 @@ def start_training(make_trainer, label: str = "", meta: dict | None = None):
     from lmviz.server.tasks import RegistryFull
     from lmviz.server.train_backend import training_job as new_job
 
+    from lmviz.chapters.induction_run import induction_run
+
     slot = training_slot()
+    if slot.job is not None:              # the run it replaces, when it probed induction: kept to compare
+        slot.earlier = induction_run(slot.job.snapshot().evals) or slot.earlier
     _leave_job(slot)
     job = new_job(make_trainer, task_semaphore(), meta=dict(meta or {}, label=label))
     try:
@@ -637,7 +643,7 @@ def reset_training() -> None:
     and go back to the shipped model."""
     slot = training_slot()
     _leave_job(slot)
-    slot.refused = None
+    slot.refused, slot.earlier = None, None
     _show_secret(slot)
     forget_trained_model()
 

@@ -162,3 +162,87 @@ def entropy(weights) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         h = -np.where(w > 0, w * np.log(w), 0.0).sum(-1)
     return h.mean(-1)
+
+
+def induction_figure(steps, loss, first, second, prefix, previous, *, head: tuple[int, int],
+                     previous_head: tuple[int, int], uniform: float, names: dict, titles: tuple[str, str],
+                     x_title: str = "step", mark=None, formed_at=None, height: int = 520) -> go.Figure:
+    """An induction head forming (lmviz.chapters.induction_run.InductionRun), two panels over the
+    evaluations ``steps``:
+
+    - above, the training loss and the probe's loss on its first and its second half (their gap is
+      the in-context-learning score);
+    - below, every head's prefix-matching score, the followed ``head`` (layer, head) drawn thick and
+      the others thin, with the best previous-token head's score dotted and even attention's
+      prefix score (``uniform``) as a labelled line.
+
+    ``prefix``, ``previous``: [E][L][H]. ``names``: the labels (keys loss, first, second, head,
+    others, previous, uniform, formed, mark). ``mark``: (a, b) the steps between which the loss
+    fell fastest (or rose: a bump), shaded in both panels; ``formed_at``: the step the head formed,
+    a dashed line.
+
+    >>> f = induction_figure([0, 50], [3.4, 3.3], [3.4, 3.4], [3.4, 3.0], [((.1, .2),), ((.1, .5),)],
+    ...                      [((.3, .1),), ((.4, .1),)], head=(0, 1), previous_head=(0, 0), uniform=.03,
+    ...                      names=dict.fromkeys(("loss", "first", "second", "head", "others", "previous",
+    ...                      "uniform", "formed", "mark"), "x"), titles=("a", "b"), mark=(0, 50), formed_at=50)
+    >>> [t.y.tolist() for t in f.data if t.line.width == 3.5]
+    [[0.2, 0.5]]
+    """
+    x = np.asarray(steps, dtype=float)
+    P, Q = np.asarray(prefix, dtype=float), np.asarray(previous, dtype=float)     # [E,L,H]
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.12)
+    for y, key, color, dash in ((loss, "loss", COLORS["train"], "solid"), (first, "first", COLORS["neutral"], "dash"),
+                                (second, "second", COLORS["chosen"], "solid")):
+        fig.add_trace(go.Scatter(x=x, y=np.asarray(y, dtype=float), mode="lines+markers", name=names[key],
+                                 line=dict(color=color, dash=dash, width=2), marker=dict(size=4),
+                                 legendgroup="loss"), row=1, col=1)
+    L, H = P.shape[1], P.shape[2]
+    shown = False
+    for li in range(L):
+        for h in range(H):
+            if (li, h) == tuple(head):
+                continue
+            fig.add_trace(go.Scatter(x=x, y=P[:, li, h], mode="lines", name=names["others"], legendgroup="others",
+                                     showlegend=not shown, line=dict(color=COLORS["masked"], width=1),
+                                     hoverinfo="skip"), row=2, col=1)
+            shown = True
+    fig.add_trace(go.Scatter(x=x, y=P[:, head[0], head[1]], mode="lines+markers", name=names["head"],
+                             line=dict(color=COLORS["chosen"], width=3.5), marker=dict(size=5)), row=2, col=1)
+    fig.add_trace(go.Scatter(x=x, y=Q[:, previous_head[0], previous_head[1]], mode="lines", name=names["previous"],
+                             line=dict(color=COLORS["query"], dash="dot", width=2.5)), row=2, col=1)
+    _lines(fig, [(uniform, names["uniform"])], row=2, col=1)
+    if mark is not None:
+        for r in (1, 2):
+            fig.add_vrect(x0=float(mark[0]), x1=float(mark[1]), fillcolor=COLORS["key"], opacity=0.18,
+                          line_width=0, row=r, col=1)
+        fig.add_annotation(x=(mark[0] + mark[1]) / 2, y=1.0, yref="y domain", text=names["mark"], showarrow=False,
+                           yanchor="bottom", font=dict(size=12), row=1, col=1)
+    if formed_at is not None:
+        for r in (1, 2):
+            fig.add_vline(x=float(formed_at), line=dict(color=COLORS["chosen"], dash="dash", width=1.5), row=r, col=1)
+        fig.add_annotation(x=float(formed_at), y=1.0, yref="y2 domain", text=names["formed"], showarrow=False,
+                           xanchor="left", yanchor="top", font=dict(size=12), row=2, col=1)
+    fig.update_xaxes(title_text=x_title, rangemode="tozero", row=2, col=1)
+    fig.update_yaxes(rangemode="tozero", row=2, col=1)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.14, x=0))
+    return theme.apply(fig, height=height)
+
+
+def icl_compare_figure(steps, icl, names, *, x_title: str = "step", y_title: str = "ICL score (nats)",
+                       height: int = 300) -> go.Figure:
+    """The in-context-learning score of two runs over their evaluations (this run and the one
+    before it, e.g. two layers beside the one-layer control), a zero line between.
+
+    >>> f = icl_compare_figure([[0, 50], [0, 50]], [[0.0, -2.0], [0.0, -0.1]], ["2 layers", "1 layer"])
+    >>> [t.name for t in f.data]
+    ['2 layers', '1 layer']
+    """
+    fig = go.Figure()
+    for x, y, name, color in zip(steps, icl, names, (COLORS["chosen"], COLORS["query"])):
+        fig.add_trace(go.Scatter(x=np.asarray(x, dtype=float), y=np.asarray(y, dtype=float), mode="lines+markers",
+                                 name=name, line=dict(color=color, width=2.5), marker=dict(size=4)))
+    fig.add_hline(y=0.0, line=dict(color=COLORS["neutral"], width=1))
+    fig.update_xaxes(title_text=x_title, rangemode="tozero")
+    fig.update_yaxes(title_text=y_title)
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return theme.apply(fig, height=height)

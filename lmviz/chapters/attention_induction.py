@@ -35,6 +35,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from lmviz.induction import halves_loss, measure, prefix_matching, previous_token, repeated_tokens, uniform_prefix
+
 __all__ = ["HALF_MIN", "HALF_MAX", "InductionScan", "probe_half", "repeated_tokens", "prefix_matching",
            "previous_token", "uniform_prefix", "halves_loss", "scan"]
 
@@ -54,62 +56,6 @@ def probe_half(params: int, block_size: int, device: str = "cpu") -> int:
 
     by_budget = view_tokens(params, device) // 6            # 3 passes of 2 x half tokens
     return max(2, min(HALF_MAX, block_size // 2, max(HALF_MIN, by_budget)))
-
-
-def repeated_tokens(vocab_size: int, half: int, seed: int = 0, exclude=()) -> list[int]:
-    """``half`` distinct random token ids (none of ``exclude``: special tokens), then the same
-    ``half`` again: [2 * half]. The same arguments give the same sequence.
-
-    >>> s = repeated_tokens(50, 5, seed=1)
-    >>> len(s), s[:5] == s[5:], len(set(s[:5]))
-    (10, True, 5)
-    """
-    banned = {int(i) for i in exclude}
-    pool = torch.tensor([i for i in range(int(vocab_size)) if i not in banned], dtype=torch.long)
-    if half < 2 or len(pool) < half:
-        raise ValueError(f"need 2 <= half <= {len(pool)} usable tokens, got half = {half}")
-    g = torch.Generator().manual_seed(int(seed))
-    run = pool[torch.randperm(len(pool), generator=g)[:half]].tolist()
-    return run + run
-
-
-def prefix_matching(weights: torch.Tensor, half: int) -> torch.Tensor:
-    """[H] each head's mean attention from second-half positions i (half <= i < 2 half) to
-    position i - half + 1, the token after i's earlier copy. ``weights`` [H, T, T], T = 2 half."""
-    i = torch.arange(half, 2 * half)
-    return weights[:, i, i - half + 1].mean(dim=1)
-
-
-def previous_token(weights: torch.Tensor) -> torch.Tensor:
-    """[H] each head's mean attention from every position i >= 1 to position i - 1.
-
-    >>> float(previous_token(torch.eye(4).roll(-1, dims=1).tril()[None])[0])
-    1.0
-    """
-    i = torch.arange(1, weights.shape[-1])
-    return weights[:, i, i - 1].mean(dim=1)
-
-
-def uniform_prefix(half: int) -> float:
-    """The prefix-matching score of a head that attends evenly to every key it may see
-    (weight 1 / (i + 1) at position i): the baseline a real induction head stands out from.
-
-    >>> round(uniform_prefix(32), 4)
-    0.0214
-    """
-    return sum(1.0 / (i + 1) for i in range(half, 2 * half)) / half
-
-
-def halves_loss(nll: torch.Tensor, half: int) -> tuple[float, float]:
-    """Mean next-token loss (nats) on the first and the second half of a repeated probe, from
-    ``nll`` [2 half - 1] (position t's loss for predicting token t + 1). The first half: the
-    predictions of tokens 1 .. half - 1; the second: of tokens half + 1 .. 2 half - 1 (token
-    ``half``, where the repeat starts, is left out of both: nothing says the run restarts there).
-
-    >>> halves_loss(torch.tensor([4.0, 4.0, 4.0, 9.0, 1.0, 1.0, 1.0]), 4)
-    (4.0, 1.0)
-    """
-    return float(nll[:half - 1].mean()), float(nll[half:2 * half - 1].mean())
 
 
 @dataclass(frozen=True)
@@ -149,18 +95,10 @@ def scan(model, ids, half: int, n_top: int = 3) -> InductionScan:
     and the second-half loss with the top head and with the control head removed."""
     from lmviz.chapters.attention_heads import forward_without_head
 
-    ids = list(ids)
-    if len(ids) != 2 * half or ids[:half] != ids[half:]:
-        raise ValueError("ids must be a run of half tokens followed by the same run")
-    if 2 * half > model.cfg.block_size:
-        raise ValueError(f"the probe ({2 * half} tokens) is longer than the model's context ({model.cfg.block_size})")
-    idx = torch.tensor(ids, dtype=torch.long)
-    tr = model.forward_trace(idx)
-    prefix = torch.stack([prefix_matching(layer.weights, half) for layer in tr.layers])     # [L,H]
-    previous = torch.stack([previous_token(layer.weights) for layer in tr.layers])          # [L,H]
-    target = idx[1:]
-    nll = F.cross_entropy(tr.logits[:-1].float(), target, reduction="none")                  # [2 half - 1]
+    idx = torch.tensor(list(ids), dtype=torch.long)
+    tr, prefix, previous, nll = measure(model, idx, half)
     first, second = halves_loss(nll, half)
+    target = idx[1:]
     H = prefix.shape[1]
     order = torch.argsort(prefix.flatten(), descending=True).tolist()
     top = tuple((j // H, j % H, float(prefix.flatten()[j])) for j in order[:n_top])
@@ -183,7 +121,7 @@ def scan(model, ids, half: int, n_top: int = 3) -> InductionScan:
     best = top[0]
     j = int(torch.argmax(previous.flatten()))
     return InductionScan(
-        half=half, ids=tuple(ids), prefix=tuple(tuple(r) for r in prefix.tolist()),
+        half=half, ids=tuple(idx.tolist()), prefix=tuple(tuple(r) for r in prefix.tolist()),
         previous=tuple(tuple(r) for r in previous.tolist()),
         best_previous=(j // H, j % H, float(previous.flatten()[j])), uniform=uniform_prefix(half),
         nll=tuple(nll.tolist()), first_loss=first, second_loss=second, icl=second - first, top=top,

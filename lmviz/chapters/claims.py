@@ -36,6 +36,9 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
     "room_favourite": ("agree", "differ", "tie", "tie_model"),
     "room_surprise": ("exact", "floored"),
     "induction": ("copies", "attends_only", "none"),
+    "induction_forming": ("formed", "not_yet"),
+    "induction_loss": ("bump", "sudden", "smooth", "waiting"),
+    "induction_control": ("only_deeper", "only_shallower", "both", "neither", "same_depth"),
 }
 
 
@@ -381,3 +384,82 @@ def induction(score: float, uniform: float, icl: float, rise: float, control_ris
     if rise >= max(0.1, 2 * abs(control_rise)):
         return Claim("induction", "copies", vals)
     return Claim("induction", "attends_only", vals, WEAK)
+
+
+# ------------------------------------------------------------------ an induction head forming --
+def induction_forming(run) -> Claim:
+    """Has the run formed an induction head (lmviz.chapters.induction_run.InductionRun), and which?
+
+    "formed": from the first evaluation where lmviz.induction.formed holds, with the followed
+    head's score at the evaluation before and now, and the ICL score then and now; "not_yet":
+    the best head and the ICL score so far (a previous-token head may already be there).
+    ``lh``/``plh``: layer and head counted from 1, as said aloud.
+    """
+    (layer, head), (pl, ph) = run.head, run.previous_head
+    last, icl = len(run.steps) - 1, run.icl
+    vals = {"layer": layer + 1, "head": head + 1, "score": run.score(last), "uniform": run.uniform,
+            "icl": icl[last], "icl0": icl[0], "step0": run.steps[0], "step": run.steps[last],
+            "player": pl + 1, "phead": ph + 1, "pscore": run.previous[last][pl][ph]}
+    if run.formed_at is None:
+        return Claim("induction_forming", "not_yet", vals)
+    i = run.formed_at
+    vals.update(at=run.steps[i], before=run.steps[max(0, i - 1)], score_before=run.score(max(0, i - 1)),
+                score_at=run.score(i), icl_at=icl[i])
+    return Claim("induction_forming", "formed", vals)
+
+
+def induction_loss(run, *, sudden: float = 3.0, few: int = 3) -> Claim:
+    """How the training loss went while the head formed (lmviz.chapters.induction_run): "bump"
+    when it rose by BUMP_NATS or more near the formation; else "sudden" when its steepest fall
+    between two evaluations was at least ``sudden`` times the median fall per evaluation before
+    it, "smooth" when not; "waiting" before the head forms or with no fall before it to compare
+    with. Weak with
+    fewer than ``few`` evaluations before the steepest fall.
+
+    >>> from types import SimpleNamespace as R
+    >>> induction_loss(R(formed_at=4, bump=None, fall=(4, 0.24, 0.01), steps=(0, 50, 100, 150, 200))).statement
+    'sudden'
+    >>> induction_loss(R(formed_at=4, bump=None, fall=(4, 0.02, 0.01), steps=(0, 50, 100, 150, 200))).statement
+    'smooth'
+    >>> induction_loss(R(formed_at=4, bump=(5, 0.03), fall=(4, 0.24, 0.01), steps=(0, 50, 100, 150, 200, 250))).key
+    'claim.induction_loss.bump'
+    """
+    if run.formed_at is None or run.fall is None or not math.isfinite(run.fall[2]):
+        return Claim("induction_loss", "waiting", {})
+    i, drop, typical = run.fall
+    vals = {"a": run.steps[i - 1], "b": run.steps[i], "drop": drop, "typical": typical,
+            "at": run.steps[run.formed_at], "times": drop / typical if typical > 1e-6 else math.inf}
+    strength = WEAK if i - 1 < few else STRONG
+    if run.bump is not None:
+        j, rise = run.bump
+        vals.update(ra=run.steps[j - 1], rb=run.steps[j], rise=rise)
+        return Claim("induction_loss", "bump", vals, strength)
+    return Claim("induction_loss", "sudden" if vals["times"] >= sudden else "smooth", vals, strength)
+
+
+def induction_control(run, earlier) -> Claim:
+    """This run beside the one before it (lmviz.chapters.induction_run.InductionRun each): does
+    only the deeper one form an induction head (Olsson et al.'s one-layer exception)?
+    "same_depth" when both have as many layers (not a control); otherwise "only_deeper",
+    "only_shallower", "both" or "neither" from whether each formed. Weak while the shallower run is still short
+    of the step at which the deeper one formed (it may yet form).
+
+    >>> from types import SimpleNamespace as R
+    >>> two = R(prefix=(((.1,), (.6,)),), formed_at=0, steps=(700,), icl=(-2.5,))
+    >>> one = R(prefix=(((.1,),),), formed_at=None, steps=(900,), icl=(-0.01,))
+    >>> induction_control(one, two).statement, induction_control(one, two).values["deep"]
+    ('only_deeper', 2)
+    """
+    a, b = sorted((run, earlier), key=lambda r: len(r.prefix[0]))        # shallower, deeper
+    vals = {"shallow": len(a.prefix[0]), "deep": len(b.prefix[0]), "icl_shallow": a.icl[-1], "icl_deep": b.icl[-1],
+            "steps_shallow": a.steps[-1], "steps_deep": b.steps[-1]}
+    if vals["shallow"] == vals["deep"]:
+        return Claim("induction_control", "same_depth", vals)
+    if b.formed_at is not None:
+        vals["at"] = b.steps[b.formed_at]
+    if a.formed_at is not None:
+        vals["at_shallow"] = a.steps[a.formed_at]
+    statement = {(False, True): "only_deeper", (True, True): "both", (False, False): "neither",
+                 (True, False): "only_shallower"}[(a.formed_at is not None, b.formed_at is not None)]
+    short = a.formed_at is None and b.formed_at is not None and a.steps[-1] < b.steps[b.formed_at]
+    return Claim("induction_control", statement, vals, WEAK if short else STRONG)
