@@ -11,7 +11,7 @@ import streamlit as st
 
 import lmviz
 from lmviz import limits
-from lmviz.chapters.claims import baseline, induction_control, induction_forming, induction_loss, pace
+from lmviz.chapters.claims import baseline, induction, induction_control, induction_forming, induction_loss, pace
 from lmviz.chapters.examples import DEFAULT_SETUP
 from lmviz.numfmt import duration, short
 from lmviz.tokenizer import CharTokenizer
@@ -332,7 +332,28 @@ def _induction(evals, snap) -> None:
         if loss.weak:
             render.caption(t("train.ind_loss_weak", n=run.fall[0] - 1))
     _induction_maps(run, snap)
+    _induction_check(run, snap)
     _induction_control(run)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _scan(ids: tuple[int, ...], half: int, version: int, run_key: int, _model):
+    from lmviz.chapters.attention_induction import scan
+
+    return scan(_model, ids, half)
+
+
+def _induction_check(run, snap) -> None:
+    """The causal check on the published model (lmviz.chapters.attention_induction.scan): the
+    probe's second half with the followed head removed, and with its layer's weakest prefix
+    matcher removed, the control (an attention map shows where a head looks, not what it does)."""
+    if snap.model is None:
+        return
+    s = _scan(run.ids, run.half, snap.model_version, id(session.training_job()), snap.model)
+    (bl, bh, score), (cl, ch, _) = s.top[0], s.control
+    render.md(f"**{t('train.ind_check')}**")
+    render.md(render.claim(induction(score, s.uniform, s.icl, s.top_rise, s.control_rise), lh=_lh((bl, bh)),
+                           clh=_lh((cl, ch))))
 
 
 def _induction_maps(run, snap) -> None:

@@ -466,6 +466,14 @@ def test_the_induction_run_draws_its_heads_and_trains_its_one_layer_control_besi
     assert [round(y, 4) for y in decode(fig["data"][2]["y"])] == [round(y, 4) for y in run.second]
     assert translate("train.ind_map_first", "zh", step=0, lh=lh(run.head), score=run.score(0)) in text
     assert translate("train.ind_map_now", "zh", step=100, lh=lh(run.head), score=run.score(2)) in text
+    # the causal check on the published model: the followed head removed, and its layer's control
+    from lmviz.chapters.attention_induction import scan
+    from lmviz.chapters.claims import induction
+
+    s = scan(entry.task.snapshot().model, run.ids, run.half)
+    assert s.top[0][:2] == run.head
+    c = induction(s.top[0][2], s.uniform, s.icl, s.top_rise, s.control_rise)
+    assert translate(c.key, "zh", **c.values, lh=lh(run.head), clh=lh(s.control[:2])) in text
     # the control: one layer, the same run otherwise, beside the two-layer run
     button(at, "train_ind_control").click().run()
     assert not at.exception, [e.value for e in at.exception]
