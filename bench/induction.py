@@ -9,11 +9,15 @@ and with its layer's control head removed. Ends with one line:
 ``induction scan: model M, half H, best head L·H in K/N seeds, score median S (min, max), uniform U,
 ICL score median X nats, removal: best +R, control +C nats (medians), wall W s per scan``.
 
+    python bench/induction.py --probe-cost [--steps 500]
+
+times the preset's training with and without the probe each evaluation makes (TrainConfig.induction_probe).
+
     python bench/induction.py --train [--seeds 5] [--threads 1] [--budget 180]
 
-trains /training's ``induction`` preset (lmviz.induction) once per seed, probing it with the same
-scan every ``eval_every`` steps until it has formed an induction head (lmviz.induction.formed) and
-for 300 steps more, or its steps or ``--budget`` seconds run out; then the one-layer control for
+trains /training's ``induction`` preset (lmviz.induction) once per seed, reading the probe of its
+evaluation every ``eval_every`` steps (what /training draws) until it has formed an induction head
+(lmviz.induction.formed) and for 300 steps more, or its steps or ``--budget`` seconds run out; then the one-layer control for
 as many steps as the slowest seed took. Ends with one line:
 ``induction: formed in K/N seeds, step median M (min A, max B), ICL score before X after Y nats,
 1-layer control Z nats, prefix-matching top head H, wall W s``.
@@ -38,7 +42,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--train", action="store_true", help="train the induction preset instead of scanning a model")
     ap.add_argument("--budget", type=float, default=180.0, help="seconds per training run (--train)")
+    ap.add_argument("--probe-cost", action="store_true", help="time the preset with and without its probe")
+    ap.add_argument("--steps", type=int, default=500, help="steps per run (--probe-cost)")
     a = ap.parse_args()
+    if a.probe_cost:
+        return probe_cost(a)
     if a.train:
         return train(a)
 
@@ -83,26 +91,50 @@ def main() -> None:
 
 
 def _run(layers: int, seed: int, budget: float, max_steps: int | None = None, after: int = 300):
-    """One training of the induction preset: [(step, icl, scan)] at every evaluation, the step it
-    formed at (None: never), and its wall time (the probes' included)."""
-    from lmviz.chapters.attention_induction import repeated_tokens, scan
-    from lmviz.induction import PROBE_HALF, formed
+    """One training of the induction preset: [(step, icl, scan)] at every evaluation (the
+    Trainer's own probe, as /training draws it, and the causal check of the last), the step it
+    formed at (None: never), and its wall time (the evaluations included)."""
+    from lmviz.chapters.attention_induction import scan
+    from lmviz.induction import formed
     from lmviz.train import corpus_trainer, make_config
 
     cfg = make_config("induction", n_layer=layers, seed=seed, **({"max_steps": max_steps} if max_steps else {}))
     tr = corpus_trainer("induction", cfg)
-    ids = repeated_tokens(tr.tokenizer.vocab_size, PROBE_HALF, seed)
     t0, rows, at = time.perf_counter(), [], None
     while not tr.done and time.perf_counter() - t0 < budget:
         tr.step(cfg.eval_every)
-        s = scan(tr.model.eval(), ids, PROBE_HALF)
-        tr.model.train()
-        rows.append((tr.steps_done, s.icl, s))
-        if at is None and formed(s.icl, s.top[0][2]):
+        p = tr.evaluate().induction
+        rows.append((tr.steps_done, p.icl, p))
+        if at is None and formed(p.icl, p.best[2]):
             at = tr.steps_done
         if at is not None and tr.steps_done >= at + after:
             break
-    return rows, at, time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    rows[-1] = rows[-1][:2] + (scan(tr.model.eval(), p.ids, p.half),)
+    return rows, at, wall
+
+
+def probe_cost(a) -> None:
+    """The preset's training with and without the probe at each evaluation, alternated."""
+    import torch
+
+    from lmviz.train import corpus_trainer, make_config
+
+    torch.set_num_threads(a.threads)
+    walls = {True: [], False: []}
+    for rep in range(3):
+        for on in (True, False):
+            cfg = make_config("induction", max_steps=a.steps, **({} if on else {"induction_probe": 0}))
+            tr = corpus_trainer("induction", cfg)
+            t0 = time.perf_counter()
+            tr.evaluate()
+            while not tr.done:
+                tr.step(cfg.eval_every)
+                tr.evaluate()
+            walls[on].append(time.perf_counter() - t0)
+    on, off = statistics.median(walls[True]), statistics.median(walls[False])
+    print(f"induction probe: {a.steps} steps with an evaluation every 50, {on:.2f} s with the probe vs {off:.2f} s "
+          f"without (+{100 * (on / off - 1):.1f} %, medians of 3)")
 
 
 def train(a) -> None:

@@ -795,6 +795,27 @@ def send_answer(code: str, qid: str, key: str) -> None:
         st.session_state[f"{key}:why"] = r.reason
 
 
+def pick_and_send(code: str, qid: str, key: str, options, label, pick_label: str, horizontal: bool,
+                  sent: str | None) -> None:
+    """The last part of a student's answer box: the pick and Send, or, once an answer is stored,
+    ``sent`` (the sentence that says what was sent). Both are drawn into one slot (``st.empty``),
+    so after Send the sentence *replaces* the pick and the button in the browser. Drawn as
+    siblings, the button's removal after the box's fragment run relied on the browser clearing
+    the run's stale elements, and in some CI runs a phone kept its Send button next to "Your
+    answer: ..." (the answer stored, every script thread idle). ``label``: an option's words."""
+    slot = st.empty()
+    if sent is not None:
+        slot.info(sent, icon=":material/hourglass_top:")
+        return
+    with slot.container():
+        pick = st.radio(pick_label, list(options), index=None, key=key, format_func=label, horizontal=horizontal)
+        st.button(t("class.send"), key=f"{key}:send", type="primary", disabled=pick is None,
+                  on_click=send_answer, args=(code, qid, key))
+        why = st.session_state.pop(f"{key}:why", None)
+        if why:
+            st.warning(t(f"class.reason.{why}"))
+
+
 @st.fragment
 def _answering(qid: str) -> None:
     """The room's open question for a student: a pick and Send rerun this box alone, not the
@@ -823,18 +844,9 @@ def _answering(qid: str) -> None:
     with st.container(border=True):
         st.caption(t("class.asked"))
         _prompt(q)
-        if mine is not None:
-            st.info(t("class.sent", answer=_label(q, by[mine])), icon=":material/hourglass_top:")
-            return
-        key = f"class_ans:{q.id}"
         ids = [o.id for o in s.options]
-        pick = st.radio(t("class.your_pick"), ids, index=None, key=key,
-                        format_func=lambda i: _label(q, by[i]), horizontal=len(ids) <= 4)
-        st.button(t("class.send"), key=f"{key}:send", type="primary", disabled=pick is None,
-                  on_click=send_answer, args=(code, q.id, key))
-        why = st.session_state.pop(f"{key}:why", None)
-        if why:
-            st.warning(t(f"class.reason.{why}"))
+        pick_and_send(code, q.id, f"class_ans:{q.id}", ids, lambda i: _label(q, by[i]), t("class.your_pick"),
+                      len(ids) <= 4, None if mine is None else t("class.sent", answer=_label(q, by[mine])))
 
 
 def questions_for(section_key: str, first: bool) -> list[qs.Question]:

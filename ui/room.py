@@ -187,19 +187,9 @@ def _answering(qid: str) -> None:
         if q.revealed:
             results(ch, q.counts or {}, None, None, mine=mine)
             return
-        if mine is not None:
-            st.info(t("class.sent", answer=literal(_label(ch, mine))), icon=":material/hourglass_top:")
-            return
-        key = f"room_ans:{q.id}"
         labels = {o: _label(ch, o) for o in ch.options}
-        pick = st.radio(t("gen.room_pick"), list(ch.options), index=None, key=key,
-                        format_func=labels.__getitem__, horizontal=True)
-
-        st.button(t("class.send"), key=f"{key}:send", type="primary", disabled=pick is None,
-                  on_click=classroom.send_answer, args=(code, q.id, key))
-        why = st.session_state.pop(f"{key}:why", None)
-        if why:
-            st.warning(t(f"class.reason.{why}"))
+        classroom.pick_and_send(code, q.id, f"room_ans:{q.id}", ch.options, labels.__getitem__, t("gen.room_pick"),
+                                True, None if mine is None else t("class.sent", answer=literal(_label(ch, mine))))
 
 
 def _keep(sentence, pos, qid, ch, counts, actual_opt, p_actual) -> None:
