@@ -250,8 +250,11 @@ def sec_run() -> None:
         st.error(t("train.run_full", n=session.MAX_RUNS))
     if job is not None and render.presenting():
         render.caption(t("train.run_link_hidden"))
+    setup = st.session_state.get("train_setup")
+    if setup is not None and setup[2].induction_probe:     # the room predicts, the run answers
+        classroom.run_questions()
     cols = st.columns(5)
-    ready = st.session_state.get("train_setup") is not None
+    ready = setup is not None
     if not ready and not active:      # presenter mode opened on this section: section 1 not drawn yet
         render.caption(t("train.setup_first"))
     cols[0].button(t("train.start"), key="train_start", type="primary", on_click=_start,
@@ -304,11 +307,12 @@ def _induction(evals, snap) -> None:
     """An induction head forming (issue 57), when the run probes for one (TrainConfig.induction_probe):
     the probe's halves and every head's scores over the evaluations, the sentences chosen from them,
     the followed head's attention before it formed and now, and the run before this one beside it."""
-    from lmviz.chapters.induction_run import induction_run
+    from lmviz.chapters.induction_run import answers, induction_run
 
     run = induction_run(evals)
     if run is None:
         return
+    classroom.set_run_answers(answers(run, session.training_slot().earlier))
     render.md(f"#### {t('train.ind_title')}")
     render.caption(t("train.ind_note", half=run.half, n=2 * run.half))
     forming, loss = induction_forming(run), induction_loss(run)

@@ -204,6 +204,13 @@ class InductionPoint:
         """[T, T] one head's attention on the probe (within 1/510 of the float weights)."""
         return self.maps[layer, head].astype(np.float32) / 255.0
 
+    @classmethod
+    def of(cls, idx: torch.Tensor, half: int, prefix, previous, nll, maps=None) -> "InductionPoint":
+        """The point from :func:`measure`'s scores and losses on the probe ``idx``."""
+        first, second = halves_loss(nll, half)
+        return cls(half, tuple(idx.tolist()), tuple(tuple(r) for r in prefix.tolist()),
+                   tuple(tuple(r) for r in previous.tolist()), first, second, maps)
+
 
 @torch.no_grad()
 def probe(model, ids, half: int, keep_maps: bool = False) -> InductionPoint:
@@ -211,13 +218,11 @@ def probe(model, ids, half: int, keep_maps: bool = False) -> InductionPoint:
     every head's attention, one byte a weight."""
     idx = torch.tensor(list(ids), dtype=torch.long)
     tr, prefix, previous, nll = measure(model, idx, half)
-    first, second = halves_loss(nll, half)
     maps = None
     if keep_maps:
         w = torch.stack([layer.weights for layer in tr.layers])                              # [L,H,T,T]
         maps = (w.clamp(0, 1) * 255).round().to(torch.uint8).numpy()
-    return InductionPoint(half, tuple(idx.tolist()), tuple(tuple(r) for r in prefix.tolist()),
-                          tuple(tuple(r) for r in previous.tolist()), first, second, maps)
+    return InductionPoint.of(idx, half, prefix, previous, nll, maps)
 
 
 def maps_every(n_layer: int, n_head: int, half: int, n_evals: int) -> int:

@@ -245,3 +245,18 @@ def test_an_induction_run_claims_its_head_and_the_loss_from_its_own_evaluations(
     # a control stopped before the step the deeper run formed at is weak evidence
     short = _run(_FLAT[0][:3], _FLAT[1][:3], _FLAT[2][:3], layers=1)
     assert claims.induction_control(short, formed).weak and not c.weak
+
+
+def test_the_run_answers_the_rooms_questions_only_once_its_data_settle_them():
+    from lmviz.chapters.induction_run import answers
+
+    formed, flat = _run(*_FORMS), _run(*_FLAT)
+    assert answers(flat) == {} and answers(formed) == {"train_ind_loss": "sudden"}
+    assert answers(_run(*_BUMP)) == {"train_ind_loss": "bump"}
+    # the one-layer control beside it: "no" once it has trained past the step the other formed at
+    control = _run(*_FLAT, layers=1)
+    assert answers(control, formed) == {"train_ind_loss": "sudden", "train_ind_one_layer": "no"}
+    short = _run(_FLAT[0][:3], _FLAT[1][:3], _FLAT[2][:3], layers=1)
+    assert answers(short, formed) == {"train_ind_loss": "sudden"}
+    assert answers(_run(*_FORMS, layers=1), formed)["train_ind_one_layer"] == "yes"
+    assert "train_ind_one_layer" not in answers(_run(*_FLAT, layers=1), flat)   # neither formed

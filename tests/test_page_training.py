@@ -487,3 +487,29 @@ def test_the_induction_run_draws_its_heads_and_trains_its_one_layer_control_besi
     assert translate(c.key, "zh", **c.values) in all_text(at)
     names = [f["name"] for f in fig_by_key(at, "train_ind_compare")["data"]]
     assert names == [translate("train.ind_layers", "zh", n=1), translate("train.ind_layers", "zh", n=2)]
+
+
+def test_a_student_alone_predicts_how_the_loss_will_go_and_the_run_answers():
+    """Issue 57 item 3, alone: the induction preset asks its two questions beside the run; a
+    prediction waits for the run (no answer is known before it), and the run's answer (which
+    ui.classroom.set_run_answers keeps, as the live section does) turns it into a verdict."""
+    from ui.classroom import RUN_ANSWER
+
+    at = open_page(PAGE, "en", corpus="induction", preset="induction")
+    for qid in ("train_ind_loss", "train_ind_one_layer"):
+        at.session_state[f"class_solo:{qid}:done"] = None          # not skipped: asked
+    at.run()
+    text = all_text(at)
+    assert "The 2-layer model of the induction preset is about to train for 2,000 steps" in text
+    at.radio(key="class_solo:train_ind_loss").set_value("bump").run()
+    button(at, "class_solo:train_ind_loss:check").click().run()
+    mine = translate("q.train_ind_loss.opt.bump", "en")
+    assert translate("class.run_pending_mine", "en", answer=mine) in [i.value for i in at.info]
+    at.session_state[RUN_ANSWER + "train_ind_loss"] = "sudden"                # what the run found
+    at.run()
+    right = translate("q.train_ind_loss.opt.sudden", "en")
+    assert translate("class.wrong", "en", answer=right) in [e.value for e in at.error]
+    assert translate("q.train_ind_loss.explain", "en") in all_text(at)
+    # another preset asks neither
+    at2 = open_page(PAGE, "en", corpus="toy", preset="tiny")
+    assert not [r for r in at2.radio if r.key and r.key.startswith("class_solo:train_ind")]

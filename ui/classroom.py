@@ -637,11 +637,56 @@ def _prompt(q: qs.Question) -> None:
     handout.remember("md", f"q:{q.id}", text)
 
 
+RUN_ANSWER = "class_run_answer:"   # + question id: the option a live run's data support (ui page sets it)
+
+
+def run_questions() -> None:
+    """This chapter's questions that a live run answers, drawn where the page runs it."""
+    for q in qs.for_chapter(current_slug()):
+        if q.by_run:
+            question_block(q)
+
+
+def set_run_answers(answers: dict) -> None:
+    """The page's live run answered these of its chapter's ``by_run`` questions (question id ->
+    option id; absent: not yet): kept for the reveal (a lecturer, a student alone). Called from
+    the live section's fragment: when an answer changes, the whole page runs again once, so that
+    the question's box, drawn by the page, shows it."""
+    changed = False
+    for q in qs.for_chapter(current_slug()):
+        if q.by_run and st.session_state.get(RUN_ANSWER + q.id) != answers.get(q.id):
+            st.session_state[RUN_ANSWER + q.id] = answers.get(q.id)
+            changed = True
+    if changed:
+        st.rerun(scope="app")
+
+
+def correct(q: qs.Question) -> str | None:
+    """The right option of ``q``: its own, or for a question a live run answers, the run's (a
+    follower's from the lecturer's reveal); None while the run has not answered."""
+    if not q.by_run:
+        return q.solve().correct
+    if following():
+        v = followed_view()
+        return v.question.answer if v is not None and v.question is not None and v.question.id == q.id else None
+    return st.session_state.get(RUN_ANSWER + q.id)
+
+
 def _reveal(q: qs.Question, mine: str | None, counts=None) -> None:
     s = q.solve()
-    right = next(o for o in s.options if o.id == s.correct)
+    right_id = correct(q)
+    if right_id is None:          # a run answers it, and has not yet
+        if mine is not None:
+            st.info(t("class.run_pending_mine", answer=_label(q, next(o for o in s.options if o.id == mine))),
+                    icon=":material/hourglass_top:")
+        else:
+            st.info(t("class.run_pending"), icon=":material/hourglass_top:")
+        if counts is not None:
+            _histogram(q, counts, None)
+        return
+    right = next(o for o in s.options if o.id == right_id)
     if mine is not None:
-        if mine == s.correct:
+        if mine == right_id:
             st.success(t("class.right", answer=_label(q, right)), icon=":material/check_circle:")
         else:
             st.error(t("class.wrong", answer=_label(q, right)), icon=":material/cancel:")
@@ -650,7 +695,7 @@ def _reveal(q: qs.Question, mine: str | None, counts=None) -> None:
     # the hand-out states the answer, not this reader's verdict on it
     handout.remember("md", f"q:{q.id}:answer", t("class.answer_is", answer=_label(q, right)))
     if counts is not None:
-        _histogram(q, counts, s.correct)
+        _histogram(q, counts, right_id)
     text = t(q.explain_key, **s.explain_args)
     st.markdown(text)
     handout.remember("md", f"q:{q.id}:explain", text)
@@ -753,7 +798,9 @@ def _lecturer_question(q: qs.Question, lect: dict) -> None:
                 on_click=lambda: (store().open_question(lect["code"], lect["secret"], q.id,
                                                         list(q.option_ids())), publish_now()))
     right.button(t("class.show_answer"), key=f"class_show:{q.id}", icon=":material/visibility:",
-                 on_click=_mark_revealed, args=(q.id,))
+                 on_click=_mark_revealed, args=(q.id,), disabled=correct(q) is None)
+    if correct(q) is None:
+        st.caption(t("class.run_pending"))
 
 
 @st.fragment(run_every=TICK_S)
@@ -779,9 +826,12 @@ def _lecturer_live(qid: str) -> None:
     st.markdown(t("class.answered_n", n=h.total))
     if st.toggle(t("class.show_dist"), key=f"class_dist:{qid}", help=t("class.show_dist_help")):
         _histogram(q, h.counts, None)
+    answer = correct(q) if q.by_run else None        # a live run's answer goes to the room with the reveal
+    if q.by_run and answer is None:
+        st.caption(t("class.run_pending"))
     st.button(t("class.reveal_all"), key=f"class_reveal:{qid}", type="primary",
-              icon=":material/visibility:",
-              on_click=lambda: store().reveal(lect["code"], lect["secret"], qid))
+              icon=":material/visibility:", disabled=q.by_run and answer is None,
+              on_click=lambda: store().reveal(lect["code"], lect["secret"], qid, answer=answer))
 
 
 def send_answer(code: str, qid: str, key: str) -> None:
@@ -833,11 +883,16 @@ def _answering(qid: str) -> None:
     if v.question.revealed:
         # folded to its verdict: pinned open above the chapter, the answered question pushed the
         # section the lecturer now shows below the fold (a phone saw none of it)
-        right = next(o for o in s.options if o.id == s.correct)
-        verdict = ("class.right" if mine == s.correct else "class.answer_is" if mine is None
+        right_id = correct(q) or s.correct
+        right = next((o for o in s.options if o.id == right_id), None)
+        if right is None:                   # revealed without an answer: nothing to fold to
+            _prompt(q)
+            _reveal(q, mine, v.question.counts)
+            return
+        verdict = ("class.right" if mine == right_id else "class.answer_is" if mine is None
                    else "class.wrong")
         with st.expander(t(verdict, answer=_label(q, right)), expanded=False,
-                         icon=":material/check_circle:" if mine == s.correct else None):
+                         icon=":material/check_circle:" if mine == right_id else None):
             _prompt(q)
             _reveal(q, mine, v.question.counts)
         return
@@ -853,6 +908,8 @@ def questions_for(section_key: str, first: bool) -> list[qs.Question]:
     """The questions asked just before section ``section_key`` (unmapped ones before the first)."""
     out = []
     for q in qs.for_chapter(current_slug()):
+        if q.by_run:              # the page asks it beside the run that answers it
+            continue
         where = QUESTION_SECTION.get(q.id)
         if where == section_key or (first and where is None):
             out.append(q)

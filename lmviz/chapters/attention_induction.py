@@ -35,7 +35,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from lmviz.induction import halves_loss, measure, prefix_matching, previous_token, repeated_tokens, uniform_prefix
+from lmviz.induction import (InductionPoint, halves_loss, measure, prefix_matching, previous_token, repeated_tokens,
+                             uniform_prefix)
 
 __all__ = ["HALF_MIN", "HALF_MAX", "InductionScan", "probe_half", "repeated_tokens", "prefix_matching",
            "previous_token", "uniform_prefix", "halves_loss", "scan"]
@@ -60,22 +61,25 @@ def probe_half(params: int, block_size: int, device: str = "cpu") -> int:
 
 @dataclass(frozen=True)
 class InductionScan:
-    """Every head of a model probed on one repeated random run."""
-    half: int                                   # tokens in the random run; the probe is 2 x half
-    ids: tuple[int, ...]                        # the probe: the run, then the run again
-    prefix: tuple[tuple[float, ...], ...]       # [L][H] prefix-matching score of each head
-    previous: tuple[tuple[float, ...], ...]     # [L][H] previous-token score of each head
-    best_previous: tuple[int, int, float]       # (layer, head, score) of the best previous-token head
+    """Every head of a model probed on one repeated random run, with the causal check."""
+    point: InductionPoint                       # the heads' scores and the halves' losses (lmviz.induction)
     uniform: float                              # the prefix score of a head attending evenly
     nll: tuple[float, ...]                      # [2 half - 1] next-token loss at each position, nats
-    first_loss: float                           # mean loss on the first half (nothing to copy)
-    second_loss: float                          # mean loss on the second half (copies available)
-    icl: float                                  # second_loss - first_loss: < 0 when the repeat is used
     top: tuple[tuple[int, int, float], ...]     # (layer, head, score) of the best prefix matchers, best first
     control: tuple[int, int, float]             # (layer, head, score): the top head's layer's lowest prefix matcher
     top_removed: float                          # second-half loss with the top head removed
     control_removed: float                      # second-half loss with the control head removed
     top_weights: torch.Tensor                   # [T, T] the top head's attention on the probe
+
+    # the point's own records, read through
+    half = property(lambda self: self.point.half)                # tokens in the random run
+    ids = property(lambda self: self.point.ids)                  # the probe: the run, then the run again
+    prefix = property(lambda self: self.point.prefix)            # [L][H] prefix-matching scores
+    previous = property(lambda self: self.point.previous)        # [L][H] previous-token scores
+    first_loss = property(lambda self: self.point.first_loss)    # mean loss on the first half
+    second_loss = property(lambda self: self.point.second_loss)  # mean loss on the second half
+    icl = property(lambda self: self.point.icl)                  # second_loss - first_loss (< 0: used)
+    best_previous = property(lambda self: self.point.best_previous)   # (layer, head, score)
 
     @property
     def top_rise(self) -> float:
@@ -97,7 +101,6 @@ def scan(model, ids, half: int, n_top: int = 3) -> InductionScan:
 
     idx = torch.tensor(list(ids), dtype=torch.long)
     tr, prefix, previous, nll = measure(model, idx, half)
-    first, second = halves_loss(nll, half)
     target = idx[1:]
     H = prefix.shape[1]
     order = torch.argsort(prefix.flatten(), descending=True).tolist()
@@ -119,12 +122,8 @@ def scan(model, ids, half: int, n_top: int = 3) -> InductionScan:
         return halves_loss(F.cross_entropy(logits[:-1], target, reduction="none"), half)[1]
 
     best = top[0]
-    j = int(torch.argmax(previous.flatten()))
     return InductionScan(
-        half=half, ids=tuple(idx.tolist()), prefix=tuple(tuple(r) for r in prefix.tolist()),
-        previous=tuple(tuple(r) for r in previous.tolist()),
-        best_previous=(j // H, j % H, float(previous.flatten()[j])), uniform=uniform_prefix(half),
-        nll=tuple(nll.tolist()), first_loss=first, second_loss=second, icl=second - first, top=top,
-        control=control, top_removed=second_without(best[0], best[1]),
+        point=InductionPoint.of(idx, half, prefix, previous, nll), uniform=uniform_prefix(half),
+        nll=tuple(nll.tolist()), top=top, control=control, top_removed=second_without(best[0], best[1]),
         control_removed=second_without(control[0], control[1]),
         top_weights=tr.layers[best[0]].weights[best[1]].clone())

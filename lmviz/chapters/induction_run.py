@@ -26,7 +26,7 @@ import numpy as np
 
 from lmviz.induction import formed, uniform_prefix
 
-__all__ = ["SUDDEN", "BUMP_NATS", "NEAR", "InductionRun", "induction_run"]
+__all__ = ["SUDDEN", "BUMP_NATS", "NEAR", "InductionRun", "induction_run", "answers"]
 
 SUDDEN = 3.0       # the steepest fall between two evaluations is sudden at >= 3 x the median fall before it
 BUMP_NATS = 0.02   # a rise of the evaluation's training loss (the same fixed batches each time) this large
@@ -103,3 +103,31 @@ def induction_run(evals) -> InductionRun | None:
         previous=tuple(p.previous for p in pts), head=now.best[:2], previous_head=now.best_previous[:2],
         formed_at=at, fall=fall, bump=bump, maps=tuple(i for i, p in enumerate(pts) if p.maps is not None),
         uniform=uniform_prefix(now.half), half=now.half, ids=now.ids)
+
+
+def answers(run: InductionRun | None, earlier: InductionRun | None = None) -> dict[str, str]:
+    """The predict-then-reveal questions this run has answered (lmviz.chapters.questions, the
+    ``by_run`` ones): question id -> the option its data support; a question is absent while the
+    run cannot answer it yet (no head formed; no run of another depth beside it, one that formed
+    neither head, or a control still short of the step at which the other formed). How the loss
+    went comes from this run, or else from ``earlier``, the run before it (while a one-layer
+    control runs, the two-layer run's answer stands).
+
+    >>> answers(None)
+    {}
+    """
+    from lmviz.chapters.claims import induction_control, induction_loss
+
+    out = {}
+    if run is None:
+        return out
+    for r in (earlier, run):        # this run's answer, else the one before it (a control beside it)
+        loss = induction_loss(r) if r is not None else None
+        if loss is not None and loss.statement in ("smooth", "sudden", "bump"):
+            out["train_ind_loss"] = loss.statement
+    if earlier is not None:
+        c = induction_control(run, earlier)
+        # (weak: the control has not yet trained as long as the other took to form its head)
+        if c.values["shallow"] == 1 and not c.weak and c.statement != "neither":
+            out["train_ind_one_layer"] = "no" if c.statement == "only_deeper" else "yes"
+    return out

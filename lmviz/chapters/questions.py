@@ -56,6 +56,8 @@ class Question:
     section: str                      # the section it is asked before (a hint for the page)
     compute: Callable[..., Solution]  # computes options, the answer and the explanation's numbers
     per_language: bool = False        # compute(lang): the chapter's example differs by language
+    by_run: bool = False              # a live run answers it: no correct option until the page passes the
+    #                                   one the run's data support (lmviz.chapters.induction_run.answers)
 
     @property
     def prompt_key(self) -> str:
@@ -363,6 +365,19 @@ def _train_lr_start(lang: str) -> Solution:
                      "floor": lr_at(cfg.max_steps, cfg)})
 
 
+# 7 training, answered by a live run of the induction preset (issue 57): the options only; the
+# run's own evaluations pick the right one (lmviz.chapters.induction_run.answers)
+
+def _by_run(qid: str, options: tuple[str, ...]) -> Callable[[], Solution]:
+    def compute() -> Solution:
+        from lmviz.train import PRESETS
+
+        cfg = PRESETS["induction"]
+        args = {"layers": str(cfg.n_layer), "steps": f"{cfg.max_steps:,}", "half": str(cfg.induction_probe)}
+        return Solution(tuple(Option(o, f"q.{qid}.opt.{o}") for o in options), "", args, args, {})
+    return compute
+
+
 # -----------------------------------------------------------------------------
 # 8 generation (lmviz.sampling: W8 greedy on the toy table, W13/W20 temperature, W22)
 
@@ -523,6 +538,10 @@ QUESTIONS: tuple[Question, ...] = (
     Question("loss_ce", "loss-and-gradients", "softmax", _loss_ce),
     Question("loss_big_lr", "loss-and-gradients", "one_param", _loss_big_lr),
     Question("train_lr_start", "training", "schedule", _train_lr_start, per_language=True),
+    Question("train_ind_loss", "training", "induction", _by_run("train_ind_loss", ("smooth", "sudden", "bump")),
+             by_run=True),
+    Question("train_ind_one_layer", "training", "induction", _by_run("train_ind_one_layer", ("yes", "no")),
+             by_run=True),
     Question("gen_greedy", "generation", "greedy", _gen_greedy),
     Question("gen_tau_half", "generation", "temperature", _gen_tau_half),
     Question("gen_greedy_best", "generation", "search", _gen_greedy_best),

@@ -231,6 +231,8 @@ class QuestionView:
     revealed: bool                       # the lecturer revealed the answer
     counts: Mapping[str, int] | None     # option id -> count, once revealed (None before)
     total: int                           # answers counted, once revealed (0 before)
+    answer: str | None = None            # the right option the lecturer revealed with it, for a question whose
+    #                                      answer comes from a live run (None: the question's own)
 
 
 @dataclass(frozen=True)
@@ -819,7 +821,7 @@ class ClassStore:
             h = self._db.hgetall(f"hist:{code}:{q['id']}")
             counts = {o: int(h.get(o, 0)) for o in q["options"]}
             total = sum(counts.values())
-        return QuestionView(q["id"], tuple(q["options"]), q["revealed"], counts, total or 0)
+        return QuestionView(q["id"], tuple(q["options"]), q["revealed"], counts, total or 0, q.get("answer"))
 
     def _failed_lookup(self, session_id: str) -> None:
         self._db.incr(f"fail:{session_id}", 60.0)
@@ -948,8 +950,9 @@ class ClassStore:
         return OpResult(True, "", rec["version"])
 
     @_guarded(_OP_DOWN)
-    def reveal(self, code: str, secret: str, question_id: str | None = None) -> OpResult:
-        """Reveal the open question (only when question_id, if given, is the open one)."""
+    def reveal(self, code: str, secret: str, question_id: str | None = None, answer: str | None = None) -> OpResult:
+        """Reveal the open question (only when question_id, if given, is the open one); ``answer``:
+        its right option, for a question a live run answers (one of its options)."""
         c, rec, why = self._lecturer(code, secret)
         if rec is None:
             return OpResult(False, why)
@@ -958,8 +961,12 @@ class ClassStore:
             return OpResult(False, "no_question", rec["version"])
         if question_id is not None and question_id != q["id"]:
             return OpResult(False, "other_question", rec["version"])
+        if answer is not None and answer not in q["options"]:
+            return OpResult(False, "bad_option", rec["version"])
         if not q["revealed"]:
             q["revealed"] = True
+            if answer is not None:
+                q["answer"] = answer
             rec["version"] += 1
         rec["heartbeat"] = self._clock()
         self._save(c, rec)
