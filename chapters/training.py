@@ -226,14 +226,20 @@ def _make_trainer(corpus: str, cfg, text: str | None, start=None):
     return partial(make_trainer, corpus, cfg, text, start=start)
 
 
-def _start() -> None:
+def _start(n_layer: int | None = None) -> None:
+    """Start the run section 1 set up (``n_layer``: with that many layers instead, the
+    one-layer control of an induction run; the estimate's step time scaled to them)."""
     setup = st.session_state.get("train_setup")
     if setup is None:
         return
     corpus, preset, cfg, text, start, est_step_s = setup
     kind = "finetune" if start is not None else corpus
+    label = f"{kind}/{preset}"
+    if n_layer is not None:
+        est_step_s, cfg = est_step_s * n_layer / cfg.n_layer, replace(cfg, n_layer=n_layer)
+        label += f"/{n_layer}"
     # a class's lecturer (the fine-tune on the room's sentences included) waits ahead of students' runs
-    session.start_training(_make_trainer(corpus, cfg, text, start), label=f"{kind}/{preset}",
+    session.start_training(_make_trainer(corpus, cfg, text, start), label=label,
                            meta={"corpus": corpus, "preset": preset, "est_step_s": est_step_s,
                                  "lecturer": classroom.lecturing() is not None})
 
@@ -307,7 +313,7 @@ def _induction(evals, snap) -> None:
     """An induction head forming (issue 57), when the run probes for one (TrainConfig.induction_probe):
     the probe's halves and every head's scores over the evaluations, the sentences chosen from them,
     the followed head's attention before it formed and now, and the run before this one beside it."""
-    from lmviz.chapters.induction_run import answers, induction_run
+    from lmviz.chapters.induction_run import answers, induction_run, probed
 
     run = induction_run(evals)
     if run is None:
@@ -335,7 +341,7 @@ def _induction(evals, snap) -> None:
         render.md(render.claim(loss))
         if loss.weak:
             render.caption(t("train.ind_loss_weak", n=run.fall[0] - 1))
-    _induction_maps(run, snap)
+    _induction_maps(run, probed(evals), snap)
     _induction_check(run, snap)
     _induction_control(run)
 
@@ -360,16 +366,15 @@ def _induction_check(run, snap) -> None:
                            clh=_lh((cl, ch))))
 
 
-def _induction_maps(run, snap) -> None:
+def _induction_maps(run, evs, snap) -> None:
     """The followed head's attention on the probe before it formed (or at the first kept
-    evaluation) and at the latest kept one."""
+    evaluation) and at the latest kept one (``evs``: the evaluations ``run`` was read from)."""
     from lmviz.induction import MAPS_MAX_BYTES
 
     if run.after is None:
         return
     labels = [snap.tokenizer.token(i) for i in run.ids] if snap.tokenizer is not None else [str(i) for i in run.ids]
     first, key = (run.before, "before") if run.before is not None else (run.maps[0], "first")
-    evs = [e for e in snap.evals if e.induction is not None]
     cols = st.columns(2)
     for col, i, key in ((cols[0], first, key), (cols[1], run.after, "now")):
         with col:
@@ -381,18 +386,6 @@ def _induction_maps(run, snap) -> None:
     render.caption(t("train.ind_map_note", start=run.half, gap=run.half - 1))
     if len(run.maps) < len(run.steps):
         render.caption(t("train.ind_maps_cut", kept=len(run.maps), n=len(run.steps), mib=MAPS_MAX_BYTES / 2 ** 20))
-
-
-def _start_control() -> None:
-    """Train the same setup with one layer: Olsson et al.'s control, beside this run."""
-    setup = st.session_state.get("train_setup")
-    if setup is None:
-        return
-    corpus, preset, cfg, text, start, est_step_s = setup
-    one = replace(cfg, n_layer=1)
-    session.start_training(_make_trainer(corpus, one, text, start), label=f"{corpus}/{preset}/1",
-                           meta={"corpus": corpus, "preset": preset, "est_step_s": est_step_s * one.n_layer / cfg.n_layer,
-                                 "lecturer": classroom.lecturing() is not None, "control": True})
 
 
 def _induction_control(run) -> None:
@@ -411,7 +404,7 @@ def _induction_control(run) -> None:
         if c.weak:
             render.caption(t("train.ind_control_weak", **c.values))
     elif len(run.prefix[0]) >= 2 and setup is not None and setup[2].induction_probe:
-        st.button(t("train.ind_control"), key="train_ind_control", on_click=_start_control,
+        st.button(t("train.ind_control"), key="train_ind_control", on_click=_start, args=(1,),
                   disabled=job is not None and job.active, help=t("train.ind_control_help"),
                   icon=":material/science:")
 

@@ -793,13 +793,14 @@ def _lecturer_question(q: qs.Question, lect: dict) -> None:
     if q.id in lect.get("revealed", ()):
         _reveal(q, None)
         return
+    answer = correct(q)          # None: a live run answers it and has not yet
     left, right, _ = st.columns([2, 2, 3])
     left.button(t("class.ask"), key=f"class_ask:{q.id}", type="primary", icon=":material/campaign:",
                 on_click=lambda: (store().open_question(lect["code"], lect["secret"], q.id,
                                                         list(q.option_ids())), publish_now()))
     right.button(t("class.show_answer"), key=f"class_show:{q.id}", icon=":material/visibility:",
-                 on_click=_mark_revealed, args=(q.id,), disabled=correct(q) is None)
-    if correct(q) is None:
+                 on_click=_mark_revealed, args=(q.id,), disabled=answer is None)
+    if answer is None:
         st.caption(t("class.run_pending"))
 
 
@@ -883,7 +884,7 @@ def _answering(qid: str) -> None:
     if v.question.revealed:
         # folded to its verdict: pinned open above the chapter, the answered question pushed the
         # section the lecturer now shows below the fold (a phone saw none of it)
-        right_id = correct(q) or s.correct
+        right_id = correct(q)
         right = next((o for o in s.options if o.id == right_id), None)
         if right is None:                   # revealed without an answer: nothing to fold to
             _prompt(q)

@@ -26,7 +26,7 @@ import numpy as np
 
 from lmviz.induction import formed, uniform_prefix
 
-__all__ = ["SUDDEN", "BUMP_NATS", "NEAR", "InductionRun", "induction_run", "answers"]
+__all__ = ["SUDDEN", "BUMP_NATS", "NEAR", "InductionRun", "probed", "induction_run", "answers"]
 
 SUDDEN = 3.0       # the steepest fall between two evaluations is sudden at >= 3 x the median fall before it
 BUMP_NATS = 0.02   # a rise of the evaluation's training loss (the same fixed batches each time) this large
@@ -79,9 +79,14 @@ class InductionRun:
         return self.maps[-1] if self.maps else None
 
 
+def probed(evals) -> list:
+    """The evaluations that carry a probe: an InductionRun's index i is the i-th of these."""
+    return [e for e in evals if getattr(e, "induction", None) is not None]
+
+
 def induction_run(evals) -> InductionRun | None:
     """The run's induction record from its evaluations (None: they carry no probe)."""
-    evs = [e for e in evals if getattr(e, "induction", None) is not None]
+    evs = probed(evals)
     if not evs:
         return None
     pts = [e.induction for e in evs]
