@@ -11,14 +11,14 @@ import streamlit as st
 
 import lmviz
 from lmviz import limits
-from lmviz.chapters.claims import baseline, induction, induction_control, induction_forming, induction_loss, pace
+from lmviz.chapters.claims import baseline, pace
 from lmviz.chapters.examples import DEFAULT_SETUP
 from lmviz.numfmt import duration, short
 from lmviz.tokenizer import CharTokenizer
 from ui import classroom, session, render, urlstate
-from ui import model_words, replay_section
+from ui import induction_section, model_words, replay_section
 from ui.i18n import device, lang, literal, said, sentences, t
-from viz.training import attention_figure, entropy, icl_compare_figure, induction_figure, loss_figure, ppl_lr_figure
+from viz.training import attention_figure, entropy, loss_figure, ppl_lr_figure
 
 MAX_OWN_CHARS = 200_000          # text area: longer pasted text is cut here, with a message
 # the hyper-parameters a user may change, with the form's step; their ranges are
@@ -296,117 +296,18 @@ def _live_body(snap) -> None:
     # the numbers under the curves: after Start the loss chart is what the first screen shows
     # (at 1440x900 these lines pushed it below the fold)
     _details(snap)
-    _induction(evals, snap)
+    setup = st.session_state.get("train_setup")
+    job = session.training_job()
+    induction_section.draw(induction_section.Source(
+        evals, snap.tokenizer, snap.model, snap.model_version, id(job), earlier=session.training_slot().earlier,
+        control=_start if setup is not None and setup[2].induction_probe else None,
+        control_disabled=job is not None and job.active))
     c1, c2 = st.columns([1, 1])
     with c1:
         _samples(samples, _corpus())
     with c2:
         _attention(attention, evals[-1].step if evals else 0)
     _download(snap)
-
-
-def _lh(head) -> str:
-    return t("common.layer_head", layer=head[0] + 1, head=head[1] + 1)
-
-
-def _induction(evals, snap) -> None:
-    """An induction head forming (issue 57), when the run probes for one (TrainConfig.induction_probe):
-    the probe's halves and every head's scores over the evaluations, the sentences chosen from them,
-    the followed head's attention before it formed and now, and the run before this one beside it."""
-    from lmviz.chapters.induction_run import answers, induction_run, probed
-
-    run = induction_run(evals)
-    if run is None:
-        return
-    classroom.set_run_answers(answers(run, session.training_slot().earlier))
-    render.md(f"#### {t('train.ind_title')}")
-    render.caption(t("train.ind_note", half=run.half, n=2 * run.half))
-    forming, loss = induction_forming(run), induction_loss(run)
-    mark = None
-    if loss.statement in ("bump", "sudden", "smooth"):
-        v = loss.values
-        mark = (v["ra"], v["rb"]) if loss.statement == "bump" else (v["a"], v["b"])
-    names = {"loss": t("train.ind_f_loss"), "first": t("train.ind_f_first"), "second": t("train.ind_f_second"),
-             "head": t("train.ind_f_head", lh=_lh(run.head)), "others": t("train.ind_f_others"),
-             "previous": t("train.ind_f_previous", lh=_lh(run.previous_head)),
-             "uniform": t("train.ind_f_uniform", u=run.uniform), "formed": t("train.ind_f_formed"),
-             "mark": t(f"train.ind_f_mark_{'bump' if loss.statement == 'bump' else 'fall'}")}
-    fig = render.figure(induction_figure, run.steps, run.loss, run.first, run.second, run.prefix, run.previous,
-                        head=run.head, previous_head=run.previous_head, uniform=run.uniform, names=names,
-                        titles=(t("train.ind_t_loss"), t("train.ind_t_heads")), x_title=t("train.f_step"),
-                        mark=mark, formed_at=run.steps[run.formed_at] if run.formed_at is not None else None)
-    render.plot(fig, key="train_ind", filename="training-induction")
-    render.md(render.claim(forming, lh=_lh(run.head), plh=_lh(run.previous_head)))
-    if loss.statement != "waiting":
-        render.md(render.claim(loss))
-        if loss.weak:
-            render.caption(t("train.ind_loss_weak", n=run.fall[0] - 1))
-    _induction_maps(run, probed(evals), snap)
-    _induction_check(run, snap)
-    _induction_control(run)
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def _scan(ids: tuple[int, ...], half: int, version: int, run_key: int, _model):
-    from lmviz.chapters.attention_induction import scan
-
-    return scan(_model, ids, half)
-
-
-def _induction_check(run, snap) -> None:
-    """The causal check on the published model (lmviz.chapters.attention_induction.scan): the
-    probe's second half with the followed head removed, and with its layer's weakest prefix
-    matcher removed, the control (an attention map shows where a head looks, not what it does)."""
-    if snap.model is None:
-        return
-    s = _scan(run.ids, run.half, snap.model_version, id(session.training_job()), snap.model)
-    (bl, bh, score), (cl, ch, _) = s.top[0], s.control
-    render.md(f"**{t('train.ind_check')}**")
-    render.md(render.claim(induction(score, s.uniform, s.icl, s.top_rise, s.control_rise), lh=_lh((bl, bh)),
-                           clh=_lh((cl, ch))))
-
-
-def _induction_maps(run, evs, snap) -> None:
-    """The followed head's attention on the probe before it formed (or at the first kept
-    evaluation) and at the latest kept one (``evs``: the evaluations ``run`` was read from)."""
-    from lmviz.induction import MAPS_MAX_BYTES
-
-    if run.after is None:
-        return
-    labels = [snap.tokenizer.token(i) for i in run.ids] if snap.tokenizer is not None else [str(i) for i in run.ids]
-    first, key = (run.before, "before") if run.before is not None else (run.maps[0], "first")
-    cols = st.columns(2)
-    for col, i, key in ((cols[0], first, key), (cols[1], run.after, "now")):
-        with col:
-            w = evs[i].induction.weights(*run.head)
-            render.caption(t(f"train.ind_map_{key}", step=run.steps[i], lh=_lh(run.head), score=run.score(i)))
-            render.plot(render.figure(attention_figure, w, labels, x_title=t("train.att_key"),
-                                      y_title=t("train.att_query"), hover=t("train.att_hover"), height=340),
-                        key=f"train_ind_map_{key}", filename=f"training-induction-{key}")
-    render.caption(t("train.ind_map_note", start=run.half, gap=run.half - 1))
-    if len(run.maps) < len(run.steps):
-        render.caption(t("train.ind_maps_cut", kept=len(run.maps), n=len(run.steps), mib=MAPS_MAX_BYTES / 2 ** 20))
-
-
-def _induction_control(run) -> None:
-    """The run before this one beside it (the one-layer control of a two-layer run), or the
-    button that trains that control."""
-    earlier = session.training_slot().earlier
-    job = session.training_job()
-    setup = st.session_state.get("train_setup")
-    if earlier is not None and len(earlier.prefix[0]) != len(run.prefix[0]):
-        c = induction_control(run, earlier)
-        names = [t("train.ind_layers", n=len(r.prefix[0])) for r in (run, earlier)]
-        fig = render.figure(icl_compare_figure, [run.steps, earlier.steps], [run.icl, earlier.icl], names,
-                            x_title=t("train.f_step"), y_title=t("train.ind_t_icl"))
-        render.plot(fig, key="train_ind_compare", filename="training-induction-control")
-        render.md(render.claim(c))
-        if c.weak:
-            render.caption(t("train.ind_control_weak", **c.values))
-    elif len(run.prefix[0]) >= 2 and setup is not None and setup[2].induction_probe:
-        st.button(t("train.ind_control"), key="train_ind_control", on_click=_start, args=(1,),
-                  disabled=job is not None and job.active, help=t("train.ind_control_help"),
-                  icon=":material/science:")
 
 
 def _corpus() -> str | None:
@@ -618,12 +519,17 @@ def _download(snap) -> None:
     if snap.model is None:
         return
     model, tok, step = snap.model, snap.tokenizer, snap.evals[-1].step if snap.evals else 0
+    # read here, in the script's thread: the callable runs later in the server's, where the
+    # session's state (the training slot) cannot be read (the download failed with a
+    # MediaFileStorageError until tests/test_browser_room_induction.py pressed it)
+    label = session.training_slot().label
 
     def blob() -> bytes:
         from lmviz.checkpoint import save_checkpoint
+        from lmviz.replay import Replay
 
-        return save_checkpoint(model, tok, {"steps": step, "label": session.training_slot().label},
-                               replay=snap.replay.upto(step) if snap.replay is not None else None)
+        return save_checkpoint(model, tok, {"steps": step, "label": label},
+                               replay=(snap.replay or Replay(())).upto(step, snap.evals))
 
     st.download_button(t("train.download", step=step), data=blob, file_name=f"lmviz-step{step}.safetensors",
                        mime="application/octet-stream", key="train_download", on_click="ignore",

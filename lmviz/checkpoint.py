@@ -24,7 +24,10 @@ cast), and a ``replay`` metadata string. Its tensors pass the same border contro
 names, dtypes and ranks ``lmviz.replay`` writes, shapes that fit the model (its layers, heads,
 context and vocabulary), at most ``MAX_REPLAY_SNAPSHOTS`` snapshots and ``MAX_REPLAY_BYTES``
 bytes, laid out back to back with the weights; then finite values in range and consistent
-stacks (``snapshots_from_tensors``). A file whose replay fails any check is refused as a whole.
+stacks (``snapshots_from_tensors``). The replay of a run that probed for an induction head also
+carries that record (``induction.*``, ``lmviz.induction.evals_to_tensors``: its scores fit the
+model's layers and heads, its maps are uint8), under the same control. A file whose replay fails
+any check is refused as a whole.
 :func:`load_checkpoint_with_replay` returns the replay too; :func:`load_checkpoint` checks it
 and leaves it out.
 """
@@ -47,12 +50,14 @@ FORMAT = "lmviz-gpt-1"
 MAX_BYTES = limits.MAX_CHECKPOINT_BYTES   # refuse anything larger (the upload limit)
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "assets" / "models" / "default.safetensors"
 _TIED = "lm_head.weight"
-_TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "F64": torch.float64, "I64": torch.int64}
+_TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "F64": torch.float64, "I64": torch.int64,
+                 "U8": torch.uint8}
 _REPLAY = "replay."                       # = lmviz.replay.PREFIX (checked in the tests)
 MAX_REPLAY_BYTES = 16 * 2**20             # replay tensors in one file (4x what a Recorder keeps)
 MAX_REPLAY_SNAPSHOTS = 256                # snapshots in one replay (8x what a Recorder keeps)
 MAX_PROBE_CHARS = 1000                    # the replay's probe sentence and prompt, each
-_REPLAY_DTYPES = {"F32": 4, "F64": 8, "I64": 8}
+_REPLAY_DTYPES = {"F32": 4, "F64": 8, "I64": 8, "U8": 1}
+MAX_INDUCTION_EVALS = 4096                # evaluations in one induction record (a 5,000-step run every 50: 101)
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_.]{1,80}")
 _INT_FIELDS = ("vocab_size", "block_size", "n_layer", "n_head", "n_kv_head", "d_model", "mlp_ratio")
 
@@ -77,7 +82,8 @@ def _is_int(x) -> bool:
 
 def save_checkpoint(model: GPT, tokenizer, meta: dict | None = None, half: bool = False, replay=None) -> bytes:
     """The model, its tokenizer and meta as safetensors bytes; half=True stores fp16 weights.
-    ``replay`` (an ``lmviz.replay.Replay``, optional) is stored beside them, unchanged."""
+    ``replay`` (an ``lmviz.replay.Replay``, optional) is stored beside them, unchanged: its
+    snapshots as ``replay.*``, its induction record (``Replay.evals``) as ``induction.*``."""
     from safetensors.torch import save
 
     if tokenizer.vocab_size != model.cfg.vocab_size:
@@ -94,12 +100,13 @@ def save_checkpoint(model: GPT, tokenizer, meta: dict | None = None, half: bool 
         "tokenizer": json.dumps(tokenizer.to_dict(), ensure_ascii=False),
         "meta": json.dumps(meta or {}, ensure_ascii=False),
     }
-    if replay is not None and len(replay.snapshots):
+    if replay is not None:
+        from .induction import evals_to_tensors
         from .replay import snapshots_to_tensors
 
-        rt, rmeta = snapshots_to_tensors(replay.snapshots, replay.probe)
-        tensors.update(rt)                  # as recorded: int64, float64, float32 (no cast)
-        metadata.update(rmeta)
+        for rt, rmeta in (snapshots_to_tensors(replay.snapshots, replay.probe), evals_to_tensors(replay.evals)):
+            tensors.update(rt)              # as recorded: int64, float64, float32, uint8 (no cast)
+            metadata.update(rmeta)
     return save(tensors, metadata=metadata)
 
 
@@ -350,7 +357,11 @@ def _tensor_layout(header: dict, cfg: GPTConfig, data_len: int, start: int) -> d
     to back from ``start`` to the end of the file; anything else is refused."""
     expected = limits.param_shapes(cfg)
     names = [k for k in header if k != "__metadata__"]
-    replay = _replay_layout(header, cfg, [k for k in names if isinstance(k, str) and k.startswith(_REPLAY)], start)
+    from .induction import PREFIX as _INDUCTION
+
+    replay = {**_replay_layout(header, cfg, [k for k in names if isinstance(k, str) and k.startswith(_REPLAY)], start),
+              **_induction_layout(header, cfg, [k for k in names if isinstance(k, str) and k.startswith(_INDUCTION)],
+                                  start)}
     names = [k for k in names if k not in replay]
     missing = sorted(set(expected) - set(names))
     extra = sorted(set(names) - set(expected), key=str)
@@ -385,22 +396,20 @@ def _tensor_layout(header: dict, cfg: GPTConfig, data_len: int, start: int) -> d
     return {**layout, **replay}
 
 
-def _replay_layout(header: dict, cfg: GPTConfig, names: list, start: int) -> dict[str, tuple]:
-    """name -> (dtype, shape, begin, end) of the ``replay.*`` tensors, from the header alone:
-    exactly the names lmviz.replay writes (all or none), their dtypes and ranks, shapes that fit
-    ``cfg``, and at most MAX_REPLAY_SNAPSHOTS snapshots / MAX_REPLAY_BYTES bytes in all."""
-    from .replay import _SPEC
-
+def _group_layout(header: dict, names: list, prefix: str, spec: dict, md_key: str, start: int) -> dict[str, tuple]:
+    """name -> (dtype, shape, begin, end) of one group of extra tensors (the replay's, the
+    induction record's), from the header alone: exactly the names ``spec`` gives (all or none),
+    their dtypes and ranks, a metadata string ``md_key``, and MAX_REPLAY_BYTES bytes at most."""
     md = header.get("__metadata__") or {}
-    if not names and "replay" not in md:
+    if not names and md_key not in md:
         return {}
-    spec = {_REPLAY + k: v for k, v in _SPEC.items()}
+    spec = {prefix + k: v for k, v in spec.items()}
     for k in sorted(set(names) - set(spec), key=str)[:1]:
         _fail("err_replay", name=_name(k))
     for k in sorted(set(spec) - set(names))[:1]:
         _fail("err_replay", name=k)
-    if not isinstance(md.get("replay"), str):
-        _fail("err_replay", name="metadata")
+    if not isinstance(md.get(md_key), str):
+        _fail("err_replay", name=md_key)
     layout, total = {}, 0
     for k in sorted(names):
         e = header[k]
@@ -420,6 +429,17 @@ def _replay_layout(header: dict, cfg: GPTConfig, names: list, start: int) -> dic
         if offs[1] - offs[0] != nbytes:
             _fail("err_tensor_offsets", name=k)
         layout[k] = (_TORCH_DTYPES[dtype], tuple(shape), start + offs[0], start + offs[1])
+    return layout
+
+
+def _replay_layout(header: dict, cfg: GPTConfig, names: list, start: int) -> dict[str, tuple]:
+    """The ``replay.*`` tensors' layout (:func:`_group_layout`): at most MAX_REPLAY_SNAPSHOTS
+    snapshots, in shapes that fit ``cfg``."""
+    from .replay import _SPEC
+
+    layout = _group_layout(header, names, _REPLAY, _SPEC, "replay", start)
+    if not layout:
+        return layout
     shape = {k[len(_REPLAY):]: v[1] for k, v in layout.items()}
     n, T = shape["step"][0], shape["probe_ids"][0]
     if not 1 <= n <= MAX_REPLAY_SNAPSHOTS:
@@ -432,13 +452,39 @@ def _replay_layout(header: dict, cfg: GPTConfig, names: list, start: int) -> dic
     return layout
 
 
+def _induction_layout(header: dict, cfg: GPTConfig, names: list, start: int) -> dict[str, tuple]:
+    """The ``induction.*`` tensors' layout (:func:`_group_layout`): at most MAX_INDUCTION_EVALS
+    evaluations, every map and score the model's layers x heads, a probe within its context."""
+    from .induction import PREFIX, SPEC
+
+    layout = _group_layout(header, names, PREFIX, SPEC, "induction", start)
+    if not layout:
+        return layout
+    shape = {k[len(PREFIX):]: v[1] for k, v in layout.items()}
+    E, T = shape["step"][0], shape["ids"][0]
+    if not 1 <= E <= MAX_INDUCTION_EVALS:
+        _fail("err_replay_count", n=E, limit=MAX_INDUCTION_EVALS)
+    LH = (cfg.n_layer, cfg.n_head)
+    fits = (shape["prefix"][1:] == LH and shape["previous"][1:] == LH and shape["maps"][1:] == (*LH, T, T)
+            and 2 <= T <= cfg.block_size)
+    if not fits:
+        _fail("err_replay_model")
+    return layout
+
+
 def _read_replay(data: bytes, header_md: dict, layout: dict, vocab_size: int):
-    """The replay (lmviz.replay.Replay) after its values are checked, or None when there is none."""
+    """The replay (lmviz.replay.Replay, with the run's induction record when the file has one)
+    after its values are checked, or None when there is none."""
+    from .induction import PREFIX as _INDUCTION, evals_from_tensors
     from .replay import Replay, snapshots_from_tensors
 
     view = memoryview(data)
     t = {}
     for k, (dtype, shape, b, e) in layout.items():
+        if k.startswith(_INDUCTION):
+            t[k] = torch.frombuffer(bytearray(view[b:e]), dtype=dtype).reshape(shape) if e > b \
+                else torch.empty(shape, dtype=dtype)
+            continue                  # its values: checked by evals_from_tensors below
         if not k.startswith(_REPLAY):
             continue
         x = torch.frombuffer(bytearray(view[b:e]), dtype=dtype).reshape(shape) if e > b \
@@ -462,7 +508,11 @@ def _read_replay(data: bytes, header_md: dict, layout: dict, vocab_size: int):
         _fail("err_replay", name="replay")
     if probe is not None and (len(probe.sentence) > MAX_PROBE_CHARS or len(probe.prompt) > MAX_PROBE_CHARS):
         _fail("err_replay", name="probe")                  # the page shows them: keep them short
-    return Replay(tuple(snaps), probe)
+    try:
+        evals = evals_from_tensors(t, header_md, vocab_size=vocab_size)
+    except ValueError:
+        _fail("err_replay", name="induction")
+    return Replay(tuple(snaps), probe, tuple(evals))
 
 
 def check_checkpoint(data: bytes):
@@ -489,7 +539,8 @@ def load_checkpoint_with_replay(src, device=None):
     data = _read_source(src)
     cfg, tok, meta, layout = check_checkpoint(data)
     replay = _read_replay(data, _read_header(data)[0].get("__metadata__") or {}, layout, cfg.vocab_size)
-    layout = {k: v for k, v in layout.items() if not k.startswith(_REPLAY)}
+    weights_only = limits.param_shapes(cfg)
+    layout = {k: v for k, v in layout.items() if k in weights_only}   # the weights alone
     view = memoryview(data)
     weights = {}
     for k, (dtype, shape, b, e) in layout.items():

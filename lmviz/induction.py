@@ -21,9 +21,16 @@ prefix-matching and previous-token scores) with the loss at each position; :func
 that as an :class:`InductionPoint`, cheap enough for every evaluation of a training
 (``TrainConfig.induction_probe``: the Trainer attaches one to each ``EvalMetrics``), and
 lmviz.chapters.attention_induction.scan adds the causal check for /attention.
+
+**Travels with the checkpoint.** A run's probed evaluations are its induction record: the
+replay a checkpoint carries keeps them (``lmviz.replay.Replay.evals``), packed by
+:func:`evals_to_tensors` into tensors ``induction.*`` (scores as float64, the maps as the
+uint8 they are kept in: the round trip is exact) and read back, checked, by
+:func:`evals_from_tensors`, so an uploaded run draws the same pictures as the live one.
 """
 from __future__ import annotations
 
+import json
 import math
 import random
 from dataclasses import dataclass
@@ -35,7 +42,8 @@ import torch.nn.functional as F
 
 __all__ = ["ALPHABET", "SPAN", "MAX_GAP", "SEQ", "induction_text", "PROMPT", "PROBE_HALF", "FORMED_ICL", "FORMED_HEAD",
            "formed", "repeated_tokens", "prefix_matching", "previous_token", "uniform_prefix", "halves_loss", "measure",
-           "InductionPoint", "probe", "MAPS_MAX_BYTES", "maps_every"]
+           "InductionPoint", "probe", "MAPS_MAX_BYTES", "maps_every", "PREFIX", "SPEC", "ProbedEvaluation",
+           "evals_to_tensors", "evals_from_tensors"]
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz012345"   # 32 symbols: ln 32 = 3.47 nats for a symbol nothing predicts
 SPAN = 20          # symbols in the span that is copied
@@ -234,3 +242,103 @@ def maps_every(n_layer: int, n_head: int, half: int, n_evals: int) -> int:
     """
     per = n_layer * n_head * (2 * half) ** 2
     return max(1, math.ceil(per * n_evals / MAPS_MAX_BYTES))
+
+
+# -----------------------------------------------------------------------------
+# to and from checkpoint tensors
+
+PREFIX = "induction."      # key prefix of the induction record inside a checkpoint
+_FORMAT = "lmviz-induction-1"
+SPEC = {  # name: (dtype, number of dims); E evaluations, M of them with maps, T = 2 half
+    "step": (torch.int64, 1), "train_loss": (torch.float64, 1), "val_loss": (torch.float64, 1),
+    "first": (torch.float64, 1), "second": (torch.float64, 1),
+    "prefix": (torch.float64, 3), "previous": (torch.float64, 3),      # [E, L, H]
+    "ids": (torch.int64, 1), "maps": (torch.uint8, 5), "map_at": (torch.int64, 1),   # [T]; [M, L, H, T, T]; [M]
+}
+
+
+@dataclass(frozen=True)
+class ProbedEvaluation:
+    """What a checkpoint keeps of an evaluation that probed (the fields of lmviz.train.EvalMetrics
+    that lmviz.chapters.induction_run reads: either record serves it)."""
+    step: int                    # steps taken when measured
+    train_loss: float            # mean loss over the evaluation's fixed training batches
+    val_loss: float              # the same over its validation batches
+    induction: InductionPoint    # the probe at that evaluation
+
+
+def evals_to_tensors(evals) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """The probed evaluations of one run (``lmviz.train.EvalMetrics`` with an ``induction``
+    point, or :class:`ProbedEvaluation`) as tensors ``induction.*`` and metadata {"induction": JSON string}.
+    They must share the probe (its ids, and the model's layers and heads). None gives ({}, {}).
+
+    >>> p = InductionPoint(2, (3, 1, 3, 1), ((0.5,),), ((0.25,),), 1.5, 0.5)
+    >>> t, md = evals_to_tensors([ProbedEvaluation(0, 2.0, 2.5, p)])
+    >>> sorted(k[len(PREFIX):] for k in t), t["induction.maps"].shape, md["induction"]
+    (['first', 'ids', 'map_at', 'maps', 'prefix', 'previous', 'second', 'step', 'train_loss', 'val_loss'], torch.Size([0, 1, 1, 4, 4]), '{"format": "lmviz-induction-1", "half": 2, "count": 1}')
+    """
+    evs = sorted((e for e in evals if getattr(e, "induction", None) is not None), key=lambda e: e.step)
+    if not evs:
+        return {}, {}
+    p0 = evs[0].induction
+    L, H, T = len(p0.prefix), len(p0.prefix[0]), 2 * p0.half
+    for e in evs:
+        p = e.induction
+        if (p.half, p.ids) != (p0.half, p0.ids) or np.shape(p.prefix) != (L, H) or np.shape(p.previous) != (L, H) \
+                or (p.maps is not None and np.shape(p.maps) != (L, H, T, T)):
+            raise ValueError("the evaluations of one run must share the probe (ids, layers and heads)")
+    f64 = lambda xs: torch.tensor(xs, dtype=torch.float64)   # noqa: E731
+    kept = [i for i, e in enumerate(evs) if e.induction.maps is not None]
+    maps = torch.from_numpy(np.stack([np.asarray(evs[i].induction.maps, dtype=np.uint8) for i in kept])) if kept \
+        else torch.zeros((0, L, H, T, T), dtype=torch.uint8)
+    t = {"step": torch.tensor([e.step for e in evs], dtype=torch.int64),
+         "train_loss": f64([e.train_loss for e in evs]), "val_loss": f64([e.val_loss for e in evs]),
+         "first": f64([e.induction.first_loss for e in evs]), "second": f64([e.induction.second_loss for e in evs]),
+         "prefix": f64([e.induction.prefix for e in evs]), "previous": f64([e.induction.previous for e in evs]),
+         "ids": torch.tensor(p0.ids, dtype=torch.int64), "maps": maps.contiguous(),
+         "map_at": torch.tensor(kept, dtype=torch.int64)}
+    meta = {"format": _FORMAT, "half": p0.half, "count": len(evs)}
+    return {PREFIX + k: v for k, v in t.items()}, {"induction": json.dumps(meta)}
+
+
+def evals_from_tensors(tensors: dict, metadata: dict, vocab_size: int | None = None) -> list:
+    """Read back what :func:`evals_to_tensors` wrote (other keys ignored): the run's probed
+    evaluations (:class:`ProbedEvaluation`). No record gives []; a malformed one raises ValueError
+    with a plain message. ``vocab_size``: every probe id must be one of the checkpoint's ids."""
+    from .replay import read_group
+
+    got = read_group(tensors, metadata, "induction", PREFIX, SPEC, _FORMAT)
+    if got is None:
+        return []
+    meta, t = got
+    E, T, M = t["step"].shape[0], t["ids"].shape[0], t["maps"].shape[0]
+    L, H = t["prefix"].shape[1:]
+    half, count = meta.get("half"), meta.get("count")
+    whole = lambda v: isinstance(v, int) and not isinstance(v, bool)   # noqa: E731
+    ok = (whole(count) and count == E >= 1 and whole(half) and half >= 1 and T == 2 * half
+          and all(t[f].shape == (E,) for f in ("train_loss", "val_loss", "first", "second"))
+          and t["previous"].shape == (E, L, H) and t["maps"].shape[1:] == (L, H, T, T)
+          and t["map_at"].shape == (M,) and M <= E)
+    if not ok:
+        raise ValueError("the induction tensors do not fit together")
+    steps, at = t["step"].tolist(), t["map_at"].tolist()
+    if steps != sorted(set(steps)) or steps[0] < 0 or at != sorted(set(at)) or (at and (at[0] < 0 or at[-1] >= E)):
+        raise ValueError("the induction steps are not increasing")
+    for f in ("train_loss", "val_loss", "first", "second", "prefix", "previous"):
+        x = t[f]
+        if not bool(torch.isfinite(x).all()) or (x.numel() and float(x.min()) < 0.0):
+            raise ValueError(f"the induction values of {f} are not finite, non-negative numbers")
+    for f in ("prefix", "previous"):
+        if t[f].numel() and float(t[f].max()) > 1.0 + 1e-6:
+            raise ValueError(f"the induction scores of {f} are not between 0 and 1")
+    ids = tuple(t["ids"].tolist())
+    if vocab_size is not None and (min(ids) < 0 or max(ids) >= vocab_size):
+        raise ValueError("the induction probe refers to token ids the tokenizer does not have")
+    maps = dict(zip(at, (m.numpy().copy() for m in t["maps"])))
+    out = []
+    for i in range(E):
+        pt = InductionPoint(half, ids, tuple(map(tuple, t["prefix"][i].tolist())),
+                            tuple(map(tuple, t["previous"][i].tolist())), float(t["first"][i]),
+                            float(t["second"][i]), maps.get(i))
+        out.append(ProbedEvaluation(int(steps[i]), float(t["train_loss"][i]), float(t["val_loss"][i]), pt))
+    return out

@@ -48,7 +48,7 @@ import torch
 __all__ = ["Probe", "default_probe", "Replay", "uniform_previous_token", "SnapshotSchedule", "Snapshot", "take_snapshot", "SnapshotStore",
            "Recorder", "pick", "strongest_previous_token_head",
            "aligned_embedding", "aligned_embeddings", "procrustes", "token_classes", "class_separation", "snapshots_to_tensors",
-           "snapshots_from_tensors", "PREFIX", "DEFAULT_MAX_COUNT", "DEFAULT_MAX_BYTES"]
+           "snapshots_from_tensors", "read_group", "PREFIX", "DEFAULT_MAX_COUNT", "DEFAULT_MAX_BYTES"]
 
 PREFIX = "replay."                 # key prefix of the replay tensors inside a checkpoint
 DEFAULT_MAX_COUNT = 32             # snapshots kept at most
@@ -269,13 +269,20 @@ class Replay:
     """What a page replays: a run's snapshots so far and what they looked at."""
     snapshots: tuple             # Snapshot, in step order (a complete tuple: safe to read while training)
     probe: Probe | None = None   # the probe sentence and prompt (None: not recorded)
+    evals: tuple = ()            # the run's evaluations that probed for an induction head, in step order
+    #                              (lmviz.train.EvalMetrics with an lmviz.induction.InductionPoint; read back
+    #                              from a checkpoint as lmviz.induction.ProbedEvaluation): a checkpoint carries
+    #                              them (a live run's page reads its job's own evaluations instead)
 
     def __len__(self) -> int:
         return len(self.snapshots)
 
-    def upto(self, step: int) -> "Replay":
-        """The snapshots up to ``step`` (the replay of a checkpoint taken at that step)."""
-        return Replay(tuple(s for s in self.snapshots if s.step <= step), self.probe)
+    def upto(self, step: int, evals=None) -> "Replay":
+        """The snapshots up to ``step`` (the replay of a checkpoint taken at that step), with the
+        probed evaluations up to it (of ``evals``, the run's evaluations, when given)."""
+        evs = self.evals if evals is None else [e for e in evals if getattr(e, "induction", None) is not None]
+        return Replay(tuple(s for s in self.snapshots if s.step <= step), self.probe,
+                      tuple(e for e in evs if e.step <= step))
 
 
 class Recorder:
@@ -484,26 +491,38 @@ _SPEC = {  # name: (dtype, number of dims)
 }
 
 
+def read_group(tensors: dict, metadata: dict, key: str, prefix: str, spec: dict, fmt: str):
+    """(metadata dict, name -> tensor) of one group a checkpoint stores beside its weights (this
+    replay's, ``prefix`` "replay."; the induction record's, lmviz.induction): its JSON metadata
+    string ``key`` of format ``fmt`` and every tensor ``spec`` names, of its dtype and rank. None
+    when the file has no such group; ValueError with a plain message when it is malformed."""
+    raw = (metadata or {}).get(key)
+    if raw is None:
+        return None
+    try:
+        meta = json.loads(raw)
+    except (TypeError, ValueError, RecursionError):   # RecursionError: JSON nested thousands deep
+        raise ValueError(f"the {key} metadata is not JSON") from None
+    if not isinstance(meta, dict) or meta.get("format") != fmt:
+        raise ValueError(f"the {key} metadata has an unknown format")
+    t = {}
+    for name, (dtype, dims) in spec.items():
+        v = tensors.get(prefix + name)
+        if not isinstance(v, torch.Tensor) or v.dtype != dtype or v.dim() != dims:
+            raise ValueError(f"{key} tensor {name} is missing or has the wrong type or shape")
+        t[name] = v
+    return meta, t
+
+
 def snapshots_from_tensors(tensors: dict, metadata: dict,
                            vocab_size: int | None = None) -> tuple[list[Snapshot], Probe | None]:
     """Read back what :func:`snapshots_to_tensors` wrote (other keys are ignored). A file with no
     replay gives ([], None); a malformed one raises ValueError with a plain message. Pass the
     checkpoint's ``vocab_size`` to check that every stored token id is one of its ids."""
-    raw = (metadata or {}).get("replay")
-    if raw is None:
+    got = read_group(tensors, metadata, "replay", PREFIX, _SPEC, _FORMAT)
+    if got is None:
         return [], None
-    try:
-        meta = json.loads(raw)
-    except (TypeError, ValueError, RecursionError):   # RecursionError: JSON nested thousands deep
-        raise ValueError("the replay metadata is not JSON") from None
-    if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
-        raise ValueError("the replay metadata has an unknown format")
-    t = {}
-    for name, (dtype, dims) in _SPEC.items():
-        v = tensors.get(PREFIX + name)
-        if not isinstance(v, torch.Tensor) or v.dtype != dtype or v.dim() != dims:
-            raise ValueError(f"replay tensor {name} is missing or has the wrong type or shape")
-        t[name] = v
+    meta, t = got
     n, T = t["step"].shape[0], t["probe_ids"].shape[0]
     H = t["attention"].shape[1] if n else 0
     k = t["top_ids"].shape[1] if n else 0

@@ -1,6 +1,7 @@
 """Replay training in a real browser, both languages: upload a checkpoint that carries a replay,
 scrub the step slider from the last snapshot to the first and back (the captions and the
-pictures change), brush a stretch of the loss curve (the linked selection picks the snapshot)."""
+pictures change, the induction head's map with them: the run probed for one), brush a stretch of
+the loss curve (the linked selection picks the snapshot)."""
 from __future__ import annotations
 
 import pytest
@@ -16,8 +17,8 @@ CAPTIONS = """() => Array.from(document.querySelectorAll('.st-key-train_replay_b
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    """A tiny run with its replay, saved as a checkpoint file (seconds on CPU)."""
-    blob, rec = replay_checkpoint(80)
+    """A tiny run with its replay and its induction record, saved as a checkpoint file (seconds on CPU)."""
+    blob, rec = replay_checkpoint(80, induction=4)
     folder = tmp_path_factory.mktemp("ckpt")
     path, bad = folder / "replay.safetensors", folder / "hostile.safetensors"
     path.write_bytes(blob)
@@ -55,6 +56,10 @@ def test_scrub_an_uploaded_replay(server, browser, checkpoint, lang):
     assert exceptions(page) == []
     assert _slider_value(page) == str(steps[-1])                  # starts on the last snapshot
     at_end = page.evaluate(CAPTIONS)
+    # the run's induction record came with it: its section, and the head's map at the replay's step
+    assert page.locator(".st-key-train_ind .js-plotly-plot").count() == 1
+    assert page.locator(".st-key-train_replay_ind .js-plotly-plot").count() == 1
+    assert "evaluation of step 80:" in at_end
     box = page.locator(".st-key-train_replay_box")
     box.scroll_into_view_if_needed()
     shot(page, f"replay-last-{lang}")
@@ -67,6 +72,7 @@ def test_scrub_an_uploaded_replay(server, browser, checkpoint, lang):
     assert _slider_value(page) == str(steps[0])
     at_start = page.evaluate(CAPTIONS)
     assert at_start != at_end and str(steps[0]) in at_start
+    assert "evaluation of step 0:" in at_start              # the head's map went back with the slider
     shot(page, f"replay-first-{lang}")
     slider = page.locator(".st-key-train_replay_step input[type=range]").first
     slider.focus()

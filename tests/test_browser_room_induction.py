@@ -148,8 +148,18 @@ def test_the_room_predicts_and_the_induction_run_answers(server, browser):
         text = _text(lec)
         assert L("claim.induction_forming.formed").split("{")[0] in text
         assert L(f"claim.induction_loss.{right}").split("{")[0] in text      # the same answer, in words
-        for key in ("train_ind", "train_ind_map_before", "train_ind_map_now"):
+        for key in ("train_ind", "train_ind_map_before", "train_ind_map_now", "train_replay_ind"):
             assert lec.locator(f".st-key-{key} .js-plotly-plot").count(), key
+        # the run's checkpoint carries its induction record: uploaded later, it draws all of this again
+        # (pressed where it is, not stepped to: a PageDown on the way would take the Start on
+        # its slide as the clicker's press and start another run)
+        with lec.expect_download(timeout=120_000) as dl:
+            lec.locator(".st-key-train_download button").first.dispatch_event("click")
+        from lmviz.chapters.induction_run import induction_run
+        from lmviz.checkpoint import load_checkpoint_with_replay
+
+        saved = induction_run(load_checkpoint_with_replay(dl.value.path())[3].evals)
+        assert saved.formed_at is not None and len(saved.maps) == len(saved.steps) >= 10, saved.steps
         _press(lec, "train_ind_control")
         _press(lec, "class_reveal:train_ind_one_layer", timeout_ms=300_000)
         right = _verdict(lec, "train_ind_one_layer")

@@ -418,14 +418,114 @@ def _hostile_replays():
     }
 
 
-@pytest.mark.parametrize("case", sorted(_hostile_replays()))
+# -- ... with the run's induction record, when it probed for one (issue 57) ---------------------------
+
+def _induction_evals(model, tok, steps=(0, 50, 100), maps=(True, False, True)):
+    """A run's probed evaluations of ``model`` (weights nudged between them, so each differs)."""
+    from lmviz.induction import probe, repeated_tokens
+    from lmviz.train import EvalMetrics
+
+    ids = repeated_tokens(tok.vocab_size, 4, 0)
+    out = []
+    with torch.no_grad():
+        for i, (s, keep) in enumerate(zip(steps, maps)):
+            model.wte.weight.add_(0.05 * torch.randn(model.wte.weight.shape, generator=torch.Generator().manual_seed(i)))
+            out.append(EvalMetrics(s, 3.0 - 0.01 * i, 3.1 - 0.01 * i, math.exp(3.1 - 0.01 * i),
+                                   probe(model, ids, 4, keep_maps=keep)))
+    return out
+
+
+def _same_evals(a, b):
+    import numpy as np
+
+    assert [(e.step, e.train_loss, e.val_loss) for e in a] == [(e.step, e.train_loss, e.val_loss) for e in b]
+    for x, y in zip(a, b):
+        p, q = x.induction, y.induction
+        assert (p.half, p.ids, p.prefix, p.previous, p.first_loss, p.second_loss) == \
+            (q.half, q.ids, q.prefix, q.previous, q.first_loss, q.second_loss)
+        assert (p.maps is None) == (q.maps is None)
+        assert p.maps is None or (q.maps.dtype == np.uint8 and np.array_equal(p.maps, q.maps))
+
+
+def test_the_induction_record_round_trips_exactly_with_or_without_snapshots():
+    from lmviz.checkpoint import load_checkpoint_with_replay
+    from lmviz.induction import PREFIX
+    from lmviz.replay import Replay
+
+    m, tok, rp, _ = _replay_blob()
+    evals = _induction_evals(m, tok)
+    plain = [type(evals[0])(7, 2.0, 2.0, 7.4)]                   # an evaluation with no probe: not kept
+    for replay in (Replay(rp.snapshots, rp.probe).upto(10**6, evals + plain), Replay(()).upto(10**6, evals)):
+        blob = save_checkpoint(m, tok, {"steps": 100}, half=True, replay=replay)
+        header, _ = _split(blob)
+        assert header[PREFIX + "maps"]["dtype"] == "U8" and header[PREFIX + "maps"]["shape"] == [2, 2, 4, 8, 8]
+        assert header[PREFIX + "prefix"]["dtype"] == "F64"            # never halved with the weights
+        back = load_checkpoint_with_replay(blob)[3]
+        assert len(back.snapshots) == len(replay.snapshots)
+        _same_evals(evals, back.evals)
+    assert [e.step for e in Replay((), None, tuple(evals)).upto(50).evals] == [0, 50]
+    # a run that kept no maps at all still carries its scores
+    none = _induction_evals(m, tok, maps=(False, False, False))
+    back = load_checkpoint_with_replay(save_checkpoint(m, tok, replay=Replay((), None, tuple(none))))[3]
+    _same_evals(none, back.evals)
+    # uint8 is read for the maps alone: weights stored as U8 are refused as before
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(_with_entry(save_checkpoint(m, tok), "wte.weight", dtype="U8"))
+    assert err.value.key == "ckpt.err_tensor_dtype"
+
+
+def _hostile_inductions():
+    """name -> (bytes, catalogue key): induction records a hostile student could put in a checkpoint."""
+    from lmviz.replay import Replay
+
+    m, tok = make()
+    blob = save_checkpoint(m, tok, replay=Replay((), None, tuple(_induction_evals(m, tok))))
+    header, body = _split(blob)
+    imeta = json.loads(header["__metadata__"]["induction"])
+    other = GPT(GPTConfig(vocab_size=tok.vocab_size, block_size=16, n_layer=3, n_head=4, n_kv_head=4, d_model=32))
+    b = header["induction.step"]["data_offsets"][0]
+    many = dict(header["induction.step"], shape=[10**5], data_offsets=[b, b + 8 * 10**5])
+    return {
+        "an unknown induction tensor": (_with_entry(blob, "induction.evil", dtype="U8", shape=[0],
+                                                    data_offsets=[0, 0]), "ckpt.err_replay"),
+        "a missing induction tensor": (_with_entry(blob, "induction.map_at", drop=True), "ckpt.err_replay"),
+        "induction tensors without their metadata": (_join({**header, "__metadata__": {
+            k: v for k, v in header["__metadata__"].items() if k != "induction"}}, body), "ckpt.err_replay"),
+        "maps stored as F32": (_with_entry(blob, "induction.maps", dtype="F32"), "ckpt.err_replay"),
+        "100,000 evaluations announced": (_join({**header, "induction.step": many}, body), "ckpt.err_replay_count"),
+        "a prefix score of 2": (_with_replay_value(blob, "induction.prefix", "<d", 2.0), "ckpt.err_replay"),
+        "a NaN loss": (_with_replay_value(blob, "induction.first", "<d", float("nan")), "ckpt.err_replay"),
+        "a negative loss": (_with_replay_value(blob, "induction.train_loss", "<d", -1.0), "ckpt.err_replay"),
+        "a probe id past the vocabulary": (_with_replay_value(blob, "induction.ids", "<q", 10**6), "ckpt.err_replay"),
+        "steps out of order": (_with_replay_value(blob, "induction.step", "<q", 999), "ckpt.err_replay"),
+        "maps of an evaluation that is not there": (_with_replay_value(blob, "induction.map_at", "<q", 7, index=1),
+                                                   "ckpt.err_replay"),
+        "a count that does not match": (_with_metadata(blob, induction=json.dumps({**imeta, "count": 2})),
+                                        "ckpt.err_replay"),
+        "a half that does not match the probe": (_with_metadata(blob, induction=json.dumps({**imeta, "half": 3})),
+                                                 "ckpt.err_replay"),
+        "half true": (_with_metadata(blob, induction=json.dumps({**imeta, "half": True})), "ckpt.err_replay"),
+        "induction metadata nested 100,000 deep": (_with_metadata(blob, induction="[" * 100_000 + "]" * 100_000),
+                                                   "ckpt.err_replay"),
+        "a record of another model": (save_checkpoint(m, tok, replay=Replay((), None, tuple(_induction_evals(other, tok)))),
+                                      "ckpt.err_replay_model"),
+    }
+
+
+def _hostile_records():
+    return {**_hostile_replays(), **{f"induction: {k}": v for k, v in _hostile_inductions().items()}}
+
+
+@pytest.mark.parametrize("case", sorted(_hostile_records()))
 def test_hostile_replay_is_refused_with_a_sentence(case):
-    data, key = _hostile_replays()[case]
+    data, key = _hostile_records()[case]
     with pytest.raises(CheckpointError) as err:
         load_checkpoint(data)
     assert err.value.key == key, (case, str(err.value))
     msg = str(err.value)
     assert "refused" in msg and "{" not in msg and "Traceback" not in msg
+
+
 
 
 def test_a_weight_dtype_that_is_a_list_is_refused_not_a_crash():

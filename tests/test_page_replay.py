@@ -95,6 +95,32 @@ def test_scrub_uploaded_replay_first_to_last(trained, lang):
     assert last.entropy < first.entropy < math.log(tok.vocab_size) + 1e-6  # what the captions report
 
 
+def test_an_uploaded_runs_induction_record_is_drawn_and_scrubbed():
+    """A checkpoint of a run that probed for an induction head (issue 57): its record draws the
+    induction section (the scores over training, the head before and now, the causal check on the
+    uploaded model; no control button: nothing trains here) and the replay's step slider shows
+    the followed head at the evaluation at or before the chosen step, with its computed score."""
+    from lmviz.chapters.induction_run import induction_run
+    from lmviz.checkpoint import load_checkpoint_with_replay
+
+    blob, _ = replay_checkpoint(40, induction=4)
+    model, tok, meta, replay = load_checkpoint_with_replay(blob)
+    run = induction_run(replay.evals)
+    assert run.steps == (0, 10, 20, 30, 40) and run.maps == (0, 1, 2, 3, 4)
+    at = open_page(PAGE, "zh")
+    _as_uploaded(at, model, tok, meta, replay)
+    text = all_text(at)
+    assert translate("train.ind_title", "zh") in text and translate("train.ind_check", "zh") in text
+    assert not [b for b in at.button if b.key == "train_ind_control"]
+    lh = translate("common.layer_head", "zh", layer=run.head[0] + 1, head=run.head[1] + 1)
+    for step in (s.step for s in (replay.snapshots[0], replay.snapshots[len(replay) // 2], replay.snapshots[-1])):
+        at.select_slider(key="train_replay_step").set_value(step).run()
+        assert not at.exception, [e.value for e in at.exception]
+        i = run.map_at(step)
+        assert run.steps[i] <= step and (i == len(run.steps) - 1 or run.steps[i + 1] > step)
+        assert translate("train.replay_ind", "zh", step=run.steps[i], lh=lh, score=run.score(i)) in _captions(at)
+
+
 def test_brushed_stretch_picks_the_last_snapshot_inside(trained):
     from lmviz.replay import pick
     from ui.replay_section import selected_stretch

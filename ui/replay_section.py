@@ -38,18 +38,21 @@ class Source:
     steps: list               # StepMetrics of the live run ([] for an upload)
     active: bool              # True while the training runs (poll)
     state: str = ""           # the job's state ("" for an upload)
+    evals: tuple = ()         # the run's evaluations (the live job's; an upload's replay carries the probed ones)
+    model: Any = None         # the uploaded model (its induction section's causal check); None for a live run
 
 
 def _source() -> Source | None:
     up = st.session_state.get(UPLOADED)
     bundle = st.session_state.get("lmviz_session_bundle")
     if up is not None and bundle is not None and bundle.model is up[0]:
-        return Source("upload", up[1], bundle.tokenizer, [], False)
+        return Source("upload", up[1], bundle.tokenizer, [], False,
+                      evals=up[1].evals if up[1] is not None else (), model=up[0])
     job = session.training_job()
     if job is None:
         return None
     snap = job.snapshot()
-    return Source("live", snap.replay, snap.tokenizer, snap.steps, snap.active, snap.state)
+    return Source("live", snap.replay, snap.tokenizer, snap.steps, snap.active, snap.state, tuple(snap.evals))
 
 
 def _md_safe(text: str) -> str:
@@ -197,12 +200,42 @@ def _show(src: Source, snaps) -> None:
                      v=V, max_entropy=math.log(V)))
         st.caption(t("train.replay_top", token=_md_safe(labels[0]), p=float(snap.top_probs[0]),
                      entropy0=first.entropy))
+    _induction_at(src, step)
+
+
+def _induction_at(src: Source, step: int) -> None:
+    """(d) the induction head the run formed, at the replay's step (the kept evaluation at or
+    before it), when the run probed for one."""
+    from lmviz.chapters.induction_run import induction_run, probed
+    from ui.induction_section import head_map, lh
+
+    run = induction_run(src.evals)
+    i = run.map_at(step) if run is not None else None
+    if i is None:
+        return
+    c1, c2 = st.columns(2)
+    with c1:
+        head_map(run, probed(src.evals), i, src.tokenizer,
+                 t("train.replay_ind", step=run.steps[i], lh=lh(run.head), score=run.score(i)),
+                 key="train_replay_ind", filename=f"replay-induction-step{run.steps[i]}")
+    with c2:
+        render.metric(t("train.replay_ind_score", lh=lh(run.head)), f"{run.score(i):.2f}",
+                      delta=f"{run.score(i) - run.score(0):+.2f}", delta_color="off")
+        render.metric(t("train.ind_t_icl"), f"{run.icl[i]:+.2f} nat", delta=f"{run.icl[i] - run.icl[0]:+.2f}",
+                      delta_color="off")
+        st.caption(t("train.replay_ind_note", first=run.steps[0], uniform=run.uniform))
 
 
 def draw() -> None:
     """The replay, under its own heading; called from the live fragment of /training's run
     section (the page's one poll, see ``ui.session.poll``), so it follows a live run with the
-    rest of that section, and shows an uploaded checkpoint's replay once there is no run."""
+    rest of that section, and shows an uploaded checkpoint's replay once there is no run (with
+    its induction record, when the run probed for one: the live run's is drawn above)."""
+    src = _source()
+    if src is not None and src.kind == "upload" and src.evals:
+        from ui import induction_section
+
+        induction_section.draw(induction_section.Source(src.evals, src.tokenizer, src.model, 0, id(src.model)))
     render.md(f"#### {t('train.replay_title')}")
     st.caption(t("train.replay_intro"))
     _section()

@@ -1,7 +1,7 @@
 """An induction head forming in a live run (issue 57): which head switched on, at which step, and
 what the loss did meanwhile, read from the run's evaluations (``lmviz.train.EvalMetrics`` whose
 ``induction`` is an ``lmviz.induction.InductionPoint``: the /training preset ``induction`` probes
-at every evaluation).
+at every evaluation; a checkpoint brings them back as ``lmviz.induction.ProbedEvaluation``).
 
 Olsson et al. (2022) saw the in-context-learning score jump in a narrow window of training, with
 the training loss's only bump. The data decide what the page says about the loss: the steepest
@@ -77,6 +77,17 @@ class InductionRun:
     def after(self) -> int | None:
         """The latest evaluation with maps."""
         return self.maps[-1] if self.maps else None
+
+    def map_at(self, step: int) -> int | None:
+        """The evaluation whose maps show the model at ``step`` (a replay's step): the latest kept
+        one at or before it, else the first kept (None: no maps kept).
+
+        >>> r = InductionRun((0, 50, 100, 150), *[()] * 5, (1, 0), (0, 0), None, None, None, (0, 2), 0.1, 2, ())
+        >>> r.map_at(20), r.map_at(120), r.map_at(500), r.map_at(-1)
+        (0, 2, 2, 0)
+        """
+        kept = [i for i in self.maps if self.steps[i] <= step]
+        return kept[-1] if kept else (self.maps[0] if self.maps else None)
 
 
 def probed(evals) -> list:
