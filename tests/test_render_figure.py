@@ -38,3 +38,17 @@ def test_inputs_that_cannot_be_hashed_are_built_each_time():
     a = render.figure(with_lock, lock, "x")
     b = render.figure(with_lock, lock, "x")
     assert a is not b and CALLS == ["x", "x"]
+
+
+def test_presenter_mode_moves_a_long_horizontal_legend_beside_the_plot():
+    """At the projector's type a horizontal legend of many entries wraps into rows that take the
+    plot's height: beside the plot instead; a short one stays where its figure put it."""
+    def fig(n):
+        f = go.Figure([go.Scatter(x=[0, 1], y=[i, i], name=f"line {i}") for i in range(n)])
+        f.add_trace(go.Scatter(x=[0, 1], y=[0, 0], name="hidden twin", showlegend=False))
+        return f.update_layout(legend=dict(orientation="h", y=-0.14, x=0), height=520)
+
+    long, short = render.presented(fig(render.PRESENT_LEGEND_ROW + 3)), render.presented(fig(render.PRESENT_LEGEND_ROW))
+    assert long.layout.legend.orientation == "v" and long.layout.legend.x == 1.02 and long.layout.legend.yanchor == "top"
+    assert short.layout.legend.orientation == "h" and short.layout.legend.y == -0.14
+    assert long.layout.height == render.PRESENT_MAX_H and long.layout.font.size >= render.PRESENT_FONT

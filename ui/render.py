@@ -23,6 +23,7 @@ from ui.i18n import lang, t, translate
 
 PRESENT_FONT = 20                 # smallest figure font size in presenter mode (14 otherwise)
 PRESENT_MAX_H = 500               # tallest figure in presenter mode (px): fits 1280x720 with a slider
+PRESENT_LEGEND_ROW = 4            # a horizontal legend of more entries goes beside the plot in presenter mode
 _SLIDES_JS = "assets/js/slides.js"
 # The buttons a clicker presses (assets/js/slides.js): on a slide that shows one of them, PageDown
 # presses it once, and the next PageDown moves on. Each is a pattern over the button's key as the
@@ -88,6 +89,13 @@ def presented(fig):
         if k[1:5] == "axis" and isinstance(axis, dict) and axis.get("type") == "log":
             tick = axis.setdefault("tickfont", {})
             tick["size"] = max(tick.get("size") or 0, -(-PRESENT_FONT * 4 // 3))
+    # a horizontal legend of many entries wraps into rows at the projector's type and takes the
+    # plot's height (the induction chart's 7 entries: 4 rows, a third of its 500 px): beside the
+    # plot instead, where a 1280 px wide screen has the room
+    legend = layout.get("legend") or {}
+    named = [tr for tr in spec.get("data", []) if tr.get("showlegend", True) and tr.get("name")]
+    if legend.get("orientation") == "h" and len(named) > PRESENT_LEGEND_ROW and layout.get("showlegend", True):
+        layout["legend"] = {**legend, "orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
     # text inside bars is shrunk to fit them unless told otherwise
     layout["uniformtext"] = {"minsize": PRESENT_FONT, "mode": "show"}
     if layout.get("height"):
