@@ -297,10 +297,12 @@ def _reader_accuracy(n: int = 100):
 
 
 def _shift(model, tok, model_key: str, prompt: str, context: str, answer: str, names: tuple[str, str],
-           key: str, title: str) -> None:
+           key: str, title: str, leave_out: tuple[int, ...] = ()) -> None:
     """The next-token distribution after ``prompt`` alone and after ``context + prompt`` (the
     context cut at its end to fit the window, the cut measured), and what it does to the
-    probability of the answer's first token (ContextShift.claim: lmviz.chapters.claims.answer_shift)."""
+    probability of the answer's first token (ContextShift.claim: lmviz.chapters.claims.answer_shift).
+    ``leave_out``: token ids the chart does not show (the reader toy's names of the other
+    language), their share said beside it."""
     block = model.cfg.block_size
     prompt_fit = fit_context(tok, prompt, block, keep="end")
     prompt_ids = prompt_fit.ids
@@ -308,11 +310,16 @@ def _shift(model, tok, model_key: str, prompt: str, context: str, answer: str, n
     sh = _context_shift(tuple(ctx_ids), tuple(prompt_ids), model_key, model)
     p0, p1, cut = sh.p_before, sh.p_after, sh.cut
     ans = answer_ids(tok, prompt, answer)        # as the model writes it after the prompt: " Paris"
-    top = set(np.argsort(-p0)[:6]) | set(np.argsort(-p1)[:6]) | ({ans[0]} if ans else set())
+    out = list(leave_out)
+    q0, q1 = p0.copy(), p1.copy()
+    q0[out], q1[out] = -1.0, -1.0                       # never among the top
+    top = set(np.argsort(-q0)[:6]) | set(np.argsort(-q1)[:6]) | ({ans[0]} if ans else set())
     top = sorted(top, key=lambda i: -p1[i])
     shown = [visible(tok.token(i)) for i in top]      # labels of the shown tokens only (49,152 took 0.1 s)
     render.plot(render.figure(shift_figure, shown, p0[top], p1[top], names=names, y_label=t("bey.prob"), title=title),
                 key=key, filename=key)
+    if out:
+        render.caption(t("bey.other_names", n=len(out), p0=float(p0[out].sum()), p1=float(p1[out].sum())))
     c1, c2, c3 = st.columns(3)
     render.metric(t("bey.kl"), f"{sh.kl:.3f}", at=c1)
     render.metric(t("bey.ctx_read"), f"{sh.read}", at=c2)
@@ -326,6 +333,12 @@ def _shift(model, tok, model_key: str, prompt: str, context: str, answer: str, n
         return
     tok_label = render.escape(visible(tok.token(ans[0])))
     render.md(render.claim(sh.claim(ans[0]), tok=tok_label))
+
+
+def _other_names(tok) -> tuple[int, ...]:
+    from lmviz.chapters.beyond_reader import other_language_names    # (it imports the Trainer)
+
+    return tuple(other_language_names(tok, lang()))
 
 
 def _live_or_note():
@@ -364,7 +377,8 @@ def sec_knowledge():
         answer = t(f"bey.{ANSWER_KEYS[presets.index(query)]}_answer")
         render.caption(t("bey.answer_is", answer=render.escape(answer)))
         _shift(model, tok, model_key, prompt_for(tok, query), passage + " ", answer,
-               (t("bey.without_ctx"), t("bey.with_ctx")), "bey_shift", t(f"bey.shift_title.{src}"))
+               (t("bey.without_ctx"), t("bey.with_ctx")), "bey_shift", t(f"bey.shift_title.{src}"),
+               leave_out=_other_names(tok) if src == "toy" else ())
         if src == "live":
             render.caption(model_words.by(chosen[4]))
     if src == "toy":

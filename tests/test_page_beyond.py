@@ -141,7 +141,7 @@ def test_retrieval_moves_the_reader_toys_answer_for_every_preset(lang):
     import numpy as np
     import torch
 
-    from lmviz.chapters.beyond_reader import load_reader
+    from lmviz.chapters.beyond_reader import load_reader, other_language_names
     from lmviz.chapters.beyond_retrieval import BM25, best_sentence, fit_window, load_documents
     from lmviz.chapters.claims import answer_shift
     from lmviz.tokenizer import fit_context
@@ -170,6 +170,12 @@ def test_retrieval_moves_the_reader_toys_answer_for_every_preset(lang):
         assert shown.split("(")[0].split("（")[0][:60] in all_text(at)
         shift = fig(at, "bey.shift_title.toy", lang)
         np.testing.assert_allclose(max(decode(shift["data"][1]["y"]).astype(float)), float(p1.max()), atol=1e-3)
+        # the toy's names of the other language (its one vocabulary holds both) are left off the
+        # chart (捷克 stood second on the English page), and their share is said beside it
+        other = other_language_names(tok, lang)
+        assert not set(shift["layout"]["xaxis"]["ticktext"]) & {tok.token(i) for i in other}
+        assert translate("bey.other_names", lang, n=len(other), p0=float(p0[other].sum()),
+                         p1=float(p1[other].sum())) in [c.value for c in at.caption]
         # the retrieved passages: those with a word in common (a score of 0 is no hit), every one
         # named beside its bar (Plotly skipped every other name in a short chart)
         ret = fig(at, "bey.ret_title", lang)

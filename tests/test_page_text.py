@@ -83,12 +83,40 @@ def test_the_notes_points_stand_beside_their_chapter(file, lang):
         assert translate(key, lang) in shown, key
 
 
+# the figure's own strings a reader sees on a chart beyond its twin's: text on bars and cells,
+# hover boxes, annotations (a chart is prose too: its SI suffixes and its English labels)
+_CHART_STRINGS = ("text", "texttemplate", "hovertext", "hovertemplate", "name", "ticktext")
+
+
+def _chart_text(spec) -> list[str]:
+    """Every string under one of _CHART_STRINGS (at any depth: traces, annotations, axes,
+    legends, titles), and every title's, of a figure's JSON."""
+    out = []
+
+    def walk(node, key=None):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, k)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif isinstance(node, str) and key in _CHART_STRINGS + ("title",):
+            out.append(node)
+    walk(spec)
+    return out
+
+
 def _page_text(at) -> str:
-    """What a reader (or a screen reader) gets from the page: prose, captions, alerts, metrics and
-    the charts' twins (which carry the figures' titles, axis titles, trace names and tick texts)."""
+    """What a reader (or a screen reader) gets from the page: prose, captions, alerts, metrics,
+    the charts' twins (which carry the figures' titles, axis titles, trace names and tick texts)
+    and the charts' own strings (bar and cell labels, hover boxes, annotations: _chart_text)."""
+    from tests.apptest_util import figures
+
     parts = [all_text(at)]
     for m in at.metric:
         parts += [str(m.label), str(m.value)]
+    for spec in figures(at):
+        parts += _chart_text(spec)
     text = "\n".join(parts)
     text = re.sub(r"<(style|svg)\b.*?</\1>", " ", text, flags=re.S)   # markup, not text
     return html.unescape(re.sub(r"<[^>]+>", " ", text))
@@ -145,3 +173,15 @@ def test_the_handout_typesets_every_formula(chapter, lang):
         assert "katex.render" in doc
     if chapter.file == "chapters/generation.py":     # the notes' temperature formula, inline
         assert r'data-display="0" data-tex="p_i = \exp(z_i/\tau)\,/\,\sum_j \exp(z_j/\tau)"' in doc
+
+
+def test_the_glossary_reads_a_charts_own_strings():
+    """What _page_text adds beyond the twins: bar labels, hover boxes and annotations, where an SI
+    suffix on a Chinese page or an English label would otherwise pass unseen."""
+    fig = go.Figure(go.Bar(x=["参数"], y=[1.34e8], text=["134M"], hovertemplate="%{x}：262k<extra></extra>"))
+    fig.add_annotation(text="sum", x=0, y=0)
+    strings = _chart_text(fig.to_plotly_json())
+    assert {"134M", "%{x}：262k<extra></extra>", "sum"} <= set(strings)
+    found = {hit for r in PAGE_RULES if "zh" in r.langs() for s in strings
+             for hit in violations(r, s, catalogue_string=False)}
+    assert any("134M" in h for h in found) and any("262k" in h for h in found) and any("sum" in h for h in found)

@@ -92,6 +92,21 @@ def reader_tokenizer() -> WordTokenizer:
     return WordTokenizer(list(dict.fromkeys(words)), sep=" ")
 
 
+def other_language_names(tok, lang: str) -> list[int]:
+    """Token ids of the names (cities, countries) the toy knows only from the other language's
+    examples: a chart of its guesses after a question in ``lang`` leaves them out and says how
+    much they got (the toy shares one vocabulary between its English and Chinese examples, and
+    spreads a little of its bet over the other language's names).
+
+    >>> tok = reader_tokenizer(); [tok.token(i) for i in other_language_names(tok, "en")][:2]
+    ['巴黎', '法国']
+    """
+    other = {"en": "zh", "zh": "en"}[lang]
+    mine = {n for p in pairs(lang) for n in p}
+    vocab = {tok.token(i): i for i in range(tok.vocab_size)}
+    return [vocab[n] for p in pairs(other) for n in p if n in vocab and n not in mine]
+
+
 @dataclass(frozen=True)
 class Example:
     passage: str      # "" (no passage) or one statement of a pair
