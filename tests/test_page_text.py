@@ -185,3 +185,26 @@ def test_the_glossary_reads_a_charts_own_strings():
     found = {hit for r in PAGE_RULES if "zh" in r.langs() for s in strings
              for hit in violations(r, s, catalogue_string=False)}
     assert any("134M" in h for h in found) and any("262k" in h for h in found) and any("sum" in h for h in found)
+
+
+# a cut that cuts nothing, a share of nothing (issue 56 item 3 and 4): "12 个 token 中的前 12 个",
+# "the first 12 of 12", "（共 0 句）"
+_EMPTY_WORDS = {"zh": (re.compile(r"(\d[\d,]*) ?个[^。\n]{0,12}中的前 ?\1 ?个"), re.compile(r"（共 ?0 ?[^\d.]")),
+                "en": (re.compile(r"\bfirst (\d[\d,]*) of (?:the |its )?\1\b"), re.compile(r"\((?:of|out of) 0\b"))}
+
+
+@pytest.mark.apptest
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("chapter", PAGES, ids=[c.slug or "home" for c in PAGES])
+def test_no_sentence_cuts_nothing_or_counts_a_share_of_nothing(chapter, lang):
+    text = _page_text(_run(chapter.file, lang))
+    found = [m.group(0) for pat in _EMPTY_WORDS[lang] for m in pat.finditer(text)]
+    assert found == [], found
+
+
+def test_the_empty_words_patterns_match_what_they_look_for():
+    said = {"zh": ("12 个 token 中的前 12 个", "这个比例是 0%（共 0 句）"),
+            "en": ("the first 12 of 12 tokens", "0% (of 0 sentences)")}
+    for lang, (cut, share) in said.items():
+        assert [bool(p.search(x)) for p, x in zip(_EMPTY_WORDS[lang], (cut, share))] == [True, True]
+    assert not _EMPTY_WORDS["zh"][0].search("24 个 token 中的前 12 个")          # a real cut is fine
