@@ -438,14 +438,16 @@ def sec_induction():
     render.metric(t("att.ind_first"), f"{s.first_loss:.2f} nat", at=c[0])
     render.metric(t("att.ind_second"), f"{s.second_loss:.2f} nat", at=c[1])
     render.metric(t("att.ind_icl"), f"{s.icl:+.2f} nat", at=c[2])
-    render.md(render.claim(induction(s.top[0][2], s.uniform, s.icl, s.top_rise, s.control_rise),
-                           lh=lh(bl, bh), clh=lh(cl, ch)))
+    claim = induction(s.top[0][2], s.uniform, s.icl, s.top_rise, s.control_rise)
+    render.md(render.claim(claim, lh=lh(bl, bh), clh=lh(cl, ch)))
     render.plot(render.figure(heatmap, s.top_weights, x_labels=[str(i + 1) for i in range(2 * half)],
                               y_labels=[str(i + 1) for i in range(2 * half)], zmin=0.0, zmax=1.0,
                               title=t("att.ind_attn_title", lh=lh(bl, bh)), x_title=t("att.fig.key"),
                               y_title=t("att.fig.query"), colorbar_title=t("att.weight")),
                 key="att_ind_attn", filename="induction-head-attention")
-    render.caption(t("att.ind_attn_caption", start=half + 1, end=2 * half, gap=half - 1))
+    # where an induction head's weight sits; said of this head only where the scan found one
+    render.caption(t("att.ind_attn_caption" if claim.statement != "none" else "att.ind_attn_caption_none",
+                     start=half + 1, end=2 * half, gap=half - 1, score=f"{s.top[0][2]:.3f}", uniform=f"{s.uniform:.3f}"))
     prev = s.best_previous
     render.md(t("att.ind_prev", plh=lh(prev[0], prev[1]), pscore=f"{prev[2]:.2f}"))
     render.caption(t("att.ind_note", half=half))

@@ -433,8 +433,9 @@ def _window_use(b) -> None:
         return
     corpus = t("bey.heldout_poems" if lang() == "zh" else "bey.heldout_english")
     claim = context_use(r.used_until, r.plateau, r.tolerance, r.spread)
-    used_label = (t("bey.pos_not_level", n=len(r.positions)) if claim.statement == "not_level"
-                  else t("bey.pos_used", n=r.used_until))
+    used_label = {"not_level": t("bey.pos_not_level", n=len(r.positions)),      # the chart's label says
+                  "level_noisy": t("bey.pos_used_noisy", n=r.used_until)}.get(  # no more than the sentence
+        claim.statement, t("bey.pos_used", n=r.used_until))
     render.plot(render.figure(position_use_figure, r.positions, r.losses, r.used_until, r.plateau, x_label=t("bey.pos_read"),
                               y_label=t("bey.loss_nats"), curve_name=t("bey.pos_curve"),
                               plateau_name=t("bey.pos_plateau"), used_label=used_label,

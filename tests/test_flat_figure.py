@@ -78,3 +78,29 @@ def test_what_is_kept_with_a_figure_goes_with_it():
     del fig
     gc.collect()
     assert key not in render._PER_FIGURE
+
+
+def test_every_log_axis_of_these_builders_has_its_range_given():
+    """In Streamlit 1.67 the attention chapter's variance chart drew its log axes over Plotly's
+    empty default ([-1, 6] and [-1, 4]) while its traces kept the data's range: the ticks bunched
+    in the middle, the y = d_k line off the chart. Its log axes, and those built the same way,
+    now carry a range (viz.theme.log_range) around every value they draw."""
+    import math
+    from types import SimpleNamespace as NS
+
+    from viz.attention import variance_figure
+    from viz.cost import timing_figure
+    from viz.loss_and_gradients import noise_error_figure
+
+    rows = [NS(d_k=d, var_raw=1.05 * d, var_scaled=1.0) for d in (4, 16, 64, 256, 1024)]
+    noise = [NS(batch_size=b, rel_errors=[0.9 / b ** 0.5, 1.1 / b ** 0.5]) for b in (1, 4, 16, 64)]
+    figs = [variance_figure(rows, x_title="d_k", y_title="var", names=("a", "b", "c")),
+            noise_error_figure(noise, x_title="B", y_title="err", measured="m", guide="g"),
+            timing_figure([64, 128, 256], [0.1, 0.3, 1.0], [0.2, 0.8, 3.1], names={"scores": "s", "full": "f", "guide": "g"},
+                          x_title="n", y_title="ms", full_spread=([0.15, 0.7, 3.0], [0.25, 0.9, 3.3]))]
+    for fig in figs:
+        for ax in (fig.layout.xaxis, fig.layout.yaxis):
+            assert ax.type == "log" and ax.range is not None, fig.layout.title
+            lo, hi = ax.range
+            vals = [v for tr in fig.data for v in (tr.x if ax is fig.layout.xaxis else tr.y) if v and v > 0]
+            assert lo < math.log10(min(vals)) and math.log10(max(vals)) < hi, (fig.layout.title, ax.range)

@@ -340,6 +340,12 @@ def test_induction_heads_on_the_shipped_model_are_absent_and_said_so(lang):
     assert c.statement == "none"
     assert translate("claim.induction.none", lang, lh="", score=0, uniform=0, icl=0, rise=0)[:12] in text
     assert f"{s.icl:+.2f} nat" in [m.value for m in at.metric]
+    # the head's map is not described as an induction head's (it was, whatever the scan found)
+    captions = [c.value for c in at.caption]
+    assert translate("att.ind_attn_caption_none", lang, start=half + 1, end=2 * half, gap=half - 1,
+                     score=f"{s.top[0][2]:.3f}", uniform=f"{s.uniform:.3f}") in captions
+    assert not [c for c in captions if c == translate("att.ind_attn_caption", lang, start=half + 1, end=2 * half,
+                                                      gap=half - 1)]
 
 
 def test_induction_heads_of_smollm2_are_found_named_and_removed():
@@ -354,3 +360,6 @@ def test_induction_heads_of_smollm2_are_found_named_and_removed():
     sentence = next(line for line in text.splitlines() if "是一个归纳头" in line)
     layer, head = np.unravel_index(int(np.nanargmax(z)), z.shape)
     assert translate("common.layer_head", "zh", layer=layer + 1, head=head + 1) in sentence
+    # this head's map is described as an induction head's: the diagonal offset by the run
+    assert translate("att.ind_attn_caption", "zh", start=1, end=2, gap=3).split("（")[0] in \
+        " ".join(c.value for c in at.caption)

@@ -209,6 +209,11 @@ def test_notes_corpus_beside_the_generated_one_and_the_window_in_use(lang):
     assert used == 1 or losses[used - 2] > edge[used - 2]
     opening = translate("claim.context_use.level", lang, used=used, plateau=0.0, tol=0.1, noise=0.0, T=64, n=0)
     assert opening[:opening.index(":" if lang == "en" else "：")] in text
+    # the chart's label says no more than the sentence: "level from 3" only where the scatter is
+    # narrower than the tolerance (issue 56 item 6: it said so beside a weak sentence)
+    noisy = ("band is wide and the evidence weak" if lang == "en" else "这条带很宽，证据不强") in text
+    labels = [a.get("text") for a in fig["layout"].get("annotations", [])]
+    assert translate("bey.pos_used_noisy" if noisy else "bey.pos_used", lang, n=used) in labels, labels
 
 
 def test_the_robot_demo_is_one_task_per_session_cancelled_on_a_new_value_and_with_the_session(monkeypatch):

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz import theme
-from viz.theme import COLORS
+from viz.theme import COLORS, log_range
 
 
 def _np(x) -> np.ndarray:
@@ -201,8 +201,9 @@ def variance_figure(rows, *, x_title: str, y_title: str, names: tuple[str, str, 
                              line=dict(color=COLORS["negative"], width=3)))
     fig.add_trace(go.Scatter(x=d, y=[r.var_scaled for r in rows], mode="lines+markers", name=names[1],
                              line=dict(color=COLORS["positive"], width=3)))
-    fig.update_xaxes(type="log", title=x_title, tickvals=d)
-    fig.update_yaxes(type="log", title=y_title, dtick="D2")
+    ys = d + [r.var_raw for r in rows] + [r.var_scaled for r in rows]
+    fig.update_xaxes(type="log", title=x_title, tickvals=d, range=log_range(d, pad=0.15))
+    fig.update_yaxes(type="log", title=y_title, dtick="D2", range=log_range(ys, pad=0.15))
     return theme.apply(fig, height=380, title=title)
 
 

@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from lmviz.numfmt import axis_ticks, tick_label
 from viz import theme
-from viz.theme import COLORS
+from viz.theme import COLORS, log_range
 
 # tile-grid cell states (the z values of the grid heatmap)
 PENDING, DONE, CURRENT, SKIPPED, MASKED = 0, 1, 2, 3, 4
@@ -63,8 +63,10 @@ def timing_figure(ns, t_scores, t_full, *, names: dict, x_title: str, y_title: s
     fig.add_trace(go.Scatter(x=ns, y=n2_guide(ns, tf[-1], ns[-1]), mode="lines",
                              name=names["guide"], line=dict(color=COLORS["neutral"], dash="dash"),
                              hoverinfo="skip"))
-    fig.update_xaxes(type="log", title=x_title, **axis_ticks(0, 0, lang, at=[int(n) for n in ns]))
-    fig.update_yaxes(type="log", title=y_title, dtick="D2")  # 1, 2, 5 x 10^k only
+    every = list(ts) + list(tf) + list(n2_guide(ns, tf[-1], ns[-1])) + ([] if full_spread is None else list(lo) + list(hi))
+    fig.update_xaxes(type="log", title=x_title, range=log_range(ns, pad=0.15),
+                     **axis_ticks(0, 0, lang, at=[int(n) for n in ns]))
+    fig.update_yaxes(type="log", title=y_title, dtick="D2", range=log_range(every, pad=0.1))  # 1, 2, 5 x 10^k only
     return theme.apply(fig, height=height, title=title)
 
 

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz import theme
-from viz.theme import COLORS
+from viz.theme import COLORS, log_range
 
 
 def softmax_figure(names: list[str], logits: list[float], probs: list[float], target: int, *,
@@ -102,8 +102,9 @@ def noise_error_figure(rows, *, x_title: str, y_title: str, measured: str, guide
                              line=dict(color=COLORS["query"]), marker=dict(size=10)))
     fig.add_trace(go.Scatter(x=bs, y=[means[0] * math.sqrt(bs[0] / b) for b in bs], mode="lines",
                              name=guide, line=dict(color=COLORS["neutral"], dash="dash")))
-    fig.update_xaxes(title=x_title, type="log", tickvals=bs)
-    fig.update_yaxes(title=y_title, type="log", dtick="D2")
+    every = [e for r in rows for e in r.rel_errors] + means
+    fig.update_xaxes(title=x_title, type="log", tickvals=bs, range=log_range(bs, pad=0.15))
+    fig.update_yaxes(title=y_title, type="log", dtick="D2", range=log_range(every, pad=0.1))
     return theme.apply(fig, height=420)
 
 

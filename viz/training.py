@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 
 from viz import theme
 from viz.attention import index_ticks
-from viz.theme import COLORS
+from viz.theme import COLORS, log_range
 from viz.tokenization import visible
 
 MAX_POINTS = 400   # points per curve sent to the browser
@@ -66,23 +66,6 @@ def loss_figure(steps, losses, eval_steps, val_losses, *, names=("train (batch)"
     fig.update_xaxes(title_text=x_title, rangemode="tozero")
     fig.update_yaxes(title_text=y_title, rangemode="tozero")
     return theme.apply(fig, height=height)
-
-
-def log_range(values, pad: float = 0.06) -> list[float] | None:
-    """A log axis's range (log10 units, as Plotly wants it) around the finite positive values,
-    padded by ``pad`` decades; None (autorange) when there are none.
-
-    >>> log_range([10, 1000])
-    [0.94, 3.06]
-    >>> log_range([float("nan"), 0, -1]) is None
-    True
-    """
-    v = np.asarray([float(x) for x in values], dtype=float)
-    v = v[np.isfinite(v) & (v > 0)]
-    if not v.size:
-        return None
-    lo, hi = float(np.log10(v.min())), float(np.log10(v.max()))
-    return [round(lo - pad, 6), round(hi + pad, 6)]
 
 
 def log_ticks(lo: float, hi: float) -> list[float]:
