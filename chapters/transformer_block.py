@@ -165,7 +165,8 @@ def sec_context():
     cc = contextual_cosine(ta, tb, pa, pb)
     names = {"token": t("blk.ctx.token"), "input": t("blk.ctx.input" if pos != "rope" else "blk.ctx.input_rope"),
              "final": t("blk.ctx.final")}
-    labels = [names.get(s, s.replace("block", t("blk.ctx.block"))) for s in cc.stages]
+    # "block k" is a layer, named as the lens chart and the residual chart name it
+    labels = [names.get(s) or t("common.layer_n", n=int(s.split()[-1])) for s in cc.stages]
     tok = _md(word)
     render.plot(render.figure(cosine_figure, labels, cc.cosine, y_title=t("blk.cos_y"),
                               title=t("blk.ctx_fig", tok=render.escape(word))), key="blk_ctx", filename="contextual-cosine")

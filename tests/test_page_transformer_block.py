@@ -82,9 +82,9 @@ def test_same_word_two_contexts(lang):
     text = all_text(at)
     f = lambda x: f"{x:.3f}"  # noqa: E731
     stage = translate("blk.ctx.final", lang) if c.lowest_stage == len(cos) - 1 else \
-        translate("blk.ctx.block", lang) + f" {c.lowest_stage - 1}"
+        translate("common.layer_n", lang, n=c.lowest_stage - 1)
     blocks = translate("blk.ctx_list_sep", lang).join(
-        translate("blk.ctx_item", lang, stage=translate("blk.ctx.block", lang) + f" {i + 1}", c=f(v))
+        translate("blk.ctx_item", lang, stage=translate("common.layer_n", lang, n=i + 1), c=f(v))
         for i, v in enumerate(c.blocks))
     if c.lowest_stage == len(cos) - 1:
         want = translate("blk.ctx_curve_end", lang, c0=f(c.embed), c1=f(c.with_pos), blocks=blocks,
