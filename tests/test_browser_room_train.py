@@ -119,9 +119,10 @@ def test_the_room_learns_merges_from_its_sentences_and_fine_tunes_on_them(server
             wait_idle(lec)
         assert start.count() and start.first.is_enabled()
         lec.keyboard.press("PageDown")
-        step = L("train.progress", state="\x00", step="\x01", total="\x02", tps="", eta="").split(" · ")[1]
+        # the progress line's step part, its numbers as patterns (they are formatted with commas)
+        step = L("train.progress", state="", step=1111, total=2222, tps="", eta="").split(" · ")[1]
         run = re.compile(f"(?:{L('train.state_running')}|{L('train.state_done')}) · "
-                         + re.escape(step).replace("\x01", r"\d+").replace("\x02", r"\d+"))
+                         + re.escape(step).replace("1,111", r"[\d,]+").replace("2,222", r"[\d,]+"))
         assert _until(lec, lambda: run.search(_text(lec)) is not None, 60_000), _text(lec)[-3000:]
         wait_idle(lec)
         assert exceptions(lec) == []

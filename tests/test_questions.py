@@ -270,7 +270,7 @@ def test_questions_follow_the_chapter_examples_of_each_language():
         assert s.prompt_args["sentence"] == " ".join(toy_teacher_forcing(lang).tokens)
         lr = by_id("train_lr_start").solve(lang)
         cfg = PRESETS[DEFAULT_SETUP[lang][1]]
-        assert lr.values["lr0"] == lr_at(0, cfg) and lr.prompt_args["steps"] == str(cfg.max_steps)
+        assert lr.values["lr0"] == lr_at(0, cfg) and lr.prompt_args["steps"] == f"{cfg.max_steps:,}"
     assert q.solve("en").values["n"] != q.solve("zh").values["n"]           # 5 and 4
     assert by_id("train_lr_start").solve("en").prompt_args != by_id("train_lr_start").solve("zh").prompt_args
 

@@ -357,10 +357,10 @@ def _train_lr_start(lang: str) -> Solution:
     opts, correct = _choices(cands, lambda x: f"{x:g}", _match(cands, lr_at(0, cfg)))
     return Solution(opts, correct,
                     {"preset": preset, "lr": f"{cfg.lr:g}", "warmup": str(cfg.warmup_steps),
-                     "steps": str(cfg.max_steps)},
+                     "steps": f"{cfg.max_steps:,}"},
                     {"warmup": str(cfg.warmup_steps), "lr0": f"{lr_at(0, cfg):g}",
                      "peak": f"{lr_at(cfg.warmup_steps - 1, cfg):g}",
-                     "floor": f"{lr_at(cfg.max_steps, cfg):g}", "steps": str(cfg.max_steps)},
+                     "floor": f"{lr_at(cfg.max_steps, cfg):g}", "steps": f"{cfg.max_steps:,}"},
                     {"lr0": lr_at(0, cfg), "peak": lr_at(cfg.warmup_steps - 1, cfg),
                      "floor": lr_at(cfg.max_steps, cfg)})
 
