@@ -340,7 +340,8 @@ def sec_onestep():
         c = one_param_contraction(2.0, 6.0, lr)
         ok = abs(c.factor) < 1
         (st.success if ok else st.warning)(t("loss.converges" if ok else "loss.diverges", f=f"{c.factor:+.2f}",
-                                             lr=f"{lr:g}", best=f"{c.best:g}", c=f"{c.curvature:g}"))
+                                             lr=f"{lr:g}", best=f"{c.best:g}", c=f"{c.curvature:g}", n=steps,
+                                             w=f"{ws[-1]:.4g}", d=f"{abs(ws[-1] - c.best):.2g}"))
     n = one_param_step(1.0, 2.0, 6.0, 0.1)
     render.caption(t("loss.one_caption", L=f"{n.loss:g}", g=f"{n.grad:g}", w=f"{n.w_new:.4g}", y=f"{n.y_hat_new:.4g}",
                  L2=f"{n.loss_new:.4g}"))
