@@ -366,10 +366,11 @@ def _status(snap) -> bool:
         st.error(t("train.error", msg=render.escape(said(snap.error or "?"))))
         return True
     frac = snap.step / snap.max_steps if snap.max_steps else 0.0
-    eta = "—" if snap.eta_s is None or snap.state != "running" else f"{snap.eta_s:.0f}"
-    st.progress(min(1.0, frac), text=t("train.progress", step=snap.step, total=snap.max_steps,
-                                       tps=f"{snap.tokens_per_s:,.0f}", eta=eta,
-                                       state=t(f"train.state_{snap.state}")))
+    # the time left only while it runs and can be estimated ("about — s left" beside "done" was noise)
+    going = snap.eta_s is not None and snap.state == "running"
+    st.progress(min(1.0, frac), text=t("train.progress" if going else "train.progress_still", step=snap.step,
+                                       total=snap.max_steps, tps=f"{snap.tokens_per_s:,.0f}",
+                                       eta=f"{snap.eta_s:.0f}" if going else "", state=t(f"train.state_{snap.state}")))
     _pace(snap)
     return True
 
