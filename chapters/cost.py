@@ -253,7 +253,7 @@ def sec_traffic() -> None:
         c1, c2, c3 = st.columns(3)
         with c1:
             sram = urlstate.selectbox(t("cost.sram"), list(SRAM_KB), index=3, param="sram",
-                                      key="cost_sram", format_func=lambda kb: f"{kb} KB")
+                                      key="cost_sram", format_func=lambda kb: f"{kb} KiB")
         with c2:
             d = urlstate.selectbox(t("cost.head_dim"), [32, 64, 128], index=1, param="hd",
                                    key="cost_hd")
