@@ -367,7 +367,8 @@ def sec_speed():
                          layers=SPEED_CONFIG.n_layer, d=SPEED_CONFIG.d_model))
     cfg = model.cfg
     n_prompt = SPEED_PROMPT
-    wanted = (cfg.block_size if cfg.pos == "learned" else 512) - n_prompt   # fill the context
+    # fill the context (a rotary model's, at least 512 tokens: it can decode past a short one)
+    wanted = (cfg.block_size if cfg.pos == "learned" else max(cfg.block_size, 512)) - n_prompt
     weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     plan = plan_speed(cfg, weight_bytes, n_prompt, wanted, model.device)
     if plan.cut:
@@ -420,7 +421,7 @@ def _draw_speed(r, cfg) -> None:
     lens = gc.lens
     flops = ([step_flops(cfg, n, True) for n in lens], [step_flops(cfg, n, False) for n in lens])
     render.plot(render.figure(speed_figure, lens, gc.ms, gu.ms, cached_name=t("kv.with"), uncached_name=t("kv.without"),
-                              x_label=t("kv.ctx_len"), y_label="ms", title=t("kv.speed_title", device=r.device),
+                              x_label=t("kv.ctx_len"), y_label=t("kv.ms"), title=t("kv.speed_title", device=r.device),
                               fits=tuple([g.intercept_ms + g.slope_ms * n for n in lens] for g in (gc, gu)),
                               fit_names=(t("kv.fit_with"), t("kv.fit_without")), flops=flops, flop_names=(t("kv.flops_with"), t("kv.flops_without")),
                               flop_label=t("kv.flops_axis"), lang=lang()),
@@ -437,11 +438,9 @@ def _draw_speed(r, cfg) -> None:
     for g, name, f0, f1 in ((gu, "without", fu0, fu1), (gc, "with", fc0, fc1)):
         fmt = dict(which=t(f"kv.{name}"), a=lens[0], b=lens[-1], pct=f"{100 * (f1 - f0) / f0:,.0f}",
                    noise=f"{g.noise_ms:.2f}", med=f"{g.median_ms:.2f}")
-        if g.measurable:
-            render.md(t("kv.growth_clear", per=f"{g.slope_ms * 1000:.2f}", se=f"{g.stderr_ms * 1000:.2f}",
-                        change=f"{g.change_ms:.2f}", **fmt))
-        else:
-            render.md(t("kv.growth_noise", change=f"{abs(g.change_ms):.2f}", **fmt))
+        change = g.change_ms if g.verdict != "noise" else abs(g.change_ms)
+        render.md(t(f"kv.growth_{g.verdict}", per=f"{g.slope_ms * 1000:.2f}", se=f"{g.stderr_ms * 1000:.2f}",
+                    change=f"{change:.2f}", **fmt))
     render.caption(t("kv.speed_caveat"))
 
 

@@ -143,8 +143,8 @@ def test_smollm2s_cache_from_its_config_and_its_decode_timed(lang, monkeypatch):
     assert translate("kv.model_gqa", lang, hq=9, hkv=3, g=3, mha=f"{30 * 9 * 64 * 2 * 4:,}",
                      pt=f"{30 * 3 * 64 * 2 * 4:,}") in text           # 9 query heads share 3 KV heads
     assert f"{30 * 3 * 64 * 2 * 2:,}" in text                         # FP16 at the notes' length, beside 2 GiB
-    cut = translate("kv.speed_cut", lang, n="X", wanted=504, est="", full="", budget="", prompt=8)
-    assert cut.split("X")[0][:20] in text                             # the page says what it cut
+    cut = translate("kv.speed_cut", lang, n=12345, wanted=2048 - 8, est="", full="", budget="", prompt=8)   # its context, 2,048
+    assert cut.split("12,345")[0][:24] in text                        # the page says what it cut
     _measure(at, monkeypatch, lang)
     from lmviz.chapters.kv_cache import WARMUP_STEPS
 

@@ -195,12 +195,14 @@ def variance_figure(rows, *, x_title: str, y_title: str, names: tuple[str, str, 
     """Why scale by √d_k: measured Var(q·k) against d_k, raw and divided by sqrt(d_k), with the line y = d_k."""
     d = [r.d_k for r in rows]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=d, y=d, mode="lines", name=names[2],
-                             line=dict(color=COLORS["neutral"], dash="dash")))
     fig.add_trace(go.Scatter(x=d, y=[r.var_raw for r in rows], mode="lines+markers", name=names[0],
                              line=dict(color=COLORS["negative"], width=3)))
     fig.add_trace(go.Scatter(x=d, y=[r.var_scaled for r in rows], mode="lines+markers", name=names[1],
                              line=dict(color=COLORS["positive"], width=3)))
+    # drawn last, dark and dashed: the raw variance lies on it (that is the point), and drawn first
+    # it was hidden under that curve
+    fig.add_trace(go.Scatter(x=d, y=d, mode="lines", name=names[2],
+                             line=dict(color="#333333", dash="dash", width=2)))
     ys = d + [r.var_raw for r in rows] + [r.var_scaled for r in rows]
     fig.update_xaxes(type="log", title=x_title, tickvals=d, range=log_range(d, pad=0.15))
     fig.update_yaxes(type="log", title=y_title, dtick="D2", range=log_range(ys, pad=0.15))

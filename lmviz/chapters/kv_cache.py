@@ -486,6 +486,20 @@ class Growth:
         two standard errors, and the change end to end exceeds the step-to-step spread."""
         return self.slope_ms > 2 * self.stderr_ms and self.change_ms > self.noise_ms
 
+    @property
+    def verdict(self) -> str:
+        """What the page may say: "clear" (:attr:`measurable`), "noise" (the fitted change end to
+        end is within the steps' scatter) or "unsure" (larger than the scatter, but its slope is
+        not two standard errors clear of 0: the sentence may not call the change small).
+
+        >>> g = lambda slope, se, change, noise: Growth([], [], 0, slope, se, change, noise, 1.0, 0.0)
+        >>> g(0.01, 0.001, 5.0, 1.0).verdict, g(0.01, 0.001, 0.5, 1.0).verdict, g(0.003, 0.002, 45.4, 30.2).verdict
+        ('clear', 'noise', 'unsure')
+        """
+        if self.measurable:
+            return "clear"
+        return "noise" if abs(self.change_ms) <= self.noise_ms else "unsure"
+
 
 def growth(lens: list[int], ms: list[float], warmup: int = WARMUP_STEPS) -> Growth:
     """Fit time = a + b * context to the steps after ``warmup``, with the slope's standard error.
