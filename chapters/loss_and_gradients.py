@@ -10,6 +10,7 @@ import numpy as np
 import streamlit as st
 
 from lmviz import limits
+from lmviz.chapters.claims import noise_shrink
 from ui import model_words, session, render, urlstate
 from ui.i18n import lang, t
 from viz.loss_and_gradients import (
@@ -357,8 +358,11 @@ def sec_sgd():
 
 
 def sec_noise():
-    render.md(t("loss.noise_md"))
+    from lmviz.chapters.loss_and_gradients import NOISE_PLANS, noise_plan
+
     b = _bundle()
+    sizes = noise_plan(b.model.num_params(), str(b.model.device)).batch_sizes if b is not None else NOISE_PLANS[0][0]
+    render.md(t("loss.noise_md", sizes=t("common.list_sep").join(map(str, sizes[:-1])) + t("common.and") + str(sizes[-1])))
     if b is None:
         return
     c1, c2 = st.columns(2)
@@ -370,15 +374,13 @@ def sec_noise():
                         key="loss_noise_param")
     param = _param_name(kind, b.model.cfg.n_layer)
     request = (_model_key(b), corpus, param)
-    from lmviz.chapters.loss_and_gradients import NOISE_PLANS, noise_plan
-
     plan = noise_plan(b.model.num_params(), str(b.model.device))
     if not plan.full:                         # a large model: a smaller measurement, said before the press
         full = NOISE_PLANS[0]
         render.caption(t("loss.noise_cut", params=f"{b.model.num_params():,}", draws=plan.draws, ref=plan.ref_batch,
                          block=plan.block, top=max(plan.batch_sizes), s=f"{plan.seconds:.0f}",
                          fdraws=full[1], fref=full[2], fblock=full[3], ftop=max(full[0])))
-    if st.button(t("loss.noise_run"), key="loss_noise_go", icon=":material/play_arrow:"):
+    if st.button(t("loss.noise_run", s=f"{max(1.0, plan.seconds):.0f}"), key="loss_noise_go", icon=":material/play_arrow:"):
         st.session_state["loss_noise_req"] = request
     if st.session_state.get("loss_noise_req") != request:
         render.caption(t("loss.noise_hint"))
@@ -412,6 +414,8 @@ def _draw_noise(r):
     render.table(rows, hide_index=True, width="stretch")
     render.caption(t("loss.noise_caption", param=r.param, shape=" × ".join(map(str, r.shape)), n=r.ref_batch,
                  block=r.block, loss=f"{r.ref_loss:.3f}", draws=len(r.rows[0].cosines)))
+    render.md(render.claim(noise_shrink([row.batch_size for row in r.rows],
+                                        [float(np.mean(row.rel_errors)) for row in r.rows])))
 
 
 # ---------------------------------------------------------------- non-convexity ----------

@@ -67,6 +67,8 @@ SAMPLES = {
     "answer_shift": [claims.answer_shift(*x) for x in ((0.1, 0.5), (0.5, 0.1), (0.3, 0.3), (0.3, 0.3, 0.5))],
     "context_use": [claims.context_use(5, 1.2, 0.1, [0.05] * 64), claims.context_use(3, 4.6, 0.1, [0.5] * 64),
                     claims.context_use(60, 4.6, 0.1, [0.5] * 64)],
+    "noise_shrink": [claims.noise_shrink([1, 4, 16, 64], [1.0, 0.52, 0.26, 0.13]),
+                     claims.noise_shrink([1, 4, 16], [5.4, 2.6, 2.02]), claims.noise_shrink([1, 4, 16], [1.0, 0.2, 0.05])],
     "baseline": [claims.baseline([1], [1.0], [5.0], 6.0), claims.baseline([1], [1.0], [7.0], 6.0),
                  claims.baseline([], [], [], 6.0)],
     "pace": [claims.pace(*x) for x in ((14.0, 14.1, 12.0, 20.0, 900), (22.0, 14.1, 18.0, 20.0, 900),
@@ -260,3 +262,14 @@ def test_the_run_answers_the_rooms_questions_only_once_its_data_settle_them():
     assert answers(short, formed) == {"train_ind_loss": "sudden"}
     assert answers(_run(*_FORMS, layers=1), formed)["train_ind_one_layer"] == "yes"
     assert "train_ind_one_layer" not in answers(_run(*_FLAT, layers=1), flat)   # neither formed
+
+
+def test_noise_shrink_on_both_sides_of_each_predicate():
+    """1/√B from the smallest batch, within 1.25 times: the guide 0.5 at B = 4 from 1.0 at B = 1."""
+    like, slower = claims.noise_shrink([1, 4], [1.0, 0.62]), claims.noise_shrink([1, 4], [1.0, 0.63])
+    faster, like2 = claims.noise_shrink([1, 4], [1.0, 0.39]), claims.noise_shrink([1, 4], [1.0, 0.41])
+    assert (like.statement, slower.statement, faster.statement, like2.statement) == \
+        ("like_sqrt", "slower", "faster", "like_sqrt")
+    assert abs(slower.values["guide"] - 0.5) < 1e-12
+    flips(like, slower)
+    flips(like2, faster)

@@ -31,6 +31,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
     "power_law": ("quadratic", "below", "above", "noise"),
     "answer_shift": ("rises", "falls", "elsewhere", "unmoved"),
     "context_use": ("level", "level_noisy", "not_level"),
+    "noise_shrink": ("like_sqrt", "slower", "faster"),
     "baseline": ("crossed", "not_yet", "no_data"),
     "pace": ("as_estimated", "faster", "slower", "measuring"),
     "room_favourite": ("agree", "differ", "tie", "tie_model"),
@@ -233,6 +234,31 @@ def answer_shift(p_before: float, p_after: float, kl: float = 0.0, top_moved: bo
     if kl >= min_kl or top_moved:
         return Claim("answer_shift", "elsewhere", vals)
     return Claim("answer_shift", "unmoved", vals, WEAK)
+
+
+# ------------------------------------------------------------------ gradient noise --------
+def noise_shrink(batch_sizes: Sequence[int], errors: Sequence[float], *, within: float = 1.25) -> Claim:
+    """How the mini-batch gradient's relative error fell from the smallest batch to the largest,
+    against 1/√B (independent draws: the error of a mean falls as one over the root of the count).
+    "like_sqrt" when the measured error at the largest batch is within ``within`` times what
+    1/√B predicts from the smallest, else "slower" or "faster" (the reference batch is itself an
+    estimate, so a measured error levels off above the guide once batches near its size).
+
+    >>> noise_shrink([1, 4, 16, 64], [1.0, 0.52, 0.26, 0.13]).statement
+    'like_sqrt'
+    >>> noise_shrink([1, 4, 16], [5.4, 2.6, 2.02]).statement      # SmolLM2, its smaller measurement
+    'slower'
+    >>> noise_shrink([1, 4, 16], [1.0, 0.2, 0.05]).statement
+    'faster'
+    """
+    b0, b1, e0, e1 = int(batch_sizes[0]), int(batch_sizes[-1]), float(errors[0]), float(errors[-1])
+    guide = e0 * math.sqrt(b0 / b1)
+    vals = {"b0": b0, "b1": b1, "e0": e0, "e1": e1, "guide": guide, "ratio": e1 / guide if guide > 0 else math.inf}
+    if e1 > guide * within:
+        return Claim("noise_shrink", "slower", vals)
+    if e1 < guide / within:
+        return Claim("noise_shrink", "faster", vals)
+    return Claim("noise_shrink", "like_sqrt", vals)
 
 
 # ------------------------------------------------------------------ context use -----------
