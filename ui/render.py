@@ -114,13 +114,15 @@ def figure(builder, *args, **kwargs):
     Inputs Streamlit cannot hash are built each time, and counted in ``UNSHARED`` (by builder)."""
     from streamlit.runtime.caching.cache_errors import UnhashableParamError
 
+    from viz.theme import minus_labels
+
     name = f"{builder.__module__}.{builder.__qualname__}"
     try:
         return _built(name, builder, args, kwargs)
     except UnhashableParamError:
         with _PER_FIGURE_LOCK:
             UNSHARED[name] += 1
-        return builder(*args, **kwargs)
+        return minus_labels(builder(*args, **kwargs))
 
 
 UNSHARED: collections.Counter = collections.Counter()   # builder -> figures built unshared
@@ -147,7 +149,9 @@ def _array_digest(a) -> str:
                    hash_funcs={"numpy.ndarray": _array_digest, "torch.Tensor": _array_digest,
                                "torch.nn.parameter.Parameter": _array_digest})
 def _built(name: str, _builder, args: tuple, kwargs: dict):
-    return _builder(*args, **kwargs)
+    from viz.theme import minus_labels
+
+    return minus_labels(_builder(*args, **kwargs))   # negative labels with a true minus, as the axes
 
 
 def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:

@@ -142,6 +142,41 @@ def unwrapped(title: str) -> str:
     return title.replace("<br>", "")
 
 
+_NEGATIVE = re.compile(r"-\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?")   # a number Python printed: "-0.40", "-1,234", "-5%"
+
+
+def true_minus(v):
+    """The labels ``v`` (a string, or nested lists/tuples/arrays of them) with each negative
+    number written with the minus sign U+2212, as Plotly writes its axes and d3 its templates
+    (Python prints "-0.40", and one chart showed both); any other text is left as it is.
+
+    >>> true_minus(["-0.40", "1.20", "-1,234", "-5%", "C (z=-1)", "-x"])
+    ['−0.40', '1.20', '−1,234', '−5%', 'C (z=-1)', '-x']
+    >>> true_minus((("-1", "2"),))
+    (('−1', '2'),)
+    """
+    if isinstance(v, str):
+        return "\u2212" + v[1:] if _NEGATIVE.fullmatch(v) else v
+    if isinstance(v, np.ndarray) and v.dtype.kind in "OU":
+        return np.array([true_minus(x) for x in v.tolist()], dtype=object)
+    if isinstance(v, (list, tuple)):
+        return type(v)(true_minus(x) for x in v)
+    return v
+
+
+def minus_labels(fig: go.Figure) -> go.Figure:
+    """``fig`` (changed in place) with its traces' text labels writing a negative number with a
+    true minus (:func:`true_minus`); ui.render.figure applies it to every figure a page draws
+    (a builder's other results, a Vega-Lite spec, pass unchanged)."""
+    if not isinstance(fig, go.Figure):
+        return fig
+    for tr in fig.data:
+        text = getattr(tr, "text", None)
+        if text is not None and not isinstance(text, str):
+            tr.text = true_minus(text)
+    return fig
+
+
 def apply(fig: go.Figure, *, height: int | None = 360, title: str | None = None, **extra) -> go.Figure:
     """Give ``fig`` the common lmviz look (in place, one layout update) and return it."""
     fig.update_layout(**layout(height=height, title=title, **extra))
