@@ -361,7 +361,8 @@ def sec_noise():
     from lmviz.chapters.loss_and_gradients import NOISE_PLANS, noise_plan
 
     b = _bundle()
-    sizes = noise_plan(b.model.num_params(), str(b.model.device)).batch_sizes if b is not None else NOISE_PLANS[0][0]
+    plan = noise_plan(b.model.num_params(), str(b.model.device)) if b is not None else None
+    sizes = plan.batch_sizes if plan is not None else NOISE_PLANS[0][0]
     render.md(t("loss.noise_md", sizes=t("common.list_sep").join(map(str, sizes[:-1])) + t("common.and") + str(sizes[-1])))
     if b is None:
         return
@@ -374,7 +375,6 @@ def sec_noise():
                         key="loss_noise_param")
     param = _param_name(kind, b.model.cfg.n_layer)
     request = (_model_key(b), corpus, param)
-    plan = noise_plan(b.model.num_params(), str(b.model.device))
     if not plan.full:                         # a large model: a smaller measurement, said before the press
         full = NOISE_PLANS[0]
         render.caption(t("loss.noise_cut", params=f"{b.model.num_params():,}", draws=plan.draws, ref=plan.ref_batch,

@@ -472,6 +472,12 @@ def _induction_layout(header: dict, cfg: GPTConfig, names: list, start: int) -> 
     return layout
 
 
+def _tensor(view: memoryview, dtype, shape, b: int, e: int) -> torch.Tensor:
+    """The tensor stored at bytes [b, e) of the file (a copy: the file's bytes are not kept)."""
+    return torch.frombuffer(bytearray(view[b:e]), dtype=dtype).reshape(shape) if e > b \
+        else torch.empty(shape, dtype=dtype)
+
+
 def _read_replay(data: bytes, header_md: dict, layout: dict, vocab_size: int):
     """The replay (lmviz.replay.Replay, with the run's induction record when the file has one)
     after its values are checked, or None when there is none."""
@@ -480,15 +486,12 @@ def _read_replay(data: bytes, header_md: dict, layout: dict, vocab_size: int):
 
     view = memoryview(data)
     t = {}
-    for k, (dtype, shape, b, e) in layout.items():
-        if k.startswith(_INDUCTION):
-            t[k] = torch.frombuffer(bytearray(view[b:e]), dtype=dtype).reshape(shape) if e > b \
-                else torch.empty(shape, dtype=dtype)
-            continue                  # its values: checked by evals_from_tensors below
-        if not k.startswith(_REPLAY):
+    for k, where in layout.items():
+        if not k.startswith((_REPLAY, _INDUCTION)):
             continue
-        x = torch.frombuffer(bytearray(view[b:e]), dtype=dtype).reshape(shape) if e > b \
-            else torch.empty(shape, dtype=dtype)
+        x = t[k] = _tensor(view, *where)
+        if not k.startswith(_REPLAY):
+            continue                  # the induction record's values: checked by evals_from_tensors below
         name = k[len(_REPLAY):]
         if x.is_floating_point():
             ok = torch.isfinite(x) | (torch.isnan(x) if name == "loss" else False)  # NaN loss: not given
@@ -499,7 +502,6 @@ def _read_replay(data: bytes, header_md: dict, layout: dict, vocab_size: int):
                 _fail("err_replay", name=k)
             if name == "entropy" and x.numel() and float(x.min()) < 0.0:
                 _fail("err_replay", name=k)
-        t[k] = x
     if not t:
         return None
     try:
@@ -544,8 +546,7 @@ def load_checkpoint_with_replay(src, device=None):
     view = memoryview(data)
     weights = {}
     for k, (dtype, shape, b, e) in layout.items():
-        t = torch.frombuffer(bytearray(view[b:e]), dtype=dtype).reshape(shape) if e > b \
-            else torch.empty(shape, dtype=dtype)
+        t = _tensor(view, dtype, shape, b, e)
         bad = int((~torch.isfinite(t)).sum())
         if bad:
             _fail("err_nonfinite", name=k, count=bad)

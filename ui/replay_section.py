@@ -42,12 +42,20 @@ class Source:
     model: Any = None         # the uploaded model (its induction section's causal check); None for a live run
 
 
-def _source() -> Source | None:
+def _uploaded() -> Source | None:
+    """The uploaded checkpoint's source while it is the model the chapters show, else None."""
     up = st.session_state.get(UPLOADED)
     bundle = st.session_state.get("lmviz_session_bundle")
     if up is not None and bundle is not None and bundle.model is up[0]:
         return Source("upload", up[1], bundle.tokenizer, [], False,
                       evals=up[1].evals if up[1] is not None else (), model=up[0])
+    return None
+
+
+def _source() -> Source | None:
+    up = _uploaded()
+    if up is not None:
+        return up
     job = session.training_job()
     if job is None:
         return None
@@ -231,8 +239,8 @@ def draw() -> None:
     section (the page's one poll, see ``ui.session.poll``), so it follows a live run with the
     rest of that section, and shows an uploaded checkpoint's replay once there is no run (with
     its induction record, when the run probed for one: the live run's is drawn above)."""
-    src = _source()
-    if src is not None and src.kind == "upload" and src.evals:
+    src = _uploaded()          # (a live run's section is drawn above, from its job's evaluations)
+    if src is not None and src.evals:
         from ui import induction_section
 
         induction_section.draw(induction_section.Source(src.evals, src.tokenizer, src.model, 0, id(src.model)))
