@@ -96,7 +96,7 @@ with st.sidebar:
             st.rerun()
 
     _device_badge()
-    session.model_menu()
+    loading = session.model_menu()     # a pretrained model still loading: its progress in place of the chapter
     st.page_link(pages[0], label=t("common.chapter_list"), icon=":material/list:")
 
 
@@ -107,4 +107,7 @@ def _page_done() -> None:
 
 
 with page_run(_page_done):
-    nav.run()
+    if loading is None:
+        nav.run()
+    else:
+        session.loading_page(loading, t(next(c for c in chapters if c.file == st.session_state["lmviz_page_file"]).heading_key))

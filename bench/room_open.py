@@ -2,7 +2,7 @@
 
     python bench/room_open.py --sessions 30 --chapter attention[,cost,...] [--lang zh|en,zh] [--training]
                               [--healthy-for 60] [--skip-questions] [--modes "warm views;no warm views"]
-                              [--model smollm2]
+                              [--model smollm2] [--loaders 4]
 
 Starts ``streamlit run serve.py`` (README's run command) on a free port on 127.0.0.1, waits until
 it is healthy and then ``--healthy-for`` seconds more (the lecture case: the server was started
@@ -23,6 +23,13 @@ line reads ``open p50 X s, p95 Y s, max Z s, sessions N, chapter C, ..., mode M`
 their p95. ``--model ID`` opens every session on that model (``?model=``, e.g. ``smollm2``); each
 room also prints the server's resident memory while its sessions are open (one copy of a
 pretrained model per process: 30 sessions on it should cost little more than one).
+
+``--loaders K`` (issue 55, the hostile probe's "script threads" case): K more sessions from the
+same client, started just before the room, each open /attention on its own pretrained folder
+(K GPT-2-small-shaped folders in a temporary LMVIZ_MODEL_DIR, so every one is a whole first load
+of 0.5 GB); the room's students are timed as above, beside them. Each loader's first
+run is timed too: a load on the script's thread holds it for the whole load, a load on a task
+only for the run that starts it.
 """
 from __future__ import annotations
 
@@ -65,6 +72,7 @@ async def run(args, mode: str) -> None:
     os.environ.pop("LMVIZ_WARM_VIEWS", None)
     if mode == "no warm views":
         os.environ["LMVIZ_WARM_VIEWS"] = "0"
+    loader_ids = _loader_copies(args.loaders)
     srv = Server()
     os.environ.pop("LMVIZ_WARM_VIEWS", None)
     trainers: list[Session] = []
@@ -82,6 +90,10 @@ async def run(args, mode: str) -> None:
             opened: list[Session | None] = []
             try:
                 query = f"lang={lang}" + (f"&model={args.model}" if args.model else "")
+                loaders: list[float] = []
+                for i, mid in enumerate(loader_ids):        # just before the room, 20 ms apart
+                    trainers.append(asyncio.ensure_future(opener(
+                        srv.port, "attention", f"lang={lang}&model={mid}", 0.02 * i, loaders, errors, args.timeout)))
                 opened = await asyncio.gather(*(
                     opener(srv.port, chapter, query, i / max(1, args.sessions), lat, errors,
                            args.timeout, args.skip_questions)
@@ -93,6 +105,9 @@ async def run(args, mode: str) -> None:
             for e in sorted(set(errors))[:20]:
                 print(f"  error: {e} (x{errors.count(e)})")
             print(f"server RSS with the room open: {rss:.0f} MB")
+            if loader_ids:
+                print(f"loaders: {len(loader_ids)} ({', '.join(loader_ids)}), each a first load of its own folder; "
+                      f"their first runs took " + ", ".join(f"{x:.2f}" for x in sorted(loaders)) + " s so far")
             print_latencies("open", lat, f"sessions {args.sessions}, chapter {chapter}, lang {lang}, "
                             f"model {args.model or 'default'}, "
                             f"training {'on' if args.training else 'off'}, healthy for {args.healthy_for:.0f} s, "
@@ -121,8 +136,28 @@ def _rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def _loader_copies(k: int) -> list[str]:
+    """K GPT-2-small-shaped folders (12 layers of width 768, a 50,257-token table: 124 M
+    parameters, 0.5 GB of fp32 safetensors each; random weights, tests.model_util.tiny_hf_folder)
+    in a temporary folder made LMVIZ_MODEL_DIR for the server about to start; their ids."""
+    if k <= 0:
+        return []
+    import tempfile
+
+    from lmviz.hf import find_models, model_ids
+    from tests.model_util import tiny_hf_folder
+
+    root = Path(tempfile.mkdtemp(prefix="lmviz-loaders-"))
+    for i in range(k):
+        tiny_hf_folder(root, f"copy{i}", n_layer=12, n_head=12, dm=768)
+    os.environ["LMVIZ_MODEL_DIR"] = str(root)
+    return [mid for mid, p in model_ids(find_models()).items() if str(root) in str(p)][:k]
+
+
 async def _close(sessions) -> None:
     for s in sessions:
+        if asyncio.isfuture(s):
+            s = await s
         if s is not None:
             try:
                 await s.close()
@@ -142,6 +177,8 @@ def main() -> None:
                     help="seconds between the server's health and the room arriving")
     ap.add_argument("--timeout", type=float, default=180.0, help="give up on one session after this (s)")
     ap.add_argument("--skip-questions", action="store_true", help="each session also skips the questions")
+    ap.add_argument("--loaders", type=int, default=0,
+                    help="sessions that each first-load a pretrained folder of their own as the room opens")
     ap.add_argument("--model", default="", help="a model id (?model=, e.g. smollm2): every session opens on it")
     ap.add_argument("--modes", default="warm views", help="';'-separated, from: warm views; no warm views")
     args = ap.parse_args()

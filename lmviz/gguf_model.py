@@ -448,14 +448,19 @@ def tokenizer(g: GGUFFile, vocab_size: int):
     return tok, extra
 
 
-def weights(g: GGUFFile, cfg, entries, device) -> dict:
+def weights(g: GGUFFile, cfg, entries, device, progress=None) -> dict:
     """lmviz name -> fp32 tensor on ``device`` for every entry of ``lmviz.hf.plan`` (q and k rows
-    put back in Hugging Face's order), each tensor read, checked finite and dequantised in turn."""
+    put back in Hugging Face's order), each tensor read, checked finite and dequantised in turn;
+    ``progress(done, total)`` before each (``lmviz.hf.load``'s)."""
     import torch
 
     out = {}
     with open(g.path, "rb") as fh:
+        done, total = 0, sum(math.prod(e.shape) for e in entries)
         for e in entries:
+            if progress is not None:
+                progress(done, total)
+            done += math.prod(e.shape)
             t = read_tensor(fh, g.tensors[e.name], g.path.name)
             bad = int((~torch.isfinite(t)).sum())
             if bad:

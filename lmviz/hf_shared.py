@@ -18,7 +18,9 @@ the same loaded objects (model, tokenizer), and
 - **threads**: the sessions of a server run on threads. A lookup takes a short lock; loads run
   one at a time under a second lock, so the budget sees every load before it and two sessions
   asking for one folder at once get one load (a second load beside the first would only share the
-  cores and double the peak memory).
+  cores and double the peak memory). The app loads a folder that does not come at once
+  (:meth:`ModelCache.quick`) on a task (``ui.session.pretrained_load``), which hears the load's
+  progress and may stop it (``ctx``): no session's script thread waits on a load.
 
 A shared model is read-only: every chapter computes under ``no_grad`` or takes gradients with
 ``torch.autograd.grad`` (no ``.grad`` written), removes a head by calling the modules in turn
@@ -40,6 +42,8 @@ KEEP_RECENT = 1     # models kept loaded after their last session lets go: a lec
 #                     otherwise wait for a whole reload each time (an 85M-parameter folder: seconds
 #                     of reading and converting on a 2-core server); one such idle copy at most,
 #                     counted by the budget and let go first when a load needs the room
+QUICK_BYTES = 16 << 20   # a folder this small loads in tens of milliseconds (4 M fp32 parameters); SmolLM2's
+#                          GGUF file (94 MiB) takes 1.2-3 s of reading and dequantising on a 2-core server
 READ_FILES = ("config.json", "tokenizer.json", "model.safetensors.index.json")   # + every *.safetensors
 
 
@@ -108,28 +112,45 @@ class ModelCache:
         self._table: dict[tuple, _Entry] = {}
         self._recent: list[tuple] = []      # (key, model) kept strongly, most recent last
 
-    def load(self, path):
+    def load(self, path, ctx=None):
         """(GPT, tokenizer, meta) of the folder: the copy already loaded in this process, or a
         new load within the budget; raises ``lmviz.checkpoint.CheckpointError`` when refused.
-        ``meta`` is a fresh dict each call (the model and tokenizer are shared: read-only)."""
+        ``meta`` is a fresh dict each call (the model and tokenizer are shared: read-only).
+
+        ``ctx`` (a ``lmviz.server.tasks`` TaskContext or InlineContext), when given, hears the
+        load's progress (tensors read of the plan's) and is checked while the load waits for
+        another one and after each tensor: a cancelled task, or an inline try past its budget,
+        stops there (``Cancelled``) and leaves nothing behind."""
         device = self._device()
         key = folder_key(path, device)
         hit = self._hit(key)
         if hit is not None:
             return hit
-        with self._load_lock:
+        self._acquire_load(ctx)
+        try:
             hit = self._hit(key)                     # another session loaded it meanwhile
             if hit is not None:
                 return hit
             from .checkpoint import CheckpointError
 
             try:
-                return self._load(key, path, device)
+                return self._load(key, path, device, ctx)
             except CheckpointError as e:
                 if e.key != "hf.budget_loaded" or not self._recent:
                     raise
             self._let_go_recent()                    # the idle copies make room, then once more
-            return self._load(key, path, device)
+            return self._load(key, path, device, ctx)
+        finally:
+            self._load_lock.release()
+
+    def quick(self, path) -> bool:
+        """Whether the folder comes at once: its copy is in this process, or its files are at
+        most QUICK_BYTES (read in tens of milliseconds). A caller decides by it where to load
+        (the app's menu: on the script's thread, or on a task)."""
+        key = folder_key(path, self._device())
+        if self._hit(key) is not None:
+            return True
+        return key[2] is not None and sum(size for _, _, size in key[2]) <= QUICK_BYTES
 
     def usage(self) -> Usage:
         """The models loaded now and their bytes."""
@@ -154,12 +175,21 @@ class ModelCache:
             self._remember(key, model)
             return model, e.tokenizer, dict(e.meta)
 
-    def _load(self, key, path, device):
+    def _acquire_load(self, ctx) -> None:
+        """Take the one-load-at-a-time lock; with ``ctx``, checking it while another load runs."""
+        if ctx is None:
+            self._load_lock.acquire()
+            return
+        while not self._load_lock.acquire(timeout=0.05):
+            ctx.check()
+
+    def _load(self, key, path, device, ctx=None):
         from .hf import load
 
         use = self.usage()
+        heard = {} if ctx is None else {"progress": functools.partial(_heard, ctx)}
         model, tok, meta = (self.loader or load)(path, device=device, total_bytes=self.total_bytes,
-                                                 loaded_bytes=use.nbytes, loaded_count=use.count)
+                                                 loaded_bytes=use.nbytes, loaded_count=use.count, **heard)
         entry = _Entry(weakref.ref(model, functools.partial(self._gone, key)), tok, dict(meta), model_bytes(model))
         with self._lock:
             self._table[key] = entry
@@ -184,9 +214,16 @@ class ModelCache:
                 del self._table[key]
 
 
+def _heard(ctx, done: int, total: int) -> None:
+    """A load's progress, told to its task (``ModelCache.load``'s ``ctx``), which may stop it."""
+    ctx.progress(done, total)
+    ctx.check()
+
+
 MODELS = ModelCache()     # the process's one cache: every session loads pretrained folders through it
 
 
-def load_shared(path):
-    """(GPT, tokenizer, meta) of a pretrained folder, one copy per process (:data:`MODELS`)."""
-    return MODELS.load(path)
+def load_shared(path, ctx=None):
+    """(GPT, tokenizer, meta) of a pretrained folder, one copy per process (:data:`MODELS`;
+    ``ctx``: see :meth:`ModelCache.load`)."""
+    return MODELS.load(path, ctx)

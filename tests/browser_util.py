@@ -139,10 +139,12 @@ def own_browser(server, chromium):
 
 
 def wait_idle(page, timeout_ms: int = 90_000) -> None:
-    """Wait until the script has finished running (twice, to ride over a quick rerun)."""
+    """Wait until the script has finished running (twice, to ride over a quick rerun) and no
+    model is loading (ui.session.loading_page: its poll's timer runs the page again)."""
     for _ in range(2):
         page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]",
                                timeout=timeout_ms, state="attached")
+        page.wait_for_selector(".st-key-lmviz-model-loading", timeout=timeout_ms, state="detached")
         page.wait_for_timeout(400)
 
 

@@ -46,6 +46,42 @@ def _open(server, pg, slug: str, lang: str) -> str:
     return _text(pg)
 
 
+def test_smollm2s_first_load_shows_its_progress_then_the_chapter(browser):
+    """#55: on a server that has not read SmolLM2 yet (a fresh one), a Chinese lecturer's link
+    and an English student's open at once. The model loads on a task, not on a script thread:
+    the lecturer's page shows the chapter's heading and says, in Chinese, that SmolLM2 is
+    loading, in place of the chapter (how much of it is read shows when a poll's tick falls
+    inside the load: tests/test_page_hf.py pins it); then each page draws its chapter with SmolLM2 (one load, shared)."""
+    from tests.browser_util import Server
+
+    srv = Server()
+    zctx, zh = _desktop(browser)
+    ectx, en = _desktop(browser)
+    try:
+        zh.goto(srv.url("attention", model="smollm2", lang="zh"), wait_until="domcontentloaded")
+        en.goto(srv.url("generation", model="smollm2", lang="en"), wait_until="domcontentloaded")
+        box = zh.wait_for_selector(".st-key-lmviz-model-loading", state="attached")
+        said = box.inner_text()
+        assert NAME in said and translate("model.loading_once", "zh") in said, said
+        assert zh.locator("[data-testid=stMain] h1").inner_text() == translate("att.title", "zh")
+        zh.wait_for_selector("#lmviz-first-paint", state="detached", timeout=5_000)   # the heading ends it
+        assert zh.locator("[data-testid=stPlotlyChart]").count() == 0   # the chapter waits for its model
+        shot(zh, "real-model-loading-zh")
+        for pg, title in ((zh, translate("att.title", "zh")), (en, translate("gen.title", "en"))):
+            wait_idle(pg)
+            pg.wait_for_selector("[data-testid=stMain] h1")
+            text = _text(pg)
+            menu = pg.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").first.evaluate(
+                "e => e.innerText + ' ' + [...e.querySelectorAll('input')].map(i => i.value).join(' ')")
+            assert title in text and "model=smollm2" in pg.url, text[:800]
+            assert f"{NAME} · Llama" in menu, menu
+            assert pg.locator(".st-key-lmviz-model-loading").count() == 0 and exceptions(pg) == []
+    finally:
+        for ctx in (zctx, ectx):
+            ctx.close()
+        srv.stop()
+
+
 def test_a_lecturers_link_carries_smollm2_to_a_students_phone(server, browser):
     lctx, lec = _desktop(browser)
     pctx, phone = _phone(browser)

@@ -4,6 +4,7 @@ process's MODELS is left alone) on the CPU."""
 from __future__ import annotations
 
 import gc
+import math
 import os
 import threading
 import weakref
@@ -134,6 +135,74 @@ def test_sessions_asking_at_once_get_one_load(folders):
     for th in threads:
         th.join()
     assert len(got) == 4 and all(m is got[0] for m in got) and len(calls) == 1
+
+
+class _Heard:
+    """A task's context (lmviz.server.tasks.TaskContext's two calls): the progress it heard,
+    and a stop once ``stop_after`` tensors were told (None: never)."""
+
+    def __init__(self, stop_after=None):
+        self.told, self.checks, self.stop_after = [], 0, stop_after
+
+    def progress(self, done, total=None):
+        self.told.append((done, total))
+
+    def check(self):
+        from lmviz.cancel import Cancelled
+
+        self.checks += 1
+        if self.stop_after is not None and len(self.told) >= self.stop_after:
+            raise Cancelled("cancelled")
+
+
+def test_a_load_tells_its_progress_and_a_cancelled_one_leaves_nothing(folders):
+    """ModelCache.load's ``ctx`` hears, before each tensor of the plan, the parameters read so far
+    of the model's (its tensors differ in size: a count of tensors jumps), and a cancel
+    heard there ends the load: nothing is kept, and the next load is a whole one."""
+    from lmviz.cancel import Cancelled
+
+    load, calls = _counting()
+    cache = ModelCache(keep=0, device="cpu", loader=load)
+    heard = _Heard()
+    model, *_ = cache.load(folders[0], heard)
+    sizes = [math.prod(e.shape) for e in hf.inspect(folders[0]).entries]
+    n = sum(sizes)                          # parameters read so far, before each tensor
+    assert heard.told == [(sum(sizes[:i]), n) for i in range(len(sizes))] and len(sizes) >= 4
+    assert heard.checks == len(sizes) and n == sum(p.numel() for p in model.parameters())
+    stop = _Heard(stop_after=2)
+    with pytest.raises(Cancelled):
+        cache.load(folders[1], stop)
+    assert stop.told == [(0, n), (sizes[0], n)] and cache.usage().count == 1
+    assert cache.load(folders[1])[0] is not model and len(calls) == 3
+
+
+def test_a_load_waiting_for_another_can_be_cancelled(folders):
+    """A second load waits for the first (one at a time); with a ctx it keeps checking it, so a
+    session that leaves while it waits stops waiting (its task ends "stopped")."""
+    from lmviz.cancel import Cancelled
+
+    cache = ModelCache(keep=0, device="cpu")
+    cache._load_lock.acquire()              # a load of another session under way
+    try:
+        stop = _Heard(stop_after=0)
+        with pytest.raises(Cancelled):
+            cache.load(folders[0], stop)
+        assert stop.checks == 1 and stop.told == []
+    finally:
+        cache._load_lock.release()
+
+
+def test_quick_is_a_copy_in_the_process_or_a_small_folder(folders, monkeypatch):
+    cache = ModelCache(keep=0, device="cpu")
+    assert cache.quick(folders[0])                            # KiB of files
+    monkeypatch.setattr(hf_shared, "QUICK_BYTES", 0)
+    assert not cache.quick(folders[0])
+    model, *_ = cache.load(folders[0])
+    assert cache.quick(folders[0])                            # in this process now
+    del model
+    gc.collect()
+    assert not cache.quick(folders[0])
+    assert cache.quick(folders[0].parent / "nowhere")          # nothing to read: refused at once
 
 
 def test_a_refused_folder_says_its_own_sentence(tmp_path):

@@ -8,7 +8,7 @@ import importlib.util
 
 import pytest
 
-from tests.apptest_util import all_text, decode, figures, skip_questions
+from tests.apptest_util import all_text, decode, figures, model_loaded, skip_questions
 from tests.model_util import tiny_hf_folder
 from tests.test_page_hf import _device_known
 
@@ -48,7 +48,7 @@ def _attention(choice, lang):
     at = skip_questions(AppTest.from_file(APP, default_timeout=TIMEOUT))
     at.query_params["lang"] = lang
     at.session_state["lmviz_model_pick"] = str(choice)
-    at.run()
+    model_loaded(at.run())
     no_errors(at)
     at.session_state["att_p_src"] = "live"
     at.switch_page(PAGE).run()

@@ -8,7 +8,7 @@ language walks the chapters (the SmolLM2 copy is shared by the process, lmviz.hf
 import pytest
 
 from lmviz.chapters.examples import CONDITIONS
-from tests.apptest_util import all_text, figures, skip_questions, title_of
+from tests.apptest_util import all_text, figures, model_loaded, skip_questions, title_of
 
 NAME = "SmolLM2-135M-Instruct"
 CHAT_DONE = ("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"
@@ -43,7 +43,7 @@ def _walk(lang, pick=None):
     at.query_params["lang"] = lang
     if pick is not None:
         at.session_state["lmviz_model_pick"] = pick
-    at.run()
+    model_loaded(at.run())
     out = {}
     for page in WALK:
         at.switch_page(f"chapters/{page}.py").run()

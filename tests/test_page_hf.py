@@ -9,7 +9,7 @@ import pytest
 
 from ui.i18n import translate
 
-from tests.apptest_util import all_text, open_page
+from tests.apptest_util import all_text, model_loaded, open_page, poll_until
 from tests.model_util import tiny_hf_folder
 
 V = 50257
@@ -88,9 +88,7 @@ def _pick(choice, lang="en", bundle=None):
     at.session_state["lmviz_model_pick"] = choice
     if bundle is not None:
         at.session_state["lmviz_session_bundle"] = bundle
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return model_loaded(at.run())
 
 
 def test_choosing_a_pretrained_folder_makes_it_every_chapters_model(model_dir):
@@ -120,6 +118,88 @@ def test_choosing_a_pretrained_folder_makes_it_every_chapters_model(model_dir):
     at = _pick("default", bundle=b)
     assert at.session_state["lmviz_session_bundle"] is None and _menu(at).value == "default"
     assert at.query_params["model"] == "default"
+
+
+def _held_load(monkeypatch):
+    """The process's model cache, replaced by a fresh one whose loads wait for ``gate`` (and
+    say on which thread they ran), with every folder too big to load on the script's thread."""
+    import threading
+
+    from lmviz import hf, hf_shared
+
+    gate, threads = threading.Event(), []
+
+    def held(path, **kw):
+        threads.append(threading.current_thread().name)
+        if "progress" in kw:
+            kw["progress"](3, 10)               # as hf.load tells it: 3 of 10 parameters read
+        assert gate.wait(60)
+        return hf.load(path, **kw)
+
+    monkeypatch.setattr(hf_shared, "QUICK_BYTES", 0)
+    monkeypatch.setattr(hf_shared, "MODELS", hf_shared.ModelCache(loader=held))
+    return gate, threads
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_long_load_runs_on_a_task_and_the_chapter_follows(model_dir, monkeypatch, lang):
+    """#55: a model that does not come at once (ModelCache.quick) loads on a task, never on the
+    script's thread: the page says which model loads and how far it is, in place of the chapter,
+    with the menu on the model asked for; once it is in, the chapter draws with it."""
+    from streamlit.testing.v1 import AppTest
+
+    from ui.session import LOADING_KEY
+
+    from tests.apptest_util import APP, TIMEOUT
+
+    gate, threads = _held_load(monkeypatch)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = lang
+    at.session_state["lmviz_model_pick"] = str(model_dir)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state[LOADING_KEY] == "tiny-gpt2" and _menu(at).value == "tiny-gpt2"
+    assert "lmviz_session_bundle" not in at.session_state or at.session_state["lmviz_session_bundle"] is None
+    bar = at.get("progress")
+    told = translate("model.loading_step", lang, name="tiny-gpt2 · GPT-2", done=3, n=10)
+    assert len(bar) == 1 and bar[0].proto.text in (translate("model.loading", lang, name="tiny-gpt2 · GPT-2"), told)
+    assert translate("model.loading_once", lang) in all_text(at)
+    heading = [translate("home.title", lang)]                     # the chapter's h1 (it ends the first paint)
+    assert [x.value for x in at.title] == heading and not at.get("plotly_chart")   # the rest waits
+    assert poll_until(at, lambda a: [b.proto.text for b in a.get("progress")] == [told], 30, 0.1)
+    assert at.get("progress")[0].proto.value == 30 and not at.get("plotly_chart")   # the poll's tick: the bar moves
+    gate.set()
+    model_loaded(at)
+    assert threads == ["lmviz-load"]
+    b = at.session_state["lmviz_session_bundle"]
+    assert b.source == "pretrained" and b.meta["name"] == "tiny-gpt2" and not at.get("progress")
+    assert at.query_params["model"] == "tiny-gpt2"
+
+
+def test_another_choice_while_a_model_loads_stops_the_load(model_dir, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from lmviz import hf_shared
+    from ui.session import LOADING_KEY
+
+    from tests.apptest_util import APP, TIMEOUT
+
+    gate, threads = _held_load(monkeypatch)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["lmviz_model_pick"] = str(model_dir)
+    at.run()
+    assert at.session_state[LOADING_KEY] == "tiny-gpt2"
+    at.session_state["lmviz_model_pick"] = "default"            # the menu's on_change
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert LOADING_KEY not in at.session_state and _menu(at).value == "default" and at.title
+    gate.set()
+    for _ in range(100):                                         # the task hears its cancel at the next tensor
+        if not any(t.name == "lmviz-load" for t in __import__("threading").enumerate()):
+            break
+        __import__("time").sleep(0.05)
+    assert hf_shared.MODELS.usage().count == 0                   # nothing kept of the stopped load
+    assert "lmviz_session_bundle" not in at.session_state or at.session_state["lmviz_session_bundle"] is None
 
 
 def test_a_refused_folder_is_a_sentence_in_the_sidebar(model_dir):

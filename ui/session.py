@@ -135,16 +135,20 @@ def shared_name(bundle: Bundle) -> str | None:
 def bundle_named(name: str) -> Bundle | None:
     """The model :func:`shared_name` calls ``name`` (an id another session published, e.g. a
     lecturer's): the shipped model, or a pretrained model this server lists; None for any other
-    name or a model that cannot be loaded."""
+    name or a model that cannot be loaded. A pretrained model is loaded here only when it comes
+    at once (``ModelCache.quick``: in this process, or small): a longer load is the model menu's
+    task, and a follower's menu takes the lecturer's model before its page asks for it."""
     from lmviz.hf import DEFAULT_ID
+    from lmviz.hf_shared import MODELS
+    from lmviz.server.tasks import InlineContext
 
     try:
         if name == DEFAULT_ID:
             return default_bundle()
         path = pretrained_ids().get(name)
-        if path is not None:
-            return pretrained_bundle(path)
-    except Exception:  # noqa: BLE001 - a missing default or a refused folder: the page says so
+        if path is not None and MODELS.quick(path):
+            return _load_bundle(path, InlineContext(LOAD_INLINE_S))
+    except Exception:  # noqa: BLE001 - a missing default, a refused folder, a load too long: the page says so
         return None
     return None
 
@@ -208,14 +212,90 @@ def pretrained_models() -> list:
     return find_models()
 
 
-def pretrained_bundle(path: str) -> Bundle:
-    """A pretrained folder, one copy per server shared read-only by every session that shows it
+LOAD_PURPOSE = "pretrained-load"   # this session's task slot for a pretrained model's load
+LOAD_INLINE_S = 0.5                # a load is tried on the script's thread this long, then goes to a task
+LOADING_KEY = "lmviz_model_loading"   # session key: the id of the pretrained model loading on a task
+
+
+def pretrained_load(path: str):
+    """The snapshot of this session's load of a pretrained folder: "done" with its Bundle as
+    result when the copy is already in this process, or is small (``ModelCache.quick``) and
+    loads within LOAD_INLINE_S on the script's thread, else a task's (lmviz.server.tasks; its progress is the
+    tensors read) that goes on without holding a script thread: SmolLM2's first load takes
+    seconds of reading and dequantising, and four sessions loading at once held every script
+    thread of a server. One copy per server shared read-only by every session that shows it
     (lmviz.hf_shared: freed when no session holds it, the budget counting every model loaded).
-    Raises lmviz.checkpoint.CheckpointError (a sentence) when refused, the budget included."""
+    No semaphore: the load waits for no training (lmviz.hf_shared runs loads one at a time).
+    A refusal (lmviz.checkpoint.CheckpointError, a sentence) is raised inline or is the
+    task's error."""
+    from lmviz.hf_shared import MODELS
+
+    return task_slots().snapshot(LOAD_PURPOSE, path, partial(_load_bundle, path), name="lmviz-load",
+                                 inline_s=LOAD_INLINE_S if MODELS.quick(path) else 0.0)
+
+
+def _load_bundle(path: str, ctx) -> Bundle:
     from lmviz.hf_shared import load_shared
 
-    model, tok, meta = load_shared(path)
+    model, tok, meta = load_shared(path, ctx)
     return Bundle(model, tok, {**meta, "path": path}, "pretrained")
+
+
+@dataclass(frozen=True)
+class Loading:
+    """A pretrained model this session waits for (``model_menu``'s answer while it loads)."""
+
+    id: str      # its id in the menu (lmviz.hf.model_ids)
+    path: str    # its folder (or GGUF file)
+    label: str   # its name in the menu
+
+
+def _apply_pretrained(pick: str, path: str, label: str) -> Loading | None:
+    """Make the pretrained ``pick`` current when it is loaded (or refused: a sentence in the
+    menu); a Loading while its task runs (``pretrained_load``)."""
+    from lmviz.checkpoint import CheckpointError
+
+    from ui.i18n import said, t
+    from ui.render import escape
+
+    try:
+        snap = pretrained_load(path)
+    except CheckpointError as e:                        # refused on the script's thread
+        st.error(t("model.refused", name=escape(label), why=escape(t(e.key, **e.params))))
+        return None
+    if snap.state == "done":
+        set_session_bundle(snap.result)
+        return None
+    if snap.state == "error":
+        st.error(t("model.refused", name=escape(label), why=escape(said(snap.error or "?"))))
+        return None
+    if not snap.active:                                 # stopped: the session is closing
+        return None
+    st.session_state[LOADING_KEY] = pick
+    return Loading(pick, path, label)
+
+
+def loading_page(loading: Loading, heading: str) -> None:
+    """What a chapter shows while its model loads (in place of the chapter, drawn with the model
+    it asked for once loaded): the chapter's ``heading`` (its h1, which also ends the link's
+    first paint, ui.first_paint), the model's name and the share of its weights read, polled;
+    the page reruns whole when the load ends."""
+    from ui.i18n import t
+    from ui.render import escape
+
+    name = escape(loading.label)
+    st.title(heading)
+
+    def draw(snap) -> None:
+        if snap is None or not snap.active:             # ended between the menu and here
+            st.rerun()
+        with st.container(key="lmviz-model-loading"):  # tests/browser_util.wait_idle waits for it to go
+            text = (t("model.loading_step", name=name, done=snap.done, n=snap.total) if snap.total
+                    else t("model.loading", name=name))
+            st.progress(snap.fraction, text=text)
+            st.caption(t("model.loading_once"))
+
+    poll(partial(pretrained_load, loading.path), draw, every=0.5)
 
 
 def pretrained_ids() -> dict[str, str]:
@@ -233,7 +313,7 @@ def _picked() -> None:
     st.session_state["lmviz_model_pick"] = st.session_state["lmviz_model_choice"]
 
 
-def model_menu() -> None:
+def model_menu() -> Loading | None:
     """The sidebar's model menu: the shipped model, this session's trained one (when there is one)
     and every pretrained folder found, each by its id (lmviz.hf.model_ids); the choice is the
     model every chapter shows (applied here, before the page draws). With no pretrained folder,
@@ -243,7 +323,11 @@ def model_menu() -> None:
     id applies on a session's first run (an unknown one: urlstate's note, the shipped model
     stays), and a follower takes the lecturer's id as it takes every other setting. A model only
     this session holds has no id a link or a class can carry: ``?model=`` is dropped, and a
-    lecturer's followers draw the shipped model (the class's box says so, ui.classroom)."""
+    lecturer's followers draw the shipped model (the class's box says so, ui.classroom).
+
+    A pretrained model not yet in this process loads on a task (``pretrained_load``): the menu
+    shows it chosen and returns its Loading, and app.py draws ``loading_page`` in place of the
+    chapter until it is in."""
     from ui import classroom, urlstate
     from ui.i18n import t
 
@@ -277,22 +361,20 @@ def model_menu() -> None:
         v = classroom.followed_view()
         if v is not None and MODEL_PARAM not in v.settings:
             pick = DEFAULT_ID                           # the lecturer's own model: the shipped one here
+    if pick is None:
+        pick = st.session_state.get(LOADING_KEY)        # a load under way goes on
+    st.session_state.pop(LOADING_KEY, None)
+    loading = None
     if pick != now() and pick in options:
         if pick == DEFAULT_ID:
             set_session_bundle(None)
         elif pick == SESSION_ID:
             set_session_bundle(trained)
         else:
-            from lmviz.checkpoint import CheckpointError
-
-            try:
-                with st.spinner(t("model.loading", name=labels[pick])):
-                    set_session_bundle(pretrained_bundle(ids[pick]))
-            except CheckpointError as e:
-                from ui.render import escape
-
-                st.error(t("model.refused", name=escape(labels[pick]), why=escape(t(e.key, **e.params))))
-    current = now()
+            loading = _apply_pretrained(pick, ids[pick], labels[pick])
+    if loading is None:
+        task_slots().cancel(LOAD_PURPOSE)              # another choice, or the load's result taken
+    current = now() if loading is None else pick
     # what this run applied: a model this session publishes between runs (a training's, an
     # upload's) stays current, where the id of the run before would have taken it back
     st.session_state[MODEL_URL_KEY] = st.session_state[MODEL_APPLIED_KEY] = current
@@ -312,6 +394,7 @@ def model_menu() -> None:
 
         if not following():   # advice for whoever runs the server, not for a class's students
             st.caption(t("model.none_found"))
+    return loading
 
 
 # ================================================================ background tasks ========
