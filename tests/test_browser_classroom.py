@@ -96,6 +96,7 @@ def test_a_class_follows_answers_and_ends(server, browser, lect_lang, fol_lang):
         answered = L("class.answered_n", n=1).replace("**", "")
         assert _until(lec, lambda: answered in _text(lec), 60_000), _text(lec)[-1500:]
         assert L("class.answers", n=1) not in _text(lec)
+        assert L("class.senders", k=1) in _text(lec)          # this machine's browsers: one address
         shot(lec, f"class-lecturer-histogram-{lect_lang}")
         shot(fol, f"class-follower-answered-{fol_lang}")
         lec.get_by_role("button", name=L("class.reveal_all")).click()

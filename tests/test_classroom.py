@@ -589,6 +589,8 @@ def test_a_flood_of_sentences_from_one_address_leaves_the_corpus_to_the_others(s
     assert {r.reason for r in got if not r.ok} == {"address_share"}
     assert store.submit(cls.code, "b:aRealStudent0001", "corpus.room", "我来自另一个网络", address=REAL).ok
     assert 300 <= lim.max_sentences_per_address < lim.max_sentences     # a 300-student NAT room fits
+    q = store.queue(cls.code, cls.secret, "corpus.room")
+    assert len(q.items) == 401 and q.senders == 2                       # the queue says: from two addresses
 
 
 def test_cookie_less_voters_of_one_address_are_bounded_on_one_question(store, cls):
@@ -597,7 +599,10 @@ def test_cookie_less_voters_of_one_address_are_bounded_on_one_question(store, cl
     assert sum(v.ok for v in votes) == store.limits.max_answers_per_address == 400
     assert votes[-1].reason == "address_share"
     assert store.answer(cls.code, "b:aRealStudent0001", "q1", "falls", address=REAL).ok
-    assert dict(store.histogram(cls.code, cls.secret).counts) == {"rises": 400, "falls": 1, "same": 0}
+    h = store.histogram(cls.code, cls.secret)
+    assert dict(h.counts) == {"rises": 400, "falls": 1, "same": 0}
+    # the projector says how many addresses the 401 came from (each address once, however many voters)
+    assert h.senders == 2 and store.lecturer_view(cls.code, cls.secret).question.senders == 2
 
 
 def test_cookie_less_head_reports_of_one_address_are_bounded(clock, make):
@@ -614,7 +619,8 @@ def test_cookie_less_head_reports_of_one_address_are_bounded(clock, make):
     assert {r.reason for r in sent if not r.ok} == {"address_share"}
     mine = s.assign(c.code, "b:aRealStudent0001", act, 144, 1).items[0]
     assert s.report(c.code, "b:aRealStudent0001", act, mine, address=REAL).ok
-    assert sum(s.tally(c.code, c.secret, act).counts.values()) == 1001
+    tl = s.tally(c.code, c.secret, act)
+    assert sum(tl.counts.values()) == 1001 and tl.senders == 2
 
 
 def test_the_class_total_is_shared_per_voter_and_per_address(clock, make):

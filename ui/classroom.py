@@ -804,6 +804,14 @@ def _lecturer_question(q: qs.Question, lect: dict) -> None:
         st.caption(t("class.run_pending"))
 
 
+def senders(k: int) -> None:
+    """Under a count the room sent (answers, reports, sentences): how many client addresses it
+    came from (the store's ``senders``; none known, nothing said). Each address has a share of
+    the count, so a count one address filled shows as such on the projector."""
+    if k:
+        st.caption(t("class.senders", k=k))
+
+
 @st.fragment(run_every=TICK_S)
 def _lecturer_live(qid: str) -> None:
     lect = lecturing()
@@ -825,6 +833,7 @@ def _lecturer_live(qid: str) -> None:
         return
     # the projector shows how many answered; how they answered only when the lecturer wants
     st.markdown(t("class.answered_n", n=h.total))
+    senders(h.senders)
     if st.toggle(t("class.show_dist"), key=f"class_dist:{qid}", help=t("class.show_dist_help")):
         _histogram(q, h.counts, None)
     answer = correct(q) if q.by_run else None        # a live run's answer goes to the room with the reveal

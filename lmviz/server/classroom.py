@@ -66,7 +66,8 @@ Keys (``{c}`` a class code, ``{q}`` a question id, ``{s}`` a session id):
 ``class:{c}`` the class record; ``ans:{c}:{q}:{s}`` one student's answer (an option id);
 ``hist:{c}:{q}`` counts per option id; ``n:{c}:{q}`` answers to one question (or reports or
 sentences of one activity ``{x}``); ``n:{c}`` everything counted in the class; ``n:{c}:{q}:{a}``
-answers to one question (or of one activity) from one client address; ``sh:{c}:{a}`` everything
+answers to one question (or of one activity) from one client address; ``snd:{c}:{q}`` the client
+addresses those answers (or an activity's reports or sentences) came from (zset); ``sh:{c}:{a}`` everything
 counted from one address or voter (its share of the class, ``{a}`` keyed as below);
 ``fol:{c}`` followers (zset); ``classes`` live classes (zset); ``own:{a}`` live classes of one
 browser or address (zset); ``fail:{s}`` failed code look-ups of a session in the current minute;
@@ -233,6 +234,7 @@ class QuestionView:
     total: int                           # answers counted, once revealed (0 before)
     answer: str | None = None            # the right option the lecturer revealed with it, for a question whose
     #                                      answer comes from a live run (None: the question's own)
+    senders: int = 0                     # client addresses the counted answers came from (with the counts)
 
 
 @dataclass(frozen=True)
@@ -276,6 +278,7 @@ class Tally:
     counts: Mapping[int, int] = field(default_factory=dict)  # item -> reports (items reported only)
     students: int = 0            # sessions that took items
     reported: int = 0            # ... and of them, those that reported at least one item
+    senders: int = 0             # client addresses the counted reports came from
 
 
 @dataclass(frozen=True)
@@ -290,6 +293,7 @@ class Queue:
     ok: bool
     reason: str
     items: tuple[Submission, ...] = ()   # oldest first
+    senders: int = 0                     # client addresses the sentences came from
 
 
 @dataclass(frozen=True)
@@ -300,6 +304,7 @@ class Histogram:
     counts: Mapping[str, int] = field(default_factory=dict)  # option id -> count (all options)
     total: int = 0
     revealed: bool = False
+    senders: int = 0             # client addresses the counted answers came from
 
 
 # -----------------------------------------------------------------------------
@@ -817,11 +822,20 @@ class ClassStore:
         if not q:
             return None
         counts = total = None
+        senders = 0
         if with_counts or q["revealed"]:
             h = self._db.hgetall(f"hist:{code}:{q['id']}")
             counts = {o: int(h.get(o, 0)) for o in q["options"]}
             total = sum(counts.values())
-        return QuestionView(q["id"], tuple(q["options"]), q["revealed"], counts, total or 0, q.get("answer"))
+            senders = self._senders(code, q["id"])
+        return QuestionView(q["id"], tuple(q["options"]), q["revealed"], counts, total or 0, q.get("answer"),
+                            senders)
+
+    def _senders(self, c: str, item: str) -> int:
+        """The client addresses that one question's answers (or one activity's reports or
+        sentences) came from (``_count`` adds each once): the projector says it beside the count,
+        so a count that one address filled shows as such."""
+        return self._db.zlive(f"snd:{c}:{item}", self._clock())
 
     def _failed_lookup(self, session_id: str) -> None:
         self._db.incr(f"fail:{session_id}", 60.0)
@@ -998,7 +1012,7 @@ class ClassStore:
         h = self._db.hgetall(f"hist:{c}:{qid}")
         counts = {o: int(h.get(o, 0)) for o in rec["asked"][qid]}
         revealed = q["revealed"] if q and q["id"] == qid else True
-        return Histogram(True, "", qid, counts, sum(counts.values()), revealed)
+        return Histogram(True, "", qid, counts, sum(counts.values()), revealed, self._senders(c, qid))
 
     @_guarded(functools.partial(LecturerView, False, "store_unavailable"))
     def lecturer_view(self, code: str, secret: str) -> LecturerView:
@@ -1130,8 +1144,11 @@ class ClassStore:
                          (f"{item}:{who}", item_max_per_address, "address_share")]
         counters += [(item, item_max, "too_many_answers"),
                      (f"n:{c}", lim.max_answers_per_class, "too_many_answers")]
+        now = self._clock()
         got = self._db.put_once_counted(key, value, ttl, hkey, hfield, [(k, b) for k, b, _ in counters],
-                                        guard, self._clock())
+                                        guard, now)
+        if got == 1 and who:                          # the item's senders: its client addresses, each once
+            self._db.zadd("snd:" + item.split(":", 1)[1], who, now + ttl)
         return "" if got == 1 else "already_answered" if got == 0 else "moved" if got == -1 else counters[-got - 2][2]
 
     # -- a room activity that hands out items (the attention chapter's heads) ------------------
@@ -1213,7 +1230,7 @@ class ClassStore:
         h = self._db.hgetall(f"acth:{c}:{activity}")
         seq = self._db.hgetall(f"seq:{c}:{activity}")
         return Tally(True, "", {int(k): int(v) for k, v in h.items() if str(k).isdigit()},
-                     int(seq.get("n", 0)), int(seq.get("reported", 0)))
+                     int(seq.get("n", 0)), int(seq.get("reported", 0)), self._senders(c, activity))
 
     # -- a room corpus: one sentence per student, shown only once the lecturer accepts it --------
     @_guarded(_OP_DOWN)
@@ -1266,7 +1283,7 @@ class ClassStore:
             r = self._db.get(f"sub:{c}:{activity}:{sid}")
             if isinstance(r, dict):
                 items.append(Submission(sid, r["t"], r["state"]))
-        return Queue(True, "", tuple(items))
+        return Queue(True, "", tuple(items), self._senders(c, activity))
 
     @_guarded(_OP_DOWN)
     def moderate(self, code: str, secret: str, activity: Any, submission_id: Any, accept: bool) -> OpResult:
