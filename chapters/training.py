@@ -356,6 +356,9 @@ def _live_and_replay(snap) -> None:
 def _status(snap) -> bool:
     """The run's state line and pace; False while there is nothing more to draw (queued,
     preparing)."""
+    if snap.state == "queued" and snap.step:         # stood aside for the class's lecturer (lmviz.server.tasks)
+        st.warning(t("train.yielded", step=snap.step, n=snap.queue_position))
+        return True
     if snap.state == "queued":
         st.warning(t("train.queued", n=snap.queue_position, cap=session.max_trainings()))
         return False

@@ -80,6 +80,43 @@ def test_start_poll_stop_tiny(lang):
     assert "lmviz_session_bundle" not in at.session_state or at.session_state["lmviz_session_bundle"] is None
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_students_run_says_it_stood_aside_for_the_lecturers_and_goes_on(lang):
+    """Issue 55 item 4: a class's lecturer's task asks for the server's slot while a student's
+    run holds it; the student's page says its run stood aside, from which step, and where it is
+    in line (its curve stays drawn); when the lecturer's task ends, the run goes on."""
+    import threading
+
+    from lmviz.server.tasks import Task
+    from ui.session import max_trainings, task_semaphore
+
+    sem = task_semaphore()
+    others = [sem.acquire(timeout=30) for _ in range(max_trainings() - 1)]   # one slot left: the student's
+    try:
+        at = open_page(PAGE, lang, corpus="toy", preset="tiny")
+        button(at, "train_start").click().run()
+        assert poll(at, lambda a: loss_points(a) > 0)
+        gate = threading.Event()
+        lect = Task(lambda ctx: gate.wait(60), sem, priority=0).start()
+        said = translate("train.yielded", lang, step=10**9, n=1).split("1,000,000,000")[0]
+        try:
+            assert poll(at, lambda a: any(w.value.startswith(said) for w in a.warning))
+            aside = next(w.value for w in at.warning if w.value.startswith(said))
+            step = int(aside[len(said):].split()[0].replace(",", "").rstrip("步"))
+            assert step > 0 and translate("train.yielded", lang, step=step, n=1) == aside   # first in line
+            assert loss_points(at) > 0                                # its curve stays on the page
+        finally:
+            gate.set()
+            assert lect.join(30)
+        assert poll(at, lambda a: not any(w.value.startswith(said) for w in a.warning) and last_step(a) > 0)
+        s1 = last_step(at)
+        assert poll(at, lambda a: last_step(a) > s1)                  # it goes on
+        button(at, "train_stop").click().run()
+    finally:
+        for _ in [x for x in others if x]:
+            sem.release()
+
+
 def test_bad_custom_value_gets_a_message_not_a_traceback():
     at = open_page(PAGE, "en", preset="tiny")
     at.number_input(key="train_n_head_tiny").set_value(3).run()   # 64 is not divisible by 3

@@ -261,9 +261,11 @@ def test_the_end_of_preparing_is_told_to_watchers():
     assert t.join(5) and t.state == "stopped"
 
 
-def test_a_lecturers_task_waits_ahead_of_the_students_and_interrupts_none():
+def test_a_lecturers_task_waits_ahead_of_the_students_and_a_students_run_steps_aside():
     """Issue 55: a class's lecturer (priority 0) is not queued behind the students' runs (1): it
-    takes the first place in line, behind any earlier lecturer's, and the running task runs on."""
+    takes the first place in line, behind any earlier lecturer's, and a student's running task
+    steps aside at its next ``ctx.check()``: it reads "queued" (first of the students), the
+    lecturers run, then it goes on where it stopped, before the students who queued after it."""
     from lmviz.server.train_job import TrainingJob
 
     sem = threading.BoundedSemaphore(1)
@@ -275,15 +277,49 @@ def test_a_lecturers_task_waits_ahead_of_the_students_and_interrupts_none():
     b, c = (Task(work(n), sem).start() for n in ("student-b", "student-c"))
     assert wait_for(lambda: (b.queue_position(), c.queue_position()) == (1, 2))
     lect = Task(work("lecturer"), sem, priority=0).start()
+    assert wait_for(lambda: lect.state == "running")            # the student's run stood aside
     lect2 = Task(work("lecturer-2"), sem, priority=0).start()
-    assert [x.queue_position() for x in (lect, lect2, b, c)] == [1, 2, 3, 4]
-    assert a.state == "running"                      # nobody's run is interrupted
+    s = a.snapshot()
+    assert (s.state, s.queue_position) == ("queued", 2)          # behind lecturer-2, ahead of b and c
+    assert [x.queue_position() for x in (lect2, a, b, c)] == [1, 2, 3, 4]
     release.set()
     assert all(x.join(10) for x in (a, b, c, lect, lect2))
-    assert ran == ["student-a", "lecturer", "lecturer-2", "student-b", "student-c"]
+    assert ran == ["student-a", "lecturer", "lecturer-2", "student-b", "student-c"]   # a went on, not again
+    assert [x.state for x in (a, b, c, lect, lect2)] == ["done"] * 5 and a.snapshot().result == "student-a"
+    assert sem.acquire(blocking=False)                             # every slot given back once
+    sem.release()
     # a training job takes its place from what it trains: a lecturer's run (chapters/training.py)
     assert TrainingJob(lambda cancel: None, sem, meta={"lecturer": True}).priority == 0
     assert TrainingJob(lambda cancel: None, sem, meta={"lecturer": False}).priority == 1
+
+
+def test_a_student_stopped_while_it_stands_aside_gives_back_no_slot():
+    sem = threading.BoundedSemaphore(1)
+    release = threading.Event()
+    ran = []
+    a = Task(_held(ran, release)("student"), sem).start()
+    assert wait_for(lambda: a.state == "running")
+    lect = Task(_held(ran, release)("lecturer"), sem, priority=0).start()
+    assert wait_for(lambda: lect.state == "running" and a.state == "queued")
+    a.cancel()
+    assert a.join(5) and a.state == "stopped" and a.queue_position() == 0
+    release.set()
+    assert lect.join(5) and lect.state == "done"
+    assert sem.acquire(blocking=False) and not sem.acquire(blocking=False)   # one slot, given back once
+    sem.release()
+
+
+def test_work_that_never_checks_is_never_interrupted():
+    """Stepping aside happens at ``ctx.check()`` only: work between two checks runs to its next one."""
+    sem = threading.BoundedSemaphore(1)
+    gate, release = threading.Event(), threading.Event()
+    a = Task(_busy(gate, release), sem).start()
+    assert gate.wait(5)
+    lect = Task(lambda ctx: "lecturer", sem, priority=0).start()
+    time.sleep(0.2)
+    assert (a.state, lect.state) == ("running", "queued")
+    release.set()
+    assert a.join(5) and lect.join(5) and (a.state, lect.state) == ("done", "done")
 
 
 def test_a_task_cancelled_while_queued_reads_stopped_at_once_and_leaves_the_line():

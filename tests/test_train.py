@@ -203,6 +203,27 @@ def test_the_job_measures_its_pace_with_its_evaluations_and_the_time_left_follow
     assert s.eta_s == 0.0                                # done: nothing left at any pace
 
 
+def test_a_students_run_stands_aside_for_the_lecturers_and_goes_on_where_it_stopped():
+    """Issue 55 item 4: a student's training (priority 1) holding the server's one slot gives it
+    to a class's lecturer's run that asks for it, reads "queued" with its steps kept (the page
+    says it stood aside), and goes on from that step to its end once the lecturer's is done."""
+    sem = threading.BoundedSemaphore(1)
+    student = TrainingJob(lambda: Trainer(TEXT, small(max_steps=400, eval_every=100), device="cpu"), sem, chunk=2)
+    student.start()
+    assert wait_for(lambda: student.snapshot().step >= 4)
+    lecturer = TrainingJob(lambda: Trainer(TEXT, small(max_steps=20), device="cpu"), sem, meta={"lecturer": True})
+    lecturer.start()
+    assert wait_for(lambda: student.snapshot().state == "queued", 30)
+    aside = student.snapshot()
+    assert aside.step >= 4 and aside.queue_position == 1 and aside.steps      # its steps so far, kept
+    assert lecturer.join(60) and lecturer.snapshot().state == "done"
+    assert student.join(120)
+    s = student.snapshot()
+    assert s.state == "done" and s.step == 400
+    assert [m.step for m in s.steps] == list(range(1, 401))                    # each step once, in order
+    assert [e.step for e in s.evals] == [0, 100, 200, 300, 400]
+
+
 def test_job_pause_resume_stop():
     gate = threading.Event()
     job = TrainingJob(lambda: Trainer(TEXT, small(max_steps=100000, eval_every=1000), device="cpu"),

@@ -116,7 +116,7 @@ def missing_key(src: Source) -> str:
     (its probe sentence or prompt had no token its tokenizer knows)."""
     if src.kind == "upload":
         return "train.replay_missing"
-    if src.state in ("queued", "preparing", "new"):
+    if src.state in ("queued", "preparing", "new") and not src.steps:
         return "train.replay_none"
     if not src.steps:
         return "train.replay_before_steps"

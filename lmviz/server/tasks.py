@@ -27,9 +27,12 @@ The lifecycle (one for every task: a chapter's measurement, a local training, a 
   lock; ``snapshot()`` copies them under it, so a page never sees a half-written state.
 - A shared ``threading.BoundedSemaphore`` caps concurrent tasks across all sessions. A task waits
   its turn in first-come order (``queue_position`` 1, 2, ...) within its ``priority`` (0 before
-  1: a class's lecturer is not queued behind the students' runs; a running task is never
-  interrupted) and gives the slot back when it
+  1: a class's lecturer is not queued behind the students' runs) and gives the slot back when it
   ends, however it ends (done, stopped, error). A task cancelled while queued never runs.
+  A running task of priority 1 that holds a semaphore's slot while one of priority 0 waits for it
+  steps aside at its next ``ctx.check()``: it gives the slot to the lecturer's task and reads
+  "queued" again (first of its priority, its work kept where it stopped) until it gets a slot back
+  (``Task.yields``: False for a task whose slot is not the semaphore's alone).
   A subclass with another kind of slot (a Ray actor the cluster places) overrides
   ``_acquire`` / ``_release`` and keeps the rest.
 - The worker thread lowers its own CPU priority to nice 19 (Linux), so long work never starves
@@ -72,7 +75,8 @@ FINAL = ("done", "stopped", "error")
 ACTIVE = ("queued", "preparing", "running", "paused")       # a page keeps polling (is_active)
 # the states the worker may move to from each (besides a final one, reachable from any
 # non-final state); "preparing" and a cancelled task's "stopped" are read, never stored
-_NEXT = {"new": ("queued", "running"), "queued": ("running",), "running": ("paused",), "paused": ("running",)}
+_NEXT = {"new": ("queued", "running"), "queued": ("running",), "running": ("paused", "queued"),
+         "paused": ("running",)}
 
 _QUEUE_LOCK = threading.Lock()
 _QUEUES: dict[int, list] = {}      # id(semaphore) -> tasks waiting on it, first come first
@@ -238,6 +242,8 @@ class TaskContext:
             t._run.wait()
             t._move("running")
         check_cancel(self.cancelled)
+        if t._lecturer_waits():
+            t._step_aside()
 
     def progress(self, done: int, total: int | None = None) -> None:
         with self._task._lock:
@@ -296,6 +302,8 @@ def _stop_at_exit() -> None:
 
 class Task:
     """One piece of long work on a worker thread (see the module docstring)."""
+
+    yields = True       # steps aside for a waiting task of a lower priority number (see the module docstring)
 
     def __init__(self, work: Callable[[TaskContext], Any], semaphore: threading.BoundedSemaphore | None = None,
                  *, name: str = "lmviz-task", total: int = 0, poll_s: float = 0.05, phase: str = "",
@@ -465,8 +473,34 @@ class Task:
         return self._wait_turn()
 
     def _release(self) -> None:
-        if self._sem is not None:
+        if self._sem is not None and self._held:      # not when stopped while it stood aside
+            self._held = False
             self._sem.release()
+
+    def _lecturer_waits(self) -> bool:
+        """True when this running task holds a semaphore's slot and a task of a lower priority
+        number (a class's lecturer's) waits for one (the worker asks it at each ``ctx.check()``)."""
+        if not self.yields or self._sem is None or self.priority == 0:
+            return False
+        with _QUEUE_LOCK:
+            return any(w.priority < self.priority for w in _QUEUES.get(id(self._sem), ()))
+
+    def _step_aside(self) -> None:
+        """Give the slot to the waiting task ahead (``_lecturer_waits``), wait in line again as the
+        first of this priority, and go on where the work stopped; Cancelled when stopped while
+        waiting (the slot is not held then: ``_main`` must not give it back)."""
+        with self._lock:
+            self._move("queued")
+        with _QUEUE_LOCK:                             # ahead of the tasks of its own priority
+            q = _QUEUES.setdefault(id(self._sem), [])
+            q.insert(next((k for k, t in enumerate(q) if t.priority >= self.priority), len(q)), self)
+        self._held = False
+        self._sem.release()
+        if not self._wait_turn():
+            raise Cancelled("cancelled")
+        self._held = True
+        with self._lock:
+            self._move("running")
 
     # -- worker --------------------------------------------------------------------------------
     def _wait_turn(self) -> bool:
@@ -501,10 +535,11 @@ class Task:
 
     def _main(self) -> None:
         lower_priority()
-        held = False
+        self._held = False                            # the semaphore's slot is held (a step aside gives it back meanwhile)
+        acquired = False
         try:
-            held = self._acquire()
-            if not held:                              # cancelled while queued: it never runs
+            acquired = self._held = self._acquire()
+            if not acquired:                          # cancelled while queued: it never runs
                 self._finish("stopped")
                 return
             self._move("running")
@@ -517,7 +552,7 @@ class Task:
             if not self._stop.is_set():
                 traceback.print_exc(file=sys.stderr)
         finally:
-            if held:
+            if acquired:
                 self._release()
             give_back_memory()         # what the work freed (its frames are gone by now)
 
