@@ -28,8 +28,13 @@ KNOBS = (("max_steps", 50), ("lr", 1e-4), ("batch_size", 1), ("block_size", 8), 
 
 
 def _bounds(name: str):
-    """(kind, low, high) of a config field, from the one table."""
+    """(kind, low, high) of a config field, from the one table (a follower's steps: at most
+    lmviz.train.FOLLOWER_MAX_STEPS)."""
+    from lmviz.train import FOLLOWER_MAX_STEPS
+
     lo, hi = limits.CONFIG_BOUNDS[name]
+    if name == "max_steps" and classroom.following():
+        hi = min(hi, FOLLOWER_MAX_STEPS)
     return (float if isinstance(lo, float) else int), lo, hi
 
 render.page_header("train.title", "train.intro")
@@ -156,6 +161,10 @@ def sec_setup() -> None:
         tok = FIXED_TOKENIZER[corpus]
         render.caption(t("train.vocab_reason", **vocab_facts()))
     values = {}
+    if classroom.following():
+        from lmviz.train import FOLLOWER_MAX_STEPS
+
+        render.caption(t("train.follower_steps", n=FOLLOWER_MAX_STEPS))
     with st.expander(t("train.custom")):
         cols = st.columns(3)
         for i, (name, step) in enumerate(KNOBS):

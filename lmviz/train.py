@@ -132,6 +132,10 @@ PRESETS: dict[str, TrainConfig] = {
                           max_steps=5000, lr=6e-4, warmup_steps=100, eval_every=100, eval_iters=8,
                           sample_len=200),
 }
+# A student's run while following a class is at most the longest preset's steps: the server's
+# training slot is the room's (a lecturer's run goes first, lmviz.server.tasks), and a run of up to
+# CONFIG_BOUNDS' 1,000,000 steps is not a lecture's
+FOLLOWER_MAX_STEPS = max(p.max_steps for p in PRESETS.values())
 
 
 def make_config(preset: str = "tiny", **overrides) -> TrainConfig:

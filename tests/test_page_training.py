@@ -117,6 +117,30 @@ def test_a_students_run_says_it_stood_aside_for_the_lecturers_and_goes_on(lang):
             sem.release()
 
 
+def test_a_followers_run_is_at_most_the_longest_presets_steps():
+    """Issue 55 item 4: a student following a class trains at most FOLLOWER_MAX_STEPS steps (the
+    longest preset's), says so, and a longer run is refused with the range; alone, the form's
+    own range (up to 1,000,000) stands."""
+    from lmviz.train import FOLLOWER_MAX_STEPS, PRESETS
+
+    from tests.test_page_classroom import join, start_class
+
+    assert FOLLOWER_MAX_STEPS == max(p.max_steps for p in PRESETS.values()) == 5000
+    lec = open_page(PAGE, "en", present="1", corpus="toy", preset="tiny")
+    code = start_class(lec)
+    fol = join(code)
+    assert fol.session_state["lmviz_page_file"] == PAGE
+    said = translate("train.follower_steps", "en", n=FOLLOWER_MAX_STEPS)
+    assert said in all_text(fol) and said not in all_text(lec)
+    fol.number_input(key="train_max_steps_tiny").set_value(FOLLOWER_MAX_STEPS + 1).run()
+    err = " ".join(e.value for e in fol.error)
+    assert translate("train.err_range", "en", name=translate("train.k_max_steps", "en"), lo="1", hi="5,000",
+                     value="5,001") in err
+    assert all(b.disabled for b in fol.button if b.key == "train_start")   # no start with it
+    lec.number_input(key="train_max_steps_tiny").set_value(FOLLOWER_MAX_STEPS + 1).run()
+    assert not lec.error                                                      # the lecturer's range is the form's
+
+
 def test_bad_custom_value_gets_a_message_not_a_traceback():
     at = open_page(PAGE, "en", preset="tiny")
     at.number_input(key="train_n_head_tiny").set_value(3).run()   # 64 is not divisible by 3
