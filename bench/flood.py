@@ -42,47 +42,39 @@ def _store(redis_url: str | None, **limits):
     return ClassStore(RedisBackend.from_url(redis_url, prefix=f"bench{time.time_ns()}:"), limits=ClassLimits(**limits))
 
 
+def _send(calls, op, times: list, out: dict, kind: str, rng: random.Random) -> None:
+    """Make each (who, voter, address) call of ``calls`` in a shuffled order, ``op(voter,
+    address)``: the real students' call times in ``times``, what was counted in ``out``."""
+    rng.shuffle(calls)
+    for who, sid, addr in calls:
+        t0 = time.perf_counter()
+        r = op(sid, addr)
+        if who == "real":
+            times.append(time.perf_counter() - t0)
+            if not r.ok:
+                out["refused"].add(r.reason)
+        out[f"{who}_{kind}"] += r.ok
+
+
 def _class_run(store, args, flood: bool, rng: random.Random) -> dict:
     """One class: the real students (and the flood, when asked) answer every question and send
     one sentence each; what was counted and the real students' call times."""
     c = store.create_class()
-    real = [(f"b:realStudent{i:05d}", f"203.0.{i // 250}.{i % 250 + 1}") for i in range(args.students)]
-    times_ans, times_sub = [], []
+    real = [("real", f"b:realStudent{i:05d}", f"203.0.{i // 250}.{i % 250 + 1}") for i in range(args.students)]
     out = {"real_answers": 0, "flood_answers": 0, "real_sentences": 0, "flood_sentences": 0,
-           "answer_reasons": set(), "senders": [], "queue_senders": 0}
+           "refused": set(), "senders": [], "times_ans": [], "times_sub": []}
     for q in range(args.questions):
         qid = f"q{q}"
         store.open_question(c.code, c.secret, qid, OPTS)
-        calls = [("real", sid, addr) for sid, addr in real]
-        if flood:
-            calls += [("flood", f"s:flood{q}-{j}", FLOOD) for j in range(args.flood)]
-        rng.shuffle(calls)
-        for who, sid, addr in calls:
-            t0 = time.perf_counter()
-            r = store.answer(c.code, sid, qid, rng.choice(OPTS), address=addr)
-            if who == "real":
-                times_ans.append(time.perf_counter() - t0)
-                out["real_answers"] += r.ok
-                if not r.ok:
-                    out["answer_reasons"].add(r.reason)
-            else:
-                out["flood_answers"] += r.ok
+        calls = real + ([("flood", f"s:flood{q}-{j}", FLOOD) for j in range(args.flood)] if flood else [])
+        _send(calls, lambda sid, addr: store.answer(c.code, sid, qid, rng.choice(OPTS), address=addr),
+              out["times_ans"], out, "answers", rng)
         out["senders"].append(store.histogram(c.code, c.secret, qid).senders)
         store.close_question(c.code, c.secret)
-    calls = [("real", sid, addr) for sid, addr in real]
-    if flood:
-        calls += [("flood", f"s:script{j}", FLOOD) for j in range(args.sentences)]
-    rng.shuffle(calls)
-    for who, sid, addr in calls:
-        t0 = time.perf_counter()
-        r = store.submit(c.code, sid, "corpus.room", f"sentence from {sid}", address=addr)
-        if who == "real":
-            times_sub.append(time.perf_counter() - t0)
-            out["real_sentences"] += r.ok
-        else:
-            out["flood_sentences"] += r.ok
+    calls = real + ([("flood", f"s:script{j}", FLOOD) for j in range(args.sentences)] if flood else [])
+    _send(calls, lambda sid, addr: store.submit(c.code, sid, "corpus.room", f"sentence from {sid}", address=addr),
+          out["times_sub"], out, "sentences", rng)
     out["queue_senders"] = store.queue(c.code, c.secret, "corpus.room").senders
-    out["times_ans"], out["times_sub"] = times_ans, times_sub
     return out
 
 
@@ -120,7 +112,7 @@ def main() -> None:
     print(f"the projector: answers from {min(hit['senders'])}-{max(hit['senders'])} addresses a question "
           f"(without the flood {min(base['senders'])}-{max(base['senders'])}); sentences from "
           f"{hit['queue_senders']} addresses ({base['queue_senders']})")
-    print(f"real students' answers refused: {sorted(hit['answer_reasons']) or 'none'}")
+    print(f"real students' answers and sentences refused: {sorted(hit['refused']) or 'none'}")
     ms = lambda xs, q: 1000 * pct(xs, q)  # noqa: E731
     print(f"real students' answer p50 {ms(hit['times_ans'], 0.5):.2f} ms, p95 {ms(hit['times_ans'], 0.95):.2f} ms "
           f"(without the flood p50 {ms(base['times_ans'], 0.5):.2f} ms, p95 {ms(base['times_ans'], 0.95):.2f} ms), "
