@@ -1,0 +1,336 @@
+"""After pre-training (/post-training): from a model that continues text to one that answers.
+
+Pre-training grades every next token of a text. Supervised fine-tuning (SFT) shows the model a
+question and its answer as one sequence and grades only the answer's tokens; a preference step
+(DPO) then moves the model towards a chosen answer and away from a rejected one, measured against
+a frozen copy of the model it started from (its reference).
+
+- each position's loss, and the mean over the graded ones beside the mean over all  -> :func:`masked_loss`
+- the DPO loss of a batch of pairs, from their four summed log-probabilities and β  -> :func:`dpo_loss`
+- the same for one pair, every number a page writes in the notes' style              -> :func:`dpo_by_hand`
+- a city's question and its answer in the page's language, and the rows SFT trains on -> :func:`qa_pairs`, :func:`sft_rows`
+- whether the model answers a pair right (greedy, read in one forward pass)           -> :func:`answered`
+- the chapter's base model: pre-trained on lmviz.capitals' sentences, shipped          -> :func:`train_base`, :func:`load_base`
+- the live fine-tune: masked loss, held-out answers counted as it goes               -> :func:`run_sft`
+
+The notes stop at pre-training and say only that an assistant adds later stages whose order and
+methods differ between models; these records are lmviz's own small, exact versions of two of them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class MaskedLoss:
+    """The loss of one sequence, position by position, with the positions SFT grades."""
+
+    losses: tuple[float, ...]   # -log p(target) at each position (nats), whether graded or not
+    graded: tuple[bool, ...]    # True where the target is an answer token (SFT counts it)
+    masked: float               # the mean over the graded positions: what SFT minimises
+    unmasked: float             # the mean over every position: what pre-training would minimise
+    prompt: float               # the mean over the positions not graded (nan when there are none)
+
+
+def masked_loss(logits: torch.Tensor, targets, graded) -> MaskedLoss:
+    """The per-position cross-entropy of ``logits [T, V]`` against ``targets [T]`` and its means:
+    over the ``graded [T]`` positions (at least one), over all, and over the rest.
+
+    >>> lg = torch.log(torch.tensor([[0.5, 0.5], [0.25, 0.75], [0.9, 0.1]]))
+    >>> r = masked_loss(lg, [0, 1, 0], [False, True, True])
+    >>> [round(x, 3) for x in r.losses], round(r.masked, 3), round(r.unmasked, 3), round(r.prompt, 3)
+    ([0.693, 0.288, 0.105], 0.197, 0.362, 0.693)
+    """
+    targets = torch.as_tensor(targets, dtype=torch.long)
+    graded_t = torch.as_tensor(graded, dtype=torch.bool)
+    if logits.dim() != 2 or targets.shape != logits.shape[:1] or graded_t.shape != targets.shape:
+        raise ValueError("logits [T, V], targets [T] and graded [T] must agree")
+    if not bool(graded_t.any()):
+        raise ValueError("at least one position must be graded")
+    per = F.cross_entropy(logits.float(), targets, reduction="none")
+    rest = per[~graded_t]
+    return MaskedLoss(tuple(per.tolist()), tuple(graded_t.tolist()), per[graded_t].mean().item(),
+                      per.mean().item(), rest.mean().item() if rest.numel() else math.nan)
+
+
+def dpo_loss(chosen: torch.Tensor, rejected: torch.Tensor, ref_chosen: torch.Tensor,
+             ref_rejected: torch.Tensor, beta: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean DPO loss, per-pair margins) of a batch: each argument holds, per pair, an answer's
+    log-probability summed over its tokens, under the model being trained (``chosen``,
+    ``rejected``) or the frozen reference (``ref_*``). The margin is
+    β((log π(y_w) − log π_ref(y_w)) − (log π(y_l) − log π_ref(y_l))) and the loss −log σ(margin)
+    (Rafailov et al. 2023, eq. 7): it falls as the model raises the chosen answer relative to the
+    reference more than the rejected one. The one DPO loss of lmviz (by hand and in the steps).
+
+    >>> loss, m = dpo_loss(*(torch.tensor([v]) for v in (-12.0, -15.0, -14.0, -13.0)), beta=0.1)
+    >>> round(m.item(), 4), round(loss.item(), 4)
+    (0.4, 0.513)
+    """
+    margin = beta * ((chosen - ref_chosen) - (rejected - ref_rejected))
+    return -F.logsigmoid(margin).mean(), margin
+
+
+@dataclass(frozen=True)
+class DPOByHand:
+    """One preference pair's DPO loss, every number on the way (natural logs)."""
+
+    beta: float             # how strongly the model is held to its reference (β)
+    chosen: float           # log π(y_w | x): the chosen answer under the model
+    rejected: float         # log π(y_l | x): the rejected answer under the model
+    ref_chosen: float       # log π_ref(y_w | x): the chosen answer under the frozen reference
+    ref_rejected: float     # log π_ref(y_l | x)
+    chosen_shift: float     # log π(y_w) − log π_ref(y_w): how far the model moved the chosen answer
+    rejected_shift: float   # log π(y_l) − log π_ref(y_l)
+    margin: float           # β (chosen_shift − rejected_shift)
+    prob: float             # σ(margin): how sure the implied preference is that y_w beats y_l
+    loss: float             # −log σ(margin)
+
+
+def dpo_by_hand(chosen: float, rejected: float, ref_chosen: float, ref_rejected: float,
+                beta: float) -> DPOByHand:
+    """:func:`dpo_loss` of one pair, with the numbers between (the page writes each).
+
+    >>> r = dpo_by_hand(-12.0, -15.0, -14.0, -13.0, beta=0.1)
+    >>> r.chosen_shift, r.rejected_shift, round(r.margin, 4), round(r.prob, 4), round(r.loss, 4)
+    (2.0, -2.0, 0.4, 0.5987, 0.513)
+    """
+    if not beta > 0:
+        raise ValueError("beta must be positive")
+    loss, margin = dpo_loss(*(torch.tensor([float(v)], dtype=torch.float64)
+                              for v in (chosen, rejected, ref_chosen, ref_rejected)), beta=beta)
+    m = margin.item()
+    return DPOByHand(beta, chosen, rejected, ref_chosen, ref_rejected, chosen - ref_chosen,
+                     rejected - ref_rejected, m, torch.sigmoid(margin).item(), loss.item())
+
+
+# ---------------------------------------------------------------- SFT on the capital pairs ------
+# The question and its answer in the page's language; the model is graded on the answer only.
+# The city comes in the question, the country is the answer: what a base model pre-trained on
+# lmviz.capitals' sentences ("巴黎位于法国。") may know, asked in a form it never read.
+QA_TEMPLATE = {
+    "en": ("Q: Which country is {city} in? A:", " {country}."),
+    "zh": ("问：{city}在哪个国家？答：", "{country}。"),
+}
+
+
+@dataclass(frozen=True)
+class QAPair:
+    """One instruction pair made from a city and its country."""
+
+    city: str       # the city, as the corpus writes it
+    country: str    # its country: what the answer must say
+    prompt: str     # the question, in QA_TEMPLATE's words (not graded)
+    answer: str     # the answer (graded), with its closing mark
+
+
+def qa_pairs(lang: str, pairs) -> tuple[QAPair, ...]:
+    """The instruction pairs of ``pairs`` (``lmviz.capitals.Pair``) in ``lang``.
+
+    >>> from lmviz.capitals import Pair
+    >>> p = qa_pairs("zh", [Pair("巴黎", "法国", True)])[0]; p.prompt, p.answer
+    ('问：巴黎在哪个国家？答：', '法国。')
+    """
+    q, a = QA_TEMPLATE[lang]
+    return tuple(QAPair(p.city, p.country, q.format(city=p.city), a.format(country=p.country)) for p in pairs)
+
+
+def as_statements(pairs: tuple[QAPair, ...], lang: str) -> tuple[QAPair, ...]:
+    """The same pairs in the base model's own form: a sentence of its corpus up to the country
+    (``lmviz.capitals.TEMPLATES``' second: "巴黎位于" → "法国。", "Paris is a city in" → " France.").
+    What the base model knows, asked the way it read it.
+
+    >>> from lmviz.capitals import Pair
+    >>> p = as_statements(qa_pairs("en", [Pair("Paris", "France", True)]), "en")[0]; p.prompt, p.answer
+    ('Paris is a city in', ' France.')
+    """
+    from lmviz.capitals import TEMPLATES
+
+    before, after = TEMPLATES[lang][1].text.split("{country}")
+    return tuple(QAPair(p.city, p.country, before.format(city=p.city).rstrip(), before[len(before.rstrip()):]
+                        + p.country + after) for p in pairs)
+
+
+def sft_rows(tokenizer, pairs, block: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x [N, block], y [N, block]) of ``pairs``: each row one question and its answer from its
+    first token, the targets -1 (not graded) everywhere but on the answer's tokens (and past the
+    pair: padding). The rows ``lmviz.train.fit_small`` trains on with the masked loss."""
+    xs, ys = [], []
+    for p in pairs:
+        q, a = tokenizer.encode(p.prompt), tokenizer.encode(p.answer)
+        ids = (q + a)[:block + 1]
+        n = len(ids) - 1
+        y = [-1] * block
+        for i in range(max(0, len(q) - 1), n):      # the target at i is token i + 1: the answer's from q's last
+            y[i] = ids[i + 1]
+        xs.append(ids[:n] + [0] * (block - n))
+        ys.append(y)
+    return torch.tensor(xs, dtype=torch.long), torch.tensor(ys, dtype=torch.long)
+
+
+def answered(model, tokenizer, pairs, block: int) -> list[bool]:
+    """Whether the model answers each pair right: after the question, its most probable next
+    token is the answer's at every step of the answer (greedy decoding, read in one forward pass:
+    teacher forcing with every prediction right is the greedy answer)."""
+    x, y = sft_rows(tokenizer, pairs, block)
+    with torch.no_grad():
+        logits, _ = model(x)
+    pred = logits.argmax(-1)
+    return (((pred == y) | (y == -1)).all(-1)).tolist()
+
+
+# ---------------------------------------------------------------- the base model and its SFT ----
+@dataclass(frozen=True)
+class BaseTrainConfig:
+    """How the shipped base model of this chapter is pre-trained (``train_base``)."""
+
+    sentences: int = 3000    # lmviz.capitals sentences (seed 0): the base model's whole pre-training text
+    steps: int = 3000        # AdamW steps of `batch` sentences, every position graded
+    batch: int = 32          # sentences per step
+    lr: float = 3e-3         # after a warm-up of 50 steps
+    seed: int = 0            # corpus and torch seed: the same weights on every machine (CPU)
+    n_layer: int = 2         # two layers of
+    n_head: int = 4          # four heads of head_dim 32
+    d_model: int = 128       # width
+    block_size: int = 48     # the longest sentence, or question with its answer, is under 40 characters
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    """The live fine-tune on the instruction pairs (``run_sft``)."""
+
+    steps: int = 300         # AdamW steps of `batch` pairs
+    batch: int = 16          # pairs per step
+    lr: float = 1e-3         # after a warm-up of 10 steps
+    seed: int = 0            # which known pairs are trained on and which held out; the batches
+    share: float = 0.6       # of the pairs the base model read about, the share it is fine-tuned on
+    eval_every: int = 25     # steps between two counts of the held-out answers
+
+
+def base_corpus(lang: str, cfg: BaseTrainConfig = BaseTrainConfig()):
+    """The base model's pre-training corpus: ``lmviz.capitals.capital_corpus`` (its held-out
+    pairs never appear in it)."""
+    from lmviz.capitals import capital_corpus
+
+    return capital_corpus(lang, n_sentences=cfg.sentences, seed=cfg.seed)
+
+
+def base_tokenizer(lang: str, corpus):
+    """Characters of the corpus, of QA_TEMPLATE and of the held-out pairs' names: a base model's
+    vocabulary covers its language's characters, whether or not its text used each."""
+    from lmviz.tokenizer import CharTokenizer
+
+    q, a = QA_TEMPLATE[lang]
+    names = "".join(p.city + p.country for p in corpus.heldout_pairs)
+    return CharTokenizer(corpus.text + q + a + names)
+
+
+def train_base(lang: str, cfg: BaseTrainConfig = BaseTrainConfig()):
+    """Pre-train the chapter's base model on ``base_corpus``: each sentence a row from its first
+    character, every next character graded (``lmviz.train.fit_toy``). It learns the sentences'
+    facts in their forms, and no question."""
+    from lmviz.train import fit_toy
+
+    corpus = base_corpus(lang, cfg)
+    tok = base_tokenizer(lang, corpus)
+    rows = [tok.encode(s)[:cfg.block_size + 1] for s in corpus.sentences]
+    x = torch.zeros(len(rows), cfg.block_size, dtype=torch.long)
+    y = torch.full((len(rows), cfg.block_size), -1, dtype=torch.long)
+    for i, r in enumerate(rows):
+        x[i, :len(r) - 1] = torch.as_tensor(r[:-1])
+        y[i, :len(r) - 1] = torch.as_tensor(r[1:])
+    return fit_toy(tok, x, y, block_size=cfg.block_size, n_layer=cfg.n_layer, n_head=cfg.n_head,
+                   d_model=cfg.d_model, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed, warmup=50,
+                   thin=10)
+
+
+@dataclass(frozen=True)
+class SFTSplit:
+    """The instruction pairs of one language, by what the base model read."""
+
+    train: tuple[QAPair, ...]    # known to the base model (its corpus has sentences of them): fine-tuned on
+    held: tuple[QAPair, ...]     # known to the base model, never fine-tuned on: what SFT's accuracy is counted on
+    unseen: tuple[QAPair, ...]   # never in the base model's corpus: no format can answer them
+
+
+def sft_split(lang: str, corpus, share: float, seed: int) -> SFTSplit:
+    """``corpus``'s training pairs shuffled (``seed``) and cut at ``share`` for the fine-tune,
+    the rest held out; its held-out pairs are the unseen ones."""
+    import random
+
+    known = list(corpus.train_pairs)
+    random.Random(seed).shuffle(known)
+    k = round(share * len(known))
+    return SFTSplit(qa_pairs(lang, known[:k]), qa_pairs(lang, known[k:]), qa_pairs(lang, corpus.heldout_pairs))
+
+
+@dataclass(frozen=True)
+class SFTRun:
+    """A fine-tune's record: its losses and the held-out answers counted as it went."""
+
+    losses: tuple[float, ...]                    # the masked loss at each step
+    counted: tuple[tuple[int, float, float], ...]   # (step, held-out accuracy, unseen accuracy), from step 0
+
+
+def run_sft(model, tokenizer, split: SFTSplit, block: int, cfg: SFTConfig = SFTConfig(), cancel=None,
+            on_step=None):
+    """Fine-tune ``model`` (in place: pass a copy) on ``split.train`` with the loss masked to the
+    answers (``sft_rows``), through the one training loop (``lmviz.train.train_steps``), and
+    count the held-out and unseen answers (``answered``) at step 0 and every ``eval_every``
+    steps. ``on_step(step, loss)`` reports progress; ``cancel()`` stops it. The model ends in
+    eval mode."""
+    from lmviz.train import train_steps
+
+    x, y = sft_rows(tokenizer, split.train, block)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
+
+    def draw():
+        idx = torch.randint(0, x.shape[0], (cfg.batch,), generator=gen)
+        return x[idx], y[idx]
+
+    def count(step: int) -> tuple[int, float, float]:
+        model.eval()
+        got = [answered(model, tokenizer, ps, block) for ps in (split.held, split.unseen)]
+        model.train()
+        return step, sum(got[0]) / max(1, len(got[0])), sum(got[1]) / max(1, len(got[1]))
+
+    losses, counted = [], [count(0)]
+    model.train()
+    for step, loss, _, _ in train_steps(model, opt, draw, lambda k: cfg.lr * min(1.0, (k + 1) / 10), cfg.steps,
+                                        cancel=cancel):
+        losses.append(loss)
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            counted.append(count(step))
+        if on_step is not None:
+            on_step(step, loss)
+    model.eval()
+    return SFTRun(tuple(losses), tuple(counted))
+
+
+BASE_PATH = {lang: Path(__file__).resolve().parents[2] / "assets" / "models" / f"capitals_base_{lang}.safetensors"
+             for lang in QA_TEMPLATE}
+
+
+def load_base(lang: str):
+    """The shipped base model of ``lang`` (a ``lmviz.train.Toy``; written by ``python -m
+    lmviz.chapters.post_training``)."""
+    from lmviz.train import load_toy_file
+
+    return load_toy_file(BASE_PATH[lang])
+
+
+if __name__ == "__main__":  # rebuild the shipped base models
+    from lmviz.checkpoint import save_checkpoint
+
+    for lang, path in BASE_PATH.items():
+        toy = train_base(lang)
+        meta = {"what": f"post-training chapter base model ({lang}), lmviz.chapters.post_training.train_base()",
+                "losses": toy.losses}
+        path.write_bytes(save_checkpoint(toy.model, toy.tokenizer, meta, half=True))
+        print(f"wrote {path} ({path.stat().st_size} bytes); vocab {toy.tokenizer.vocab_size}; "
+              f"final loss {toy.losses[-1]:.3f}")
