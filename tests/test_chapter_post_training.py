@@ -131,3 +131,38 @@ def test_sft_teaches_the_format_and_the_knowledge_comes_from_pre_training(lang):
     assert (step0, held0, unseen0) == (0, 0.0, 0.0) and last == cfg.steps
     assert held >= 0.2 and unseen == 0.0       # bench/post_training.py: zh 0.58-0.74, en 0.24-0.32 (3 seeds)
     assert run.losses[-1] < run.losses[0] / 10
+
+
+def test_dpo_steps_raise_the_margin_and_move_the_model_from_its_reference():
+    """The SFT model's own wrong answers rejected, the right ones chosen: before any step the
+    model is its reference (margin 0, loss ln 2, KL 0); the margin then rises step by step
+    (β times how much more the chosen answer rose than the rejected one, against the reference),
+    the KL to the reference is no longer 0, and the questions are answered right."""
+    from lmviz.chapters import post_training as pt
+    from lmviz.train import copy_model
+
+    toy = pt.load_base("zh")
+    split = pt.sft_split("zh", pt.base_corpus("zh"), 0.6, 0)
+    sft = copy_model(toy.model)
+    pt.run_sft(sft, toy.tokenizer, split, pt.BaseTrainConfig().block_size, pt.SFTConfig(seed=0))
+    prefs = pt.mistakes_as_preferences(sft, toy.tokenizer, split.held, 4, "zh")
+    assert len(prefs) == 4 and all(p.chosen != p.rejected and p.chosen.endswith("。") for p in prefs)
+    rec = pt.run_dpo(copy_model(sft), sft, toy.tokenizer, prefs, beta=0.1, steps=20)
+    first, last = rec[0], rec[-1]
+    assert (first.step, first.margin, first.kl) == (0, 0.0, 0.0)
+    assert first.loss == pytest.approx(math.log(2), abs=1e-6)
+    assert [r.step for r in rec] == list(range(21))
+    assert last.margin > 1.0 and last.loss < first.loss / 10 and last.kl > 0.0
+    assert last.chosen_shift > 0 > last.rejected_shift
+    assert last.margin == pytest.approx(0.1 * (last.chosen_shift - last.rejected_shift), abs=1e-9)
+    # the same numbers by hand for the first pair: dpo_by_hand on its four log-probabilities
+    model = copy_model(sft)
+    pt.run_dpo(model, sft, toy.tokenizer, prefs, beta=0.1, steps=5)
+    with torch.no_grad():
+        four = [pt.answer_logprobs(m, toy.tokenizer, prefs[:1], w).item()
+                for m, w in ((model, "chosen"), (model, "rejected"), (sft, "chosen"), (sft, "rejected"))]
+    r = pt.dpo_by_hand(*four, beta=0.1)
+    assert r.loss == pytest.approx(math.log(1 + math.exp(-r.margin)), abs=1e-9)
+    answers = [pt.QAPair("", "", p.prompt, p.chosen) for p in prefs]
+    assert not any(pt.answered(sft, toy.tokenizer, answers, 48))
+    assert pt.answered(copy_model(model), toy.tokenizer, answers, 48).count(True) >= 1

@@ -12,6 +12,7 @@ a frozen copy of the model it started from (its reference).
 - whether the model answers a pair right (greedy, read in one forward pass)           -> :func:`answered`
 - the chapter's base model: pre-trained on lmviz.capitals' sentences, shipped          -> :func:`train_base`, :func:`load_base`
 - the live fine-tune: masked loss, held-out answers counted as it goes               -> :func:`run_sft`
+- a few DPO steps against the frozen SFT model: the margin and the KL as they go     -> :func:`run_dpo`
 
 The notes stop at pre-training and say only that an assistant adds later stages whose order and
 methods differ between models; these records are lmviz's own small, exact versions of two of them.
@@ -334,3 +335,109 @@ if __name__ == "__main__":  # rebuild the shipped base models
         path.write_bytes(save_checkpoint(toy.model, toy.tokenizer, meta, half=True))
         print(f"wrote {path} ({path.stat().st_size} bytes); vocab {toy.tokenizer.vocab_size}; "
               f"final loss {toy.losses[-1]:.3f}")
+
+
+# ---------------------------------------------------------------- the preference step (DPO) -----
+@dataclass(frozen=True)
+class Preference:
+    """One preference pair: a question, the answer preferred and the one rejected."""
+
+    prompt: str     # the question (QA_TEMPLATE's words)
+    chosen: str     # y_w: the answer pushed up
+    rejected: str   # y_l: the answer pushed down
+
+
+def mistakes_as_preferences(model, tokenizer, pairs, k: int, lang: str) -> tuple[Preference, ...]:
+    """Up to ``k`` preference pairs from questions the model answers wrong: the right answer
+    chosen, the model's own greedy answer (``lmviz.chapters.beyond_chat.greedy_answer``, at most
+    as long as the right one and its closing mark) rejected."""
+    from lmviz.chapters.beyond_chat import greedy_answer
+
+    stop = tuple(tokenizer.encode(QA_TEMPLATE[lang][1][-1]))           # the closing mark ends an answer
+    wrong = [p for p, ok in zip(pairs, answered(model, tokenizer, pairs, model.cfg.block_size)) if not ok]
+    out = []
+    for p in wrong[:k]:
+        said = greedy_answer(model, tokenizer.encode(p.prompt), stop, max_new=len(tokenizer.encode(p.answer)) + 1)
+        out.append(Preference(p.prompt, p.answer, tokenizer.decode(list(said.answer_ids))))
+    return tuple(out)
+
+
+def answer_logprobs(model, tokenizer, prefs, which: str) -> torch.Tensor:
+    """[N] log π(answer | prompt) of each preference's ``which`` answer ("chosen" or
+    "rejected"), summed over the answer's tokens, in one batched forward pass (with gradients
+    when the model has them on: the DPO steps use it on the model being trained)."""
+    rows = [(tokenizer.encode(p.prompt), tokenizer.encode(getattr(p, which))) for p in prefs]
+    T = max(len(q) + len(a) for q, a in rows) - 1
+    x = torch.zeros(len(rows), T, dtype=torch.long)
+    y = torch.full((len(rows), T), -1, dtype=torch.long)
+    for i, (q, a) in enumerate(rows):
+        ids = q + a
+        x[i, :len(ids) - 1] = torch.as_tensor(ids[:-1])
+        y[i, len(q) - 1:len(ids) - 1] = torch.as_tensor(a)
+    logp = F.log_softmax(model(x)[0].float(), dim=-1)
+    picked = logp.gather(-1, y.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    return (picked * (y != -1)).sum(-1)
+
+
+def answer_kl(model, ref, tokenizer, prefs) -> float:
+    """The mean over the chosen answers' positions of KL(π ‖ π_ref) between the next-token
+    distributions of the model and its reference (nats): how far the model moved from where it
+    started, measured where DPO pushed."""
+    rows = [tokenizer.encode(p.prompt) + tokenizer.encode(p.chosen) for p in prefs]
+    starts = [len(tokenizer.encode(p.prompt)) - 1 for p in prefs]
+    T = max(map(len, rows)) - 1
+    x = torch.zeros(len(rows), T, dtype=torch.long)
+    mask = torch.zeros(len(rows), T, dtype=torch.bool)
+    for i, (r, s) in enumerate(zip(rows, starts)):
+        x[i, :len(r) - 1] = torch.as_tensor(r[:-1])
+        mask[i, s:len(r) - 1] = True
+    with torch.no_grad():
+        lp, lq = (F.log_softmax(m(x)[0].float(), dim=-1) for m in (model, ref))
+    kl = (lp.exp() * (lp - lq)).sum(-1)
+    return kl[mask].mean().item()
+
+
+@dataclass(frozen=True)
+class DPOStep:
+    """The preference step's record after one optimizer step (step 0: before any)."""
+
+    step: int                # optimizer steps taken
+    loss: float              # the mean DPO loss over the pairs, after the step
+    chosen_shift: float      # mean log π(y_w) − log π_ref(y_w) over the pairs, after the step
+    rejected_shift: float    # mean log π(y_l) − log π_ref(y_l)
+    margin: float            # β (chosen_shift − rejected_shift): what DPO raises
+    kl: float                # answer_kl to the reference, after the step
+
+
+def run_dpo(model, ref, tokenizer, prefs, *, beta: float = 0.1, steps: int = 20, lr: float = 1e-3,
+            cancel=None) -> tuple[DPOStep, ...]:
+    """A few DPO steps on ``model`` (in place: pass a copy of the SFT model) against its frozen
+    reference ``ref`` (the SFT model itself), every pair in every step (``dpo_loss``, through
+    ``lmviz.train.train_steps``); a record before the first step and after each."""
+    from lmviz.train import train_steps
+
+    with torch.no_grad():
+        ref_c, ref_r = (answer_logprobs(ref, tokenizer, prefs, w) for w in ("chosen", "rejected"))
+
+    def measure(step: int) -> DPOStep:
+        model.eval()
+        with torch.no_grad():
+            pc, pr = (answer_logprobs(model, tokenizer, prefs, w) for w in ("chosen", "rejected"))
+            loss = dpo_loss(pc, pr, ref_c, ref_r, beta)[0].item()
+        dc, dr = (pc - ref_c).mean().item(), (pr - ref_r).mean().item()
+        out = DPOStep(step, loss, dc, dr, beta * (dc - dr), answer_kl(model, ref, tokenizer, prefs))
+        model.train()
+        return out
+
+    def loss_of(_x, _y):
+        return dpo_loss(answer_logprobs(model, tokenizer, prefs, "chosen"),
+                        answer_logprobs(model, tokenizer, prefs, "rejected"), ref_c, ref_r, beta)[0]
+
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    out = [measure(0)]                              # the model is its reference: margin 0, loss ln 2
+    model.train()
+    for step, _, _, _ in train_steps(model, opt, lambda: (None, None), lambda k: lr, steps,
+                                     loss_of=loss_of, cancel=cancel):
+        out.append(measure(step))
+    model.eval()
+    return tuple(out)
