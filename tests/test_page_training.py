@@ -459,7 +459,7 @@ def test_a_finetune_on_a_text_too_short_says_so_before_start():
 def test_a_paused_run_has_no_timer(monkeypatch):
     """While the run is paused the live section has no timer (nothing moves but a press, here or in
     another tab, and the job's watch pushes that: test_page_replay's websocket test), and it
-    polls at its running pace again once resumed. (The page is a script: its constants are not
+    polls again once resumed. (The page is a script: its constants are not
     imported here.)"""
     import streamlit as st
 
@@ -479,7 +479,9 @@ def test_a_paused_run_has_no_timer(monkeypatch):
     button(at, "train_pause").click().run()
     assert paces[-1] is None
     button(at, "train_resume").click().run()
-    assert paces[-1] == running
+    # a timer again; not necessarily the same one: the interval follows the last run's time
+    # (ui.session.poll), which depends on the machine's load (#54 item 7)
+    assert paces[-1] is not None and paces[-1] > 0
     button(at, "train_stop").click().run()
     assert poll(at, lambda a: not button(a, "train_start").disabled)
 
