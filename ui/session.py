@@ -213,17 +213,17 @@ def pretrained_models() -> list:
 
 
 LOAD_PURPOSE = "pretrained-load"   # this session's task slot for a pretrained model's load
-LOAD_INLINE_S = 0.5                # a load is tried on the script's thread this long, then goes to a task
+LOAD_INLINE_S = 0.5                # a small folder's load is tried on the script's thread this long, then on a task
 LOADING_KEY = "lmviz_model_loading"   # session key: the id of the pretrained model loading on a task
 
 
 def pretrained_load(path: str):
     """The snapshot of this session's load of a pretrained folder: "done" with its Bundle as
     result when the copy is already in this process, or is small (``ModelCache.quick``) and
-    loads within LOAD_INLINE_S on the script's thread, else a task's (lmviz.server.tasks; its progress is the
-    tensors read) that goes on without holding a script thread: SmolLM2's first load takes
-    seconds of reading and dequantising, and four sessions loading at once held every script
-    thread of a server. One copy per server shared read-only by every session that shows it
+    loads within LOAD_INLINE_S on the script's thread; else a task's (lmviz.server.tasks; its
+    progress is the parameters read) that goes on without holding a script thread: SmolLM2's
+    first load takes seconds of reading and dequantising, and four sessions loading at once held
+    every script thread of a server. One copy per server shared read-only by every session that shows it
     (lmviz.hf_shared: freed when no session holds it, the budget counting every model loaded).
     No semaphore: the load waits for no training (lmviz.hf_shared runs loads one at a time).
     A refusal (lmviz.checkpoint.CheckpointError, a sentence) is raised inline or is the
