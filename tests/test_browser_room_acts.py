@@ -211,7 +211,8 @@ def test_the_room_plays_the_language_model_and_sees_a_tie(server, browser):
             (lec.url, _text(lec)[-1500:] or lec.locator("body").inner_text()[-1500:])
         _step_to(lec, answered)
         assert _sees(lec, answered)
-        assert _plain(translate("class.senders", "en", k=1)) in _plain(_text(lec))   # both students: one address
+        assert _sees(lec, translate("class.senders", "en", k=1))      # on the projector: both students, one address
+        shot(lec, "room-lm-projector-count-en")
         _button(lec, translate("class.reveal_all", "en")).first.click()
         wait_idle(lec)
         for pg, lang in ((lec, "en"), (en, "en"), (zh, "zh")):
