@@ -60,8 +60,12 @@ def test_smollm2s_first_load_shows_its_progress_then_the_chapter(browser):
     try:
         zh.goto(srv.url("attention", model="smollm2", lang="zh"), wait_until="domcontentloaded")
         en.goto(srv.url("generation", model="smollm2", lang="en"), wait_until="domcontentloaded")
-        box = zh.wait_for_selector(".st-key-lmviz-model-loading", state="attached")
-        said = box.inner_text()
+        zh.wait_for_selector(".st-key-lmviz-model-loading", state="attached")
+        # its elements arrive one by one (the caption was once in before the bar's text): the
+        # box's text once it names the model, read in the page in the same look
+        said = zh.wait_for_function(
+            "(name) => { const t = (document.querySelector('.st-key-lmviz-model-loading') || {}).innerText || '';"
+            " return t.includes(name) ? t : null; }", arg=NAME, polling=20, timeout=30_000).json_value()
         assert NAME in said and translate("model.loading_once", "zh") in said, said
         assert zh.locator("[data-testid=stMain] h1").inner_text() == translate("att.title", "zh")
         zh.wait_for_selector("#lmviz-first-paint", state="detached", timeout=5_000)   # the heading ends it
