@@ -118,7 +118,7 @@ class ModelCache:
         ``meta`` is a fresh dict each call (the model and tokenizer are shared: read-only).
 
         ``ctx`` (a ``lmviz.server.tasks`` TaskContext or InlineContext), when given, hears the
-        load's progress (tensors read of the plan's) and is checked while the load waits for
+        load's progress (parameters read of the plan's) and is checked while the load waits for
         another one and after each tensor: a cancelled task, or an inline try past its budget,
         stops there (``Cancelled``) and leaves nothing behind."""
         device = self._device()

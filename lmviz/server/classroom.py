@@ -552,6 +552,15 @@ def _valid_id(x: Any) -> bool:
     return isinstance(x, str) and bool(_ID_RE.fullmatch(x))
 
 
+def _senders_key(item: str) -> str:
+    """The zset of the client addresses an item's count came from: ``n:{c}:{q}`` -> ``snd:{c}:{q}``.
+
+    >>> _senders_key("n:ABC2345:q1")
+    'snd:ABC2345:q1'
+    """
+    return "snd:" + item.split(":", 1)[1]
+
+
 def address_key(raw: Any) -> str:
     """A client address as the unit its bounds count: an IPv4 address, or an IPv6 address's /64
     network (one household or device gets a whole /64); "" when ``raw`` is not an address.
@@ -835,7 +844,7 @@ class ClassStore:
         """The client addresses that one question's answers (or one activity's reports or
         sentences) came from (``_count`` adds each once): the projector says it beside the count,
         so a count that one address filled shows as such."""
-        return self._db.zlive(f"snd:{c}:{item}", self._clock())
+        return self._db.zlive(_senders_key(f"n:{c}:{item}"), self._clock())
 
     def _failed_lookup(self, session_id: str) -> None:
         self._db.incr(f"fail:{session_id}", 60.0)
@@ -1148,7 +1157,7 @@ class ClassStore:
         got = self._db.put_once_counted(key, value, ttl, hkey, hfield, [(k, b) for k, b, _ in counters],
                                         guard, now)
         if got == 1 and who:                          # the item's senders: its client addresses, each once
-            self._db.zadd("snd:" + item.split(":", 1)[1], who, now + ttl)
+            self._db.zadd(_senders_key(item), who, now + ttl)
         return "" if got == 1 else "already_answered" if got == 0 else "moved" if got == -1 else counters[-got - 2][2]
 
     # -- a room activity that hands out items (the attention chapter's heads) ------------------

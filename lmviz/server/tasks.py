@@ -32,7 +32,7 @@ The lifecycle (one for every task: a chapter's measurement, a local training, a 
   A running task of priority 1 that holds a semaphore's slot while one of priority 0 waits for it
   steps aside at its next ``ctx.check()``: it gives the slot to the lecturer's task and reads
   "queued" again (first of its priority, its work kept where it stopped) until it gets a slot back
-  (``Task.yields``: False for a task whose slot is not the semaphore's alone).
+  (a task without a semaphore, a Ray actor's, never steps aside).
   A subclass with another kind of slot (a Ray actor the cluster places) overrides
   ``_acquire`` / ``_release`` and keeps the rest.
 - The worker thread lowers its own CPU priority to nice 19 (Linux), so long work never starves
@@ -303,8 +303,6 @@ def _stop_at_exit() -> None:
 class Task:
     """One piece of long work on a worker thread (see the module docstring)."""
 
-    yields = True       # steps aside for a waiting task of a lower priority number (see the module docstring)
-
     def __init__(self, work: Callable[[TaskContext], Any], semaphore: threading.BoundedSemaphore | None = None,
                  *, name: str = "lmviz-task", total: int = 0, poll_s: float = 0.05, phase: str = "",
                  priority: int = 1):
@@ -464,9 +462,15 @@ class Task:
         """Take a place in line (``start`` calls it, so the position shows at once; ``_acquire``
         leaves the line, however it ends)."""
         if self._sem is not None:
-            with _QUEUE_LOCK:
-                q = _QUEUES.setdefault(id(self._sem), [])
-                q.insert(next((k for k, t in enumerate(q) if t.priority > self.priority), len(q)), self)
+            self._line_up(ahead_of_peers=False)
+
+    def _line_up(self, ahead_of_peers: bool) -> None:
+        """Take the place in the semaphore's line behind every task of a lower priority number
+        and behind (or, ``ahead_of_peers``, ahead of) the tasks of its own priority."""
+        with _QUEUE_LOCK:
+            q = _QUEUES.setdefault(id(self._sem), [])
+            first_after = self.priority if ahead_of_peers else self.priority + 1   # priorities are whole numbers
+            q.insert(next((k for k, t in enumerate(q) if t.priority >= first_after), len(q)), self)
 
     def _acquire(self) -> bool:
         """Block until this task holds its slot; False when it was cancelled meanwhile."""
@@ -480,7 +484,7 @@ class Task:
     def _lecturer_waits(self) -> bool:
         """True when this running task holds a semaphore's slot and a task of a lower priority
         number (a class's lecturer's) waits for one (the worker asks it at each ``ctx.check()``)."""
-        if not self.yields or self._sem is None or self.priority == 0:
+        if self._sem is None or self.priority == 0:
             return False
         with _QUEUE_LOCK:
             return any(w.priority < self.priority for w in _QUEUES.get(id(self._sem), ()))
@@ -491,9 +495,7 @@ class Task:
         waiting (the slot is not held then: ``_main`` must not give it back)."""
         with self._lock:
             self._move("queued")
-        with _QUEUE_LOCK:                             # ahead of the tasks of its own priority
-            q = _QUEUES.setdefault(id(self._sem), [])
-            q.insert(next((k for k, t in enumerate(q) if t.priority >= self.priority), len(q)), self)
+        self._line_up(ahead_of_peers=True)
         self._held = False
         self._sem.release()
         if not self._wait_turn():
