@@ -75,8 +75,8 @@ if _nav_key not in st.session_state:
     ]
 pages = st.session_state[_nav_key]
 nav = st.navigation(pages)
-st.session_state["lmviz_page_file"] = next(
-    (c.file for c, p in zip(chapters, pages) if p.url_path == nav.url_path), chapters[0].file)
+current = next((c for c, p in zip(chapters, pages) if p.url_path == nav.url_path), chapters[0])
+st.session_state["lmviz_page_file"] = current.file
 
 with st.sidebar:
     # The badge polls once a second only while torch is still loading in the background, then
@@ -110,4 +110,4 @@ with page_run(_page_done):
     if loading is None:
         nav.run()
     else:
-        session.loading_page(loading, t(next(c for c in chapters if c.file == st.session_state["lmviz_page_file"]).heading_key))
+        session.loading_page(loading, t(current.heading_key))

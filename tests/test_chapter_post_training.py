@@ -163,6 +163,6 @@ def test_dpo_steps_raise_the_margin_and_move_the_model_from_its_reference():
                 for m, w in ((model, "chosen"), (model, "rejected"), (sft, "chosen"), (sft, "rejected"))]
     r = pt.dpo_by_hand(*four, beta=0.1)
     assert r.loss == pytest.approx(math.log(1 + math.exp(-r.margin)), abs=1e-9)
-    answers = [pt.QAPair("", "", p.prompt, p.chosen) for p in prefs]
+    answers = [p.pair("chosen") for p in prefs]
     assert not any(pt.answered(sft, toy.tokenizer, answers, 48))
     assert pt.answered(copy_model(model), toy.tokenizer, answers, 48).count(True) >= 1

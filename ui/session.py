@@ -245,7 +245,6 @@ def _load_bundle(path: str, ctx) -> Bundle:
 class Loading:
     """A pretrained model this session waits for (``model_menu``'s answer while it loads)."""
 
-    id: str      # its id in the menu (lmviz.hf.model_ids)
     path: str    # its folder (or GGUF file)
     label: str   # its name in the menu
 
@@ -272,7 +271,7 @@ def _apply_pretrained(pick: str, path: str, label: str) -> Loading | None:
     if not snap.active:                                 # stopped: the session is closing
         return None
     st.session_state[LOADING_KEY] = pick
-    return Loading(pick, path, label)
+    return Loading(path, label)
 
 
 def loading_page(loading: Loading, heading: str) -> None:

@@ -346,6 +346,18 @@ class Preference:
     chosen: str     # y_w: the answer pushed up
     rejected: str   # y_l: the answer pushed down
 
+    def pair(self, which: str) -> QAPair:
+        """The question with its ``which`` answer ("chosen" or "rejected")."""
+        return QAPair("", "", self.prompt, getattr(self, which))
+
+
+def _answer_rows(tokenizer, prefs, which: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``sft_rows`` of each preference's question with its ``which`` answer, as long as the
+    longest (the targets: that answer's tokens, -1 elsewhere)."""
+    pairs = [p.pair(which) for p in prefs]
+    block = max(len(tokenizer.encode(q.prompt)) + len(tokenizer.encode(q.answer)) for q in pairs) - 1
+    return sft_rows(tokenizer, pairs, block)
+
 
 def mistakes_as_preferences(model, tokenizer, pairs, k: int, lang: str) -> tuple[Preference, ...]:
     """Up to ``k`` preference pairs from questions the model answers wrong: the right answer
@@ -366,14 +378,7 @@ def answer_logprobs(model, tokenizer, prefs, which: str) -> torch.Tensor:
     """[N] log π(answer | prompt) of each preference's ``which`` answer ("chosen" or
     "rejected"), summed over the answer's tokens, in one batched forward pass (with gradients
     when the model has them on: the DPO steps use it on the model being trained)."""
-    rows = [(tokenizer.encode(p.prompt), tokenizer.encode(getattr(p, which))) for p in prefs]
-    T = max(len(q) + len(a) for q, a in rows) - 1
-    x = torch.zeros(len(rows), T, dtype=torch.long)
-    y = torch.full((len(rows), T), -1, dtype=torch.long)
-    for i, (q, a) in enumerate(rows):
-        ids = q + a
-        x[i, :len(ids) - 1] = torch.as_tensor(ids[:-1])
-        y[i, len(q) - 1:len(ids) - 1] = torch.as_tensor(a)
+    x, y = _answer_rows(tokenizer, prefs, which)
     logp = F.log_softmax(model(x)[0].float(), dim=-1)
     picked = logp.gather(-1, y.clamp(min=0).unsqueeze(-1)).squeeze(-1)
     return (picked * (y != -1)).sum(-1)
@@ -383,14 +388,8 @@ def answer_kl(model, ref, tokenizer, prefs) -> float:
     """The mean over the chosen answers' positions of KL(π ‖ π_ref) between the next-token
     distributions of the model and its reference (nats): how far the model moved from where it
     started, measured where DPO pushed."""
-    rows = [tokenizer.encode(p.prompt) + tokenizer.encode(p.chosen) for p in prefs]
-    starts = [len(tokenizer.encode(p.prompt)) - 1 for p in prefs]
-    T = max(map(len, rows)) - 1
-    x = torch.zeros(len(rows), T, dtype=torch.long)
-    mask = torch.zeros(len(rows), T, dtype=torch.bool)
-    for i, (r, s) in enumerate(zip(rows, starts)):
-        x[i, :len(r) - 1] = torch.as_tensor(r[:-1])
-        mask[i, s:len(r) - 1] = True
+    x, y = _answer_rows(tokenizer, prefs, "chosen")
+    mask = y != -1
     with torch.no_grad():
         lp, lq = (F.log_softmax(m(x)[0].float(), dim=-1) for m in (model, ref))
     kl = (lp.exp() * (lp - lq)).sum(-1)
