@@ -3,8 +3,6 @@ as tokens (robot-actions example, trained live), where knowledge lives: weights,
 instruct model is asked a question: its chat template, the same question with and without it."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import streamlit as st
 
@@ -12,16 +10,16 @@ from lmviz.capitals import NOTES_SENTENCES, country_floor, notes_floor
 from lmviz.chapters.beyond_retrieval import BM25, load_documents, best_sentence, choose_condition, context_shift
 from lmviz.chapters.about_model import answer_ids, prompt_for
 from lmviz.chapters.claims import context_use, robot
-from lmviz.chapters.examples import CHAT_QUESTION, CONDITIONS, default_for, model_languages
+from lmviz.chapters.examples import CONDITIONS, default_for, model_languages
 from lmviz.tokenizer import fit_context
-from ui import model_words, session, render, urlstate
-from ui.i18n import lang, language_names, listed, t, translate
+from ui import chat_section, model_words, session, render, urlstate
+from ui.i18n import lang, language_names, t, translate
 from viz.beyond import (
     attention_figure, loss_curve_figure, position_loss_figure, summary_figure, bin_probs_figure,
     binning_figure, rollout_figure, token_row_figure, shift_figure, scores_figure, context_figure,
     position_use_figure, pipeline_figure,
 )
-from viz.tokenization import token_chips_html, visible
+from viz.tokenization import visible
 
 render.page_header("bey.title", "bey.intro")
 
@@ -470,94 +468,6 @@ def sec_post():
     render.md(t("bey.note_post_order"))
 
 
-CHAT_MAX_CHARS = 120     # the question's length (the answer is bounded by beyond_chat.MAX_NEW_TOKENS)
-CHAT_INLINE_S = 0.5      # tried on the page first; slower (a real model on a CPU) runs as a task
-
-
-def _chips(tok, ids, marked) -> str:
-    return token_chips_html([SimpleNamespace(id=int(i), text=tok.token(int(i)), raw=tok.raw(int(i)), unk=False)
-                             for i in ids], bytes_word=t("bey.chat_bytes"), marked=marked)
-
-
-def _chat_status(snap) -> None:
-    session.task_status(snap, queued_key="bey.chat_queued", running_key="bey.chat_running",
-                        error_key="bey.chat_error")
-
-
-def sec_chat():
-    from lmviz.chapters.beyond_chat import MAX_NEW_TOKENS, TemplateRefused, both_answers, stop_ids, templated
-
-    render.md(t("bey.chat_md", n=MAX_NEW_TOKENS))
-    b = _bundle()
-    if b is None:
-        st.info(t("bey.no_model"))
-        return
-    name, tok = model_words.name(b), b.tokenizer
-    name_first = model_words.name(b, start=True)          # at the start of a sentence
-    template = b.meta.get("chat_template") or ""
-    if not template or not hasattr(tok, "special"):
-        render.md(t("bey.chat_none", name=name_first))
-        return
-    in_lang, default = default_for(CHAT_QUESTION, lang(), b.meta)
-    question = urlstate.text(t("bey.chat_question"), default, param="cq", key=f"bey_chat_q:{in_lang}",
-                             max_chars=CHAT_MAX_CHARS)
-    known = model_languages(b.meta)
-    if known is not None and lang() not in known:
-        render.caption(t("bey.chat_lang_note", name=name_first, langs=language_names(known)))
-    if not question.strip():
-        st.warning(t("bey.empty_stem"))
-        return
-    names = {i: c for c, i in tok.special.items()}
-    special = lambda k: names.get(b.meta.get(k)) if b.meta.get(k) is not None else None  # noqa: E731
-    try:
-        text = templated(template, question, bos=special("bos_token_id") or "", eos=special("eos_token_id") or "")
-    except TemplateRefused as e:
-        st.warning(t("bey.chat_refused", name=name_first, why=t(e.key, **e.params)))
-        return
-    chat_ids, plain_ids = tok.encode(text), tok.encode(question)
-    marked = frozenset(i for i in chat_ids if i in names)
-    render.md(t("bey.chat_tokens", name=name, n=len(chat_ids), q=len(plain_ids), k=len(marked),
-                specials=listed(f"`{names[i]}`" for i in sorted(marked))))
-    st.html(_chips(tok, chat_ids, marked))
-    stops = stop_ids(b.meta, tok.special)
-    key = (session.model_key(b), question)
-
-    def work(ctx):
-        return both_answers(b.model, plain_ids, chat_ids, stops, MAX_NEW_TOKENS, cancel=ctx.cancelled,
-                            progress=ctx.progress)
-
-    snapshot = lambda: session.session_task("chat", key, work, name="lmviz-beyond-chat",  # noqa: E731
-                                            total=2 * MAX_NEW_TOKENS, inline_s=CHAT_INLINE_S)
-    snap = snapshot()
-    if snap.state != "done":
-        session.poll(snapshot, _chat_status)           # reruns the page when the answers are in
-        return
-    plain, chat = snap.result
-    cols = st.columns(2)
-    for col, head, a in ((cols[0], t("bey.chat_without"), plain), (cols[1], t("bey.chat_with"), chat)):
-        with col:
-            render.md(f"**{head}**")
-            st.html(_chips(tok, a.answer_ids, marked))
-            render.metric(t("bey.chat_first_p"), f"{a.first_prob:.3f}")
-    render.md(chat_sentence(tok, name, plain, chat, stops, MAX_NEW_TOKENS))
-
-
-def chat_sentence(tok, name: str, plain, chat, stops, max_new: int) -> str:
-    """The sentence under the two answers, from the answers themselves."""
-    def said(a) -> str:
-        body = [i for i in a.answer_ids if i not in stops]
-        words = render.escape(tok.decode(body).strip())
-        if not words:
-            return t("bey.chat_said_nothing", stop=render.escape(tok.token(a.answer_ids[-1])) if a.answer_ids else "")
-        end = t("bey.chat_end_stop", stop=render.escape(tok.token(a.answer_ids[-1]))) if a.stopped \
-            else t("bey.chat_end_cut", n=max_new)
-        return t("bey.chat_said", words=words, end=end)
-
-    first = lambda a: render.escape(visible(tok.token(a.answer_ids[0]))) if a.answer_ids else "∅"  # noqa: E731
-    return t("bey.chat_result", name=name, plain=said(plain), chat=said(chat), f0=first(plain), f1=first(chat),
-             p0=f"{plain.first_prob:.3f}", p1=f"{chat.first_prob:.3f}")
-
-
 def sec_prompt():
     render.md(t("bey.prompt_md"))
     render.md(t("bey.note_prompt_knowledge"))
@@ -593,6 +503,6 @@ render.run_sections([
     ("bey.sec_window", sec_window),
     ("bey.sec_objective", sec_objective),
     ("bey.sec_post", sec_post),
-    ("bey.sec_chat", sec_chat),
+    ("bey.sec_chat", chat_section.draw),
     ("bey.sec_prompt", sec_prompt),
 ])

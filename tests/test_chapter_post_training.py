@@ -133,36 +133,73 @@ def test_sft_teaches_the_format_and_the_knowledge_comes_from_pre_training(lang):
     assert run.losses[-1] < run.losses[0] / 10
 
 
-def test_dpo_steps_raise_the_margin_and_move_the_model_from_its_reference():
-    """The SFT model's own wrong answers rejected, the right ones chosen: before any step the
-    model is its reference (margin 0, loss ln 2, KL 0); the margin then rises step by step
-    (β times how much more the chosen answer rose than the rejected one, against the reference),
-    the KL to the reference is no longer 0, and the questions are answered right."""
+def test_graded_losses_read_each_position_and_grade_the_answers():
+    """``graded_losses`` on one pair: every position's -log p of the next character, read here
+    from one forward pass of the whole row; graded exactly on the answer's characters."""
     from lmviz.chapters import post_training as pt
-    from lmviz.train import copy_model
 
     toy = pt.load_base("zh")
-    split = pt.sft_split("zh", pt.base_corpus("zh"), 0.6, 0)
-    sft = copy_model(toy.model)
-    pt.run_sft(sft, toy.tokenizer, split, pt.BaseTrainConfig().block_size, pt.SFTConfig(seed=0))
-    prefs = pt.mistakes_as_preferences(sft, toy.tokenizer, split.held, 4, "zh")
-    assert len(prefs) == 4 and all(p.chosen != p.rejected and p.chosen.endswith("。") for p in prefs)
-    rec = pt.run_dpo(copy_model(sft), sft, toy.tokenizer, prefs, beta=0.1, steps=20)
+    pair = pt.sft_split("zh", pt.base_corpus("zh"), 0.6, 0).train[0]
+    (r,) = pt.graded_losses(toy.model, toy.tokenizer, (pair,), 48)
+    ids = toy.tokenizer.encode(pair.prompt + pair.answer)
+    with torch.no_grad():
+        logp = torch.log_softmax(toy.model(torch.tensor([ids[:-1]]))[0][0].float(), -1)
+    by_hand = [-logp[i, ids[i + 1]].item() for i in range(len(ids) - 1)]
+    assert r.losses == pytest.approx(by_hand, abs=1e-4)
+    k = len(toy.tokenizer.encode(pair.answer))
+    assert r.graded == tuple([False] * (len(ids) - 1 - k) + [True] * k)
+    s = pt.sides(toy.model, toy.tokenizer, (pair,), 48)
+    assert (s.prompt, s.answer) == pytest.approx((r.prompt, r.masked))
+
+
+def test_the_base_model_knows_the_fact_in_its_form_and_not_as_a_question():
+    from lmviz.chapters import post_training as pt
+
+    toy = pt.load_base("zh")
+    pair = pt.sft_split("zh", pt.base_corpus("zh"), 0.6, 0).held[0]
+    read = pt.ask(toy.model, toy.tokenizer, pt.as_statements((pair,), "zh")[0], "zh")
+    asked = pt.ask(toy.model, toy.tokenizer, pair, "zh")
+    assert read.right and read.text == pair.answer and 0 < read.first_prob <= 1
+    assert not asked.right and asked.text != pair.answer
+    assert asked.prompt_ids == tuple(toy.tokenizer.encode(pair.prompt))
+
+
+def test_a_live_fine_tune_and_dpo_on_its_mistakes():
+    """``fine_tune`` then ``prefer`` (what the page runs): the SFT model's own wrong answers
+    rejected, the right ones chosen. Before any step the model is its reference (margin 0, loss
+    ln 2, KL 0); the margin then rises (β times how much more the chosen answer rose than the
+    rejected one, against the reference), the KL is no longer 0, and the first pair's numbers by
+    hand agree with a formula written here."""
+    from lmviz.chapters import post_training as pt
+    from lmviz.chapters.questions import by_id
+
+    ft = pt.fine_tune("zh")
+    run = ft.run
+    # the question's positions are never graded: their loss moves far less than the answer's
+    assert run.after.answer < run.before.answer / 100
+    moved = pt.prompt_loss_moved(run)
+    assert pt.answers(run) == {"pt_prompt_loss": moved}
+    assert moved in by_id("pt_prompt_loss").option_ids()
+    toy = pt.load_base("zh")
+    rows = pt.before_after(toy.model, ft.model, toy.tokenizer, ft.split.held[:6] + ft.split.unseen[:2], "zh")
+    assert not any(a.right for _, a, _ in rows)                  # the base model answers no question
+    assert not any(b.right for _, _, b in rows[6:])              # nor does SFT, about a city never read
+    assert sum(b.right for _, _, b in rows[:6]) == sum(pt.answered(ft.model, toy.tokenizer, ft.split.held[:6], 48))
+    cfg = pt.DPOConfig()
+    res = pt.prefer(ft, cfg)
+    prefs, rec = res.prefs, res.steps
+    assert len(prefs) == cfg.pairs and all(p.chosen != p.rejected and p.chosen.endswith("。") for p in prefs)
+    assert res.ref_first == prefs[0].rejected                     # the reference says what was rejected
     first, last = rec[0], rec[-1]
     assert (first.step, first.margin, first.kl) == (0, 0.0, 0.0)
     assert first.loss == pytest.approx(math.log(2), abs=1e-6)
-    assert [r.step for r in rec] == list(range(21))
+    assert [r.step for r in rec] == list(range(cfg.steps + 1))
     assert last.margin > 1.0 and last.loss < first.loss / 10 and last.kl > 0.0
-    assert last.chosen_shift > 0 > last.rejected_shift
-    assert last.margin == pytest.approx(0.1 * (last.chosen_shift - last.rejected_shift), abs=1e-9)
-    # the same numbers by hand for the first pair: dpo_by_hand on its four log-probabilities
-    model = copy_model(sft)
-    pt.run_dpo(model, sft, toy.tokenizer, prefs, beta=0.1, steps=5)
-    with torch.no_grad():
-        four = [pt.answer_logprobs(m, toy.tokenizer, prefs[:1], w).item()
-                for m, w in ((model, "chosen"), (model, "rejected"), (sft, "chosen"), (sft, "rejected"))]
-    r = pt.dpo_by_hand(*four, beta=0.1)
-    assert r.loss == pytest.approx(math.log(1 + math.exp(-r.margin)), abs=1e-9)
+    assert last.margin == pytest.approx(cfg.beta * (last.chosen_shift - last.rejected_shift), abs=1e-9)
+    assert pt.dpo_how(last) in {"up", "down", "fell"}
+    r = res.first
+    margin = cfg.beta * ((r.chosen - r.ref_chosen) - (r.rejected - r.ref_rejected))
+    assert r.margin == pytest.approx(margin, abs=1e-9)
+    assert r.loss == pytest.approx(math.log(1 + math.exp(-margin)), abs=1e-9)
     answers = [p.pair("chosen") for p in prefs]
-    assert not any(pt.answered(sft, toy.tokenizer, answers, 48))
-    assert pt.answered(copy_model(model), toy.tokenizer, answers, 48).count(True) >= 1
+    assert not any(pt.answered(ft.model, toy.tokenizer, answers, 48))

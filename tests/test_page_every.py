@@ -15,7 +15,7 @@ CHAT_DONE = ("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_s
              "The capital of France is Paris.")       # SmolLM2's greedy next token: <|im_end|> (p = 0.70)
 PARAMS = "134,515,008"
 WALK = ("tokenization", "embedding", "autoregression", "transformer_block", "loss_and_gradients", "training",
-        "cost", "beyond", "generation", "kv_cache")
+        "cost", "beyond", "post_training", "generation", "kv_cache")
 OLD = {"en": ("reads characters", "small character-level GPT", "live character-level model", "only pre-trained", "This is the model you trained",
               "has read docstrings and poems", "must appear in both sentences", "type one it has not seen",
               "an MLP 4× wider", "which was trained before lmviz ran and carries no replay"),
@@ -97,6 +97,9 @@ def test_every_chapter_says_true_things_about_smollm2(lang):
     assert tr("bey.post_model.instruct", lang, name=NAME) in text
     assert inputs["bey_stem"] == CONDITIONS["en"][0][0].rstrip()              # English, no trailing space
     assert "“␣France”" in text and "**0.3219**" in text                       # " France" is the token that moves
+    text, _, _ = walk["post_training"]                   # its own template, shown token by token
+    assert tr("pt.template_real", lang) in text and "`<|im_start|>`" in text
+    assert tr("bey.chat_none", lang, name=NAME) not in text
     text, _, inputs = walk["generation"]
     assert tr("gen.live_intro", lang, name=NAME, reads=reads) in text and inputs["gen_prompt"] == \
         tr("gen.prompt_default", lang).rstrip()

@@ -46,6 +46,7 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter("kv-cache", "chapters/kv_cache.py", "kv.nav", ":material/memory:"),
     Chapter("cost", "chapters/cost.py", "cost.nav", ":material/speed:"),
     Chapter("beyond", "chapters/beyond.py", "bey.nav", ":material/explore:"),
+    Chapter("post-training", "chapters/post_training.py", "pt.nav", ":material/school:"),
 )
 
 

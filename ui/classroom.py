@@ -99,6 +99,7 @@ QUESTION_SECTION = {
     "kv_bytes": "kv.sec_memory", "kv_gqa": "kv.sec_memory",
     "cost_double_n": "cost.sec_measured", "cost_crossover": "cost.sec_where",
     "bey_bins": "bey.sec_robot",
+    "pt_dpo_margin": "pt.sec_dpo",
 }
 
 

@@ -78,9 +78,11 @@ def try_live_bundle(message_key: str | None = None) -> Bundle | None:
 
 
 # the chapters' shipped toy models: name -> (module, loader); each loads a few hundred kilobytes
-TOYS = {"kv": ("lmviz.chapters.kv_cache", "load_toy"),
+TOYS = {"kv": ("lmviz.chapters.kv_cache", "load_toy"),      # name -> (module, loader, its arguments...)
         "pronoun": ("lmviz.chapters.attention_pronoun", "load_toy"),
-        "reader": ("lmviz.chapters.beyond_reader", "load_reader")}
+        "reader": ("lmviz.chapters.beyond_reader", "load_reader"),
+        "base_en": ("lmviz.chapters.post_training", "load_base", "en"),
+        "base_zh": ("lmviz.chapters.post_training", "load_base", "zh")}
 TOY_OR_LIVE = ("toy", "live")
 
 
@@ -90,8 +92,8 @@ def toy(name: str):
     shared read-only by every session."""
     from importlib import import_module
 
-    module, loader = TOYS[name]
-    return getattr(import_module(module), loader)()
+    module, loader, *args = TOYS[name]
+    return getattr(import_module(module), loader)(*args)
 
 
 def toy_or_live(name: str, label: str, option_names: dict, *, key: str, missing_key: str, live):

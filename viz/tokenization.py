@@ -122,3 +122,19 @@ def token_chips_html(tokens, *, id_word: str = "ID", bytes_word: str = "bytes",
             f'white-space:pre;text-align:center;line-height:1.2">{label}'
             f'<br><span style="font-size:0.7em;color:#444">{tok.id}</span></span>')
     return '<div style="line-height:2.4;overflow-wrap:anywhere">' + "".join(parts) + "</div>"
+
+
+def id_chips_html(tok, ids, *, marked=frozenset(), bytes_word: str = "bytes") -> str:
+    """:func:`token_chips_html` of token ids of ``tok`` (its ``token(i)``; its ``raw(i)`` bytes
+    where it has them, else the token's UTF-8): a chat template's tokens, a question's characters.
+
+    >>> from lmviz.tokenizer import CharTokenizer
+    >>> h = id_chips_html(CharTokenizer("问答"), [0, 1], marked={0}); h.count("outline"), "E9 97 AE" in h
+    (1, True)
+    """
+    from types import SimpleNamespace
+
+    raw = getattr(tok, "raw", None)
+    return token_chips_html([SimpleNamespace(id=int(i), text=tok.token(int(i)),
+                                             raw=raw(int(i)) if raw else tok.token(int(i)).encode("utf-8"), unk=False)
+                             for i in ids], bytes_word=bytes_word, marked=marked)

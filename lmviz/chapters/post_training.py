@@ -11,8 +11,11 @@ a frozen copy of the model it started from (its reference).
 - a city's question and its answer in the page's language, and the rows SFT trains on -> :func:`qa_pairs`, :func:`sft_rows`
 - whether the model answers a pair right (greedy, read in one forward pass)           -> :func:`answered`
 - the chapter's base model: pre-trained on lmviz.capitals' sentences, shipped          -> :func:`train_base`, :func:`load_base`
-- the live fine-tune: masked loss, held-out answers counted as it goes               -> :func:`run_sft`
-- a few DPO steps against the frozen SFT model: the margin and the KL as they go     -> :func:`run_dpo`
+- the loss at every position of a question and its answer, graded or not            -> :func:`graded_losses`, :func:`sides`
+- the model's greedy answer to a question, right or not (before and after SFT)       -> :func:`ask`, :func:`before_after`
+- the live fine-tune: masked loss, held-out answers counted as it goes               -> :func:`run_sft`, :func:`fine_tune`
+- which way the question's (ungraded) loss went: the run's answer for the room       -> :func:`answers`
+- a few DPO steps against the frozen SFT model: the margin and the KL as they go     -> :func:`run_dpo`, :func:`prefer`
 
 The notes stop at pre-training and say only that an assistant adds later stages whose order and
 methods differ between models; these records are lmviz's own small, exact versions of two of them.
@@ -109,6 +112,11 @@ def dpo_by_hand(chosen: float, rejected: float, ref_chosen: float, ref_rejected:
                      rejected - ref_rejected, m, torch.sigmoid(margin).item(), loss.item())
 
 
+# The worked example the page computes by hand (and questions.pt_dpo_margin asks about): log-probs
+# in nats of a chosen and a rejected answer under the model and its reference, and β.
+DPO_EXAMPLE = {"chosen": -12.0, "rejected": -15.0, "ref_chosen": -14.0, "ref_rejected": -13.0, "beta": 0.1}
+
+
 # ---------------------------------------------------------------- SFT on the capital pairs ------
 # The question and its answer in the page's language; the model is graded on the answer only.
 # The city comes in the question, the country is the answer: what a base model pre-trained on
@@ -182,6 +190,66 @@ def answered(model, tokenizer, pairs, block: int) -> list[bool]:
         logits, _ = model(x)
     pred = logits.argmax(-1)
     return (((pred == y) | (y == -1)).all(-1)).tolist()
+
+
+def graded_losses(model, tokenizer, pairs, block: int) -> tuple[MaskedLoss, ...]:
+    """Each pair's :func:`masked_loss`: the loss at every position of its question and answer
+    (every next token, to the block), graded where ``sft_rows`` grades (the answer's)."""
+    x, y = sft_rows(tokenizer, pairs, block)
+    with torch.no_grad():
+        logits = model(x)[0]
+    out = []
+    for i, p in enumerate(pairs):
+        ids = (tokenizer.encode(p.prompt) + tokenizer.encode(p.answer))[:block + 1]
+        n = len(ids) - 1
+        out.append(masked_loss(logits[i, :n], ids[1:], (y[i, :n] != -1).tolist()))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Sides:
+    """The mean loss of a set of pairs on each side of the mask."""
+
+    prompt: float   # over the question's positions (not graded by SFT), mean of the pairs' means (nats)
+    answer: float   # over the answer's positions (graded), mean of the pairs' means (nats)
+
+
+def sides(model, tokenizer, pairs, block: int) -> Sides:
+    """:class:`Sides` of ``pairs`` under ``model`` (``graded_losses``)."""
+    rs = graded_losses(model, tokenizer, pairs, block)
+    return Sides(sum(r.prompt for r in rs) / len(rs), sum(r.masked for r in rs) / len(rs))
+
+
+def stop_ids(tokenizer, lang: str) -> tuple[int, ...]:
+    """The closing mark's token(s): an answer ends there."""
+    return tuple(tokenizer.encode(QA_TEMPLATE[lang][1][-1]))
+
+
+@dataclass(frozen=True)
+class Said:
+    """A model's greedy answer to one prompt."""
+
+    prompt_ids: tuple[int, ...]   # the prompt as tokens
+    answer_ids: tuple[int, ...]   # what the model wrote, up to and with the closing mark (or cut)
+    text: str                     # the same, decoded
+    first_prob: float             # the probability of its first token
+    right: bool                   # the text is the pair's answer
+
+
+def ask(model, tokenizer, pair: QAPair, lang: str) -> Said:
+    """``model``'s greedy answer to ``pair.prompt`` (``beyond_chat.greedy_answer``): at most one
+    token longer than the right answer with its closing mark, ended at the closing mark."""
+    from lmviz.chapters.beyond_chat import greedy_answer
+
+    ids = tokenizer.encode(pair.prompt)
+    a = greedy_answer(model, ids, stop_ids(tokenizer, lang), max_new=len(tokenizer.encode(pair.answer)) + 1)
+    text = tokenizer.decode(list(a.answer_ids))
+    return Said(tuple(ids), a.answer_ids, text, a.first_prob, text == pair.answer)
+
+
+def before_after(base, tuned, tokenizer, pairs, lang: str) -> tuple[tuple[QAPair, Said, Said], ...]:
+    """Each pair with the base model's answer and the fine-tuned model's."""
+    return tuple((p, ask(base, tokenizer, p, lang), ask(tuned, tokenizer, p, lang)) for p in pairs)
 
 
 # ---------------------------------------------------------------- the base model and its SFT ----
@@ -275,6 +343,8 @@ class SFTRun:
 
     losses: tuple[float, ...]                    # the masked loss at each step
     counted: tuple[tuple[int, float, float], ...]   # (step, held-out accuracy, unseen accuracy), from step 0
+    before: Sides                                # the fine-tune pairs' loss on each side of the mask, at step 0
+    after: Sides                                 # the same when the run ended (or was stopped)
 
 
 def run_sft(model, tokenizer, split: SFTSplit, block: int, cfg: SFTConfig = SFTConfig(), cancel=None,
@@ -300,6 +370,8 @@ def run_sft(model, tokenizer, split: SFTSplit, block: int, cfg: SFTConfig = SFTC
         model.train()
         return step, sum(got[0]) / max(1, len(got[0])), sum(got[1]) / max(1, len(got[1]))
 
+    model.eval()
+    before = sides(model, tokenizer, split.train, block)
     losses, counted = [], [count(0)]
     model.train()
     for step, loss, _, _ in train_steps(model, opt, draw, lambda k: cfg.lr * min(1.0, (k + 1) / 10), cfg.steps,
@@ -310,7 +382,58 @@ def run_sft(model, tokenizer, split: SFTSplit, block: int, cfg: SFTConfig = SFTC
         if on_step is not None:
             on_step(step, loss)
     model.eval()
-    return SFTRun(tuple(losses), tuple(counted))
+    return SFTRun(tuple(losses), tuple(counted), before, sides(model, tokenizer, split.train, block))
+
+
+SAME_NATS = 0.05    # a change of the question's mean loss smaller than this is "about the same"
+
+
+def prompt_loss_moved(run: SFTRun) -> str:
+    """How the fine-tune pairs' question loss (never graded) went, beside their answer loss:
+    "rises", "same" (within SAME_NATS), "falls_less" (by less than half the answer's fall) or
+    "falls_like" (by at least half of it).
+
+    >>> r = lambda p0, p1: SFTRun((), (), Sides(p0, 4.7), Sides(p1, 0.1))
+    >>> [prompt_loss_moved(r(11.2, x)) for x in (11.5, 11.22, 9.8, 8.0)]
+    ['rises', 'same', 'falls_less', 'falls_like']
+    """
+    d = run.after.prompt - run.before.prompt
+    if abs(d) < SAME_NATS:
+        return "same"
+    if d > 0:
+        return "rises"
+    return "falls_like" if -d >= (run.before.answer - run.after.answer) / 2 else "falls_less"
+
+
+def answers(run: SFTRun | None) -> dict[str, str]:
+    """The predict-then-reveal questions a fine-tune answers (``lmviz.chapters.questions``' ``by_run``
+    ones of this chapter): question id -> the option its data support; none before a run.
+
+    >>> answers(None)
+    {}
+    """
+    return {} if run is None else {"pt_prompt_loss": prompt_loss_moved(run)}
+
+
+@dataclass(frozen=True)
+class FineTuned:
+    """A live fine-tune of the shipped base model: its record, the model it made and its pairs."""
+
+    lang: str           # the pairs' language (the page's)
+    run: SFTRun         # losses, held-out counts, the two sides of the mask before and after
+    model: object       # the fine-tuned GPT (eval mode, CPU)
+    split: SFTSplit     # the pairs it was fine-tuned on, held out from, and never read
+
+
+def fine_tune(lang: str, cfg: SFTConfig = SFTConfig(), cancel=None, on_step=None) -> FineTuned:
+    """A copy of ``load_base(lang)`` fine-tuned on ``sft_split``'s pairs (``run_sft``)."""
+    from lmviz.train import copy_model
+
+    base = load_base(lang)
+    split = sft_split(lang, base_corpus(lang), cfg.share, cfg.seed)
+    model = copy_model(base.model)
+    run = run_sft(model, base.tokenizer, split, base.model.cfg.block_size, cfg, cancel=cancel, on_step=on_step)
+    return FineTuned(lang, run, model, split)
 
 
 BASE_PATH = {lang: Path(__file__).resolve().parents[2] / "assets" / "models" / f"capitals_base_{lang}.safetensors"
@@ -361,17 +484,9 @@ def _answer_rows(tokenizer, prefs, which: str) -> tuple[torch.Tensor, torch.Tens
 
 def mistakes_as_preferences(model, tokenizer, pairs, k: int, lang: str) -> tuple[Preference, ...]:
     """Up to ``k`` preference pairs from questions the model answers wrong: the right answer
-    chosen, the model's own greedy answer (``lmviz.chapters.beyond_chat.greedy_answer``, at most
-    as long as the right one and its closing mark) rejected."""
-    from lmviz.chapters.beyond_chat import greedy_answer
-
-    stop = tuple(tokenizer.encode(QA_TEMPLATE[lang][1][-1]))           # the closing mark ends an answer
+    chosen, the model's own greedy answer (:func:`ask`) rejected."""
     wrong = [p for p, ok in zip(pairs, answered(model, tokenizer, pairs, model.cfg.block_size)) if not ok]
-    out = []
-    for p in wrong[:k]:
-        said = greedy_answer(model, tokenizer.encode(p.prompt), stop, max_new=len(tokenizer.encode(p.answer)) + 1)
-        out.append(Preference(p.prompt, p.answer, tokenizer.decode(list(said.answer_ids))))
-    return tuple(out)
+    return tuple(Preference(p.prompt, p.answer, ask(model, tokenizer, p, lang).text) for p in wrong[:k])
 
 
 def answer_logprobs(model, tokenizer, prefs, which: str) -> torch.Tensor:
@@ -440,3 +555,59 @@ def run_dpo(model, ref, tokenizer, prefs, *, beta: float = 0.1, steps: int = 20,
         out.append(measure(step))
     model.eval()
     return tuple(out)
+
+
+def pair_by_hand(model, ref, tokenizer, pref: Preference, beta: float) -> DPOByHand:
+    """:func:`dpo_by_hand` of one real pair: its four log-probabilities read from the model and
+    its reference."""
+    with torch.no_grad():
+        four = [answer_logprobs(m, tokenizer, [pref], w).item()
+                for m, w in ((model, "chosen"), (model, "rejected"), (ref, "chosen"), (ref, "rejected"))]
+    return dpo_by_hand(*four, beta=beta)
+
+
+def dpo_how(step: DPOStep) -> str:
+    """Where a DPO run's margin came from: "fell" (the chosen answers fell too), "down" (mostly
+    the rejected answers pushed down) or "up" (mostly the chosen raised).
+
+    >>> [dpo_how(DPOStep(20, 0.0, dw, dl, 0.1 * (dw - dl), 1.0)) for dw, dl in ((-1, -9), (2, -9), (5, -1))]
+    ['fell', 'down', 'up']
+    """
+    if step.chosen_shift < 0:
+        return "fell"
+    return "down" if -step.rejected_shift > step.chosen_shift else "up"
+
+
+@dataclass(frozen=True)
+class DPOConfig:
+    """The live preference step (``prefer``)."""
+
+    pairs: int = 4          # preference pairs: the fine-tuned model's own mistakes
+    beta: float = 0.1       # β: how strongly the model is held to its reference
+    steps: int = 20         # AdamW steps, every pair in each
+    lr: float = 1e-3        # constant
+
+
+@dataclass(frozen=True)
+class Preferred:
+    """A live DPO run on a fine-tuned model: its pairs, its steps, its first pair by hand."""
+
+    prefs: tuple[Preference, ...]   # the pairs (the right answer chosen, the model's own rejected)
+    steps: tuple[DPOStep, ...]      # before the first step and after each
+    first: DPOByHand                # the first pair's numbers after the last step
+    ref_first: str                  # what the reference answers the first pair's question (its rejected one)
+    now_first: str                  # what the model answers it after the steps
+
+
+def prefer(tuned: FineTuned, cfg: DPOConfig = DPOConfig(), cancel=None) -> Preferred:
+    """DPO on a copy of ``tuned.model`` against ``tuned.model`` frozen, on up to ``cfg.pairs`` of
+    its mistakes (held-out questions first, then unseen ones: ``mistakes_as_preferences``)."""
+    from lmviz.train import copy_model
+
+    tok = load_base(tuned.lang).tokenizer
+    prefs = mistakes_as_preferences(tuned.model, tok, tuned.split.held + tuned.split.unseen, cfg.pairs, tuned.lang)
+    model = copy_model(tuned.model)
+    steps = run_dpo(model, tuned.model, tok, prefs, beta=cfg.beta, steps=cfg.steps, lr=cfg.lr, cancel=cancel)
+    q = QAPair("", "", prefs[0].prompt, prefs[0].chosen)
+    return Preferred(prefs, steps, pair_by_hand(model, tuned.model, tok, prefs[0], cfg.beta),
+                     ask(tuned.model, tok, q, tuned.lang).text, ask(model, tok, q, tuned.lang).text)

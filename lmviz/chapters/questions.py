@@ -524,6 +524,32 @@ def _bey_bins() -> Solution:
 
 
 # -----------------------------------------------------------------------------
+# 12 post-training (lmviz.chapters.post_training): the question's loss, answered by the live
+# fine-tune (post_training.answers); the DPO margin of the page's worked example
+
+def _pt_prompt_loss() -> Solution:
+    from lmviz.chapters.post_training import SFTConfig
+
+    args = {"steps": str(SFTConfig().steps)}
+    return Solution(_worded("pt_prompt_loss", "falls_like", "falls_less", "same", "rises"), "", args, args, {})
+
+
+def _pt_dpo_margin() -> Solution:
+    from lmviz.chapters.post_training import DPO_EXAMPLE, dpo_by_hand
+
+    r = dpo_by_hand(**DPO_EXAMPLE)
+    cands = {"margin": r.margin, "no_beta": r.chosen_shift - r.rejected_shift, "chosen_only": r.beta * r.chosen_shift,
+             "flipped": -r.margin}
+    num = lambda x: _fmt(x, "g").replace("-", "\u2212")  # noqa: E731   (a true minus, as the page writes it)
+    opts, correct = _choices(cands, num, "margin")
+    args = {k: num(DPO_EXAMPLE[k]) for k in ("chosen", "rejected", "ref_chosen", "ref_rejected", "beta")}
+    return Solution(opts, correct, args,
+                    dict(args, dw=num(r.chosen_shift), dl=num(r.rejected_shift), margin=num(r.margin),
+                         p=f"{r.prob:.4f}", loss=f"{r.loss:.4f}"),
+                    {"margin": r.margin, "loss": r.loss})
+
+
+# -----------------------------------------------------------------------------
 
 QUESTIONS: tuple[Question, ...] = (
     Question("tok_first_merge", "tokenization", "bpe", _tok_first_merge),
@@ -550,6 +576,8 @@ QUESTIONS: tuple[Question, ...] = (
     Question("cost_double_n", "cost", "quadratic", _cost_double_n),
     Question("cost_crossover", "cost", "where", _cost_crossover),
     Question("bey_bins", "beyond", "robot", _bey_bins),
+    Question("pt_prompt_loss", "post-training", "sft", _pt_prompt_loss, by_run=True),
+    Question("pt_dpo_margin", "post-training", "dpo", _pt_dpo_margin),
 )
 _BY_ID = {q.id: q for q in QUESTIONS}
 
