@@ -8,7 +8,7 @@ import math
 
 import streamlit as st
 
-from ui import chat_section, classroom, render, session, urlstate
+from ui import chat_section, classroom, model_words, render, session, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import lang, sentences, t
 from viz.beyond import loss_curve_figure, pipeline_figure
@@ -21,7 +21,6 @@ render.page_header("pt.title", "pt.intro")
 SFT, DPO = "pt-sft", "pt-dpo"          # this session's tasks (ui.session.session_task)
 STEP_CHOICES = (100, 200, 300)         # fine-tune steps a lecturer may pick (fewer: faster, fewer answers)
 BETA_CHOICES = (0.05, 0.1, 0.2, 0.5)   # β of the hand computation and of the live steps
-SHOWN = 6                              # held-out questions in the before/after table (and 2 unseen)
 
 
 def _base():
@@ -66,7 +65,7 @@ def _about_base() -> dict:
 
 
 def sec_template():
-    from lmviz.chapters.post_training import QA_TEMPLATE
+    from lmviz.chapters.post_training import template_positions
 
     render.md(t("pt.template_md", **_about_base()))
     held = _split(lang()).held
@@ -74,12 +73,13 @@ def sec_template():
                            format_func=lambda k: held[k].city)
     statement, question = _asked(lang(), i)
     tok = _base().tokenizer
-    template = set(tok.encode("".join(QA_TEMPLATE[lang()])))
     cols = st.columns(2)
-    for col, head, said in ((cols[0], t("pt.form_read"), statement), (cols[1], t("pt.form_question"), question)):
+    for col, head, said, marked in ((cols[0], t("pt.form_read"), statement, frozenset()),
+                                    (cols[1], t("pt.form_question"), question,
+                                     template_positions(tok, held[i], lang()))):
         with col:
             render.md(f"**{head}**")
-            st.html(id_chips_html(tok, said.prompt_ids, marked=frozenset(i for i in said.prompt_ids if i in template)))
+            st.html(id_chips_html(tok, said.prompt_ids, marked_at=marked))
             render.md(t("pt.said", text=_quoted(said.text),
                         verdict=t("pt.right" if said.right else "pt.wrong", answer=_quoted(held[i].answer))))
             render.metric(t("pt.first_p"), f"{said.first_prob:.3f}")
@@ -137,6 +137,9 @@ def sec_sft():
     split, cfg = _split(lang()), SFTConfig()
     render.md(t("pt.sft_md", train=len(split.train), held=len(split.held), unseen=len(split.unseen),
                 batch=cfg.batch, lr=f"{cfg.lr:g}"))
+    b = session.try_live_bundle(None)
+    if b is not None:
+        render.caption(t("pt.sft_on_base", name=model_words.name(b, start=True)))
     pair, g = _graded(lang())
     tok = _base().tokenizer
     targets = [tok.token(i) for i in (tok.encode(pair.prompt) + tok.encode(pair.answer))[1:]]
@@ -176,7 +179,7 @@ def _sft_view(snap) -> None:
 
 
 def _sft_result(ft) -> None:
-    from lmviz.chapters.post_training import before_after, prompt_loss_moved
+    from lmviz.chapters.post_training import prompt_loss_moved
 
     run, split = ft.run, ft.split
     steps = [c[0] for c in run.counted]
@@ -195,12 +198,10 @@ def _sft_result(ft) -> None:
     render.md(sentences(t("pt.sides", n=len(split.train), p0=f"{run.before.prompt:.2f}", p1=f"{run.after.prompt:.2f}",
                           a0=f"{run.before.answer:.2f}", a1=f"{run.after.answer:.3f}"),
                         t(f"pt.sides.{prompt_loss_moved(run)}")))
-    base = _base()
-    rows = before_after(base.model, ft.model, base.tokenizer, split.held[:SHOWN] + split.unseen[:2], ft.lang)
     ok = lambda s: ("✓ " if s.right else "✗ ") + visible(s.text)  # noqa: E731
     render.table([{t("pt.col_q"): p.prompt, t("pt.col_right"): p.answer, t("pt.col_base"): ok(a),
-                   t("pt.col_tuned"): ok(b), t("pt.col_kind"): t("pt.kind_held" if k < SHOWN else "pt.kind_unseen")}
-                  for k, (p, a, b) in enumerate(rows)], hide_index=True, key="pt_answers")
+                   t("pt.col_tuned"): ok(b), t("pt.col_kind"): t("pt.kind_held" if k < len(split.held) else "pt.kind_unseen")}
+                  for k, (p, a, b) in enumerate(ft.said)], hide_index=True, key="pt_answers")
 
 
 # ---------------------------------------------------------------- the preference step ----
@@ -213,6 +214,8 @@ def sec_dpo():
     from lmviz.chapters.post_training import DPO_EXAMPLE, dpo_by_hand
 
     render.md(t("pt.dpo_md"))
+    render.latex(r"\mathcal{L}_{\mathrm{DPO}} = -\log\sigma\Big(\beta\big[(\log\pi(y_w\mid x) - \log\pi_{\mathrm{ref}}(y_w\mid x))"
+                 r" - (\log\pi(y_l\mid x) - \log\pi_{\mathrm{ref}}(y_l\mid x))\big]\Big)")
     beta = urlstate.selectbox(t("pt.beta"), list(BETA_CHOICES), index=BETA_CHOICES.index(DPO_EXAMPLE["beta"]),
                               param="pb", key="pt_beta", format_func=lambda b: f"{b:g}")
     r = dpo_by_hand(**{**DPO_EXAMPLE, "beta": beta})

@@ -99,7 +99,7 @@ def test_every_chapter_says_true_things_about_smollm2(lang):
     assert "“␣France”" in text and "**0.3219**" in text                       # " France" is the token that moves
     text, _, _ = walk["post_training"]                   # its own template, shown token by token
     assert tr("pt.template_real", lang) in text and "`<|im_start|>`" in text
-    assert tr("bey.chat_none", lang, name=NAME) not in text
+    assert tr("bey.chat_none", lang, name=NAME) not in text and tr("pt.sft_on_base", lang, name=NAME) in text
     text, _, inputs = walk["generation"]
     assert tr("gen.live_intro", lang, name=NAME, reads=reads) in text and inputs["gen_prompt"] == \
         tr("gen.prompt_default", lang).rstrip()

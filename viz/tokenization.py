@@ -99,11 +99,12 @@ def tradeoff_figure(table_params: list[int], tokens_per_char: list[float], vocab
 
 
 def token_chips_html(tokens, *, id_word: str = "ID", bytes_word: str = "bytes",
-                     unk_color: str = COLORS["negative"], marked=frozenset()) -> str:
+                     unk_color: str = COLORS["negative"], marked=frozenset(), marked_at=frozenset()) -> str:
     """Coloured chips, one per token, ID below; hover (title) shows the ID and the bytes.
 
     tokens: records with .id, .text, .raw, .unk (lmviz.bpe.Token). All text is escaped. A token
-    whose ID is in ``marked`` (a chat template's special tokens) is outlined and bold.
+    whose ID is in ``marked`` (a chat template's special tokens), or whose place is in
+    ``marked_at`` (a template's characters around a question's own), is outlined and bold.
 
     >>> from types import SimpleNamespace as T
     >>> "&lt;b&gt;" in token_chips_html([T(id=3, text="<b>", raw=b"<b>", unk=False)])
@@ -115,7 +116,7 @@ def token_chips_html(tokens, *, id_word: str = "ID", bytes_word: str = "bytes",
         hexes = " ".join(f"{b:02X}" for b in tok.raw)
         tip = html.escape(f"{id_word} {tok.id} · {bytes_word}: {hexes}", quote=True)
         label = html.escape(visible(tok.text))
-        mark = f"outline:2px solid {COLORS['chosen']};font-weight:700;" if tok.id in marked else ""
+        mark = f"outline:2px solid {COLORS['chosen']};font-weight:700;" if tok.id in marked or k in marked_at else ""
         parts.append(
             f'<span title="{tip}" style="display:inline-block;margin:2px 1px;padding:1px 4px;{mark}'
             f'border-radius:4px;background:{bg};color:#111;font-family:monospace;'
@@ -124,7 +125,7 @@ def token_chips_html(tokens, *, id_word: str = "ID", bytes_word: str = "bytes",
     return '<div style="line-height:2.4;overflow-wrap:anywhere">' + "".join(parts) + "</div>"
 
 
-def id_chips_html(tok, ids, *, marked=frozenset(), bytes_word: str = "bytes") -> str:
+def id_chips_html(tok, ids, *, marked=frozenset(), marked_at=frozenset(), bytes_word: str = "bytes") -> str:
     """:func:`token_chips_html` of token ids of ``tok`` (its ``token(i)``; its ``raw(i)`` bytes
     where it has them, else the token's UTF-8): a chat template's tokens, a question's characters.
 
@@ -137,4 +138,4 @@ def id_chips_html(tok, ids, *, marked=frozenset(), bytes_word: str = "bytes") ->
     raw = getattr(tok, "raw", None)
     return token_chips_html([SimpleNamespace(id=int(i), text=tok.token(int(i)),
                                              raw=raw(int(i)) if raw else tok.token(int(i)).encode("utf-8"), unk=False)
-                             for i in ids], bytes_word=bytes_word, marked=marked)
+                             for i in ids], bytes_word=bytes_word, marked=marked, marked_at=marked_at)

@@ -148,6 +148,21 @@ def qa_pairs(lang: str, pairs) -> tuple[QAPair, ...]:
     return tuple(QAPair(p.city, p.country, q.format(city=p.city), a.format(country=p.country)) for p in pairs)
 
 
+def template_positions(tokenizer, pair: QAPair, lang: str) -> frozenset[int]:
+    """The places in ``pair.prompt``'s tokens that are the template's, not the city's.
+
+    >>> from lmviz.capitals import Pair
+    >>> from lmviz.tokenizer import CharTokenizer
+    >>> p = qa_pairs("zh", [Pair("巴黎", "法国", True)])[0]
+    >>> sorted(template_positions(CharTokenizer(p.prompt), p, "zh"))
+    [0, 1, 4, 5, 6, 7, 8, 9, 10, 11]
+    """
+    before = QA_TEMPLATE[lang][0].split("{city}")[0]
+    start = len(tokenizer.encode(before))
+    end = start + len(tokenizer.encode(pair.city))
+    return frozenset(i for i in range(len(tokenizer.encode(pair.prompt))) if not start <= i < end)
+
+
 def as_statements(pairs: tuple[QAPair, ...], lang: str) -> tuple[QAPair, ...]:
     """The same pairs in the base model's own form: a sentence of its corpus up to the country
     (``lmviz.capitals.TEMPLATES``' second: "巴黎位于" → "法国。", "Paris is a city in" → " France.").
@@ -423,17 +438,20 @@ class FineTuned:
     run: SFTRun         # losses, held-out counts, the two sides of the mask before and after
     model: object       # the fine-tuned GPT (eval mode, CPU)
     split: SFTSplit     # the pairs it was fine-tuned on, held out from, and never read
+    said: tuple         # before_after of the held-out pairs, then the unseen ones: (pair, base's, its)
 
 
 def fine_tune(lang: str, cfg: SFTConfig = SFTConfig(), cancel=None, on_step=None) -> FineTuned:
-    """A copy of ``load_base(lang)`` fine-tuned on ``sft_split``'s pairs (``run_sft``)."""
+    """A copy of ``load_base(lang)`` fine-tuned on ``sft_split``'s pairs (``run_sft``), and the
+    answers of both models to the held-out and unseen questions."""
     from lmviz.train import copy_model
 
     base = load_base(lang)
     split = sft_split(lang, base_corpus(lang), cfg.share, cfg.seed)
     model = copy_model(base.model)
     run = run_sft(model, base.tokenizer, split, base.model.cfg.block_size, cfg, cancel=cancel, on_step=on_step)
-    return FineTuned(lang, run, model, split)
+    return FineTuned(lang, run, model, split, before_after(base.model, model, base.tokenizer,
+                                                           split.held + split.unseen, lang))
 
 
 BASE_PATH = {lang: Path(__file__).resolve().parents[2] / "assets" / "models" / f"capitals_base_{lang}.safetensors"
