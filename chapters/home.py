@@ -28,7 +28,7 @@ STAGES = [  # (label key, what flows out of the stage, chapter slug, colour)
 # The suggested talk: (chapter slug, minutes). The minutes add up to the tour's length.
 TOUR = [("", 3), ("tokenization", 5), ("embedding", 4), ("autoregression", 4), ("attention", 7),
         ("transformer-block", 3), ("loss-and-gradients", 4), ("training", 5), ("generation", 5),
-        ("kv-cache", 3), ("cost", 1), ("beyond", 1)]
+        ("kv-cache", 3), ("cost", 1), ("beyond", 1), ("post-training", 2)]
 
 
 def _link(slug: str, label: str, icon: str = ":material/arrow_forward:") -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser_util import exceptions, shot, wait_charts, wait_idle
-from tests.test_browser_classroom import _text, _until
+from tests.test_browser_classroom import _page, _text, _until
 from ui.i18n import translate
 
 pytestmark = pytest.mark.browser
@@ -29,9 +29,7 @@ def test_a_student_fine_tunes_and_runs_dpo_to_the_end(server, browser):
     from lmviz.chapters.post_training import DPO_EXAMPLE, dpo_by_hand
 
     Z = lambda key, **kw: translate(key, "zh", **kw)   # noqa: E731
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-    pg = ctx.new_page()
-    pg.set_default_timeout(90_000)
+    ctx, pg = _page(browser, height=900)
     try:
         pg.goto(server.url("post-training", lang="zh"), wait_until="domcontentloaded")
         wait_idle(pg)
