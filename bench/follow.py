@@ -52,13 +52,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from load import cpu_s, pct, print_latencies, rss_mb  # noqa: E402
-from ui.classroom import QUESTION_SECTION  # noqa: E402
+from lmviz.chapters.questions import QUESTIONS  # noqa: E402
 from ui.headless import Session  # noqa: E402
 
 VALUES = (0.5, 1.5, 0.25, 2.0, 0.75, 3.0, 1.25, 2.5)   # τ values the lecturer moves through
 TAU_KEY = "gen_tau"
 # the question the τ section (/generation's "gen.sec_temp") waits behind
-TAU_QUESTION = next(q for q, sec in QUESTION_SECTION.items() if sec == "gen.sec_temp")
+TAU_QUESTION = next(q.id for q in QUESTIONS if q.section == "gen.sec_temp")
 
 # In every browser follower's page, before Streamlit loads: every 10 ms, the value of the τ
 # slider (the slider labelled with τ), the page's path and whether a chart is drawn (Plotly's

@@ -65,7 +65,7 @@ def _about_base() -> dict:
 
 
 def sec_template():
-    from lmviz.chapters.post_training import template_positions
+    from lmviz.chapters.post_training import template_lesson, template_positions
 
     render.md(t("pt.template_md", **_about_base()))
     held = _split(lang()).held
@@ -83,7 +83,7 @@ def sec_template():
             render.md(t("pt.said", text=_quoted(said.text),
                         verdict=t("pt.right" if said.right else "pt.wrong", answer=_quoted(held[i].answer))))
             render.metric(t("pt.first_p"), f"{said.first_prob:.3f}")
-    lesson = "gap" if statement.right and not question.right else "both" if statement.right else "neither"
+    lesson = template_lesson(statement, question)
     render.md(sentences(t("pt.template_result", city=render.escape(held[i].city), s=len(statement.prompt_ids),
                           q=len(question.prompt_ids)), t(f"pt.lesson.{lesson}")))
     render.md(t("pt.template_real"))

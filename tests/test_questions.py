@@ -38,6 +38,15 @@ def test_every_chapter_has_one_to_three_questions():
     assert len(set(IDS)) == len(IDS)
 
 
+def test_each_question_is_asked_before_a_section_its_chapter_has():
+    """``Question.section`` is a key of its chapter's ``render.run_sections`` list (read from the page)."""
+    from ui.chapters import ROOT, by_slug
+
+    for q in QUESTIONS:
+        page = (ROOT / by_slug(q.chapter).file).read_text(encoding="utf-8")
+        assert f'("{q.section}", ' in page, (q.id, q.section)
+
+
 @pytest.mark.parametrize("qid", IDS)
 def test_options_are_well_formed_and_the_store_accepts_them(qid):
     q = by_id(qid)

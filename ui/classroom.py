@@ -86,23 +86,6 @@ FOLLOW_RERUNS = 1            # followers of one process that rerun their page at
                              # lecturer's own rerun 0.06-1.5 s and followers' p95 1.7-2.9 s;
                              # 1 at once, 0.04-0.25 s (once 0.58 s) and p95 0.66-0.77 s)
 
-# The section (ui.render.run_sections key) each question is asked just before.
-QUESTION_SECTION = {
-    "tok_first_merge": "tok.stepper", "tok_lower_tokens": "tok.encode",
-    "emb_order": "emb.sec_position", "emb_add_pos": "emb.sec_position",
-    "ar_pairs": "ar.sec_teacher", "ar_mask_zero": "ar.sec_mask",
-    "att_weighted_sum": "att.sec_w17", "att_scale": "att.sec_scale",
-    "blk_norm_mean": "blk.sec_norms",
-    "loss_ce": "loss.sec_softmax", "loss_big_lr": "loss.sec_onestep",
-    "train_lr_start": "train.sec_run",
-    "gen_greedy": "gen.sec_greedy", "gen_tau_half": "gen.sec_temp", "gen_greedy_best": "gen.sec_tree",
-    "kv_bytes": "kv.sec_memory", "kv_gqa": "kv.sec_memory",
-    "cost_double_n": "cost.sec_measured", "cost_crossover": "cost.sec_where",
-    "bey_bins": "bey.sec_robot",
-    "pt_dpo_margin": "pt.sec_dpo",
-}
-
-
 @st.cache_resource(show_spinner=False)
 def store() -> ClassStore:
     """The process's class store (shared by every session; thread-safe)."""
@@ -916,12 +899,12 @@ def _answering(qid: str) -> None:
 
 
 def questions_for(section_key: str, first: bool) -> list[qs.Question]:
-    """The questions asked just before section ``section_key`` (unmapped ones before the first)."""
+    """The questions asked just before section ``section_key`` (their ``section``; one without a
+    section before the first)."""
     out = []
     for q in qs.for_chapter(current_slug()):
         if q.by_run:              # the page asks it beside the run that answers it
             continue
-        where = QUESTION_SECTION.get(q.id)
-        if where == section_key or (first and where is None):
+        if q.section == section_key or (first and not q.section):
             out.append(q)
     return out

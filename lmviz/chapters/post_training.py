@@ -262,6 +262,18 @@ def ask(model, tokenizer, pair: QAPair, lang: str) -> Said:
     return Said(tuple(ids), a.answer_ids, text, a.first_prob, text == pair.answer)
 
 
+def template_lesson(read: Said, asked: Said) -> str:
+    """What the base model's two answers to one fact say: "gap" (right in the form it read, wrong
+    as a question: it knows the fact, not the format), "both" (right either way) or "neither"
+    (wrong even in the form it read: the fact did not stick).
+
+    >>> s = lambda ok: Said((), (), "", 1.0, ok)
+    >>> template_lesson(s(True), s(False)), template_lesson(s(True), s(True)), template_lesson(s(False), s(False))
+    ('gap', 'both', 'neither')
+    """
+    return ("gap" if not asked.right else "both") if read.right else "neither"
+
+
 def before_after(base, tuned, tokenizer, pairs, lang: str) -> tuple[tuple[QAPair, Said, Said], ...]:
     """Each pair with the base model's answer and the fine-tuned model's."""
     return tuple((p, ask(base, tokenizer, p, lang), ask(tuned, tokenizer, p, lang)) for p in pairs)

@@ -53,7 +53,8 @@ class Solution:
 class Question:
     id: str                           # also the catalogue prefix q.<id>.*
     chapter: str                      # chapter slug (ui.chapters)
-    section: str                      # the section it is asked before (a hint for the page)
+    section: str                      # the chapter's section it is asked just before (ui.render.run_sections
+    #                                   key); a question a live run answers: the section of that run
     compute: Callable[..., Solution]  # computes options, the answer and the explanation's numbers
     per_language: bool = False        # compute(lang): the chapter's example differs by language
     by_run: bool = False              # a live run answers it: no correct option until the page passes the
@@ -552,32 +553,32 @@ def _pt_dpo_margin() -> Solution:
 # -----------------------------------------------------------------------------
 
 QUESTIONS: tuple[Question, ...] = (
-    Question("tok_first_merge", "tokenization", "bpe", _tok_first_merge),
-    Question("tok_lower_tokens", "tokenization", "encode", _tok_lower_tokens),
-    Question("emb_order", "embedding", "position", _emb_order),
-    Question("emb_add_pos", "embedding", "position", _emb_add_pos),
-    Question("ar_pairs", "autoregression", "teacher_forcing", _ar_pairs, per_language=True),
-    Question("ar_mask_zero", "autoregression", "mask", _ar_mask_zero),
-    Question("att_weighted_sum", "attention", "w17", _att_weighted_sum),
-    Question("att_scale", "attention", "scale", _att_scale),
-    Question("blk_norm_mean", "transformer-block", "norms", _blk_norm_mean),
-    Question("loss_ce", "loss-and-gradients", "softmax", _loss_ce),
-    Question("loss_big_lr", "loss-and-gradients", "one_param", _loss_big_lr),
-    Question("train_lr_start", "training", "schedule", _train_lr_start, per_language=True),
-    Question("train_ind_loss", "training", "induction", _by_run("train_ind_loss", ("smooth", "sudden", "bump")),
+    Question("tok_first_merge", "tokenization", "tok.stepper", _tok_first_merge),
+    Question("tok_lower_tokens", "tokenization", "tok.encode", _tok_lower_tokens),
+    Question("emb_order", "embedding", "emb.sec_position", _emb_order),
+    Question("emb_add_pos", "embedding", "emb.sec_position", _emb_add_pos),
+    Question("ar_pairs", "autoregression", "ar.sec_teacher", _ar_pairs, per_language=True),
+    Question("ar_mask_zero", "autoregression", "ar.sec_mask", _ar_mask_zero),
+    Question("att_weighted_sum", "attention", "att.sec_w17", _att_weighted_sum),
+    Question("att_scale", "attention", "att.sec_scale", _att_scale),
+    Question("blk_norm_mean", "transformer-block", "blk.sec_norms", _blk_norm_mean),
+    Question("loss_ce", "loss-and-gradients", "loss.sec_softmax", _loss_ce),
+    Question("loss_big_lr", "loss-and-gradients", "loss.sec_onestep", _loss_big_lr),
+    Question("train_lr_start", "training", "train.sec_run", _train_lr_start, per_language=True),
+    Question("train_ind_loss", "training", "train.sec_run", _by_run("train_ind_loss", ("smooth", "sudden", "bump")),
              by_run=True),
-    Question("train_ind_one_layer", "training", "induction", _by_run("train_ind_one_layer", ("yes", "no")),
+    Question("train_ind_one_layer", "training", "train.sec_run", _by_run("train_ind_one_layer", ("yes", "no")),
              by_run=True),
-    Question("gen_greedy", "generation", "greedy", _gen_greedy),
-    Question("gen_tau_half", "generation", "temperature", _gen_tau_half),
-    Question("gen_greedy_best", "generation", "search", _gen_greedy_best),
-    Question("kv_bytes", "kv-cache", "size", _kv_bytes),
-    Question("kv_gqa", "kv-cache", "size", _kv_gqa),
-    Question("cost_double_n", "cost", "quadratic", _cost_double_n),
-    Question("cost_crossover", "cost", "where", _cost_crossover),
-    Question("bey_bins", "beyond", "robot", _bey_bins),
-    Question("pt_prompt_loss", "post-training", "sft", _pt_prompt_loss, by_run=True),
-    Question("pt_dpo_margin", "post-training", "dpo", _pt_dpo_margin),
+    Question("gen_greedy", "generation", "gen.sec_greedy", _gen_greedy),
+    Question("gen_tau_half", "generation", "gen.sec_temp", _gen_tau_half),
+    Question("gen_greedy_best", "generation", "gen.sec_tree", _gen_greedy_best),
+    Question("kv_bytes", "kv-cache", "kv.sec_memory", _kv_bytes),
+    Question("kv_gqa", "kv-cache", "kv.sec_memory", _kv_gqa),
+    Question("cost_double_n", "cost", "cost.sec_measured", _cost_double_n),
+    Question("cost_crossover", "cost", "cost.sec_where", _cost_crossover),
+    Question("bey_bins", "beyond", "bey.sec_robot", _bey_bins),
+    Question("pt_prompt_loss", "post-training", "pt.sec_sft", _pt_prompt_loss, by_run=True),
+    Question("pt_dpo_margin", "post-training", "pt.sec_dpo", _pt_dpo_margin),
 )
 _BY_ID = {q.id: q for q in QUESTIONS}
 
