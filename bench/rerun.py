@@ -45,7 +45,7 @@ except ImportError:
     except ImportError:
         QUESTIONS = ()
 try:
-    from ui.classroom import SKIPPED
+    from ui.questions import SKIPPED
 except ImportError:
     QUESTIONS = ()
 for q in QUESTIONS:

@@ -8,7 +8,7 @@ import math
 
 import streamlit as st
 
-from ui import chat_section, classroom, model_words, render, session, urlstate
+from ui import chat_section, model_words, questions, render, session, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import lang, sentences, t
 from viz.beyond import loss_curve_figure, pipeline_figure
@@ -152,7 +152,7 @@ def sec_sft():
     render.metric(t("pt.prompt_loss"), f"{g.prompt:.3f}", at=m[2])
     render.md(t("pt.mask_note", k=sum(g.graded), n=len(g.graded), masked=f"{g.masked:.3f}",
                 unmasked=f"{g.unmasked:.3f}"))
-    classroom.run_questions()
+    questions.run_questions()
     with render.controls():
         steps = st.select_slider(t("pt.steps"), STEP_CHOICES, value=cfg.steps, key="pt_steps")
     if st.button(t("pt.tune", n=steps), key="pt_tune", type="primary", icon=":material/school:"):
@@ -166,7 +166,7 @@ def _sft_view(snap) -> None:
     from lmviz.chapters.post_training import answers
 
     if snap is None:
-        classroom.set_run_answers({})
+        questions.set_run_answers({})
         render.caption(t("pt.sft_stopped" if st.session_state.get("pt_sft_stopped") else "pt.sft_none"))
         return
     if snap.active:
@@ -174,7 +174,7 @@ def _sft_view(snap) -> None:
     if not session.task_status(snap, queued_key="pt.queued", running_key="pt.tuning", error_key="pt.error"):
         return
     ft = snap.result
-    classroom.set_run_answers(answers(ft.run))
+    questions.set_run_answers(answers(ft.run))
     _sft_result(ft)
 
 

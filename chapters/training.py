@@ -15,7 +15,7 @@ from lmviz.chapters.claims import baseline, pace
 from lmviz.chapters.examples import DEFAULT_SETUP
 from lmviz.numfmt import duration, short
 from lmviz.tokenizer import CharTokenizer
-from ui import classroom, session, render, urlstate
+from ui import classroom, questions, session, render, urlstate
 from ui import induction_section, model_words, replay_section
 from ui.i18n import device, lang, literal, said, sentences, t
 from viz.training import attention_figure, entropy, loss_figure, ppl_lr_figure
@@ -267,7 +267,7 @@ def sec_run() -> None:
         render.caption(t("train.run_link_hidden"))
     setup = st.session_state.get("train_setup")
     if setup is not None and setup[2].induction_probe:     # the room predicts, the run answers
-        classroom.run_questions()
+        questions.run_questions()
     cols = st.columns(5)
     ready = setup is not None
     if not ready and not active:      # presenter mode opened on this section: section 1 not drawn yet

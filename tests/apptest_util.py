@@ -49,7 +49,7 @@ def skip_questions(at: AppTest) -> AppTest:
     """Before the first run: the student has skipped every predict-then-reveal question (as its
     "skip" button does), so every chapter's answering sections are drawn."""
     from lmviz.chapters.questions import QUESTIONS
-    from ui.classroom import SKIPPED
+    from ui.questions import SKIPPED
 
     for q in QUESTIONS:
         at.session_state[f"class_solo:{q.id}:done"] = SKIPPED

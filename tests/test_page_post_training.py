@@ -27,7 +27,7 @@ def _q(text: str) -> str:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_page_runs_sft_and_dpo_to_their_end(lang):
     from lmviz.chapters import post_training as pt
-    from ui.classroom import RUN_ANSWER
+    from ui.questions import RUN_ANSWER
     from ui.session import shared_results
 
     at = open_page(PAGE, lang)

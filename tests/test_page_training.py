@@ -555,8 +555,8 @@ def test_the_induction_run_draws_its_heads_and_trains_its_one_layer_control_besi
 def test_a_student_alone_predicts_how_the_loss_will_go_and_the_run_answers():
     """Issue 57 item 3, alone: the induction preset asks its two questions beside the run; a
     prediction waits for the run (no answer is known before it), and the run's answer (which
-    ui.classroom.set_run_answers keeps, as the live section does) turns it into a verdict."""
-    from ui.classroom import RUN_ANSWER
+    ui.questions.set_run_answers keeps, as the live section does) turns it into a verdict."""
+    from ui.questions import RUN_ANSWER
 
     at = open_page(PAGE, "en", corpus="induction", preset="induction")
     for qid in ("train_ind_loss", "train_ind_one_layer"):

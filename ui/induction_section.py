@@ -13,7 +13,7 @@ from typing import Any, Callable
 import streamlit as st
 
 from lmviz.chapters.claims import induction, induction_control, induction_forming, induction_loss
-from ui import classroom, render
+from ui import questions, render
 from ui.i18n import t
 from viz.training import attention_figure, icl_compare_figure, induction_figure
 
@@ -41,7 +41,7 @@ def draw(src: Source) -> None:
     run = induction_run(src.evals)
     if run is None:
         return
-    classroom.set_run_answers(answers(run, src.earlier))
+    questions.set_run_answers(answers(run, src.earlier))
     render.md(f"#### {t('train.ind_title')}")
     render.caption(t("train.ind_note", half=run.half, n=2 * run.half))
     forming, loss = induction_forming(run), induction_loss(run)

@@ -460,11 +460,13 @@ def section(key: str, level: int = 2) -> None:
 
 def page_header(title_key: str, intro_key: str | None = None) -> None:
     """The chapter's title and its one-paragraph introduction (starts a new hand-out record)."""
-    from ui import classroom
+    from ui import classroom, questions
 
-    # classroom mode (ui/classroom.py): the lecturer's class bar, the follow banner and its poll,
-    # the room's open question; drawn above every chapter, so no page knows about classes
+    # classroom mode (ui/classroom.py): the lecturer's class bar, the follow banner and its poll;
+    # then the room's open question (ui/questions.py); drawn above every chapter, so no page
+    # knows about classes
     classroom.top()
+    questions.room_question()
     title = t(title_key)
     handout.start(title)
     st.title(title)
@@ -652,14 +654,14 @@ def present_chrome() -> None:
 
 
 def _draw_sections(sections, shown) -> None:
-    from ui import classroom
+    from ui import classroom, questions
 
     for j, (key, body) in enumerate(shown):
         # predict, then reveal: a chapter's questions come just before the section that answers
         # them, and that section is not drawn at all (its numbers never reach the browser) until
-        # the answer is revealed (ui.classroom.revealed)
-        asked = classroom.questions_for(key, first=(j == 0 and key == sections[0][0]))
-        if asked and classroom.alone() and not presenting() and not all(map(classroom.revealed, asked)):
+        # the answer is revealed (ui.questions.revealed)
+        asked = questions.questions_for(key, first=(j == 0 and key == sections[0][0]))
+        if asked and classroom.alone() and not presenting() and not all(map(questions.revealed, asked)):
             _answered_here(key, body, asked)
         else:
             _asked_section(key, body, asked)
@@ -667,15 +669,15 @@ def _draw_sections(sections, shown) -> None:
 
 def _asked_section(key: str, body, asked) -> None:
     """The section ``key`` after its questions ``asked``: ``body`` once every one is revealed."""
-    from ui import classroom
+    from ui import questions
 
     for q in asked:
-        classroom.question_block(q)
+        questions.question_block(q)
     section(key)
-    if all(classroom.revealed(q) for q in asked):
+    if all(questions.revealed(q) for q in asked):
         body()
     else:
-        classroom.hidden_note()
+        questions.hidden_note()
 
 
 @st.fragment

@@ -41,7 +41,7 @@ import streamlit as st
 from lmviz.chapters import generation_room as gr
 from lmviz.chapters.claims import room_favourite, room_surprise
 from lmviz.clean_text import clean_text
-from ui import classroom, render, session, urlstate
+from ui import classroom, questions, render, session, urlstate
 from ui.i18n import listed, literal, sentences, t
 from ui.runtime import in_fragment_rerun
 from viz.attention import head_map_figure
@@ -155,7 +155,7 @@ def _lecturer_live(qid: str, sentence: str, pos: int, actual_opt: str, p_actual:
         return
     if not q.revealed:
         st.markdown(t("class.answered_n", n=q.total))
-        classroom.senders(q.senders)
+        questions.senders(q.senders)
         st.button(t("class.reveal_all"), key=f"room_reveal:{qid}", type="primary", icon=":material/visibility:",
                   on_click=lambda: store.reveal(lect["code"], lect["secret"], qid))
         return
@@ -189,7 +189,7 @@ def _answering(qid: str) -> None:
             results(ch, q.counts or {}, None, None, mine=mine)
             return
         labels = {o: _label(ch, o) for o in ch.options}
-        classroom.pick_and_send(code, q.id, f"room_ans:{q.id}", ch.options, labels.__getitem__, t("gen.room_pick"),
+        questions.pick_and_send(code, q.id, f"room_ans:{q.id}", ch.options, labels.__getitem__, t("gen.room_pick"),
                                 True, None if mine is None else t("class.sent", answer=literal(_label(ch, mine))))
 
 
@@ -439,7 +439,7 @@ def _heads_lecturer(act: str, ids: tuple[int, ...]) -> None:
         st.caption(t(f"class.reason.{tl.reason}"))
         return
     render.md(t("att.hm_room", k=len(tl.counts), n=n, r=tl.reported, s=tl.students))
-    classroom.senders(tl.senders)
+    questions.senders(tl.senders)
     _map(b, fx, dict(tl.counts), t("att.hm_title_room", k=len(tl.counts), n=n))
     st.button(t("att.hm_fill"), key=f"att_hm_fill:{act}",
               on_click=lambda: st.session_state.__setitem__(f"att_hm_all:{act}", True))
@@ -540,7 +540,7 @@ def _moderation(lect: dict) -> None:
     pending = [i for i in q.items if i.state == "pending"]
     counts = {s: sum(i.state == s for i in q.items) for s in ("pending", "accepted", "dropped")}
     st.markdown(t("tok.room_queue", **counts))
-    classroom.senders(q.senders)
+    questions.senders(q.senders)
     hide = st.toggle(t("tok.room_hide"), value=True, key="tok_room_hide", help=t("tok.room_hide_help"))
     for i in pending[:12]:
         c1, c2, c3 = st.columns([6, 1, 1], vertical_alignment="center")
