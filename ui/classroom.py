@@ -534,12 +534,28 @@ def _follower_tick() -> None:
         f["view"] = view     # counts after a reveal (no version move): keep the latest
 
 
-def drawn_in(param: str) -> None:
-    """Note where the widget of ``?param=`` is being drawn (ui.urlstate): the fragment it is in, or
-    none (drawn by the page's own run). A follower whose class changed only such settings reruns
-    just those fragments (:func:`_fragments_for`)."""
-    if following():
-        st.session_state.setdefault(DRAWN_IN, {})[param] = (current_slug(), current_fragment_id())
+# ui.urlstate reaches classroom mode through these two calls: a widget of ``?param=`` about to be
+# drawn asks for the lecturer's value (:func:`pending`); a setting written tells the class (:func:`published`).
+def pending(param: str) -> str | None:
+    """The widget of ``?param=`` is being drawn: a follower notes where (:func:`_drawn_in`) and
+    takes the lecturer's raw value for it, once (None: none waiting, or not following)."""
+    if not following():
+        return None
+    _drawn_in(param)
+    return _take_pending(param)
+
+
+def published(param: str) -> None:
+    """``?param=`` was written (or removed): a lecturer's class sees it at once."""
+    if lecturing():
+        publish_now()
+
+
+def _drawn_in(param: str) -> None:
+    """Note where the widget of ``?param=`` is being drawn: the fragment it is in, or none (drawn
+    by the page's own run). A follower whose class changed only such settings reruns just those
+    fragments (:func:`_fragments_for`)."""
+    st.session_state.setdefault(DRAWN_IN, {})[param] = (current_slug(), current_fragment_id())
 
 
 def _fragments_for(before: FollowView | None, view: FollowView) -> list[str] | None:
@@ -563,12 +579,12 @@ def _fragments_for(before: FollowView | None, view: FollowView) -> list[str] | N
     return [spot[1] for spot in spots]
 
 
-def take_pending(param: str):
+def _take_pending(param: str) -> str | None:
     """A followed raw value for ``?param=`` (once), or None."""
-    pending = st.session_state.get(PENDING)
-    if not pending or param not in pending or not following():
+    waiting = st.session_state.get(PENDING)
+    if not waiting or param not in waiting:
         return None
-    return pending.pop(param)
+    return waiting.pop(param)
 
 
 def followed_section(n: int) -> int | None:

@@ -35,8 +35,7 @@ def seed_from_url(param: str, key: str, default: Any, parse: Callable[[str], Any
     notes = st.session_state.setdefault("lmviz_url_notes", {})
     from ui import classroom
 
-    classroom.drawn_in(param)
-    if _take_followed(param, key, parse, valid):
+    if _take_followed(classroom.pending(param), param, key, parse, valid):
         return
     if key in st.session_state:
         if key in notes:
@@ -69,15 +68,12 @@ def seed_from_url(param: str, key: str, default: Any, parse: Callable[[str], Any
     st.session_state[key] = value
 
 
-def _take_followed(param: str, key: str, parse: Callable[[str], Any],
+def _take_followed(raw: str | None, param: str, key: str, parse: Callable[[str], Any],
                    valid: Callable[[Any], bool]) -> bool:
-    """Classroom mode: a follower takes the lecturer's value for ``?param=`` (the second path
-    besides a link's value, which applies once per session): written into the widget's
+    """Classroom mode: a follower takes the lecturer's value ``raw`` for ``?param=`` (the second
+    path besides a link's value, which applies once per session): written into the widget's
     session-state key before the widget is drawn. True when a valid value was applied; an
     invalid one (another app version, say) is ignored and the widget keeps its value."""
-    from ui import classroom
-
-    raw = classroom.take_pending(param)
     if raw is None:
         return False
     try:
@@ -100,8 +96,7 @@ def to_url(param: str, value: Any) -> None:
         st.query_params[param] = text
         from ui import classroom
 
-        if classroom.lecturing():
-            classroom.publish_now()
+        classroom.published(param)
 
 
 def drop(param: str) -> None:
@@ -110,8 +105,7 @@ def drop(param: str) -> None:
         del st.query_params[param]
         from ui import classroom
 
-        if classroom.lecturing():
-            classroom.publish_now()
+        classroom.published(param)
 
 
 def slider(label: str, min_value, max_value, value, step=None, *, param: str, key: str, **kwargs):
