@@ -12,7 +12,7 @@ from ui import chat_section, model_words, questions, render, session, urlstate
 from ui.chapters import by_slug, registered
 from ui.i18n import lang, sentences, t
 from viz.beyond import loss_curve_figure, pipeline_figure
-from viz.post_training import accuracy_figure, dpo_figure, graded_figure
+from viz.post_training import accuracy_figure, dpo_figure, graded_figure, learned_figure
 from viz.theme import true_minus
 from viz.tokenization import id_chips_html, visible
 
@@ -179,7 +179,7 @@ def _sft_view(snap) -> None:
 
 
 def _sft_result(ft) -> None:
-    from lmviz.chapters.post_training import prompt_loss_moved
+    from lmviz.chapters.post_training import learned, prompt_loss_moved
 
     run, split = ft.run, ft.split
     steps = [c[0] for c in run.counted]
@@ -195,6 +195,13 @@ def _sft_result(ft) -> None:
                           a1=round(last[1] * len(split.held)), p0=f"{100 * first[1]:.0f}", p1=f"{100 * last[1]:.0f}"),
                         t("pt.unseen.some" if u1 else "pt.unseen.none", u1=u1, unseen=len(split.unseen))))
     render.caption(t("pt.sft_weak", n=len(split.held), pp=f"{100 / len(split.held):.1f}"))
+    lr = learned(run)
+    render.plot(render.figure(learned_figure, [split.held[i].city for i in lr.order], steps,
+                              [[row[i] for row in run.held_right] for i in lr.order],
+                              names=(t("pt.cell_right"), t("pt.cell_wrong")), x_label=t("pt.step"),
+                              title=t("pt.learned_title", n=len(split.held))), key="pt_learned", filename="sft-replay")
+    render.md(sentences(t("pt.learned_note", n=len(split.held), never=lr.never),
+                        t("pt.learned.lost" if lr.lost else "pt.learned.kept", lost=lr.lost)))
     render.md(sentences(t("pt.sides", n=len(split.train), p0=f"{run.before.prompt:.2f}", p1=f"{run.after.prompt:.2f}",
                           a0=f"{run.before.answer:.2f}", a1=f"{run.after.answer:.3f}"),
                         t(f"pt.sides.{prompt_loss_moved(run)}")))

@@ -181,7 +181,12 @@ def test_a_live_fine_tune_and_dpo_on_its_mistakes():
     assert pt.answers(run) == {"pt_prompt_loss": moved}
     assert moved in by_id("pt_prompt_loss").option_ids()
     toy = pt.load_base("zh")
-    rows, k = ft.said, len(ft.split.held)
+    # the replay: which held-out questions were right at each count, summing to the counts
+    k = len(ft.split.held)
+    assert [round(sum(r)) for r in run.held_right] == [round(c[1] * k) for c in run.counted]
+    lr = pt.learned(run)
+    assert sorted(lr.order) == list(range(k)) and lr.never == sum(not any(col) for col in zip(*run.held_right))
+    rows = ft.said
     assert [p for p, _, _ in rows] == list(ft.split.held + ft.split.unseen)
     assert not any(a.right for _, a, _ in rows)                  # the base model answers no question
     assert not any(b.right for _, _, b in rows[k:])              # nor does SFT, about a city never read

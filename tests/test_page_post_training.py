@@ -72,6 +72,9 @@ def test_the_page_runs_sft_and_dpo_to_their_end(lang):
     assert tr("pt.sides", lang, n=len(split.train), p0=f"{run.before.prompt:.2f}", p1=f"{run.after.prompt:.2f}",
               a0=f"{run.before.answer:.2f}", a1=f"{run.after.answer:.3f}") in text
     assert at.session_state[RUN_ANSWER + "pt_prompt_loss"] == pt.prompt_loss_moved(run)
+    lr = pt.learned(run)
+    assert sentences(tr("pt.learned_note", lang, n=len(split.held), never=lr.never),
+                     tr("pt.learned.lost" if lr.lost else "pt.learned.kept", lang, lost=lr.lost), code=lang) in text
     assert tr("pt.acc_title", lang) in [title_of(f) for f in figures(at)]
 
     at.button(key="pt_prefer").click().run()

@@ -52,3 +52,17 @@ def dpo_figure(steps, margin, kl, chosen_shift, rejected_shift, *, names: tuple[
     fig.update_yaxes(title_text=y_labels[0], row=1, col=1)
     fig.update_yaxes(title_text=y_labels[1], row=2, col=1)
     return theme.minus_labels(theme.apply(fig, height=440, title=title))
+
+
+def learned_figure(cities: list[str], steps, right, *, names: tuple[str, str], x_label: str,
+                   title: str | None = None) -> go.Figure:
+    """The fine-tune replayed: one row per held-out question (``cities``, top first), one column
+    per count (``steps``), each cell answered right or not (``right[row][col]``)."""
+    z = [[1 if v else 0 for v in row] for row in right]
+    fig = go.Figure(go.Heatmap(z=z, x=[str(s) for s in steps], y=list(cities), zmin=0, zmax=1, xgap=1, ygap=1,
+                               colorscale=[[0, COLORS["masked"]], [0.5, COLORS["masked"]], [0.5, COLORS["value"]],
+                                           [1, COLORS["value"]]],
+                               colorbar=dict(tickvals=[0.25, 0.75], ticktext=[names[1], names[0]], len=0.5),
+                               hovertemplate="%{y} · %{x}<extra></extra>"))
+    fig.update_layout(xaxis_title=x_label, yaxis=dict(autorange="reversed", tickfont=dict(size=11)))
+    return theme.apply(fig, height=max(260, 16 * len(cities) + 120), title=title)

@@ -372,6 +372,7 @@ class SFTRun:
     counted: tuple[tuple[int, float, float], ...]   # (step, held-out accuracy, unseen accuracy), from step 0
     before: Sides                                # the fine-tune pairs' loss on each side of the mask, at step 0
     after: Sides                                 # the same when the run ended (or was stopped)
+    held_right: tuple[tuple[bool, ...], ...] = ()   # at each count, which held-out pairs were answered right
 
 
 def run_sft(model, tokenizer, split: SFTSplit, block: int, cfg: SFTConfig = SFTConfig(), cancel=None,
@@ -391,10 +392,13 @@ def run_sft(model, tokenizer, split: SFTSplit, block: int, cfg: SFTConfig = SFTC
         idx = torch.randint(0, x.shape[0], (cfg.batch,), generator=gen)
         return x[idx], y[idx]
 
+    held_right = []
+
     def count(step: int) -> tuple[int, float, float]:
         model.eval()
         got = [answered(model, tokenizer, ps, block) for ps in (split.held, split.unseen)]
         model.train()
+        held_right.append(tuple(got[0]))
         return step, sum(got[0]) / max(1, len(got[0])), sum(got[1]) / max(1, len(got[1]))
 
     model.eval()
@@ -409,7 +413,34 @@ def run_sft(model, tokenizer, split: SFTSplit, block: int, cfg: SFTConfig = SFTC
         if on_step is not None:
             on_step(step, loss)
     model.eval()
-    return SFTRun(tuple(losses), tuple(counted), before, sides(model, tokenizer, split.train, block))
+    return SFTRun(tuple(losses), tuple(counted), before, sides(model, tokenizer, split.train, block),
+                  tuple(held_right))
+
+
+@dataclass(frozen=True)
+class Learned:
+    """When each held-out question was first answered right during a fine-tune (its replay)."""
+
+    order: tuple[int, ...]              # the held-out pairs' indices, by the count first right (never: last)
+    first: tuple[int | None, ...]       # per pair (split order): the step of its first right count, or None
+    never: int                          # pairs never answered right at any count
+    lost: int                           # pairs right at some count and wrong at the last
+
+
+def learned(run: SFTRun) -> Learned:
+    """:class:`Learned` from a run's counts.
+
+    >>> r = SFTRun((), ((0, 0, 0), (25, 0, 0), (50, 0, 0)), None, None,
+    ...            ((False, False, False), (False, True, True), (True, True, False)))
+    >>> learned(r)
+    Learned(order=(1, 2, 0), first=(50, 25, 25), never=0, lost=1)
+    """
+    steps = [c[0] for c in run.counted]
+    n = len(run.held_right[0]) if run.held_right else 0
+    first = tuple(next((steps[k] for k, row in enumerate(run.held_right) if row[i]), None) for i in range(n))
+    order = tuple(sorted(range(n), key=lambda i: (first[i] is None, first[i] or 0, i)))
+    lost = sum(1 for i in range(n) if first[i] is not None and not run.held_right[-1][i])
+    return Learned(order, first, sum(f is None for f in first), lost)
 
 
 SAME_NATS = 0.05    # a change of the question's mean loss smaller than this is "about the same"
