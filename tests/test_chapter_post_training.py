@@ -110,7 +110,7 @@ def test_answered_is_greedy_decoding():
         assert (ids[-len(want):] == want) == ok
 
 
-@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("lang", ["en"])          # Chinese: test_a_live_fine_tune_and_dpo_on_its_mistakes
 def test_sft_teaches_the_format_and_the_knowledge_comes_from_pre_training(lang):
     """The shipped base model answers none of the questions (it never read one); fine-tuned on
     60 % of the pairs it read about, with the loss masked to the answers, it answers a share of
@@ -175,17 +175,20 @@ def test_a_live_fine_tune_and_dpo_on_its_mistakes():
 
     ft = pt.fine_tune("zh")
     run = ft.run
+    # the format is taught, the knowledge came from pre-training (as in the English test above)
+    assert run.counted[0][1:] == (0.0, 0.0) and run.counted[-1][1] >= 0.2 and run.counted[-1][2] == 0.0
     # the question's positions are never graded: their loss moves far less than the answer's
     assert run.after.answer < run.before.answer / 100
     moved = pt.prompt_loss_moved(run)
     assert pt.answers(run) == {"pt_prompt_loss": moved}
     assert moved in by_id("pt_prompt_loss").option_ids()
-    toy = pt.load_base("zh")
     # the replay: which held-out questions were right at each count, summing to the counts
     k = len(ft.split.held)
     assert [round(sum(r)) for r in run.held_right] == [round(c[1] * k) for c in run.counted]
     lr = pt.learned(run)
     assert sorted(lr.order) == list(range(k)) and lr.never == sum(not any(col) for col in zip(*run.held_right))
+    toy = pt.load_base("zh")
+    assert all(pt.answered(toy.model, toy.tokenizer, pt.as_statements(ft.split.held, "zh"), 48))
     rows = ft.said
     assert [p for p, _, _ in rows] == list(ft.split.held + ft.split.unseen)
     assert not any(a.right for _, a, _ in rows)                  # the base model answers no question
