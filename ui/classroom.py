@@ -55,7 +55,7 @@ from ui.runtime import (current_fragment_id, fragment_target, in_fragment_rerun,
                         rerun_fragments_here, serve_first)
 
 LECT = "class_lect"          # session key: {"code": str, "secret": str} while this session lectures
-FOLLOW = "class_follow"      # session key: follower state (see _follow_state)
+FOLLOW = "class_follow"      # session key: follower state (see follow_state)
 NOTE = "class_note"          # session key: a note to show once following or lecturing ended
 PENDING = "lmviz_follow_pending"   # session key: {param: raw value} the widgets take when drawn
 DRAWN_IN = "lmviz_param_fragment"  # session key: {param: (chapter slug, fragment id or None)} where
@@ -174,13 +174,14 @@ def lecturing() -> dict | None:
     return st.session_state.get(LECT)
 
 
-def _follow_state() -> dict | None:
+def follow_state() -> dict | None:
+    """This session's follower state (its class code, version, paused ...), or None when not following."""
     return st.session_state.get(FOLLOW)
 
 
 def follow_code() -> str:
     """The code of the class this session follows ("" when it follows none)."""
-    f = _follow_state()
+    f = follow_state()
     return f["code"] if f else ""
 
 
@@ -192,13 +193,13 @@ def alone() -> bool:
 
 def following() -> bool:
     """True while this session follows a live class and has not stepped away."""
-    f = _follow_state()
+    f = follow_state()
     return bool(f and not f["paused"])
 
 
 def followed_view() -> FollowView | None:
     """The lecturer's state as last seen, while actively following."""
-    f = _follow_state()
+    f = follow_state()
     return f["view"] if f and not f["paused"] and f["view"] is not None else None
 
 
@@ -410,7 +411,7 @@ def _sidebar_behind(view: FollowView) -> bool:
 
 
 def _step_away() -> None:
-    f = _follow_state()
+    f = follow_state()
     if f:
         f["paused"] = True
         store().leave(f["code"], sid())
@@ -418,7 +419,7 @@ def _step_away() -> None:
 
 
 def _rejoin() -> None:
-    f = _follow_state()
+    f = follow_state()
     if f:
         f["paused"] = False
         f["version"] = -1     # the next poll applies the lecturer's state at once
@@ -435,7 +436,7 @@ def _stop_following(reason: str) -> None:
 
 def follower_bar() -> None:
     """The follow banner and the poll; also notices a student who opened another chapter."""
-    f = _follow_state()
+    f = follow_state()
     if not f:
         return
     ours = f.pop("rerun_to", None)     # this run is the page update the follower's check asked for
@@ -461,7 +462,7 @@ def follower_bar() -> None:
 def page_done() -> None:
     """The end of a whole page run (app.py): a follower let through the gate for it leaves now,
     so the next follower's update goes through without waiting for this one's next check."""
-    f = _follow_state()
+    f = follow_state()
     if f:
         f.pop("drawing", None)          # the page has drawn the version it was let in for
     if f and _connected():
@@ -482,7 +483,7 @@ def known_version(f: dict, ticking: bool) -> int:
 
 
 def _follower_tick() -> None:
-    f = _follow_state()
+    f = follow_state()
     if not f:
         return
     ticking = in_fragment_rerun()

@@ -21,7 +21,7 @@ import streamlit as st
 
 from lmviz.chapters import questions as qs
 from ui import handout
-from ui.classroom import (REVEALED, TICK_S, _follow_state, client_address, current_slug, followed_view,
+from ui.classroom import (REVEALED, TICK_S, follow_state, client_address, current_slug, followed_view,
                           following, lecturing, publish_now, sid, store, voter)
 from ui.i18n import literal, t
 
@@ -163,7 +163,7 @@ def question_block(q: qs.Question) -> None:
             _lecturer_question(q, lect)
         elif following():
             if revealed(q):
-                _reveal(q, store().my_answer(_follow_state()["code"], sid(), q.id))
+                _reveal(q, store().my_answer(follow_state()["code"], sid(), q.id))
             else:
                 st.caption(t("class.wait_ask"))
         else:
@@ -293,7 +293,7 @@ def _answering(qid: str) -> None:
     question or the reveal reaches it through the class's move, which reruns the page."""
     v = followed_view()
     q = qs.by_id(qid)
-    f = _follow_state()
+    f = follow_state()
     if q is None or f is None or v is None or v.question is None or v.question.id != qid:
         return       # the class moved on: the page's next run draws what it shows now
     code = f["code"]

@@ -77,8 +77,9 @@ def try_live_bundle(message_key: str | None = None) -> Bundle | None:
         return None
 
 
-# the chapters' shipped toy models: name -> (module, loader); each loads a few hundred kilobytes
-TOYS = {"kv": ("lmviz.chapters.kv_cache", "load_toy"),      # name -> (module, loader, its arguments...)
+# the chapters' shipped toy models: name -> (module, loader, its arguments...); each loads a few
+# hundred kilobytes
+TOYS = {"kv": ("lmviz.chapters.kv_cache", "load_toy"),
         "pronoun": ("lmviz.chapters.attention_pronoun", "load_toy"),
         "reader": ("lmviz.chapters.beyond_reader", "load_reader"),
         "base_en": ("lmviz.chapters.post_training", "load_base", "en"),

@@ -478,6 +478,7 @@ class FineTuned:
     """A live fine-tune of the shipped base model: its record, the model it made and its pairs."""
 
     lang: str           # the pairs' language (the page's)
+    tokenizer: object   # the base model's tokenizer (the fine-tuned model's too)
     run: SFTRun         # losses, held-out counts, the two sides of the mask before and after
     model: object       # the fine-tuned GPT (eval mode, CPU)
     split: SFTSplit     # the pairs it was fine-tuned on, held out from, and never read
@@ -493,8 +494,8 @@ def fine_tune(lang: str, cfg: SFTConfig = SFTConfig(), cancel=None, on_step=None
     split = sft_split(lang, base_corpus(lang), cfg.share, cfg.seed)
     model = copy_model(base.model)
     run = run_sft(model, base.tokenizer, split, base.model.cfg.block_size, cfg, cancel=cancel, on_step=on_step)
-    return FineTuned(lang, run, model, split, before_after(base.model, model, base.tokenizer,
-                                                           split.held + split.unseen, lang))
+    return FineTuned(lang, base.tokenizer, run, model, split,
+                     before_after(base.model, model, base.tokenizer, split.held + split.unseen, lang))
 
 
 BASE_PATH = {lang: Path(__file__).resolve().parents[2] / "assets" / "models" / f"capitals_base_{lang}.safetensors"
@@ -656,8 +657,8 @@ class Preferred:
     prefs: tuple[Preference, ...]   # the pairs (the right answer chosen, the model's own rejected)
     steps: tuple[DPOStep, ...]      # before the first step and after each
     first: DPOByHand                # the first pair's numbers after the last step
-    ref_first: str                  # what the reference answers the first pair's question (its rejected one)
-    now_first: str                  # what the model answers it after the steps
+    now_first: str                  # what the model answers its question after the steps (the
+    #                                 reference's answer is the pair's rejected one)
 
 
 def prefer(tuned: FineTuned, cfg: DPOConfig = DPOConfig(), cancel=None) -> Preferred:
@@ -665,10 +666,9 @@ def prefer(tuned: FineTuned, cfg: DPOConfig = DPOConfig(), cancel=None) -> Prefe
     its mistakes (held-out questions first, then unseen ones: ``mistakes_as_preferences``)."""
     from lmviz.train import copy_model
 
-    tok = load_base(tuned.lang).tokenizer
+    tok = tuned.tokenizer
     prefs = mistakes_as_preferences(tuned.model, tok, tuned.split.held + tuned.split.unseen, cfg.pairs, tuned.lang)
     model = copy_model(tuned.model)
     steps = run_dpo(model, tuned.model, tok, prefs, beta=cfg.beta, steps=cfg.steps, lr=cfg.lr, cancel=cancel)
-    q = QAPair("", "", prefs[0].prompt, prefs[0].chosen)
     return Preferred(prefs, steps, pair_by_hand(model, tuned.model, tok, prefs[0], cfg.beta),
-                     ask(tuned.model, tok, q, tuned.lang).text, ask(model, tok, q, tuned.lang).text)
+                     ask(model, tok, prefs[0].pair("chosen"), tuned.lang).text)
