@@ -15,7 +15,9 @@
 - Streamlit's frontend files go to a browser gzip-compressed, about a third of their 9 MB
   (lmviz/server/frontend_gzip.py; Streamlit sends them uncompressed);
 - every response leaves at once (TCP_NODELAY, lmviz/server/nodelay.py): Streamlit's listening
-  socket left Nagle's algorithm on, and each response on a kept-alive connection waited ~40 ms.
+  socket left Nagle's algorithm on, and each response on a kept-alive connection waited ~40 ms;
+- a chapter's HTML hand-out is served by a route of lmviz's own (``/handout/<token>/<name>``,
+  ui/handout.py), made from the page's record when the browser asks for it.
 """
 import os
 from contextlib import asynccontextmanager
@@ -23,7 +25,7 @@ from contextlib import asynccontextmanager
 import streamlit as st
 
 from lmviz.server import nodelay, stacks
-from ui import first_paint
+from ui import first_paint, handout
 
 nodelay.install()                 # uvicorn imports this module before it accepts a connection
 stacks.install_from_env()         # kill -USR1: every thread's stack, when LMVIZ_STACKS_FILE is set
@@ -52,4 +54,5 @@ def _middleware() -> list:
     return [Middleware(FrontendGzip, directory=file_util.get_static_dir())]
 
 
-app = st.App("app.py", lifespan=lifespan, routes=first_paint.routes(), middleware=_middleware())
+app = st.App("app.py", lifespan=lifespan, routes=first_paint.routes() + handout.routes(),
+             middleware=_middleware())

@@ -111,10 +111,12 @@ def _fragment(key: str, lang: str) -> str:
     return max((p.strip() for p in re.split(r"\{[^}]*\}|\*\*", translate(key, lang))), key=len)
 
 
-def _handout_of(page: str, lang: str, wrong: str | None = None) -> str:
+def _handout_of(page: str, lang: str, wrong: str | None = None, drawn: str | None = None) -> str:
     """The hand-out a student alone would download from ``page`` in ``lang`` (every question
-    skipped, or ``wrong``: that question answered with a wrong option), as its text."""
-    from tests.apptest_util import open_page
+    skipped, or ``wrong``: that question answered with a wrong option), as its text; with
+    ``drawn``, once the page shows that text (a task's result drawn by its poll: a busy machine
+    takes longer than the page's own wait, as a student's page polls until it is there)."""
+    from tests.apptest_util import TIMEOUT, all_text, open_page, poll_until
 
     from lmviz.chapters.questions import QUESTIONS
     from ui.handout import current
@@ -129,6 +131,8 @@ def _handout_of(page: str, lang: str, wrong: str | None = None) -> str:
         at.session_state[k] = v
     at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
+    if drawn is not None and drawn not in all_text(at):
+        assert poll_until(at, lambda a: drawn in all_text(a), TIMEOUT), drawn
     return export_html(*current(at.session_state["lmviz_export"]), lang)
 
 
@@ -141,7 +145,7 @@ def test_metrics_answers_heads_map_and_stepper_state_reach_the_handout(lang):
     from ui.i18n import translate
 
     colon = "：" if lang == "zh" else ": "
-    att = _handout_of("chapters/attention.py", lang, wrong="att_scale")
+    att = _handout_of("chapters/attention.py", lang, wrong="att_scale", drawn=_fragment("att.hm_most", lang))
     assert f"{translate('att.m.shape', lang)}{colon}<strong>[" in att           # a metric: label and value
     for key in ("att.hm_sentence", "att.hm_most", "att.hm_solo"):               # the heads map's prose
         assert _fragment(key, lang) in att, key
@@ -154,3 +158,50 @@ def test_metrics_answers_heads_map_and_stepper_state_reach_the_handout(lang):
         assert f"{translate(key, lang)}{colon}<strong>" in cost, key
     assert _fragment("cost.row_waiting", lang) in cost                          # the stepper's state
     assert answer in cost
+
+
+def test_the_route_serves_a_held_record_and_a_sentence_for_a_gone_one():
+    """The hand-out's own route (ui.handout.routes, served by serve.py): a record a session holds
+    comes back as an attachment in the link's language, made once per state of the record; a
+    token no session holds any more gets a 404 with a sentence in the link's language, not a
+    traceback; a hostile file name is made safe."""
+    import gc
+    from urllib.parse import unquote
+
+    from starlette.requests import Request
+
+    from tests.conftest import run_async
+    from ui import handout
+    from ui.i18n import translate
+
+    served = handout._SERVED[:]
+    route = next(r for r in handout.routes() if r.path.startswith(handout.ROUTE))
+    handout._SERVED[:] = served          # this process's pages keep the way they were served
+
+    def get(url: str):
+        path, _, query = url.partition("?")
+        scope = {"type": "http", "method": "GET", "path": unquote(path), "query_string": query.encode(),
+                 "headers": [(b"host", b"127.0.0.1")], "scheme": "http", "server": ("127.0.0.1", 80)}
+        _, child = route.matches(scope)
+        scope.update(child)
+        return run_async(route.endpoint(Request(scope)))
+
+    rec = handout.Record("Tokens")
+    rec["items"]["md:1"] = ((0, 1), "md", "A **token** is a piece of text.")
+    rec.rev += 1
+    got = get(handout.url(rec, 'x"; evil.html', "zh"))
+    assert got.status_code == 200 and got.headers["content-type"].startswith("text/html")
+    assert got.headers["content-disposition"] == 'attachment; filename="x-evil.html"'
+    assert '<html lang="zh">' in got.body.decode() and "<strong>token</strong>" in got.body.decode()
+    assert handout.made(rec.token, "zh") is got.body          # the same state: made once, kept
+    rec["items"]["md:2"] = ((0, 2), "md", "Another line.")
+    rec.rev += 1
+    assert "Another line." in get(handout.url(rec, "a.html", "zh")).body.decode()
+
+    gone = handout.url(rec, "a.html", "en")
+    del rec
+    gc.collect()
+    missing = get(gone)
+    assert missing.status_code == 404
+    assert missing.body.decode() == translate("common.handout_gone", "en")
+    assert get(gone.replace("lang=en", "lang=%3Cb%3E")).body.decode() == translate("common.handout_gone", "en")

@@ -90,18 +90,13 @@ def test_the_script_run_context_and_the_cursor():
     assert callable(FragmentStorage.contains)
 
 
-def test_the_queue_and_the_media_files():
+def test_the_queue():
     from streamlit.proto.ClientState_pb2 import ClientState
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
     from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
-    from streamlit.runtime.media_file_manager import MediaFileManager
 
     assert _params(_streamlits(ForwardMsgQueue, "clear")) == ["self", "retain_lifecycle_msgs", "fragment_ids_this_run"]
     assert _sets_in_init(ForwardMsgQueue, "_queue") == []
     assert {"FINISHED_SUCCESSFULLY", "FINISHED_EARLY_FOR_RERUN"} <= set(ForwardMsg.ScriptFinishedStatus.keys())
     assert {"query_string", "page_script_hash", "fragment_id", "is_auto_rerun", "context_info"} <= \
         {f.name for f in ClientState.DESCRIPTOR.fields}
-    assert _params(_streamlits(MediaFileManager, "execute_deferred")) == ["self", "file_id"]
-    assert _params(_streamlits(MediaFileManager, "remove_orphaned_files")) == ["self"]
-    assert _sets_in_init(MediaFileManager, "_lock", "_deferred_callables", "_file_metadata",
-                         "_files_by_session_and_coord") == []

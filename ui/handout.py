@@ -1,11 +1,19 @@
 """The HTML hand-out of a chapter: what the page drew (prose, formulas, code, tables, charts with
 their text twins), recorded as it is drawn (:func:`remember`, by ``ui.render`` and the question
-blocks of ``ui.classroom``) and written as one self-contained HTML file (:func:`export_html`:
-plotly.js and, where there is a formula, KaTeX inlined; it opens from ``file://`` with no network)."""
+blocks of ``ui.questions``) and written as one self-contained HTML file (:func:`export_html`:
+plotly.js and, where there is a formula, KaTeX inlined; it opens from ``file://`` with no network).
+
+The file is served by lmviz's own route (:func:`routes`, in ``st.App(routes=...)`` beside the
+chapters' first paint), made from the record when the browser asks for it: the page's link names
+the record by a token (:func:`url`) that lives as long as the session holds the record."""
 from __future__ import annotations
 
 import html
 import re
+import secrets
+import threading
+import weakref
+from collections import OrderedDict
 from functools import cache
 from pathlib import Path
 
@@ -13,14 +21,38 @@ import streamlit as st
 
 from ui.runtime import drawn_at
 
-_EXPORT = "lmviz_export"          # session key: {"title", "items": {id: (position, kind, obj)}, "at": {position: id}}
+_EXPORT = "lmviz_export"          # session key: the chapter's Record
 MAX_ITEMS = 400                   # a live fragment (a training's tick) adds new text every second: keep the newest
 KATEX_DIR = Path(__file__).resolve().parent.parent / "assets" / "katex"
+ROUTE = "/handout"                # the hand-outs' URL path: /handout/<token>/<file name>
+KEEP_BUILT = 8                    # hand-outs kept made (~5 MB each: plotly.js is inlined), newest first:
+                                  # a second request for an unchanged record (a press again, a flood
+                                  # from one client) costs a look-up, not another build
+
+
+class Record(dict):
+    """A chapter's record as the page draws it: ``{"title", "items": {id: (position, kind, obj)},
+    "at": {position: id}}``, and its ``token`` (the hand-out's URL names it) and ``rev`` (one more
+    per item recorded: a hand-out made at one rev is the same file until the next). A dict, as the
+    session's state holds it and tests read it; a weak reference can name it, so the hand-out
+    route finds it while its session keeps it and not after."""
+
+    def __init__(self, title: str = "lmviz") -> None:
+        super().__init__(title=title, items={})
+        self.token = secrets.token_urlsafe(16)
+        self.rev = 0
+        _RECORDS[self.token] = self
+
+
+_RECORDS: weakref.WeakValueDictionary[str, Record] = weakref.WeakValueDictionary()
+_BUILT: OrderedDict[tuple[str, int, str], bytes] = OrderedDict()     # (token, rev, language) -> file
+_BUILDING = threading.Lock()      # one hand-out made at a time in this process (a made one is kept)
+_SERVED: list[bool] = []          # routes() was called: this process serves the hand-out route
 
 
 def start(title: str) -> None:
     """A new chapter's record (the page header calls it)."""
-    st.session_state[_EXPORT] = {"title": title, "items": {}}
+    st.session_state[_EXPORT] = Record(title)
 
 
 def remember(kind: str, ident: str, obj) -> None:
@@ -30,7 +62,8 @@ def remember(kind: str, ident: str, obj) -> None:
     Called right after the item is drawn. An item recorded at the same place before (a fragment
     that redrew it with other text: a slider's caption, a section revealed by its question) is
     replaced, and the hand-out lists items in the order of their places on the page."""
-    export = st.session_state.setdefault(_EXPORT, {"title": "", "items": {}})
+    export = record()
+    export.rev += 1
     items, at = export["items"], export.setdefault("at", {})
     pos = drawn_at()
     before = at.get(pos)
@@ -42,11 +75,71 @@ def remember(kind: str, ident: str, obj) -> None:
         del items[next(iter(items))]
 
 
-def record() -> dict:
-    """This session's record of the chapter it draws. The same object takes what later fragment
-    reruns draw (until the next whole run starts a new one), so a download made from it when the
-    button is pressed holds the sections revealed since the button was drawn."""
-    return st.session_state.get(_EXPORT) or {"title": "lmviz", "items": {}}
+def record() -> Record:
+    """This session's record of the chapter it draws (a new one if the page header has not begun
+    one). The same object takes what later fragment reruns draw (until the next whole run starts a
+    new one), so a hand-out made from it when the link is followed holds the sections revealed
+    since the link was drawn."""
+    rec = st.session_state.get(_EXPORT)
+    if not isinstance(rec, Record):
+        rec = st.session_state[_EXPORT] = Record()
+    return rec
+
+
+def served() -> bool:
+    """Whether this process serves the hand-out route (``streamlit run serve.py``; the plain
+    ``streamlit run app.py`` has no routes of lmviz's own)."""
+    return bool(_SERVED)
+
+
+def url(rec: Record, name: str, language: str) -> str:
+    """The hand-out of ``rec`` in ``language`` as the browser asks for it, saved as ``name``."""
+    from urllib.parse import quote
+
+    return f"{ROUTE}/{rec.token}/{quote(name)}?lang={quote(language)}"
+
+
+def made(token: str, language: str) -> bytes | None:
+    """The hand-out of the record ``token`` names, in ``language``, as a file (UTF-8); None when no
+    session holds that record any more. Made once per state of the record (:data:`KEEP_BUILT`
+    kept), one at a time."""
+    rec = _RECORDS.get(token)
+    if rec is None:
+        return None
+    key = (token, rec.rev, language)
+    with _BUILDING:
+        body = _BUILT.get(key)
+        if body is None:
+            body = export_html(*current(rec), language).encode("utf-8")
+            _BUILT[key] = body
+            while len(_BUILT) > KEEP_BUILT:
+                _BUILT.popitem(last=False)
+        _BUILT.move_to_end(key)
+    return body
+
+
+def routes() -> list:
+    """Starlette routes for ``st.App(routes=...)``: GET of a hand-out (:func:`url`). A token no
+    session holds answers 404 with a sentence in the link's language."""
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import PlainTextResponse, Response
+    from starlette.routing import Route
+
+    from ui.i18n import LANGS, translate
+
+    async def endpoint(request):
+        language = request.query_params.get("lang")
+        language = language if language in LANGS else LANGS[0]
+        body = await run_in_threadpool(made, request.path_params["token"], language)
+        if body is None:
+            return PlainTextResponse(translate("common.handout_gone", language), status_code=404)
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.path_params["name"]) or "lmviz.html"
+        return Response(body, media_type="text/html; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"',
+                                 "Cache-Control": "no-store"})
+
+    _SERVED.append(True)
+    return [Route(ROUTE + "/{token}/{name}", endpoint, methods=["GET"])]
 
 
 def current(rec: dict | None = None) -> tuple[str, list]:

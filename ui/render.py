@@ -695,14 +695,15 @@ def _answered_here(key: str, body, asked) -> None:
 
 # ------------------------------------------------------------------------ hand-out -------
 def _download_html() -> None:
-    # on_click="ignore": a press makes the file and nothing else. With Streamlit's default (a
-    # rerun on every press) the press's own run raced the making of the file: that run gives the
-    # button a new deferred id and, as it ends, sweeps what no session references (the pressed
-    # id, or the file made for it), so the browser's request or fetch found nothing and the press
-    # did nothing (half the presses with another session busy; a failed download in CI, twice)
-    rec, language = handout.record(), lang()
-    slug = _safe_name(st.session_state.get("lmviz_page_file", "chapter").split("/")[-1].removesuffix(".py"))
+    # a link to lmviz's own route (ui.handout.routes): the file is made from this session's record
+    # when the browser asks for it. (It was Streamlit's deferred download button, whose made file
+    # any session's next run could sweep before the browser fetched it: half the presses with
+    # another session busy, until a patch of Streamlit's media manager kept it.)
     st.divider()
-    st.download_button(t("common.download_html"), data=lambda: handout.export_html(*handout.current(rec), language),
-                       file_name=f"lmviz-{slug}-{language}.html", mime="text/html", on_click="ignore",
-                       icon=":material/download:", key="lmviz_download_html")
+    if not handout.served():
+        st.caption(t("common.handout_needs_serve"))
+        return
+    language = lang()
+    slug = _safe_name(st.session_state.get("lmviz_page_file", "chapter").split("/")[-1].removesuffix(".py"))
+    st.link_button(t("common.download_html"), handout.url(handout.record(), f"lmviz-{slug}-{language}.html", language),
+                   icon=":material/download:", key="lmviz_download_html")
