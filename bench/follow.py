@@ -6,7 +6,7 @@ Starts the app (``serve.py``, README's run command) on a free port on 127.0.0.1.
 /generation in presenter mode and presses "Start a class"; the class code is read from the
 student link the page shows. N follower sessions open the student link (``/?follow=CODE``, half
 in English, half in Chinese) on the home page; the server reruns their check of the class when it
-moves (``ui.classroom.pushes``), and their own timers ask for it every ``ui.classroom.follow_period`` seconds
+moves (``ui.follow.pushes``), and their own timers ask for it every ``ui.follow.follow_period`` seconds
 as a backstop, as a browser tab does (their joins spread over one second, so their timers are out of
 step); each must be switched to /generation by the server. The
 lecturer first shows the answer of the question the τ section waits behind (predict, then reveal:

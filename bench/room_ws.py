@@ -32,7 +32,7 @@ lets one follower's page update through at a time and frees it as that run ends:
 every answer confirmed, sent p95 0.48-0.85 s; 100 students, 99 of 100 see the question each
 round, sent p95 3.0-3.3 s. 2026-12-04: a student who misses the question is described
 (``Session.diagnosis``); most were taken for students exploring another chapter (a follower's
-page update landing on the page it had left, fixed in ui/classroom.py): 8-12 of 100 a round
+page update landing on the page it had left, fixed in ui/follow.py): 8-12 of 100 a round
 before, 0-2 after. 2026-12-04 (later): the class's moves pushed and a pick and Send rerunning
 only the answer box: 100 students, sent p95 0.19-1.16 s (5.1-5.8 s before), 0-2 a round miss the
 question. See the README's benchmark table.

@@ -15,7 +15,7 @@ from lmviz.chapters.claims import baseline, pace
 from lmviz.chapters.examples import DEFAULT_SETUP
 from lmviz.numfmt import duration, short
 from lmviz.tokenizer import CharTokenizer
-from ui import classroom, questions, session, render, urlstate
+from ui import follow, questions, session, render, urlstate
 from ui import induction_section, model_words, replay_section
 from ui.i18n import device, lang, literal, said, sentences, t
 from viz.training import attention_figure, entropy, loss_figure, ppl_lr_figure
@@ -33,7 +33,7 @@ def _bounds(name: str):
     from lmviz.train import FOLLOWER_MAX_STEPS
 
     lo, hi = limits.CONFIG_BOUNDS[name]
-    if name == "max_steps" and classroom.following():
+    if name == "max_steps" and follow.following():
         hi = min(hi, FOLLOWER_MAX_STEPS)
     return (float if isinstance(lo, float) else int), lo, hi
 
@@ -161,7 +161,7 @@ def sec_setup() -> None:
         tok = FIXED_TOKENIZER[corpus]
         render.caption(t("train.vocab_reason", **vocab_facts()))
     values = {}
-    if classroom.following():
+    if follow.following():
         from lmviz.train import FOLLOWER_MAX_STEPS
 
         render.caption(t("train.follower_steps", n=FOLLOWER_MAX_STEPS))
@@ -250,7 +250,7 @@ def _start(n_layer: int | None = None) -> None:
     # a class's lecturer (the fine-tune on the room's sentences included) waits ahead of students' runs
     session.start_training(_make_trainer(corpus, cfg, text, start), label=label,
                            meta={"corpus": corpus, "preset": preset, "est_step_s": est_step_s,
-                                 "lecturer": classroom.lecturing() is not None})
+                                 "lecturer": follow.lecturing() is not None})
 
 
 def _reset() -> None:

@@ -20,7 +20,7 @@ def open_page(file: str | None, lang: str = "en", timeout: float = TIMEOUT, pred
 
     ``predicted``: the student has already skipped every predict-then-reveal question (as the
     "skip" button does), so each chapter's sections are drawn; False: a fresh student, whose
-    answering sections stay out of the page until the question is answered (ui.classroom)."""
+    answering sections stay out of the page until the question is answered (ui.follow)."""
     at = AppTest.from_file(APP, default_timeout=timeout)
     if predicted:
         skip_questions(at)

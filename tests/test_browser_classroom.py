@@ -153,10 +153,10 @@ def test_a_class_follows_answers_and_ends(server, browser, lect_lang, fol_lang):
 def test_a_follower_takes_the_lecturers_move_without_asking(server):
     """Push, not poll: a follower whose client never asks for its check (no fragment timers, as if
     its timer were hours long) still takes the lecturer's new slider value: when the class moves,
-    the server reruns the check of every follower of that class (``ui.classroom.pushes``).
+    the server reruns the check of every follower of that class (``ui.follow.pushes``).
     Before, such a follower kept the old value for ever. And the check takes a slider's move by
     rerunning the slider's own section (a fragment), as the lecturer's page did, not the whole
-    page (``ui.classroom._fragments_for``)."""
+    page (``ui.follow._fragments_for``)."""
     import asyncio
     import sys
 

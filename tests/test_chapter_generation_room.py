@@ -172,7 +172,7 @@ def test_the_lecturer_asks_the_room_and_everyone_sees_the_same_figure():
     from tests.apptest_util import fig_by_key, open_page
     from tests.test_page_classroom import join, keys, start_class
     from tests.test_page_generation import bars
-    from ui.classroom import store
+    from ui.follow import store
 
     lec = open_page("chapters/generation.py", present="1")
     code = start_class(lec)

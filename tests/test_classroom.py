@@ -1,4 +1,4 @@
-"""The class store (lmviz/server/classroom.py): follow, answer once, reveal, bounds, expiry, secrets,
+"""The class store (lmviz/server/follow.py): follow, answer once, reveal, bounds, expiry, secrets,
 rate limits, hostile input and concurrency. Time comes from a fake clock: no test sleeps.
 
 Every semantic test runs on both backends: ``memory`` (in-process, under the store's lock) and
@@ -739,7 +739,7 @@ def test_a_follower_applies_the_class_again_when_its_page_run_was_cut_short():
     as shown only once that run has ended (page_done). In bench/room_ws.py, 1 to 3 of 100
     followers a round took the version, had that run cut short before their page drew the
     lecturer's question, and never saw it; now their next check applies it again."""
-    from ui.classroom import known_version
+    from ui.follow import known_version
 
     f = {"version": 7, "drawing": 7}                 # applied at a check, its page run not ended
     assert known_version(f, ticking=False) == 7        # the page run itself: nothing to apply

@@ -123,7 +123,7 @@ def test_the_student_link_is_answered_with_a_redirect_that_keeps_the_browser_id(
     from starlette.requests import Request
 
     from tests.conftest import run_async
-    from ui import classroom
+    from ui import follow
 
     calls = []
 
@@ -132,7 +132,7 @@ def test_the_student_link_is_answered_with_a_redirect_that_keeps_the_browser_id(
             calls.append((code, address))
             return "kv-cache" if code == "AB3D7KQ" else ""
 
-    monkeypatch.setattr(classroom, "store", Store)
+    monkeypatch.setattr(follow, "store", Store)
     route = next(r for r in first_paint.routes() if r.path == "/")
 
     def get(query: bytes):

@@ -10,7 +10,7 @@ def _first_screen():
 
     from ui import first_screen, render
 
-    if "opened" not in st.session_state:       # a student link's first run (ui.classroom)
+    if "opened" not in st.session_state:       # a student link's first run (ui.follow)
         st.session_state["opened"] = True
         first_screen.hold()
     render.plot(go.Figure(go.Bar(x=["a", "b"], y=[1, 2]), layout={"height": 321}), key="bars")

@@ -1,7 +1,7 @@
 """Classroom mode through the app (AppTest): a lecturer's session publishes, a follower session
 shows the lecturer's chapter and settings in its own language, a student cannot drive, answers
 once, sees the reveal, and the class ends with a note. Two AppTest sessions in one process share
-the class store (``ui.classroom.store`` is a process-wide resource), as two browser tabs would.
+the class store (``ui.follow.store`` is a process-wide resource), as two browser tabs would.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_follower_gets_chapter_and_setting_in_own_language(lecture):
 
 
 def test_student_cannot_drive(lecture):
-    from ui.classroom import store
+    from ui.follow import store
 
     lec, code = lecture
     fol = join(code)
@@ -78,7 +78,7 @@ def test_student_cannot_drive(lecture):
 
 
 def test_answer_once_and_reveal(lecture):
-    from ui.classroom import store
+    from ui.follow import store
 
     lec, code = lecture
     fol = join(code)
@@ -188,7 +188,7 @@ def test_follower_sees_the_lecturers_section(lecture):
 
 
 def test_lecturer_gone_ends_following_with_a_note(lecture):
-    from ui.classroom import store
+    from ui.follow import store
 
     lec, code = lecture
     fol = join(code)
@@ -207,7 +207,7 @@ def test_lecturer_gone_ends_following_with_a_note(lecture):
 
 
 def test_next_chapter_puts_the_last_question_away(lecture):
-    from ui.classroom import store
+    from ui.follow import store
 
     lec, code = lecture
     lec.button(key="class_ask:gen_tau_half").click().run()
@@ -223,10 +223,10 @@ def test_next_chapter_puts_the_last_question_away(lecture):
 
 def test_a_new_tab_of_one_browser_answers_once(lecture, monkeypatch):
     """Issue 28, fault 5: an answer was keyed by the Streamlit session, so every new tab voted
-    again. With the signed browser cookie (ui.classroom.browser) every tab is one voter."""
-    from ui import classroom
+    again. With the signed browser cookie (ui.follow.browser) every tab is one voter."""
+    from ui import follow
 
-    monkeypatch.setattr(classroom, "browser", lambda: "oneBrowserId0001")
+    monkeypatch.setattr(follow, "browser", lambda: "oneBrowserId0001")
     lec, code = lecture
     lec.button(key="class_ask:gen_tau_half").click().run()
     tab1, tab2 = join(code), join(code)
@@ -236,7 +236,7 @@ def test_a_new_tab_of_one_browser_answers_once(lecture, monkeypatch):
     sent = translate("class.sent", "en", answer=translate("q.gen_tau_half.opt.rises", "en"))
     assert sent in [i.value for i in tab2.info]              # the other tab knows the answer
     assert "class_ans:gen_tau_half:send" not in keys(tab2)
-    h = classroom.store().histogram(code, lec.session_state["class_lect"]["secret"], "gen_tau_half")
+    h = follow.store().histogram(code, lec.session_state["class_lect"]["secret"], "gen_tau_half")
     assert h.total == 1
 
 
@@ -244,15 +244,15 @@ def test_the_run_secret_is_never_published():
     """Issue 28, fault 10: the lecturer's ?run= (a training's secret) went into the class record,
     so it sat in Redis and reached every follower."""
     from tests.test_classroom import stored
-    from ui import classroom
+    from ui import follow
 
     lec = open_page(GEN, present="1", run="TrainingSecretXYZ123")
     code = start_class(lec)
     lec.button(key="class_show:gen_tau_half").click().run()     # the section with the slider
     lec.slider(key="gen_tau").set_value(0.5).run()
-    assert "TrainingSecretXYZ123" not in stored(classroom.store()._db)
+    assert "TrainingSecretXYZ123" not in stored(follow.store()._db)
     fol = join(code)
-    view = classroom.store().follow(code, "check")
+    view = follow.store().follow(code, "check")
     assert "run" not in view.settings and view.settings.get("tau") == "0.5"
     assert "TrainingSecretXYZ123" not in str(fol.query_params)
 
@@ -260,11 +260,11 @@ def test_the_run_secret_is_never_published():
 def test_a_store_that_lost_its_data_says_so(lecture):
     """Issue 28, fault 13: after a Redis crash the class was gone and the lecturer read "the
     lecturer's page has been closed". Now both roles are told the class service restarted."""
-    from ui import classroom
+    from ui import follow
 
     lec, code = lecture
     fol = join(code)
-    db = classroom.store()._db
+    db = follow.store()._db
     db._data.clear()                      # what a Redis restart without persistence leaves
     db._z.clear()
     fol.run()
@@ -298,17 +298,17 @@ def test_the_client_address_behind_a_proxy_is_the_one_nginx_saw(monkeypatch, pee
     loopback included), so a spoofed header reaching the server directly changes nothing."""
     from types import SimpleNamespace
 
-    from ui import classroom
+    from ui import follow
 
     headers = _Headers({"Host": "lmviz.example"})
     if forwarded:
         headers["X-Forwarded-For"] = forwarded
-    monkeypatch.setattr(classroom.st, "context", SimpleNamespace(headers=headers, ip_address=peer))
+    monkeypatch.setattr(follow.st, "context", SimpleNamespace(headers=headers, ip_address=peer))
     if trusted:
         monkeypatch.setenv("LMVIZ_TRUSTED_PROXIES", trusted)
     else:
         monkeypatch.delenv("LMVIZ_TRUSTED_PROXIES", raising=False)
-    assert classroom.client_address() == want
+    assert follow.client_address() == want
 
 
 def test_lecturer_screen_shows_the_code_large_and_a_qr_code_of_the_link(lecture):
@@ -326,11 +326,11 @@ def test_lecturer_screen_shows_the_code_large_and_a_qr_code_of_the_link(lecture)
 
 
 def _a_run_on_another_page(ours: bool):
-    """ui.classroom.follower_bar in a whole run on the home page while the class is on
+    """ui.follow.follower_bar in a whole run on the home page while the class is on
     /generation: the rerun the follower's check asked for (``ours``) or the student's own."""
     import streamlit as st
 
-    from ui import classroom
+    from ui import follow
 
     asked = []
 
@@ -347,16 +347,16 @@ def _a_run_on_another_page(ours: bool):
 
     f = {"code": "ABCDEFG", "paused": False, "expect": "generation", "followers": 1, "version": 3,
          "view": None, **({"rerun_to": "generation"} if ours else {})}
-    st.session_state[classroom.FOLLOW] = f
-    saved = (classroom.current_slug, classroom._follower_tick, st.switch_page, st.rerun)
-    classroom.current_slug, classroom._follower_tick = (lambda: ""), (lambda: None)   # no check run here
+    st.session_state[follow.FOLLOW] = f
+    saved = (follow.current_slug, follow._follower_tick, st.switch_page, st.rerun)
+    follow.current_slug, follow._follower_tick = (lambda: ""), (lambda: None)   # no check run here
     st.switch_page, st.rerun = switch_page, rerun
     try:
-        classroom.follower_bar()
+        follow.follower_bar()
     except Asked:
         pass
     finally:
-        classroom.current_slug, classroom._follower_tick, st.switch_page, st.rerun = saved
+        follow.current_slug, follow._follower_tick, st.switch_page, st.rerun = saved
     st.write(f"{asked!r} {f['paused']}")
 
 

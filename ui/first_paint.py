@@ -18,7 +18,7 @@ Everything in the block comes from the catalogue (``ui.i18n``) and the chapter l
 (``ui.chapters``), escaped; a link's own text never reaches it (``lang`` is one of ``LANGS`` or
 ignored). Nothing here needs a session (``serve.py`` builds the routes when the server starts);
 streamlit is imported to find its ``index.html``, and a student link's class is looked up in the
-sessions' own class store (``ui.classroom.store``).
+sessions' own class store (``ui.follow.store``).
 """
 from __future__ import annotations
 
@@ -193,7 +193,7 @@ def routes() -> list:
 
     def chapter_of(request) -> Callable[[str], str]:
         def look_up(code: str) -> str:
-            from ui.classroom import store    # the sessions' own store (Streamlit's resource cache)
+            from ui.follow import store    # the sessions' own store (Streamlit's resource cache)
 
             address = client_address(request.client.host if request.client else None,
                                      request.headers.getlist("x-forwarded-for"))

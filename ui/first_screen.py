@@ -4,7 +4,7 @@ Streamlit loads its chart code (a 4.7 MB module, one task of ~0.8 s on the 2-cor
 the first chart of a page arrives, and that task ran before React showed the text and the slider
 that had arrived with it: a student who opened the class's link saw the lecturer's setting only
 together with the charts (``bench/follow.py``). So the first whole run of a student link's session
-(:func:`hold`, from ``ui.classroom``) draws each chart's place, a box of the chart's height
+(:func:`hold`, from ``ui.follow``) draws each chart's place, a box of the chart's height
 (``ui.render.plot``), and ends by asking the browser for the next run (:func:`done`, from app.py:
 a fragment's timer, which the browser starts as the run's elements arrive); that run draws the
 charts. Meanwhile the page loads the chart module itself once a place is drawn
@@ -17,6 +17,7 @@ timer, which a whole run ends, is then not needed).
 from __future__ import annotations
 
 import html
+import os
 
 import streamlit as st
 
@@ -31,8 +32,10 @@ PLOTLY_HEIGHT = 450      # Plotly's height for a figure whose layout names none
 
 
 def hold() -> None:
-    """Draw this session's first screen without its charts."""
-    st.session_state[STATE] = "hold"
+    """Draw this session's first screen without its charts (``LMVIZ_FIRST_SCREEN=0``: with them,
+    as any other page run; bench/follow.py measures a room both ways)."""
+    if os.environ.get("LMVIZ_FIRST_SCREEN") != "0":
+        st.session_state[STATE] = "hold"
 
 
 def holding() -> bool:

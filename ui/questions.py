@@ -6,13 +6,13 @@ following a class (the room's open question in an answer box above the chapter, 
 before the section they are asked before (``Question.section``), and leaves that section out of
 the page (not drawn at all, so its numbers are not in the browser) until :func:`revealed`: in a
 class when the lecturer reveals (the revealed ids are published with the lecturer's settings as
-``ui.classroom.REVEALED``), alone when the student answers or skips. Until the reveal the
+``ui.follow.REVEALED``), alone when the student answers or skips. Until the reveal the
 lecturer's screen (the projector) shows how many answered, not how they answered, unless the
 lecturer turns the distribution on. A question a live run answers (``by_run``) is drawn beside
 the run (:func:`run_questions`), which passes its answer (:func:`set_run_answers`).
 
 Who this session is (lecturing, following, alone), the class store and the voter's id are
-``ui.classroom``'s. Nothing a student sends is drawn as HTML: a student sends only option ids,
+``ui.follow``'s. Nothing a student sends is drawn as HTML: a student sends only option ids,
 checked by the store.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import streamlit as st
 
 from lmviz.chapters import questions as qs
 from ui import handout
-from ui.classroom import (REVEALED, TICK_S, follow_state, client_address, current_slug, followed_view,
+from ui.follow import (REVEALED, TICK_S, follow_state, client_address, current_slug, followed_view,
                           following, lecturing, publish_now, sid, store, voter)
 from ui.i18n import literal, t
 

@@ -460,12 +460,12 @@ def section(key: str, level: int = 2) -> None:
 
 def page_header(title_key: str, intro_key: str | None = None) -> None:
     """The chapter's title and its one-paragraph introduction (starts a new hand-out record)."""
-    from ui import classroom, questions
+    from ui import follow, questions
 
-    # classroom mode (ui/classroom.py): the lecturer's class bar, the follow banner and its poll;
+    # classroom mode (ui/follow.py): the lecturer's class bar, the follow banner and its poll;
     # then the room's open question (ui/questions.py); drawn above every chapter, so no page
     # knows about classes
-    classroom.top()
+    follow.top()
     questions.room_question()
     title = t(title_key)
     handout.start(title)
@@ -528,10 +528,10 @@ def run_sections(sections) -> None:
     with previous / next buttons (PageUp / PageDown, as sent by presentation clickers); "next"
     on the last section moves on to the next chapter. The section number is kept in ``?sec=``.
     """
-    from ui import classroom
+    from ui import follow
 
     st.session_state[_SECTIONS] = [k for k, _ in sections]
-    followed = classroom.followed_section(len(sections)) if classroom.following() else None
+    followed = follow.followed_section(len(sections)) if follow.following() else None
     if followed is not None:
         # a follower sees the section the lecturer shows (all of them once stepped away)
         shown = [sections[followed]]
@@ -558,7 +558,7 @@ def run_sections(sections) -> None:
                      shortcut="PageDown", on_click=_step, args=(idx_key, 1, n), width="stretch",
                      type="primary")
         st.query_params["sec"] = str(i + 1)
-        classroom.publish_now()
+        follow.publish_now()
         shown = [sections[i]]
     else:
         shown = sections
@@ -654,14 +654,14 @@ def present_chrome() -> None:
 
 
 def _draw_sections(sections, shown) -> None:
-    from ui import classroom, questions
+    from ui import follow, questions
 
     for j, (key, body) in enumerate(shown):
         # predict, then reveal: a chapter's questions come just before the section that answers
         # them, and that section is not drawn at all (its numbers never reach the browser) until
         # the answer is revealed (ui.questions.revealed)
         asked = questions.questions_for(key, first=(j == 0 and key == sections[0][0]))
-        if asked and classroom.alone() and not presenting() and not all(map(questions.revealed, asked)):
+        if asked and follow.alone() and not presenting() and not all(map(questions.revealed, asked)):
             _answered_here(key, body, asked)
         else:
             _asked_section(key, body, asked)

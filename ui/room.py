@@ -41,7 +41,7 @@ import streamlit as st
 from lmviz.chapters import generation_room as gr
 from lmviz.chapters.claims import room_favourite, room_surprise
 from lmviz.clean_text import clean_text
-from ui import classroom, questions, render, session, urlstate
+from ui import follow, questions, render, session, urlstate
 from ui.i18n import listed, literal, sentences, t
 from ui.runtime import in_fragment_rerun
 from viz.attention import head_map_figure
@@ -65,12 +65,12 @@ def answer_slot():
     position and temperature, which a follower takes from the lecturer), which
     :func:`settings_box` folds; on a phone they pushed the choices two screens down. None for
     the lecturer and a student alone, whose settings come first."""
-    return st.container() if classroom.following() else None
+    return st.container() if follow.following() else None
 
 
 def settings_box():
     """The section's settings: folded under a line on a follower's page, as they are."""
-    return st.expander(t("gen.room_settings"), expanded=False) if classroom.following() else nullcontext()
+    return st.expander(t("gen.room_settings"), expanded=False) if follow.following() else nullcontext()
 
 
 def activity(b, sentence: str, ids: list[int], pos: int, tau: float) -> None:
@@ -92,10 +92,10 @@ def activity(b, sentence: str, ids: list[int], pos: int, tau: float) -> None:
     ch = gr.from_options(made.options, tau)      # the numbers as the room receives them
     p_actual = float(softmax_t(logits, max(tau, 1e-6))[actual])
     actual_opt = ch.options[ch.token_ids.index(actual)] if actual in ch.token_ids else gr.OTHER
-    if classroom.following():
+    if follow.following():
         # the prompt is the one the lecturer's question carries, drawn in the answer box (this
         # session's own prompt would say it twice, or another one before the lecturer's arrives)
-        v = classroom.followed_view()
+        v = follow.followed_view()
         q = v.question if v is not None else None
         if q is None or gr.parse_question(q.id) is None:
             st.caption(t("gen.room_wait"))
@@ -103,7 +103,7 @@ def activity(b, sentence: str, ids: list[int], pos: int, tau: float) -> None:
         _answering(q.id)
         return
     st.markdown(t("gen.room_prompt", prompt=literal(prompt)))
-    lect = classroom.lecturing()
+    lect = follow.lecturing()
     if lect:
         _lecturer(lect, qid, ch, sentence, pos, actual_opt, p_actual)
         return
@@ -128,7 +128,7 @@ def _solo(qid, ch, sentence, pos, actual_opt, p_actual) -> None:
 
 
 def _lecturer(lect, qid, ch, sentence, pos, actual_opt, p_actual) -> None:
-    store = classroom.store()
+    store = follow.store()
     view = store.lecturer_view(lect["code"], lect["secret"])
     open_q = view.question if view.ok else None
     if open_q is not None and open_q.id == qid:
@@ -137,15 +137,15 @@ def _lecturer(lect, qid, ch, sentence, pos, actual_opt, p_actual) -> None:
     st.caption(t("gen.room_choices", choices=listed(literal(_label(ch, o)) for o in ch.options)))
     st.button(t("gen.room_ask"), key=f"room_ask:{qid}", type="primary", icon=":material/campaign:",
               on_click=lambda: (store.open_question(lect["code"], lect["secret"], qid, list(ch.options)),
-                                classroom.publish_now()))
+                                follow.publish_now()))
 
 
-@st.fragment(run_every=classroom.TICK_S)
+@st.fragment(run_every=follow.TICK_S)
 def _lecturer_live(qid: str, sentence: str, pos: int, actual_opt: str, p_actual: float) -> None:
-    lect = classroom.lecturing()
+    lect = follow.lecturing()
     if not lect:
         return
-    store = classroom.store()
+    store = follow.store()
     # one read a tick: the lecturer's view carries the open question with its live counts
     view = store.lecturer_view(lect["code"], lect["secret"])
     q = view.question if view.ok else None
@@ -171,7 +171,7 @@ def _answering(qid: str) -> None:
     """A student's pick and Send rerun this box alone, not the chapter: a room of 100 sending at
     once cost the server 200 runs of the whole chapter (bench/room_ws.py). A new question or the
     reveal reaches the box through the class's move, which reruns the page."""
-    v = classroom.followed_view()
+    v = follow.followed_view()
     q = v.question if v is not None else None
     if q is None or q.id != qid:
         return       # the class moved on: the page's next run draws what it shows now
@@ -179,9 +179,9 @@ def _answering(qid: str) -> None:
     ch = gr.from_options(q.options, parsed[1]) if parsed else None
     if ch is None:
         return
-    code = classroom.follow_code()
-    store = classroom.store()
-    mine = store.my_answer(code, classroom.voter(), q.id)
+    code = follow.follow_code()
+    store = follow.store()
+    mine = store.my_answer(code, follow.voter(), q.id)
     with st.container(border=True):
         st.caption(t("class.asked"))
         st.markdown(t("gen.room_prompt", prompt=literal(parsed[0])))
@@ -328,8 +328,8 @@ def _heads_subject(default_text: str, param: str, max_chars: int):
     classes of one. Alone or lecturing, this session's model and the sentence of its box."""
     from lmviz.hf import MODEL_PARAM
 
-    if classroom.following():
-        v = classroom.followed_view()
+    if follow.following():
+        v = follow.followed_view()
         settings = v.settings if v is not None else {}
         text, name = settings.get(param), settings.get(MODEL_PARAM)
         if not text or not name or len(text) > max_chars:
@@ -347,7 +347,7 @@ def _heads_subject(default_text: str, param: str, max_chars: int):
     text = raw if raw and len(raw) <= max_chars else (st.session_state.get("att_text") or default_text)
     urlstate.to_url(param, text)
     name = session.shared_name(b)
-    if classroom.lecturing() and name is None:
+    if follow.lecturing() and name is None:
         st.warning(t("att.hm_own_model"))   # the menu publishes no ?model= for it (session.model_menu)
         return None
     return b, name or session.model_key(b), text
@@ -380,11 +380,11 @@ def heads_activity(b, name: str, ids: list[int]) -> None:
     if fx is None:
         return
     act = activity_id(name, ids)
-    if classroom.following():
-        code = classroom.follow_code()
-        v = classroom.followed_view()
-        store = classroom.store()
-        got = store.assign(code, classroom.voter(), act, n,
+    if follow.following():
+        code = follow.follow_code()
+        v = follow.followed_view()
+        store = follow.store()
+        got = store.assign(code, follow.voter(), act, n,
                            heads_each(n, v.followers if v is not None else 1))
         if not got.ok:
             st.warning(t(f"class.reason.{got.reason}"))
@@ -399,7 +399,7 @@ def heads_activity(b, name: str, ids: list[int]) -> None:
 
         def send():
             for i in got.items:
-                r = store.report(code, classroom.voter(), act, i, address=classroom.client_address())
+                r = store.report(code, follow.voter(), act, i, address=follow.client_address())
                 if not r.ok and r.reason != "already_answered":
                     st.session_state[f"{key}:why"] = r.reason
                     return
@@ -410,7 +410,7 @@ def heads_activity(b, name: str, ids: list[int]) -> None:
         if why:
             st.warning(t(f"class.reason.{why}"))
         return
-    lect = classroom.lecturing()
+    lect = follow.lecturing()
     if lect:
         _heads_lecturer(act, tuple(ids))
         return
@@ -421,9 +421,9 @@ def heads_activity(b, name: str, ids: list[int]) -> None:
     _map(b, fx, None, t("att.hm_title_all", n=n))
 
 
-@st.fragment(run_every=classroom.TICK_S)
+@st.fragment(run_every=follow.TICK_S)
 def _heads_lecturer(act: str, ids: tuple[int, ...]) -> None:
-    lect = classroom.lecturing()
+    lect = follow.lecturing()
     b = session.try_live_bundle()
     if not lect or b is None:
         return
@@ -434,7 +434,7 @@ def _heads_lecturer(act: str, ids: tuple[int, ...]) -> None:
     if st.session_state.get(f"att_hm_all:{act}"):
         _map(b, fx, None, t("att.hm_title_all", n=n))
         return
-    tl = classroom.store().tally(lect["code"], lect["secret"], act)
+    tl = follow.store().tally(lect["code"], lect["secret"], act)
     if not tl.ok:
         st.caption(t(f"class.reason.{tl.reason}"))
         return
@@ -453,10 +453,10 @@ def room_corpus() -> str | None:
     sentences, one per line (a room of one). None while there is nothing to learn from."""
     from lmviz.chapters.tokenization import ROOM_ACTIVITY
 
-    store = classroom.store()
-    if classroom.following():
-        code = classroom.follow_code()
-        mine = store.my_submission(code, classroom.voter(), ROOM_ACTIVITY)
+    store = follow.store()
+    if follow.following():
+        code = follow.follow_code()
+        mine = store.my_submission(code, follow.voter(), ROOM_ACTIVITY)
         if mine is not None:
             st.markdown(t("tok.room_yours", text=literal(mine.text)))
             st.caption(t(f"tok.room_state_{mine.state}"))
@@ -465,8 +465,8 @@ def room_corpus() -> str | None:
                       max_chars=store.limits.max_sentence_chars, placeholder=t("tok.room_placeholder"))
 
         def send():
-            r = store.submit(code, classroom.voter(), ROOM_ACTIVITY, st.session_state.get("tok_room_sentence", ""),
-                             address=classroom.client_address())
+            r = store.submit(code, follow.voter(), ROOM_ACTIVITY, st.session_state.get("tok_room_sentence", ""),
+                             address=follow.client_address())
             if not r.ok:
                 st.session_state["tok_room_why"] = r.reason
 
@@ -476,7 +476,7 @@ def room_corpus() -> str | None:
             st.warning(t(f"class.reason.{why}"))
         st.caption(t("tok.room_follow_note"))
         return None
-    lect = classroom.lecturing()
+    lect = follow.lecturing()
     if lect:
         _moderation(lect)
         q = store.queue(lect["code"], lect["secret"], ROOM_ACTIVITY)
@@ -520,14 +520,14 @@ def _finetune_shortfall(corpus: str) -> tuple[int, int] | None:
     return finetune_shortfall(corpus, b.tokenizer, b.model.cfg.block_size)
 
 
-@st.fragment(run_every=classroom.TICK_S)
+@st.fragment(run_every=follow.TICK_S)
 def _moderation(lect: dict) -> None:
     """The lecturer's queue: each sentence sent, accepted or dropped with one press (nothing a
     student wrote is shown to the room before it is accepted: this panel is the lecturer's, and
     it shows the pending sentences as literal text)."""
     from lmviz.chapters.tokenization import ROOM_ACTIVITY
 
-    store = classroom.store()
+    store = follow.store()
     q = store.queue(lect["code"], lect["secret"], ROOM_ACTIVITY)
     if not q.ok:
         st.caption(t(f"class.reason.{q.reason}"))

@@ -150,7 +150,7 @@ def rerun_fragment(target: tuple[str, str, str], delay_s: float = 0.0,
     where the browsers' own requests are handled, and dropped there when that session already
     has a rerun pending (the pending run draws the fragment too; a request of ours would rewrite
     the pending one's page with the page we saw, the way a stale request did in the follower's
-    case of ``ui.classroom``) or when the fragment is no longer on its page, or when ``unless()``
+    case of ``ui.follow``) or when the fragment is no longer on its page, or when ``unless()``
     answers True then (a run that began after the push was asked has drawn what it was for).
     Streamlit's own server-side rerun (run on save) goes through the same
     ``AppSession.request_rerun``."""
@@ -335,7 +335,7 @@ _FIRST_TASK: list = []          # the loop's task sending them (one per process)
 
 def serve_first() -> None:
     """From a script run: send this session's messages ahead of every other session's (a
-    lecturer's, ``ui.classroom.lecturer_bar``). Idempotent; no-op outside a served run."""
+    lecturer's, ``ui.follow.lecturer_bar``). Idempotent; no-op outside a served run."""
     from streamlit.runtime import Runtime
     from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 

@@ -325,12 +325,12 @@ def model_menu() -> Loading | None:
     id applies on a session's first run (an unknown one: urlstate's note, the shipped model
     stays), and a follower takes the lecturer's id as it takes every other setting. A model only
     this session holds has no id a link or a class can carry: ``?model=`` is dropped, and a
-    lecturer's followers draw the shipped model (the class's box says so, ui.classroom).
+    lecturer's followers draw the shipped model (the class's box says so, ui.follow).
 
     A pretrained model not yet in this process loads on a task (``pretrained_load``): the menu
     shows it chosen and returns its Loading, and app.py draws ``loading_page`` in place of the
     chapter until it is in."""
-    from ui import classroom, urlstate
+    from ui import follow, urlstate
     from ui.i18n import t
 
     from lmviz.hf import DEFAULT_ID, FAMILIES, MODEL_PARAM, SESSION_ID
@@ -360,7 +360,7 @@ def model_menu() -> Loading | None:
         wanted = st.session_state[MODEL_URL_KEY]
         if wanted != st.session_state.get(MODEL_APPLIED_KEY):
             pick = wanted                               # a link's or the lecturer's id, new since the last run
-        v = classroom.followed_view()
+        v = follow.followed_view()
         if v is not None and MODEL_PARAM not in v.settings:
             pick = DEFAULT_ID                           # the lecturer's own model: the shipped one here
     if pick is None:
@@ -392,7 +392,7 @@ def model_menu() -> Loading | None:
     st.selectbox(t("model.menu"), options, format_func=labels.get, key="lmviz_model_choice", on_change=_picked,
                  help=t("model.menu_help"))
     if not found:
-        from ui.classroom import following
+        from ui.follow import following
 
         if not following():   # advice for whoever runs the server, not for a class's students
             st.caption(t("model.none_found"))

@@ -33,9 +33,9 @@ def seed_from_url(param: str, key: str, default: Any, parse: Callable[[str], Any
     # The note stays above the widget on later runs (a rerun of the whole app, e.g. when the
     # model finishes loading, must not make it vanish) until the widget's value is changed.
     notes = st.session_state.setdefault("lmviz_url_notes", {})
-    from ui import classroom
+    from ui import follow
 
-    if _take_followed(classroom.pending(param), param, key, parse, valid):
+    if _take_followed(follow.pending(param), param, key, parse, valid):
         return
     if key in st.session_state:
         if key in notes:
@@ -94,18 +94,18 @@ def to_url(param: str, value: Any) -> None:
     text = f"{value:g}" if isinstance(value, float) else str(value)
     if st.query_params.get(param) != text:
         st.query_params[param] = text
-        from ui import classroom
+        from ui import follow
 
-        classroom.published(param)
+        follow.published(param)
 
 
 def drop(param: str) -> None:
     """Remove ``?param=`` (a value no link can carry); in a class, published at once as ``to_url``."""
     if param in st.query_params:
         del st.query_params[param]
-        from ui import classroom
+        from ui import follow
 
-        classroom.published(param)
+        follow.published(param)
 
 
 def slider(label: str, min_value, max_value, value, step=None, *, param: str, key: str, **kwargs):
