@@ -16,7 +16,7 @@ import streamlit as st  # noqa: E402
 
 warmup.lower_if_warm_visit(st.context.headers)   # the server's own first visit runs at nice 19
 
-from ui import follow, first_screen, render, session
+from ui import follow, render, session
 from ui.chapters import registered
 from ui.i18n import LANG_NAMES, LANGS, device, t
 from ui.runtime import bounded_runs, finished_runs_kept, in_fragment_rerun, page_run, patient_reruns
@@ -101,8 +101,6 @@ with st.sidebar:
 
 def _page_done() -> None:
     follow.page_done()    # a follower's page update has run: its place at the gate is free
-    first_screen.done()      # a student link's first screen: its charts next (may end the run:
-                             # it draws a fragment, and a rerun asked for meanwhile starts there)
 
 
 with page_run(_page_done):

@@ -330,8 +330,7 @@ async def run(args) -> None:
     print(f"server RSS: {rss0:.0f} MB with the lecturer alone, {rss_open:.0f} MB with {len(followers)} "
           f"followers ({(rss_open - rss0) / n:.1f} MB per follower)")
     if browsers:
-        print_latencies("browser open to its first chart", charted, f"browsers {len(browsers)} "
-                        "(a student link's first screen is drawn without its charts: ui.first_screen)")
+        print_latencies("browser open to its first chart", charted, f"browsers {len(browsers)}")
         print(f"browser lags measured: {len(b_lags)}; misses: {b_misses}")
         print_latencies("browser follow lag", b_lags, f"browsers {len(browsers)}, "
                         f"websocket followers {len(followers)}")

@@ -147,21 +147,3 @@ def test_the_student_link_is_answered_with_a_redirect_that_keeps_the_browser_id(
     assert calls == [("AB3D7KQ", "203.0.113.7")]
     assert get(b"follow=ZZZZZZZ").status_code == 200 and get(b"lang=en").status_code == 200
     assert len(calls) == 2
-
-
-def test_a_student_links_block_loads_streamlits_chart_module_once_a_place_is_drawn():
-    """A student link's first screen holds its charts' places (ui.first_screen): its block
-    asks for Streamlit's own Plotly module, a file Streamlit ships, when a place is in the page;
-    any other link's block does not."""
-    from streamlit import file_util
-
-    from ui.first_screen import PLACE_CLASS
-
-    chapter = next(c for c in registered() if c.slug == "generation")
-    follow = first_paint.block(chapter, "follow=ABCDEFG&lang=zh")
-    scripts = re.findall(r"<script>(.*?)</script>", follow, flags=re.S)
-    assert len(scripts) == 2
-    url = re.search(r'var u="(\./static/js/PlotlyChart\.[^"]+\.js)"', scripts[1]).group(1)
-    assert (Path(file_util.get_static_dir()) / url).is_file()
-    assert f"querySelector('.{PLACE_CLASS}')" in scripts[1] and "import(u)" in scripts[1]
-    assert "import(" not in first_paint.block(chapter, "lang=zh")

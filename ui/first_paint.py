@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import functools
 import html
-import json
 from pathlib import Path
 from typing import Callable
 from urllib.parse import parse_qs, urlencode
 
 from ui.chapters import Chapter, registered
 from ui.i18n import LANGS, translate
-from ui.first_screen import PLACE_CLASS
 
 GIVE_UP_MS = 20_000          # the block goes away after this even if no title ever arrives
 BLOCK_ID = "lmviz-first-paint"
@@ -64,19 +62,6 @@ _SCRIPT = (
     "setTimeout(function(){gone(o);},%d);})();"
 )
 
-# A student link's first screen holds its charts' places (ui.first_screen) and the charts
-# follow in a second run: once a place is drawn, the page loads Streamlit's chart module itself
-# (fetched and evaluated, ~0.8 s of one core, while the server runs the charts' run), so that the
-# charts are drawn as they arrive. The browser keeps one copy of a module per URL: Streamlit's own
-# import of the same file later finds it loaded.
-_CHARTS_SCRIPT = (
-    "(function(){var u=%s;var o=new MutationObserver(function(){"
-    "if(!document.querySelector('.%s'))return;o.disconnect();"
-    "requestAnimationFrame(function(){setTimeout(function(){import(u).catch(function(){});},0);});});"
-    "o.observe(document.documentElement,{childList:true,subtree:true});"
-    "setTimeout(function(){o.disconnect();},%d);})();"
-)
-
 
 def chapter_at(path: str) -> Chapter | None:
     """The chapter whose URL path is ``path`` ("/" or "/attention"), None for any other path."""
@@ -97,13 +82,10 @@ def block(chapter: Chapter, query_string: str) -> str:
                       family=f"{_FAMILY}," if font else "",
                       font_face=(f"@font-face{{font-family:{_FAMILY};font-display:swap;"
                                  f"src:url({font})format('woff2')}}") if font else "")
-    charts = _chart_module() if "follow" in query else None
     return (f"<style>{css}</style>"
             f'<div id="{BLOCK_ID}" class="{"" if present else "sidebar"}" lang="{lang}" aria-busy="true">'
             f"<aside></aside><main><h1>{title}</h1><p>{loading}</p></main></div>"
-            f"<script>{_SCRIPT % (BLOCK_ID, GIVE_UP_MS)}</script>"
-            + (f"<script>{_CHARTS_SCRIPT % (json.dumps(charts), PLACE_CLASS, GIVE_UP_MS)}</script>"
-               if charts else ""))
+            f"<script>{_SCRIPT % (BLOCK_ID, GIVE_UP_MS)}</script>")
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,20 +107,6 @@ def _font_file() -> str | None:
 
     m = re.search(r'href="(\./static/media/SourceSans[^"]*\.woff2)"', _index())
     return m.group(1) if m else None
-
-
-@functools.lru_cache(maxsize=1)
-def _chart_module() -> str | None:
-    """The URL of Streamlit's Plotly chart module, relative to the page as index.html names its
-    own entry module (``./static/js/PlotlyChart.<hash>.js``), or None should a later Streamlit
-    name or place it otherwise."""
-    import re
-
-    from streamlit import file_util
-
-    entry = re.search(r'src="(\./static/js/)index\.[^"/]*\.js"', _index())
-    found = sorted((Path(file_util.get_static_dir()) / "static" / "js").glob("PlotlyChart.*.js"))
-    return entry.group(1) + found[0].name if entry and len(found) == 1 else None
 
 
 def page(path: str, query_string: str) -> str:

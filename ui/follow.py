@@ -49,7 +49,6 @@ from lmviz.chapters import questions as qs
 from lmviz.hf import MODEL_PARAM
 from lmviz.server.classroom import BrowserIds, ClassStore, FollowView, Gate, Pushes, normalise_code
 from lmviz.server.classroom_backend import store_from_env
-from ui import first_screen
 from ui.i18n import t
 from ui.runtime import (current_fragment_id, fragment_target, in_fragment_rerun, rerun_fragment,
                         rerun_fragments_here, serve_first)
@@ -223,7 +222,6 @@ def init_from_url() -> None:
         return
     st.session_state[FOLLOW] = {"code": code, "version": -1, "paused": False, "view": None,
                                 "expect": None, "epoch": store().epoch()}
-    first_screen.hold()    # the student sees the lecturer's chapter and setting first, then the charts
 
 
 # ------------------------------------------------------------------------ lecturer ------------

@@ -18,7 +18,7 @@ from typing import NoReturn
 
 import streamlit as st
 
-from ui import first_screen, handout
+from ui import handout
 from ui.i18n import lang, t, translate
 
 PRESENT_FONT = 20                 # smallest figure font size in presenter mode (14 otherwise)
@@ -155,17 +155,13 @@ def _built(name: str, _builder, args: tuple, kwargs: dict):
 
 
 def plot(fig, *, key: str | None = None, filename: str = "lmviz") -> None:
-    """Show a Plotly figure with its PNG download button named ``lmviz-<filename>-<lang>.png``
-    (on a student link's first screen, the chart's place instead: ``ui.first_screen``)."""
+    """Show a Plotly figure with its PNG download button named ``lmviz-<filename>-<lang>.png``."""
     twin = text_twin(fig)                    # of the original: a cached figure's twin is kept
     if presenting():
         fig = presented(fig)
     elif on_phone():                         # side-by-side panels are crushed at 390 px
         fig = _per_figure(fig, "phone", lambda: _stacked(fig)) or fig   # made once for a shared figure
-    if first_screen.holding():
-        first_screen.place(fig)
-    else:
-        _plotly(fig, key, filename)
+    _plotly(fig, key, filename)
     # the chart's text twin, computed from its data (viz/describe.py): read by a screen reader
     # right after the chart, kept out of sight (TWIN_CSS), printed under the chart in the hand-out
     st.markdown(f'<p class="{TWIN_CLASS}" lang="{lang()}">{escape(twin)}</p>', unsafe_allow_html=True)
@@ -608,9 +604,6 @@ _PAGE_CSS = (
     # clip, not hidden: a hidden overflow-x made the block a second scroller inside the page's own
     "[data-testid=stMainBlockContainer]{overflow-x:clip}"
     "}"
-    # a chart's place on a student link's first screen (ui.first_screen)
-    f".{first_screen.PLACE_CLASS}{{display:flex;align-items:center;justify-content:center;border-radius:0.5rem;"
-    "background:#F7F7F6;color:#5C5B5A}"
 )
 
 
