@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.apptest_util import all_text, decode, figures, open_page, poll_until, title_of
+from tests.apptest_util import TASK_TIMEOUT, all_text, decode, figures, open_page, poll_until, title_of
 from ui.i18n import language_names, translate
 
 PAGE = "chapters/beyond.py"
@@ -22,7 +22,7 @@ def fig(at, key: str, lang: str, **fmt) -> dict:
     raise AssertionError(f"no figure titled {title!r}")
 
 
-def wait_for(at, cond, timeout: float = 240.0):
+def wait_for(at, cond, timeout: float = TASK_TIMEOUT):
     assert poll_until(at, cond, timeout), "training did not finish in time"
 
 
@@ -296,7 +296,7 @@ def test_smollm2_chat_template_as_tokens_and_the_question_with_and_without_it(la
     note = translate("bey.chat_lang_note", lang, name="SmolLM2-135M-Instruct",
                      langs=language_names(("en",), lang))
     assert (note in all_text(at)) == (lang == "zh")
-    wait_for(at, lambda a: translate("bey.chat_with", lang) in all_text(a), 120)
+    wait_for(at, lambda a: translate("bey.chat_with", lang) in all_text(a))
     chips = " ".join(h.proto.body for h in at.get("html"))
     assert html.escape("<|im_start|>") in chips and html.escape("<|im_end|>") in chips
     eot = end_of_turn(meta["chat_template"], tok.special)

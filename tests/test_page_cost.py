@@ -14,7 +14,7 @@ import viz.cost as vc
 from lmviz.attention import traffic_bytes_dense, traffic_bytes_tiled
 from lmviz.chapters.cost import chinchilla_optimal, decode_step_flops, layer_flops
 from lmviz.numfmt import magnitude
-from tests.apptest_util import all_text, decode, figures, open_page
+from tests.apptest_util import TASK_TIMEOUT, all_text, decode, figures, open_page
 from ui.i18n import catalogue, translate
 
 PAGE = "chapters/cost.py"
@@ -165,7 +165,7 @@ def test_measured_timing_and_bad_prompt():
                    for f in figures(at))
     at.button(key="cost_measure").click().run()
     task = at.session_state["cost_bench"]
-    assert task.join(300)
+    assert task.join(TASK_TIMEOUT)
     at.run()
     no_errors(at)
     fig = next(f for f in figures(at) if any(tr.get("name") == translate("cost.fig.n2_guide", "zh")
