@@ -33,7 +33,7 @@ def test_a_handout_opened_offline_reads_like_the_page(server, browser, lang, tmp
         main = pg.locator("[data-testid=stMain]")
         paragraphs = [_norm(p) for p in pg.evaluate(
             """() => [...document.querySelectorAll('[data-testid=stMain] [data-testid=stMarkdownContainer] p')]
-                 .filter(p => !p.closest('[data-testid=stButton],[data-testid=stDownloadButton],summary,'
+                 .filter(p => !p.closest('[data-testid=stButton],[data-testid=stLinkButton],summary,'
                                          + '[data-testid=stMetric],[data-testid=stAlert],'
                                          + '[data-testid=stWidgetLabel],label'))
                  .map(p => p.innerText)""")]

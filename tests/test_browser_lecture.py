@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser_util import SHOTS, exceptions, shot, skip_questions, wait_charts, wait_idle
+from ui.i18n import translate
 
 pytestmark = pytest.mark.browser
 
@@ -55,7 +56,7 @@ def test_html_handout_opens_offline_with_figures(server, browser, tmp_path):
     pg.goto(server.url("generation", lang="zh"), wait_until="domcontentloaded")
     wait_idle(pg)
     wait_charts(pg)
-    button = pg.locator("[data-testid=stDownloadButton] button").last
+    button = pg.get_by_role("link", name=translate("common.download_html", "zh")).last   # lmviz's own route
     button.scroll_into_view_if_needed()
     with pg.expect_download() as dl:
         button.click()

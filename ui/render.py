@@ -593,6 +593,7 @@ _PAGE_CSS = (
     "[data-testid=stHorizontalBlock]>[data-testid=stColumn]{width:100%!important;flex:1 1 100%!important;min-width:0!important}"
     ":is([data-testid=stMain],[data-testid=stSidebar],[data-testid=stHeader]) button{min-height:44px;min-width:44px}"
     "[data-testid=stSidebarNav] a,[data-testid=stPageLink-NavLink]{min-height:44px;align-items:center}"
+    "[data-testid=stLinkButton] a{min-height:44px;min-width:44px;align-items:center}"   # the hand-out's link
     ":is([data-testid=stMain],[data-testid=stSidebar]) :is(label:has(input[type=radio]),label:has(input[type=checkbox]))"
     "{min-height:44px;min-width:44px;align-items:center}"
     ":is([data-testid=stNumberInputContainer],[data-testid=stTextInputRootElement],[data-testid=stSelectbox] [role=group],"
