@@ -22,7 +22,7 @@ import streamlit as st
 from lmviz.chapters import questions as qs
 from ui import handout
 from ui.follow import (REVEALED, TICK_S, follow_state, client_address, current_slug, followed_view,
-                          following, lecturing, publish_now, sid, store, voter)
+                       following, lecturing, publish_now, sid, store, voter)
 from ui.i18n import literal, t
 
 SKIPPED = "skip"             # a student alone who skipped a question (no answer given)
