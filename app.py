@@ -19,10 +19,10 @@ warmup.lower_if_warm_visit(st.context.headers)   # the server's own first visit 
 from ui import follow, render, session
 from ui.chapters import registered
 from ui.i18n import LANG_NAMES, LANGS, device, t
-from ui.runtime import bounded_runs, finished_runs_kept, in_fragment_rerun, page_run, patient_reruns
+from ui.runtime import finished_runs_kept, in_fragment_rerun, page_run, pages_kept, patient_reruns
 
 patient_reruns()    # a fragment's rerun never drops the end of the run before it (ui.runtime)
-bounded_runs()      # at most a few script runs at once, the lecturer's besides (ui.runtime)
+pages_kept()        # a fragment's run of a page left behind is dropped (ui.runtime)
 finished_runs_kept()  # a fragment's run never drops the part of a finished page run it drew (ui.runtime)
 
 # Language and presenter mode: from the URL on a session's first run, then from the sidebar;

@@ -1,8 +1,11 @@
 """The room as websocket clients: "be the language model" played by N followers on one fresh server.
 
-    python bench/room_ws.py --students 100 [--rounds 3] [--time-limit 400]
+    python bench/room_ws.py --students 100 [--rounds 3] [--time-limit 400] [--cluster N]
 
-Starts the app (``tests.browser_util.Server``: ``serve.py`` on a free port on 127.0.0.1). A
+Starts the app (``tests.browser_util.Server``: ``serve.py`` on a free port on 127.0.0.1), or with
+``--cluster N`` the local cluster of deploy/ (N replicas for the room, one for the lecturer, Redis,
+nginx; no Ray), where the lecturer's client carries the lecture cookie a presenter link hands out
+and the students' clients none (nginx spreads them over the room's replicas). A
 lecturer session opens the generation chapter's room section in presenter mode
 (``/generation?present=1&sec=5``) and presses "Start a class"; N students open the student link
 (``/?follow=CODE``, half in English, half in Chinese), are switched to the lecturer's section by
@@ -84,8 +87,8 @@ def fresh_button(s: Session, part: str, used: set[str], exact: bool = False):
 # client runs in a process of its own; its times are taken there (time.perf_counter is the
 # system's monotonic clock on Linux: comparable across the two processes).
 
-async def _l_open(st: dict, port: int) -> str:
-    lecturer = Session(port, "generation", f"lang=en&present=1&sec={ROOM_SECTION}")
+async def _l_open(st: dict, port: int, headers: dict | None = None) -> str:
+    lecturer = Session(port, "generation", f"lang=en&present=1&sec={ROOM_SECTION}", headers=headers)
     st["s"] = lecturer
     await lecturer.__aenter__()
     await lecturer.wait_idle(timeout=180)
@@ -193,8 +196,18 @@ async def run(args) -> None:
     from tests.browser_util import Server
 
     os.environ["STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL"] = "10"
-    srv = Server()
-    pid = srv.proc.pid
+    if args.cluster:
+        from lmviz.server.classroom import LECTURE_COOKIE
+        from scale import LocalCluster
+
+        srv = LocalCluster(args.cluster, lecture=True)
+        srv.__enter__()
+        srv.stop = lambda: srv.__exit__(None, None, None)
+        port, headers = srv.port, {"Cookie": f"{LECTURE_COOKIE}=1"}
+        pids = [p for name, p in srv.pid_of.items() if name != "lecture"]      # the room's
+    else:
+        srv = Server()
+        port, headers, pids = srv.port, None, [srv.proc.pid]
     rng = random.Random(0)
     errors: list[str] = []
     shown_lags: list[float] = []
@@ -202,13 +215,13 @@ async def run(args) -> None:
     students: list[Session] = []
     lecturer = Lecturer()
     try:
-        code = await lecturer.call("open", srv.port)
-        rss0, t_join = rss_mb(pid), time.perf_counter()
+        code = await lecturer.call("open", port, headers)
+        rss0, t_join = sum(rss_mb(p) for p in pids), time.perf_counter()
 
-        students = list(await asyncio.gather(*(join(srv.port, code, i, args.students, errors)
+        students = list(await asyncio.gather(*(join(port, code, i, args.students, errors)
                                                for i in range(args.students))))
         await asyncio.sleep(3)
-        rss_open = rss_mb(pid)
+        rss_open = sum(rss_mb(p) for p in pids)
         print(f"class {code}: {len(students)} students joined in {time.perf_counter() - t_join:.1f} s; "
               f"server RSS {rss0:.0f} MB with the lecturer alone, {rss_open:.0f} MB with the room "
               f"({1024 * (rss_open - rss0) / max(1, len(students)):.0f} KiB per student)")
@@ -298,10 +311,12 @@ def main() -> None:
     ap.add_argument("--students", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--time-limit", type=float, default=400)
+    ap.add_argument("--cluster", type=int, default=0, metavar="N",
+                    help="the local cluster with N replicas for the room and one for the lecturer (0: one server)")
 
     args = ap.parse_args()
-    if not (1 <= args.students <= 300 and 1 <= args.rounds <= 10):
-        ap.error("--students 1..300, --rounds 1..10")
+    if not (1 <= args.students <= 300 and 1 <= args.rounds <= 10 and 0 <= args.cluster <= 8):
+        ap.error("--students 1..300, --rounds 1..10, --cluster 0..8")
     asyncio.run(asyncio.wait_for(run(args), args.time_limit))
 
 

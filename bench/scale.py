@@ -61,11 +61,15 @@ def tree_cpu_s(root_pid: int) -> float:
 
 
 class LocalCluster:
-    def __init__(self, replicas: int, ray_cpus: int) -> None:
+    """deploy/local-cluster.sh in a run folder of its own: ``replicas`` for the room, a Ray head
+    with ``ray_cpus`` CPUs (0: none) and, with ``lecture``, the lecturers' own replica."""
+
+    def __init__(self, replicas: int, ray_cpus: int = 0, lecture: bool = False) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix=f"lmviz-scale-{replicas}-"))
         self.env = dict(os.environ, LMVIZ_CLUSTER_DIR=str(self.dir), LMVIZ_PYTHON=sys.executable,
-                        LMVIZ_REPLICAS=str(replicas), LMVIZ_THREADS="1", LMVIZ_RAY="1",
-                        LMVIZ_RAY_CPUS=str(ray_cpus))
+                        LMVIZ_REPLICAS=str(replicas), LMVIZ_THREADS="1", LMVIZ_RAY="1" if ray_cpus else "0",
+                        LMVIZ_RAY_CPUS=str(max(1, ray_cpus)), LMVIZ_LECTURE_REPLICA="1" if lecture else "0")
+        self.ray = ray_cpus > 0
 
     def sh(self, cmd: str) -> None:
         r = subprocess.run(["bash", str(SCRIPT), cmd], env=self.env, capture_output=True, text=True, timeout=300)
@@ -78,7 +82,8 @@ class LocalCluster:
         self.port = int(state["NGINX_PORT"])
         self.replica_ports = [int(p.read_text().strip().rsplit(":", 1)[1]) for p in sorted(self.dir.glob("replica-*.addr"))]
         self.replica_pids = [int(p.read_text()) for p in sorted(self.dir.glob("replica-*.pid"))]
-        self.ray_pid = int((self.dir / "ray.pid").read_text())
+        self.pid_of = {p.stem.removeprefix("replica-"): int(p.read_text()) for p in self.dir.glob("replica-*.pid")}
+        self.ray_pid = int((self.dir / "ray.pid").read_text()) if self.ray else None
         return self
 
     def __exit__(self, *exc) -> None:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole lmviz cluster on this machine, 127.0.0.1 only, for trying deploy/ out and for tests:
-# redis-server, a local Ray head for the trainings, N Streamlit replicas sharing classes through
-# Redis and training on Ray, nginx in front with sticky sessions (deploy/nginx-lmviz.conf.template).
+# redis-server, a local Ray head for the trainings, N Streamlit replicas for the room and one for
+# the lecturers, sharing classes through Redis and training on Ray, nginx in front with sticky
+# sessions and the lecture cookie's map (deploy/nginx-lmviz.conf.template).
 # Every port is a free one found by binding port 0.
 #
 #   deploy/local-cluster.sh up       start everything, print the URL
@@ -11,14 +12,17 @@
 # Environment:
 #   LMVIZ_CLUSTER_DIR  run folder: generated configs, pid files, logs
 #                      (default ${TMPDIR:-/tmp}/lmviz-cluster-<uid>)
-#   LMVIZ_REPLICAS     Streamlit replicas (default 2, at most 8)
+#   LMVIZ_REPLICAS     Streamlit replicas for the room, the students' (default 2, at most 8)
+#   LMVIZ_LECTURE_REPLICA  1 (default): one more replica, "lecture", for the lecturers' browsers
+#                      (the cookie a presenter link hands out; the room's replicas run with
+#                      LMVIZ_ROLE=room); 0: lecturers share the room's replicas
 #   LMVIZ_PYTHON       the Python that has lmviz's requirements (default .venv/bin/python, else python3)
 #   LMVIZ_THREADS      torch threads per replica (default 1)
 #   LMVIZ_RAY          1: a Ray head is required; 0: none (trainings run beside the replicas,
 #                      each in a process of its own: LMVIZ_TRAIN_PROCESS, default 1);
 #                      default: a Ray head when $LMVIZ_PYTHON has ray, else none (with a note)
 #   LMVIZ_RAY_CPUS     CPUs of the local Ray head = concurrent trainings (default 2)
-# Each replica gets LMVIZ_REPLICA=a, b, ... (for its logs only), LMVIZ_REDIS_URL,
+# Each replica gets LMVIZ_REPLICA=a, b, ... or lecture (for its logs only), LMVIZ_REDIS_URL,
 # LMVIZ_TRUSTED_PROXIES=127.0.0.1 (nginx's address: the replica believes its X-Forwarded-For) and,
 # with Ray, LMVIZ_RAY_ADDRESS (every training of every replica runs on the Ray head, 1 CPU each).
 # Logs: $LMVIZ_CLUSTER_DIR/{replica-a.log,redis.log,ray.log,nginx-access.log,nginx-error.log}.
@@ -31,6 +35,7 @@ if [ -n "${LMVIZ_PYTHON:-}" ]; then PY=$LMVIZ_PYTHON
 elif [ -x "$ROOT/.venv/bin/python" ]; then PY=$ROOT/.venv/bin/python
 else PY=python3; fi
 NAMES=(a b c d e f g h)
+LECTURE=${LMVIZ_LECTURE_REPLICA:-1}
 
 die() { echo "local-cluster: $*" >&2; exit 1; }
 log() { echo "local-cluster: $*"; }
@@ -155,6 +160,7 @@ cmd_up() {
   "$PY" -c "import streamlit, redis" 2>/dev/null \
     || die "$PY lacks streamlit or redis (pip install -r requirements.txt -r requirements-cluster.txt)"
   [[ "$N" =~ ^[1-8]$ ]] || die "LMVIZ_REPLICAS must be 1..8"
+  [[ "$LECTURE" =~ ^[01]$ ]] || die "LMVIZ_LECTURE_REPLICA must be 0 or 1"
   if [ -f "$RUN/state" ] && cmd_status >/dev/null; then die "already up (deploy/local-cluster.sh status)"; fi
   mkdir -p "$RUN/tmp"
   chmod 755 "$RUN"
@@ -169,7 +175,11 @@ cmd_up() {
     else want_ray=0; log "no Ray head: $PY lacks ray (pip install -r requirements-cluster.txt); trainings run in the replicas"; fi
   fi
   if [ "$want_ray" = 1 ]; then "$PY" -c "import ray" 2>/dev/null || die "LMVIZ_RAY=1 but $PY lacks ray"; fi
-  read -r -a ports <<< "$(free_ports $((N + 2 + 9)))"
+  # the replicas: the room's a, b, ... and, with LMVIZ_LECTURE_REPLICA=1, the lecture's own
+  local replicas=("${NAMES[@]:0:$N}") role=""
+  if [ "$LECTURE" = 1 ]; then replicas+=(lecture); role=room; fi
+  local R=${#replicas[@]} lecture_servers=""
+  read -r -a ports <<< "$(free_ports $((R + 2 + 9)))"
   # the one upload limit (MB), read by the replicas here and by nginx (deploy/site_conf.py)
   local upload_mb
   upload_mb=$("$PY" -c "import sys; sys.path.insert(0, '$ROOT'); from lmviz.limits import MAX_UPLOAD_MB; print(MAX_UPLOAD_MB)")
@@ -185,7 +195,7 @@ cmd_up() {
 
   # --- Ray head: the trainings of every replica (LMVIZ_RAY_ADDRESS), 127.0.0.1, free ports ---
   if [ "$want_ray" = 1 ]; then
-    local rp=("${ports[@]:$((N + 2)):9}") raybin
+    local rp=("${ports[@]:$((R + 2)):9}") raybin
     raybin="$(dirname "$PY")/ray"; [ -x "$raybin" ] || raybin=$(command -v ray) || die "the ray command is missing"
     mkdir -p "$RUN/ray"
     # Ray's token authentication: a fresh secret for this cluster, given to the head, the
@@ -228,10 +238,12 @@ sys.exit(0 if ray.cluster_resources().get('CPU', 0) > 0 else 1)" >> "$RUN/ray.lo
   ( umask 077; "$PY" -c "import secrets; print(secrets.token_hex(32))" > "$RUN/class-key" )
   local class_key
   class_key=$(cat "$RUN/class-key")
-  for ((i = 0; i < N; i++)); do
-    name=${NAMES[$i]}; port=${ports[$((i + 2))]}
+  for ((i = 0; i < R; i++)); do
+    name=${replicas[$i]}; port=${ports[$((i + 2))]}
+    local this_role=$role; [ "$name" = lecture ] && this_role=""
     # one simple command in the background, so that $! is the Streamlit process itself
-    LMVIZ_REPLICA=$name LMVIZ_REDIS_URL="redis://127.0.0.1:$redis_port/0" LMVIZ_CLASS_KEY=$class_key \
+    LMVIZ_REPLICA=$name LMVIZ_ROLE=$this_role \
+      LMVIZ_REDIS_URL="redis://127.0.0.1:$redis_port/0" LMVIZ_CLASS_KEY=$class_key \
       LMVIZ_RAY_ADDRESS=$ray_address LMVIZ_THREADS=${LMVIZ_THREADS:-1} \
       LMVIZ_TRAIN_PROCESS=${LMVIZ_TRAIN_PROCESS:-1} LMVIZ_TRUSTED_PROXIES=127.0.0.1 \
       nohup "$PY" -m streamlit run "$ROOT/serve.py" --server.headless=true --server.port="$port" \
@@ -239,10 +251,13 @@ sys.exit(0 if ray.cluster_resources().get('CPU', 0) > 0 else 1)" >> "$RUN/ray.lo
         > "$RUN/replica-$name.log" 2>&1 < /dev/null &
     echo $! > "$RUN/replica-$name.pid"
     echo "127.0.0.1:$port" > "$RUN/replica-$name.addr"
-    servers+="server 127.0.0.1:$port max_fails=1 fail_timeout=10s;"$'\n    '
+    if [ "$name" = lecture ]; then
+      lecture_servers="server 127.0.0.1:$port max_fails=1 fail_timeout=10s;"
+    else
+      servers+="server 127.0.0.1:$port max_fails=1 fail_timeout=10s;"$'\n    '
+    fi
   done
-  for ((i = 0; i < N; i++)); do
-    name=${NAMES[$i]}
+  for name in "${replicas[@]}"; do
     wait_http "http://$(cat "$RUN/replica-$name.addr")/_stcore/health" ok 120 \
       "$(cat "$RUN/replica-$name.pid")" \
       || die "replica $name did not become healthy (see $RUN/replica-$name.log)"
@@ -252,7 +267,7 @@ sys.exit(0 if ray.cluster_resources().get('CPU', 0) > 0 else 1)" >> "$RUN/ray.lo
   # ui/warmup.py) with the server; the visit also runs app.py once, so the first student's run
   # finds Streamlit's caches and the page scripts ready
   local addrs=()
-  for ((i = 0; i < N; i++)); do addrs+=("$(cat "$RUN/replica-${NAMES[$i]}.addr")"); done
+  for name in "${replicas[@]}"; do addrs+=("$(cat "$RUN/replica-$name.addr")"); done
   if "$PY" "$ROOT/deploy/warm.py" "${addrs[@]}"; then log "replicas warmed"
   else log "warning: a warm-up visit failed (the replicas still serve; see their logs)"; fi
 
@@ -261,7 +276,8 @@ sys.exit(0 if ray.cluster_resources().get('CPU', 0) > 0 else 1)" >> "$RUN/ray.lo
   # (and Streamlit's frontend files, with their gzip twins, served by nginx from $RUN/frontend)
   "$PY" "$ROOT/deploy/site_conf.py" frontend "$RUN/frontend" || die "could not copy the frontend files"
   "$PY" "$ROOT/deploy/site_conf.py" "$ROOT/deploy/nginx-lmviz.conf.template" "$RUN/lmviz-site.conf" \
-      "127.0.0.1:$nginx_port" "$servers" "$RUN/nginx-access.log" "$RUN/nginx-error.log" "$RUN/frontend"
+      "127.0.0.1:$nginx_port" "$servers" "$RUN/nginx-access.log" "$RUN/nginx-error.log" "$RUN/frontend" \
+      _ "${lecture_servers:-$servers}"
   cat > "$RUN/nginx.conf" <<EOF
 # generated by deploy/local-cluster.sh up
 worker_processes 1;
@@ -288,6 +304,7 @@ NGINX_PORT=$nginx_port
 REDIS_PORT=$redis_port
 REDIS_URL=redis://127.0.0.1:$redis_port/0
 REPLICAS=$N
+LECTURE_REPLICA=$LECTURE
 RAY_ADDRESS=$ray_address
 EOF
   trap - EXIT

@@ -1,6 +1,6 @@
 """Fill deploy/nginx-lmviz.conf.template's {{...}} placeholders (deploy/local-cluster.sh uses it).
 
-    python deploy/site_conf.py TEMPLATE OUT LISTEN UPSTREAM_SERVERS ACCESS_LOG ERROR_LOG FRONTEND_ROOT [SERVER_NAME]
+    python deploy/site_conf.py TEMPLATE OUT LISTEN UPSTREAM_SERVERS ACCESS_LOG ERROR_LOG FRONTEND_ROOT [SERVER_NAME [LECTURE_SERVERS]]
     python deploy/site_conf.py frontend FRONTEND_ROOT
 
 The second form writes FRONTEND_ROOT: a copy of Streamlit's frontend files (``static/``: its
@@ -10,6 +10,9 @@ first visit fetches about 9 MB of them (3.3 MB compressed); from a replica they 
 Python event loop, the loop that also carries every websocket of that replica; from nginx they are
 no replica's work. Write it again after every Streamlit upgrade (a file missing from the copy
 still comes from a replica).
+
+``LECTURE_SERVERS`` is the lecture replica's ``server`` line (a lecturer's browser goes there, by the
+cookie a presenter link hands out); without it, lecturers share the room's replicas.
 
 The upload limit is not a choice made here: ``{{MAX_BODY_SIZE}}`` comes from
 ``lmviz.limits.MAX_REQUEST_MB`` (the app's one upload limit, ``MAX_UPLOAD_MB``, plus the request's
@@ -59,8 +62,9 @@ def frontend(root: Path) -> Path:
 
 
 def render(template: str, listen: str, upstream_servers: str, access_log: str, error_log: str,
-           frontend_root: str, server_name: str = "_") -> str:
+           frontend_root: str, server_name: str = "_", lecture_servers: str | None = None) -> str:
     values = {"LISTEN": listen, "SERVER_NAME": server_name, "UPSTREAM_SERVERS": upstream_servers.rstrip(),
+              "LECTURE_SERVERS": (lecture_servers or upstream_servers).rstrip(),
               "ACCESS_LOG": access_log, "ERROR_LOG": error_log, "MAX_BODY_SIZE": max_body_size(),
               "FRONTEND_ROOT": str(frontend_root)}
     out = []
@@ -77,4 +81,4 @@ if __name__ == "__main__":
         frontend(Path(sys.argv[2]))
     else:
         src, dst, listen, servers, access, error, front, *rest = sys.argv[1:]
-        Path(dst).write_text(render(Path(src).read_text(), listen, servers, access, error, front, *rest[:1]))
+        Path(dst).write_text(render(Path(src).read_text(), listen, servers, access, error, front, *rest[:2]))

@@ -1,10 +1,13 @@
 """The local cluster of deploy/ (``deploy/local-cluster.sh``): nginx in front of two Streamlit
-replicas, class state in Redis, everything on 127.0.0.1 and free ports.
+replicas for the room and one for the lecturers, class state in Redis, everything on 127.0.0.1 and
+free ports.
 
 - through nginx, one browser stays on one replica across reruns, reloads and an upload (the
   replica is read from nginx's access log, which names the upstream of every request), while
   new browsers are spread over both replicas;
 - Streamlit's websocket origin check still holds behind the proxy (Host passed through);
+- a lecturer who turns presenter mode on in a room replica's page and presses "Start a class" has
+  the class on the lecture replica, and a student's link is followed from a room replica;
 - a class a lecturer drives from replica A's process is followed and answered from replica B's
   process, through the cluster's Redis;
 - a training started in a page of replica A runs on the cluster's Ray head (the page names the
@@ -69,7 +72,7 @@ class Cluster:
         assert r.returncode == 0, r.stdout + r.stderr
         self.state = dict(line.split("=", 1) for line in (self.dir / "state").read_text().split())
         self.port = int(self.state["NGINX_PORT"])
-        self.replicas = {(self.dir / f"replica-{n}.addr").read_text().strip(): n for n in "ab"}
+        self.replicas = {(self.dir / f"replica-{n}.addr").read_text().strip(): n for n in ("a", "b", "lecture")}
 
     def url(self, path: str = "") -> str:
         return f"http://127.0.0.1:{self.port}/{path}"
@@ -124,7 +127,7 @@ def test_status_names_every_part(cluster):
     r = cluster.run("status")
     assert r.returncode == 0, r.stdout + r.stderr
     assert re.search(r"redis\s+up", r.stdout) and re.search(r"nginx\s+up", r.stdout)
-    assert len(re.findall(r"replica\s+up", r.stdout)) == 2
+    assert len(re.findall(r"replica\s+up", r.stdout)) == 3 and re.search(r"replica\s+up\s+lecture", r.stdout)
     again = cluster.run("up")
     assert again.returncode != 0 and "already up" in again.stderr
 
@@ -142,12 +145,16 @@ def test_a_routing_cookie_pins_requests_and_new_visitors_spread(cluster):
         for _ in range(5):
             status, headers = _get(cluster.url("_stcore/health"), f"lmviz_route={r}")
             assert status == 200 and "Set-Cookie" not in headers    # the key is kept, not renewed
+    for r in routes[:4]:                              # ... and as a lecturer's browser
+        status, _ = _get(cluster.url("_stcore/health"), f"lmviz_route={r}; lmviz_lecture=1")
+        assert status == 200
     seen = cluster.log()[before:]
     by_route: dict[str, set] = {}
     for e in seen:
         by_route.setdefault(e["route"], set()).add(e["replica"])
-    assert all(len(by_route[r]) == 1 for r in routes), by_route          # sticky
-    assert {next(iter(by_route[r])) for r in routes} == {"a", "b"}       # both replicas used
+    assert all(len(by_route[r]) == 1 for r in routes[4:]), by_route      # sticky
+    assert {next(iter(by_route[r])) for r in routes[4:]} == {"a", "b"}   # both room replicas used
+    assert all(by_route[r] - {"a", "b"} == {"lecture"} for r in routes[:4]), by_route   # the lecturer's own
 
 
 def _upgrade(port: int, host: str, origin: str) -> str:
@@ -214,6 +221,50 @@ def test_a_browser_stays_on_one_replica_across_reruns_reloads_and_an_upload(clus
     assert assets and all(e["replica"] == "-" and e["status"] in ("200", "304") for e in assets), assets
     rest = [e for e in mine if not e["path"].startswith("/static/")]
     assert len({e["replica"] for e in rest}) == 1, rest       # page, websockets, upload, media
+
+
+def test_a_lecturer_starts_the_class_on_the_lecture_replica_and_a_student_follows_from_the_room(cluster, request):
+    from tests.browser_util import exceptions, require_browser, wait_idle
+    from ui.i18n import translate
+
+    if redis_util.cluster_required():
+        os.environ.setdefault("LMVIZ_REQUIRE_BROWSER", "1")
+    require_browser()
+    b = request.getfixturevalue("chromium")
+    before = len(cluster.log())
+    lect = b.new_context(viewport={"width": 1280, "height": 900})
+    student = b.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        page = lect.new_page()
+        page.goto(cluster.url("generation?lang=zh"), timeout=120_000)     # a room replica's page
+        wait_idle(page, 120_000)
+        page.get_by_text(translate("common.present", "zh"), exact=True).click()
+        wait_idle(page, 60_000)
+        page.get_by_role("button", name=translate("class.start", "zh")).click()
+        code_box = page.locator(".lmviz-class-code")                    # after the tab's reload
+        code_box.wait_for(timeout=120_000)
+        code = code_box.inner_text().strip()
+        assert "present=1" in page.url and "start=" not in page.url, page.url
+        assert {c["name"]: c["value"] for c in lect.cookies()}.get("lmviz_lecture") == "1"
+        route = next(c["value"] for c in lect.cookies() if c["name"] == "lmviz_route")
+        phone = student.new_page()
+        phone.goto(cluster.url(f"?follow={code}&lang=en"), timeout=120_000)
+        phone.get_by_text(translate("class.following", "en", cls=code).replace("**", "")).first.wait_for(timeout=120_000)
+        assert "/generation" in phone.url
+        assert exceptions(page) == [] and exceptions(phone) == []
+    finally:
+        lect.close()
+        student.close()
+    deadline = time.time() + 15                     # nginx logs a websocket when it closes
+    while True:
+        streams = [e for e in cluster.log()[before:] if e["path"].startswith("/_stcore/stream")]
+        if len(streams) >= 3 or time.time() > deadline:
+            break
+        time.sleep(0.3)
+    mine = [e["replica"] for e in streams if e["route"] == route]
+    theirs = [e["replica"] for e in streams if e["route"] != route]
+    assert mine[-1:] == ["lecture"] and set(mine[:-1]) <= {"a", "b"} and len(mine) == 2, streams
+    assert theirs and set(theirs) <= {"a", "b"}, streams
 
 
 def test_a_class_on_replica_a_is_followed_from_replica_b(cluster):
@@ -332,7 +383,7 @@ def test_a_training_started_on_replica_a_runs_on_ray_and_its_curve_grows(cluster
 def test_down_stops_exactly_what_up_started(cluster):
     pids = cluster.pids()
     ray_pids = [int((cluster.dir / "ray.pid").read_text())] if (cluster.dir / "ray.pid").exists() else []
-    assert len(pids) == 4 + len(ray_pids)             # redis, nginx, two replicas (and Ray's head)
+    assert len(pids) == 5 + len(ray_pids)             # redis, nginx, three replicas (and Ray's head)
     r = cluster.run("down")
     assert r.returncode == 0, r.stderr
     assert not any(Path(f"/proc/{p}").exists() for p in pids)

@@ -84,6 +84,35 @@ def test_a_page_hands_out_a_signed_browser_id_once():
     assert forged.split(";")[0] != f"{BrowserIds.COOKIE}={value}"
     assert "Secure" in get(None, proto="https").headers["set-cookie"]
 
+def test_a_presenter_link_hands_out_the_lecture_cookie_and_a_student_link_does_not():
+    """Behind nginx the lecture cookie takes a browser's websocket to the lecture replica: a chapter
+    opened in presenter mode hands it out (once, beside the browser id), any other link never."""
+    from starlette.requests import Request
+
+    from lmviz.server.classroom import LECTURE_COOKIE, BrowserIds
+    from tests.conftest import run_async
+
+    route = next(r for r in first_paint.routes() if r.path == "/generation")
+    browser_id = f"{BrowserIds.COOKIE}={BrowserIds().mint()}"
+
+    def cookies_set(query: str, cookie: str = browser_id, proto: str = "http") -> list[str]:
+        scope = {"type": "http", "method": "GET", "path": "/generation", "query_string": query.encode(),
+                 "headers": [(b"host", b"127.0.0.1"), (b"x-forwarded-proto", proto.encode()),
+                             (b"cookie", cookie.encode())],
+                 "scheme": "http", "server": ("127.0.0.1", 80)}
+        r = run_async(route.endpoint(Request(scope)))
+        assert r.status_code == 200
+        return [v.decode() for k, v in r.raw_headers if k == b"set-cookie"]
+
+    assert cookies_set("lang=zh&present=1") == [f"{LECTURE_COOKIE}=1; Path=/; HttpOnly; SameSite=Lax"]
+    assert cookies_set("present=1", proto="https") == [f"{LECTURE_COOKIE}=1; Path=/; HttpOnly; SameSite=Lax; Secure"]
+    assert cookies_set("present=1", f"{browser_id}; {LECTURE_COOKIE}=1") == []      # kept, not renewed
+    both = cookies_set("present=1&start=1", "")                                   # a first visit: both
+    assert [c.split("=")[0] for c in both] == [BrowserIds.COOKIE, LECTURE_COOKIE]
+    for query in ("lang=zh", "follow=ABCDEFG", "present=0", "present=1x", "x=present=1"):
+        assert cookies_set(query) == [], query
+
+
 @pytest.mark.parametrize("lang", LANGS)
 def test_the_page_says_its_language_in_html_lang(lang):
     """A screen reader picks its voice from <html lang>: the served page says the link's

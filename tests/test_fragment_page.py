@@ -36,3 +36,14 @@ def test_the_runner_drops_the_old_pages_fragments_and_runs_the_rest():
     wrapped(runner, _data(page_script_hash="kv-cache", fragment_id_queue=["tick"]))
     wrapped(runner, _data(page_script_hash="home"))
     assert ran == [("kv-cache", ("tick",)), ("home", ())]
+
+
+def test_streamlits_runner_is_wrapped_once():
+    from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
+
+    from ui.runtime import pages_kept
+
+    pages_kept()
+    patched = ScriptRunner._run_script
+    pages_kept()
+    assert ScriptRunner._run_script is patched and patched.lmviz_keeping_page

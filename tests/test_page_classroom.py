@@ -64,6 +64,31 @@ def test_follower_gets_chapter_and_setting_in_own_language(lecture):
     assert fol.slider(key="gen_tau").value == 1.5
 
 
+def test_on_a_room_replica_start_reloads_as_a_presenter_link_that_starts_the_class(monkeypatch):
+    """Behind nginx a lecturer lectures on a replica of its own (lmviz.server.classroom): on a
+    replica that serves the room (LMVIZ_ROLE=room), "Start a class" starts none there; it reloads
+    the tab as a presenter link with ``start=1`` (whose HTML hands out the lecture cookie), and
+    that link's session, on the lecture replica, starts the class and drops ``start`` from the URL."""
+    monkeypatch.setenv("LMVIZ_ROLE", "room")
+    room = open_page(GEN, present="1")
+    room.button(key="class_start").click().run()
+    assert not room.exception, [e.value for e in room.exception]
+    assert "class_lect" not in room.session_state
+    assert translate("class.moving", "en") in all_text(room)
+    script = next(h.proto.body for h in room.get("html") if "location.replace" in h.proto.body)
+    assert "location.replace" in script and "'start','1'" in script and "'present','1'" in script
+    room.run()                                          # moved once: the button is back, no loop
+    assert "class_start" in keys(room)
+    monkeypatch.delenv("LMVIZ_ROLE")
+    lecture = open_page(GEN, present="1", start="1")    # the reloaded tab, on the lecture replica
+    assert lecture.session_state["class_lect"]["code"]
+    assert "start" not in lecture.query_params and "class_end" in keys(lecture)
+    lecture.run()                                       # one class: its reruns start no second one
+    assert lecture.session_state["class_lect"]["code"] == lecture.session_state["class_lect"]["code"]
+    student = open_page(GEN, start="1")                 # not in presenter mode: starts nothing
+    assert "class_lect" not in student.session_state and "start" not in student.query_params
+
+
 def test_student_cannot_drive(lecture):
     from ui.follow import store
 

@@ -149,6 +149,22 @@ def follow_target(path: str, query_string: str, chapter_of: Callable[[str], str]
                                     **({MODEL_PARAM: model} if id_shaped(model) else {})})
 
 
+def handed_out(query_string: str, cookies: dict, ids, secure: bool = False) -> list[str]:
+    """The ``Set-Cookie`` values a page's HTML carries: classroom mode's signed browser id (one
+    answer per browser, a few classes per browser), handed out with the page so that the
+    websocket that follows carries it (``st.context.cookies``), when the browser has no valid one;
+    and the lecture cookie (``lmviz.server.classroom.LECTURE_COOKIE``) to a page opened in
+    presenter mode, which behind nginx takes the browser's websocket to the lecture replica."""
+    from lmviz.server.classroom import LECTURE_COOKIE, BrowserIds, lecture_cookie_header
+
+    out = []
+    if ids.verify(cookies.get(BrowserIds.COOKIE)) is None:
+        out.append(ids.set_cookie_header(secure=secure))
+    if parse_qs(query_string).get("present", [""])[-1] == "1" and cookies.get(LECTURE_COOKIE) != "1":
+        out.append(lecture_cookie_header(secure=secure))
+    return out
+
+
 def routes() -> list:
     """Starlette routes for ``st.App(routes=...)``: GET and HEAD of every chapter's URL path."""
     from starlette.concurrency import run_in_threadpool
@@ -169,19 +185,20 @@ def routes() -> list:
         return look_up
 
     async def endpoint(request):
-        headers = {"Cache-Control": "no-cache"}
-        # classroom mode's signed browser id (one answer per browser, a few classes per browser):
-        # handed out with the page, so the websocket that follows carries it (st.context.cookies)
-        if ids.verify(request.cookies.get(BrowserIds.COOKIE)) is None:
-            https = "https" in (request.url.scheme, request.headers.get("x-forwarded-proto", ""))
-            headers["Set-Cookie"] = ids.set_cookie_header(secure=https)
+        https = "https" in (request.url.scheme, request.headers.get("x-forwarded-proto", ""))
+        cookies = handed_out(request.url.query, request.cookies, ids, secure=https)
+        response = None
         if request.url.path == "/" and "follow=" in request.url.query:
             # on a worker thread: a Redis store's look-up blocks (a chapter's URL, the redirect's
             # own target among them, is never looked up)
             target = await run_in_threadpool(follow_target, request.url.path, request.url.query,
                                              chapter_of(request))
             if target is not None:
-                return RedirectResponse(target, status_code=302, headers=headers)
-        return HTMLResponse(page(request.url.path, request.url.query), headers=headers)
+                response = RedirectResponse(target, status_code=302, headers={"Cache-Control": "no-cache"})
+        if response is None:
+            response = HTMLResponse(page(request.url.path, request.url.query), headers={"Cache-Control": "no-cache"})
+        for cookie in cookies:
+            response.headers.append("Set-Cookie", cookie)
+        return response
 
     return [Route("/" + c.slug, endpoint, methods=["GET", "HEAD"]) for c in registered()]

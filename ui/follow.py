@@ -47,11 +47,12 @@ import streamlit as st
 
 from lmviz.chapters import questions as qs
 from lmviz.hf import MODEL_PARAM
-from lmviz.server.classroom import BrowserIds, ClassStore, FollowView, Gate, Pushes, normalise_code
+from lmviz.server.classroom import (BrowserIds, ClassStore, FollowView, Gate, Pushes, lectures_elsewhere,
+                                    normalise_code)
 from lmviz.server.classroom_backend import store_from_env
 from ui.i18n import t
 from ui.runtime import (current_fragment_id, fragment_target, in_fragment_rerun, rerun_fragment,
-                        rerun_fragments_here, serve_first)
+                        rerun_fragments_here)
 
 LECT = "class_lect"          # session key: {"code": str, "secret": str} while this session lectures
 FOLLOW = "class_follow"      # session key: follower state (see follow_state)
@@ -64,7 +65,10 @@ SID = "class_sid"            # session key: this session's anonymous id in the s
 # it must never reach the class record (nor Redis), or every follower could take over the run.
 SECRET_PARAMS = frozenset({"run"})
 REVEALED = "_rv"            # published setting: the question ids the lecturer has revealed (comma list)
-NOT_FOLLOWED = frozenset({"lang", "present", "follow", "sec", REVEALED}) | SECRET_PARAMS
+START = "start"              # URL param: a presenter link that starts a class as it opens (how a room
+                             # replica's "Start a class" moves the lecturer: lmviz.server.classroom)
+MOVING = "class_moving"      # session key: this tab reloads as such a link (its next run says so)
+NOT_FOLLOWED = frozenset({"lang", "present", "follow", "sec", START, REVEALED}) | SECRET_PARAMS
 TICK_S = 1.0                 # lecturer publish/heartbeat period
 FOLLOW_TICK_S = 2.0          # a follower's check of the class when nothing was pushed (a version
                              # read; the page reruns only when the lecturer's state changed) ...
@@ -268,6 +272,20 @@ def _start_class() -> None:
         _note(c.reason)
 
 
+def _move_to_lecture() -> None:
+    st.session_state[MOVING] = True
+
+
+def _reload_as_lecturer() -> None:
+    """Reload this tab as a presenter link that starts the class (``?present=1&start=1``): its
+    HTML hands out the lecture cookie, and nginx takes the new session to the lecture replica. A
+    browser that refuses the cookie lands on a room replica again, which starts the class there."""
+    st.caption(t("class.moving"))
+    st.html(f"<script>var u=new URL(window.location.href);u.searchParams.set('present','1');"
+            f"u.searchParams.set('{START}','1');window.location.replace(u.toString());</script>",
+            unsafe_allow_javascript=True)
+
+
 def _end_class() -> None:
     lect = st.session_state.pop(LECT, None)
     if lect:
@@ -296,12 +314,18 @@ def _student_link(code: str) -> str:
 def lecturer_bar() -> None:
     """Presenter mode: "Start a class", or the running class's code, link, room and "End"."""
     lect = lecturing()
-    if not lect:
+    if not lect and st.query_params.get(START) is not None:
+        del st.query_params[START]          # a reload of the page starts no second class
         if st.session_state.get("present"):
-            st.button(t("class.start"), key="class_start", icon=":material/groups:",
-                      help=t("class.start_help"), on_click=_start_class)
+            _start_class()
+            lect = lecturing()
+    if not lect:
+        if st.session_state.pop(MOVING, False):
+            _reload_as_lecturer()
+        elif st.session_state.get("present"):
+            st.button(t("class.start"), key="class_start", icon=":material/groups:", help=t("class.start_help"),
+                      on_click=_move_to_lecture if lectures_elsewhere() else _start_class)
         return
-    serve_first()   # this page's messages go out ahead of the room's (ui.runtime)
     publish_now()   # the full run's state (a new chapter or section) goes out at once
     if not lecturing():
         st.rerun(scope="app")   # the class is gone: show the note (drawn above) at once

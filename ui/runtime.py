@@ -6,7 +6,6 @@ ships it, and tests/test_streamlit_contract.py fails until this module is read a
 from __future__ import annotations
 
 import asyncio
-import threading
 from contextlib import contextmanager
 from functools import partial
 from typing import Callable
@@ -273,9 +272,9 @@ _STOPPED_TRIES = 1000      # ... for at most 10 s; then it goes on as Streamlit 
 # the place of another element. A page with a second fragment below then throws "'setIn' cannot
 # be called on an ElementNode" in the browser, and the page goes blank (a lecturer's page with
 # the class bar's timer and a live display, 1-3 of 5 classes here; seen in the browser's own
-# record of the deltas: the whole run's 0.1.* missing, its heading overwritten by the bar). The
-# lecturer's messages wait up to FIRST_EVERY_S for :func:`_send_first`, and a follower's for the
-# runtime's pass over a room, so the window is wide. Fixed here: a clear for a fragment's run
+# record of the deltas: the whole run's 0.1.* missing, its heading overwritten by the bar). A
+# session's messages wait for the runtime's pass over every session, so with a room the window
+# is wide. Fixed here: a clear for a fragment's run
 # keeps every message up to the end of a whole run that finished, as the browser needs them.
 
 def keeping_finished_runs(clear):
@@ -317,90 +316,6 @@ def finished_runs_kept() -> None:
         ForwardMsgQueue.clear = keeping_finished_runs(ForwardMsgQueue.clear)
 
 
-# -- the lecturer's page first --------------------------------------------------------------
-#
-# Streamlit's runtime sends every session's queued messages in one pass over the sessions and
-# yields to the event loop after each message (``Runtime._loop_coroutine``: ``await
-# asyncio.sleep(0)``). With 300 followers a pass is hundreds of turns of a loop that is itself
-# busy, and a message queued just after the pass went by waits for the whole pass: the
-# lecturer's "ask" had run on the server in 0.04 s and its page heard of it 9.4 s later
-# (bench/room_ws.py, a server trace). A session marked :func:`serve_first` (the lecturer's) is
-# sent by a loop of its own every FIRST_EVERY_S, and the runtime's pass skips it, so its
-# messages keep their order and never wait behind the room's.
-
-FIRST_EVERY_S = 0.05
-_FIRST: set[str] = set()        # the sessions served first (ids); only the event loop changes it
-_FIRST_TASK: list = []          # the loop's task sending them (one per process)
-
-
-def serve_first() -> None:
-    """From a script run: send this session's messages ahead of every other session's (a
-    lecturer's, ``ui.follow.lecturer_bar``). Idempotent; no-op outside a served run."""
-    from streamlit.runtime import Runtime
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    if ctx is None or not Runtime.exists() or ctx.session_id in _FIRST or not _read_against():
-        return
-    runtime = Runtime.instance()
-    runtime._get_async_objs().eventloop.call_soon_threadsafe(_mark_first, runtime, ctx.session_id)
-
-
-def _mark_first(runtime, session_id: str) -> None:
-    """On the event loop: ``session_id`` is served first from now on."""
-    from streamlit.runtime.app_session import AppSession
-
-    if not getattr(AppSession.flush_browser_queue, "lmviz_first", False):
-        AppSession.flush_browser_queue = _skipping_first(AppSession.flush_browser_queue)
-    _FIRST.add(session_id)
-    if not _FIRST_TASK or _FIRST_TASK[0].done():
-        _FIRST_TASK[:] = [asyncio.get_running_loop().create_task(_send_first(runtime))]
-
-
-_SENDING_FIRST = [False]        # True while _send_first flushes (the loop's one thread)
-
-
-def _skipping_first(flush):
-    """``AppSession.flush_browser_queue`` that gives the runtime's pass nothing for a session
-    served first: only :func:`_send_first` takes its messages."""
-    def wrapped(self):
-        if self.id in _FIRST and not _SENDING_FIRST[0]:
-            return []
-        return flush(self)
-
-    wrapped.lmviz_first = True
-    wrapped.lmviz_plain = flush
-    return wrapped
-
-
-async def _send_first(runtime) -> None:
-    """On the event loop: every FIRST_EVERY_S, send what the first-served sessions queued, in
-    order, without yielding between messages; forget a session once it is gone."""
-    from streamlit.runtime.session_manager import SessionClientDisconnectedError
-
-    while _FIRST:
-        await asyncio.sleep(FIRST_EVERY_S)
-        for session_id in list(_FIRST):
-            info = runtime._session_mgr.get_active_session_info(session_id)
-            if info is None:
-                if runtime._session_mgr.get_session_info(session_id) is None:
-                    _FIRST.discard(session_id)       # closed; a disconnected one may come back
-                continue
-            _SENDING_FIRST[0] = True
-            try:
-                msgs = info.session.flush_browser_queue()
-            finally:
-                _SENDING_FIRST[0] = False
-            for msg in msgs:
-                try:
-                    runtime._send_message(info, msg)
-                except SessionClientDisconnectedError:
-                    runtime.disconnect_session(session_id, client=info.client)
-                    break
-            if msgs:
-                info.session.on_flushed_messages_sent()
-
-
 # -- a fragment's run of the page left behind is dropped ------------------------------------
 #
 # A fragment's rerun request names a page (``RerunData.page_script_hash``): the browser's, as it
@@ -425,7 +340,7 @@ def of_another_page(rerun_data, current_page: str) -> bool:
 
 def keeping_page(run):
     """``run(runner, rerun_data)`` (``ScriptRunner._run_script``) that drops a fragment's run of
-    another page than the session's (:func:`of_another_page`); :func:`bounded_runs` installs it."""
+    another page than the session's (:func:`of_another_page`); :func:`pages_kept` installs it."""
     def wrapped(self, rerun_data):
         if of_another_page(rerun_data, self._pages_manager.current_page_script_hash):
             return None
@@ -435,52 +350,13 @@ def keeping_page(run):
     return wrapped
 
 
-# -- a bounded number of script runs at once ---------------------------------------------------
-#
-# Each session's script runs on a thread of its own, and all of them share one interpreter. When a
-# room of 300 joins, a hundred and more of those threads want it at once: each waits for the
-# interpreter lock behind every other, the server's event loop too, and the lock changing hands
-# among them is itself most of the time (a py-spy sample of bench/room_ws.py at 300: 110 threads,
-# the lock held in a third of the samples, the event loop in 9 of 144). The lecturer's "ask" then
-# reached its session 6.7 s after it was sent. So a run takes one of ``RUN_PLACES`` places before
-# it starts and leaves it when it ends; the others wait for a place without wanting the
-# interpreter. The sessions served first (the lecturer's, :func:`serve_first`) never wait.
-# ``LMVIZ_RUN_PLACES`` sets the number.
-
-RUN_PLACES = 4
-
-
-def run_places() -> int:
-    """``LMVIZ_RUN_PLACES`` when it is a positive whole number, else ``RUN_PLACES``."""
-    from lmviz.server.env import env_count
-
-    return env_count("LMVIZ_RUN_PLACES", RUN_PLACES)
-
-
-def bounded(run, places, first=lambda runner: False):
-    """``run(runner, rerun_data)`` (``ScriptRunner._run_script``) holding one of ``places`` (a
-    semaphore) while it runs, unless ``first(runner)``."""
-    def wrapped(self, rerun_data):
-        if first(self):
-            return run(self, rerun_data)
-        with places:
-            return run(self, rerun_data)
-
-    wrapped.lmviz_bounded = True
-    wrapped.lmviz_plain = run
-    return wrapped
-
-
-def bounded_runs() -> None:
-    """At most :func:`run_places` script runs at once in this process, besides the sessions served
-    first, and no fragment's run of a page left behind (:func:`keeping_page`) (once per process;
+def pages_kept() -> None:
+    """No fragment's run of a page the session has left (:func:`keeping_page`) (once per process;
     app.py calls it on every run)."""
     from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 
-    if not _read_against() or getattr(ScriptRunner._run_script, "lmviz_bounded", False):
+    if not _read_against() or getattr(ScriptRunner._run_script, "lmviz_keeping_page", False):
         return
-    # the drop outside the places: a stale fragment's request leaves at once, holding no place
-    run = keeping_page(bounded(ScriptRunner._run_script, threading.BoundedSemaphore(run_places()),
-                               lambda runner: runner._session_id in _FIRST))
-    run.lmviz_bounded = True
+    run = keeping_page(ScriptRunner._run_script)
+    run.lmviz_keeping_page = True
     ScriptRunner._run_script = run

@@ -673,6 +673,35 @@ class BrowserIds:
                 + ("; Secure" if secure else ""))
 
 
+# -- the lecture's own replica ------------------------------------------------------------
+#
+# Behind nginx (deploy/), a lecturer's session runs on a replica of its own, so that the room's
+# page runs and sends never stand between the lecturer's press and its page. What routes it is a
+# cookie: a chapter page opened in presenter mode (``?present=1``) hands it out (ui/first_paint.py),
+# and nginx's ``map $cookie_lmviz_lecture`` sends every later request of that browser, its
+# websocket included, to the lecture replica. A replica that serves only the room is started with
+# ``LMVIZ_ROLE=room``: there "Start a class" reloads the tab as a presenter link that starts it
+# (``?present=1&start=1``), and the reloaded page's session is the lecture replica's.
+
+LECTURE_COOKIE = "lmviz_lecture"
+
+
+def lecture_cookie_header(secure: bool = False) -> str:
+    """A ``Set-Cookie`` value marking a lecturer's browser (until the browser closes; HttpOnly;
+    Lax, so that a link from another site carries it too and the lecturer lands where they lecture).
+
+    >>> lecture_cookie_header(secure=True)
+    'lmviz_lecture=1; Path=/; HttpOnly; SameSite=Lax; Secure'
+    """
+    return f"{LECTURE_COOKIE}=1; Path=/; HttpOnly; SameSite=Lax" + ("; Secure" if secure else "")
+
+
+def lectures_elsewhere() -> bool:
+    """True on a replica that serves the room only (``LMVIZ_ROLE=room``): its lecturers move to
+    the lecture replica before they start a class."""
+    return os.environ.get("LMVIZ_ROLE", "").strip().lower() == "room"
+
+
 # -----------------------------------------------------------------------------
 # the store
 
