@@ -11,6 +11,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LMVIZ_THREADS", "1")
+# tasks at the server's own priority: a nice-19 task waits for whatever else loads the machine
+# (a test that waits for one then measures that load); test_tasks checks the nice 19 itself
+os.environ.setdefault("LMVIZ_TASK_NICE", "0")
 os.chdir(ROOT)  # AppTest.from_file("app.py") and relative asset paths
 
 

@@ -141,7 +141,8 @@ def test_cap_is_first_come_first_served_and_a_queued_cancel_never_runs():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux only")
-def test_worker_thread_runs_at_nice_19_and_the_caller_does_not():
+def test_worker_thread_runs_at_nice_19_and_the_caller_does_not(monkeypatch):
+    monkeypatch.delenv("LMVIZ_TASK_NICE")           # the server's default (the suite sets 0)
     t = Task(lambda ctx: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())).start()
     assert t.join(5)
     assert t.snapshot().result == 19

@@ -14,6 +14,10 @@ a redirect to that chapter's URL (:func:`follow_target`), so that the student's 
 the lecturer's chapter: without it the link painted the home page's title, and Streamlit ran the
 home page's script before switching to the chapter (a run for every student who joins).
 
+The page's HTML also hands out the cookies a session needs before its websocket opens
+(:func:`handed_out`): classroom mode's signed browser id, and the lecture cookie to a page opened in
+presenter mode, by which nginx sends a lecturer to the lecture replica (deploy/).
+
 Everything in the block comes from the catalogue (``ui.i18n``) and the chapter list
 (``ui.chapters``), escaped; a link's own text never reaches it (``lang`` is one of ``LANGS`` or
 ignored). Nothing here needs a session (``serve.py`` builds the routes when the server starts);

@@ -25,7 +25,7 @@ def env_float(name: str, default: float) -> float:
 
 
 def env_count(name: str, default: int) -> int:
-    """A positive whole number from the environment (places, trainings, a gate's size), else ``default``."""
+    """A positive whole number from the environment (trainings, a gate's size), else ``default``."""
     try:
         v = int(os.environ.get(name, "").strip())
         return v if v > 0 else default

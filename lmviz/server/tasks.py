@@ -37,6 +37,8 @@ The lifecycle (one for every task: a chapter's measurement, a local training, a 
   ``_acquire`` / ``_release`` and keeps the rest.
 - The worker thread lowers its own CPU priority to nice 19 (Linux), so long work never starves
   the page reruns of the Streamlit server (torch's intra-op threads are separate threads).
+  ``LMVIZ_TASK_NICE`` (0-19) sets another value: the test suite runs its tasks at 0, since on a
+  machine busy with other work a nice-19 task waits for that work, and a test for it.
 - An error is stored as a message for people (no Python class name in front), the traceback goes
   to the server log.
 - ``pause()`` reads as "paused" at once too, and ``resume()`` as "running": the worker takes the
@@ -127,10 +129,27 @@ def human_message(e: BaseException) -> str:
     return msg[:500] if msg else Said("task.err_unexpected")
 
 
+TASK_NICE = 19     # a task's worker thread: below every page run of the server
+
+
+def task_nice(raw: str | None = None) -> int:
+    """``raw`` (default: ``LMVIZ_TASK_NICE``) when it is a whole number 0-19, else :data:`TASK_NICE`.
+
+    >>> task_nice("0"), task_nice(" 5 "), task_nice("-5"), task_nice("20"), task_nice("low")
+    (0, 5, 19, 19, 19)
+    """
+    raw = (os.environ.get("LMVIZ_TASK_NICE", "") if raw is None else raw).strip()
+    return int(raw) if raw.isdigit() and int(raw) <= 19 else TASK_NICE
+
+
 def lower_priority() -> None:
-    """Nice 19 for the calling thread only (Linux); a no-op where the OS does not allow it."""
+    """:func:`task_nice` for the calling thread only (Linux); a no-op where the OS does not allow
+    it, or when the thread already runs at that value or lower."""
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        tid = threading.get_native_id()
+        nice = task_nice()
+        if os.getpriority(os.PRIO_PROCESS, tid) < nice:
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
     except (AttributeError, OSError):
         pass
 
