@@ -36,7 +36,8 @@ def _in_a_thread(headers: dict) -> tuple[bool, int]:
     return out[0]
 
 
-def test_only_the_servers_own_visitor_is_lowered_to_nice_19():
+def test_only_the_servers_own_visitor_is_lowered_to_nice_19(monkeypatch):
+    monkeypatch.delenv("LMVIZ_TASK_NICE")           # the server's default (the suite sets 0)
     before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     assert _in_a_thread({warmup.WARM_HEADER: warmup._WARM_TOKEN}) == (True, 19)
     # a stranger's header, an empty one, none: the run keeps the priority it had

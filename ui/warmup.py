@@ -178,10 +178,10 @@ def _visit_views(ctx) -> None:
 
 
 def _lower_this_thread() -> None:
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-    except (AttributeError, OSError):
-        pass
+    """This thread at a task's nice (19; ``lmviz.server.tasks.lower_priority``, the one way)."""
+    from lmviz.server.tasks import lower_priority
+
+    lower_priority()
 
 
 def lower_if_warm_visit(headers) -> bool:
