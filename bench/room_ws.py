@@ -200,9 +200,7 @@ async def run(args) -> None:
         from lmviz.server.classroom import LECTURE_COOKIE
         from scale import LocalCluster
 
-        srv = LocalCluster(args.cluster, lecture=True)
-        srv.__enter__()
-        srv.stop = lambda: srv.__exit__(None, None, None)
+        srv = LocalCluster(args.cluster, lecture=True).start()      # srv.stop() below, as a Server's
         port, headers = srv.port, {"Cookie": f"{LECTURE_COOKIE}=1"}
         pids = [p for name, p in srv.pid_of.items() if name != "lecture"]      # the room's
     else:

@@ -76,21 +76,27 @@ class LocalCluster:
         if r.returncode != 0:
             raise RuntimeError(f"local-cluster.sh {cmd} failed:\n{r.stdout}\n{r.stderr}")
 
-    def __enter__(self) -> "LocalCluster":
+    def start(self) -> "LocalCluster":
         self.sh("up")
         state = dict(line.split("=", 1) for line in (self.dir / "state").read_text().split())
         self.port = int(state["NGINX_PORT"])
         self.replica_ports = [int(p.read_text().strip().rsplit(":", 1)[1]) for p in sorted(self.dir.glob("replica-*.addr"))]
-        self.replica_pids = [int(p.read_text()) for p in sorted(self.dir.glob("replica-*.pid"))]
         self.pid_of = {p.stem.removeprefix("replica-"): int(p.read_text()) for p in self.dir.glob("replica-*.pid")}
+        self.replica_pids = [self.pid_of[name] for name in sorted(self.pid_of)]
         self.ray_pid = int((self.dir / "ray.pid").read_text()) if self.ray else None
         return self
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> None:
         try:
             self.sh("down")
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> "LocalCluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
 async def measure(c: LocalCluster, args, seed: int) -> dict:

@@ -346,6 +346,7 @@ def keeping_page(run):
             return None
         return run(self, rerun_data)
 
+    wrapped.lmviz_keeping_page = True
     wrapped.lmviz_plain = run
     return wrapped
 
@@ -357,6 +358,4 @@ def pages_kept() -> None:
 
     if not _read_against() or getattr(ScriptRunner._run_script, "lmviz_keeping_page", False):
         return
-    run = keeping_page(ScriptRunner._run_script)
-    run.lmviz_keeping_page = True
-    ScriptRunner._run_script = run
+    ScriptRunner._run_script = keeping_page(ScriptRunner._run_script)
